@@ -1,0 +1,185 @@
+/*
+ * exec.c: the executor of a worker (cc/exec.h): transaction lifecycle,
+ * retries with randomized exponential backoff, timestamps, the per-worker
+ * pool of accesses, and the node's in-flight count used by quiesce.
+ */
+#include "cc/exec.h"
+
+#include <ck_pr.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cc/cc.h"
+#include "cc/exec_internal.h"
+#include "cc/sched.h"
+#include "server/node.h"
+#include "server/worker.h"
+
+/* Timestamps: [clock us since 2025-01-01 : 48][node : 6][worker : 4][seq : 6]
+ * (DESIGN.md section 5, RCC 4.3). Unique per node, worker and call; the
+ * clock part only moves forward. */
+#define TS_EPOCH_US 1735689600000000ull
+#define TS_LOW_BITS 16
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000ull;
+}
+
+uint64_t cc_ts_next(struct txn *t)
+{
+	struct cc_worker *ccw = t->ccw;
+	uint64_t us = now_us() - TS_EPOCH_US;
+	uint64_t clock = us > ccw->ts_clock ? us : ccw->ts_clock;
+	if (clock == ccw->ts_clock) {
+		if (++ccw->ts_seq == 64) { /* 64 stamps in one us: borrow the next */
+			ccw->ts_seq = 0;
+			clock++;
+		}
+	} else {
+		ccw->ts_seq = 0;
+	}
+	ccw->ts_clock = clock;
+	uint64_t node = fab_self(t->node->fab) & 63u;
+	return (clock << TS_LOW_BITS) | (node << 10) | ((uint64_t)(ccw->worker_id & 15) << 6) |
+	       ccw->ts_seq;
+}
+
+int cc_abort_with(struct txn *t, int cause)
+{
+	t->cause = cause;
+	return CC_ABORT;
+}
+
+static void waiter_fn(void *ctx, uint64_t ns)
+{
+	struct worker *w = ctx;
+	sched_sleep(w->sched, ns);
+}
+
+struct cc_worker *cc_worker_create(struct node *n, struct worker *w)
+{
+	struct cc_worker *ccw = calloc(1, sizeof(*ccw));
+	if (!ccw)
+		return NULL;
+	ccw->node = n;
+	ccw->w = w;
+	ccw->worker_id = w->id;
+	ccw->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)w->id << 32) ^ now_us();
+	ccw->scratch = malloc(ST_SLAB_BYTES);
+	if (!ccw->scratch) {
+		free(ccw);
+		return NULL;
+	}
+	return ccw;
+}
+
+void cc_worker_destroy(struct cc_worker *ccw)
+{
+	if (!ccw)
+		return;
+	struct cc_access *a;
+	while ((a = ccw->free_acc)) {
+		ccw->free_acc = a->hnext;
+		free(a->key);
+		free(a->img);
+		free(a->wval);
+		free(a);
+	}
+	free(ccw->scratch);
+	free(ccw);
+}
+
+static uint64_t rng_next(struct cc_worker *ccw)
+{
+	uint64_t x = ccw->rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return ccw->rng = x;
+}
+
+void cc_enter(struct cc_worker *ccw)
+{
+	struct node *n = ccw->node;
+	for (;;) {
+		ck_pr_inc_64(&n->inflight);
+		ck_pr_fence_memory(); /* inflight is visible before we read quiesce */
+		if (!ck_pr_load_int(&n->quiesce))
+			return;
+		ck_pr_dec_64(&n->inflight);
+		sched_sleep(ccw->w->sched, 200000); /* a switch takes milliseconds */
+	}
+}
+
+void cc_leave(struct cc_worker *ccw)
+{
+	ck_pr_dec_64(&ccw->node->inflight);
+}
+
+static void txn_begin(struct cc_worker *ccw, struct txn *t)
+{
+	struct node *n = ccw->node;
+	memset(t, 0, sizeof(*t));
+	t->node = n;
+	t->w = ccw->w;
+	t->ccw = ccw;
+	t->proto = ck_pr_load_ptr(&n->proto);
+	t->owner = ((uint64_t)(fab_self(n->fab) & 0xff) << 56) |
+		   ((uint64_t)(ccw->worker_id & 0xff) << 48) |
+		   ((++ccw->owner_seq & ((1ull << 47) - 1)) << 1) | 1u;
+	t->start_ts = cc_ts_next(t);
+	fab_batch_init(&t->batch, ccw->w->fw,
+		       (struct fab_waiter){ .wait = waiter_fn, .ctx = ccw->w }, &t->fstats);
+}
+
+int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
+{
+	struct node *n = ccw->node;
+	struct srv_stats *st = &ccw->w->stats;
+	uint64_t deadline = 0;
+	uint64_t backoff_ns = 2000;
+	struct txn t;
+
+	for (int attempt = 0;; attempt++) {
+		cc_enter(ccw);
+		txn_begin(ccw, &t);
+		int rc = body(&t, arg);
+		if (rc == CC_OK)
+			rc = t.proto->commit(&t);
+		if (rc == CC_OK) {
+			txn_after_commit(&t);
+			cc_leave(ccw);
+			st->txn_committed++;
+			fab_stats_add(&st->fab, &t.fstats);
+			st->fab_txns++;
+			txn_release(&t);
+			return 0;
+		}
+		t.proto->abort(&t);
+		txn_after_abort(&t);
+		cc_leave(ccw);
+		txn_release(&t);
+		st->txn_aborts++;
+		st->aborts_by_cause[t.cause < CC_CAUSES ? t.cause : CC_CAUSE_OTHER]++;
+
+		uint64_t now = sched_now_ns();
+		if (attempt == 0) {
+			long long ms = ck_pr_load_64((uint64_t *)&n->cfg.txn_timeout_ms);
+			deadline = now + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
+		} else if (now >= deadline) {
+			st->txn_timeouts++;
+			return CC_ETIMEOUT;
+		}
+		st->txn_retries++;
+		/* Randomized exponential backoff: half fixed, half jitter, so
+		 * conflicting coroutines spread out instead of colliding again. */
+		uint64_t sleep = backoff_ns / 2 + rng_next(ccw) % (backoff_ns / 2 + 1);
+		sched_sleep(ccw->w->sched, sleep);
+		if (backoff_ns < 1000000)
+			backoff_ns *= 2;
+	}
+}

@@ -1,0 +1,43 @@
+/*
+ * exec: the transaction executor of a worker. It runs a transaction body on
+ * the calling coroutine, retries it after a CC abort with randomized
+ * exponential backoff within txn-timeout (DESIGN.md section 5), and counts
+ * commits, aborts and verbs in the worker's stats.
+ */
+#ifndef RCKV_CC_EXEC_H
+#define RCKV_CC_EXEC_H
+
+#include <stdint.h>
+
+struct node;
+struct worker;
+struct txn;
+struct cc_worker;
+
+/*
+ * A transaction body: runs the commands of one transaction through
+ * cc/txn.h. Returns CC_OK to commit or CC_ABORT (the attempt is rolled
+ * back and the body runs again from the start, so it must reset whatever
+ * output it produced).
+ */
+typedef int (*cc_body_fn)(struct txn *t, void *arg);
+
+/* Executor state of worker w; created on w's thread before it serves. */
+struct cc_worker *cc_worker_create(struct node *n, struct worker *w);
+void cc_worker_destroy(struct cc_worker *ccw);
+
+/*
+ * cc_run - run body as one serializable transaction. Must be called on a
+ * coroutine of w's scheduler (it yields while waiting). Returns 0 once an
+ * attempt committed, or CC_ETIMEOUT when txn-timeout passed with every
+ * attempt aborted (nothing of the transaction is visible).
+ */
+int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg);
+
+/* Enter/leave the node's in-flight count without a transaction (waits
+ * while the node is quiesced). Used around work that must not overlap a
+ * protocol switch. */
+void cc_enter(struct cc_worker *ccw);
+void cc_leave(struct cc_worker *ccw);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * silo.c: RDMA-Silo, RCBench Algorithm 8 (section 6.2.3): optimistic
+ * reads, then lock the write set, validate the read and write sets, install.
+ *
+ * Item metadata: word 0 (lockb) = 0, or the owner word of the transaction
+ * holding the item's exclusive lock; word 1 (ver) = the paper's wts, the
+ * commit timestamp of the last writer. meta[] unused (0).
+ *
+ * States and transitions:
+ *   READING    --read: Double-Read of the item (One-Read, consistent image),
+ *                remember ver-->                                   READING
+ *              --write: as read, unless blind (never read by the txn) -->
+ *   LOCKING    --commit: CAS lockb 0 -> owner on every written item, one
+ *                batch (One-Cas); any failure -> ABORTED
+ *   VALIDATING --READ the header of every accessed item, one batch: lockb is
+ *                0 or ours, ver unchanged, block neither retired nor reused;
+ *                else ABORTED
+ *   INSTALLING --per written item: data, ver := cts, lockb := 0 (One-Write)
+ *                --> COMMITTED
+ *   ABORTED    --abort: lockb := 0 on every item we locked.
+ *
+ * Invariants:
+ *  (1) lockb is set to our owner word only by our CAS from 0 and cleared only
+ *      by our install or release.
+ *  (2) Every install writes a fresh, unique ver after its data and before
+ *      unlocking (prim.c), so "ver unchanged and unlocked" at validation means
+ *      no write committed to the item since we read it.
+ *  (3) A retired or reused block changes its DEAD flag or generation while
+ *      locked, so validation detects that the key moved.
+ *  (4) Serialization point: the moment all write locks are held. Every read
+ *      is validated after it and every write is installed after it.
+ *  (5) A read-only transaction of one item needs no validation: its
+ *      Double-Read image is a snapshot of the item at one instant.
+ */
+#include "cc/cc.h"
+
+static int silo_read(struct txn *t, struct cc_access *a)
+{
+	int rc = prim_read_consistent(t, a);
+	if (rc == CC_OK)
+		a->p[0] = a->img->ver;
+	return rc;
+}
+
+static int silo_write(struct txn *t, struct cc_access *a)
+{
+	if (a->mode & ACC_R)
+		return CC_OK; /* already read: its version is in p[0] */
+	/* Blind write: the value is replaced whole, so nothing read needs
+	 * validating; the block identity is still checked at commit. */
+	a->pstate |= ACC_BLIND;
+	return CC_OK;
+}
+
+static int silo_commit(struct txn *t)
+{
+	int nw = 0;
+	for (int i = 0; i < t->nacc; i++)
+		nw += (t->acc[i]->mode & ACC_W) != 0;
+	if (nw == 0 && t->nacc <= 1)
+		return CC_OK; /* invariant (5) */
+
+	/* LOCKING: every CAS in one batch. */
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (a->mode & ACC_W)
+			prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
+	}
+	int rc = prim_exec(t);
+	if (rc)
+		return rc;
+	bool lock_failed = false;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->mode & ACC_W))
+			continue;
+		if (a->stage[2] == 0)
+			a->pstate |= ACC_LOCKED;
+		else
+			lock_failed = true;
+	}
+	if (lock_failed)
+		return cc_abort_with(t, CC_CAUSE_LOCK);
+	t->cts = cc_ts_next(t);
+
+	/* VALIDATING: one READ of the header of every item, one batch. */
+	for (int i = 0; i < t->nacc; i++)
+		prim_post_read_header(t, t->acc[i], t->acc[i]->vhdr);
+	rc = prim_exec(t);
+	if (rc)
+		return rc;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		const uint64_t *v = a->vhdr;
+		if (!prim_header_same_block(a, v))
+			return cc_abort_with(t, CC_CAUSE_STALE);
+		if (v[0] != 0 && v[0] != t->owner)
+			return cc_abort_with(t, CC_CAUSE_LOCK);
+		if (!(a->pstate & ACC_BLIND) && v[1] != a->p[0])
+			return cc_abort_with(t, CC_CAUSE_VALIDATE);
+	}
+
+	/* INSTALLING. */
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->mode & ACC_W))
+			continue;
+		if (acc_relocates(a)) {
+			rc = prim_relocate(t, a, t->cts, NULL);
+			if (rc)
+				return rc;
+		} else {
+			prim_post_install(t, a, t->cts, NULL, 0);
+		}
+		a->pstate &= ~ACC_LOCKED;
+	}
+	return prim_exec(t);
+}
+
+static void silo_abort(struct txn *t)
+{
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (acc_locked(a)) {
+			prim_post_write_word(t, a, W_LOCK, 0);
+			a->pstate &= ~ACC_LOCKED;
+		}
+	}
+	(void)prim_exec(t);
+}
+
+const struct cc_protocol cc_silo = {
+	.name = "silo",
+	.read = silo_read,
+	.write = silo_write,
+	.commit = silo_commit,
+	.abort = silo_abort,
+};

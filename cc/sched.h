@@ -1,0 +1,51 @@
+/*
+ * sched: a worker's coroutine scheduler (DESIGN.md section 3). Coroutines
+ * are Boost.Context fcontexts behind cc/coro.h; the scheduler runs the
+ * ready ones round-robin from the worker's loop and parks sleepers on a
+ * timer list. Owner worker thread only (_st).
+ */
+#ifndef RCKV_CC_SCHED_H
+#define RCKV_CC_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sched;
+struct coro;
+
+typedef void (*sched_fn)(struct sched *s, void *arg);
+
+/* Create a scheduler with a pool of `ncoro` coroutines of `stack` bytes. */
+struct sched *sched_create(int ncoro, size_t stack);
+void sched_destroy(struct sched *s);
+
+/*
+ * sched_spawn - run fn(arg) on a free coroutine of the pool: it starts at
+ * the next sched_run. Returns 0, or -EAGAIN when every coroutine is busy.
+ */
+int sched_spawn(struct sched *s, sched_fn fn, void *arg);
+
+/* Run every ready coroutine until each yields or finishes; wake sleepers
+ * whose time has come first. Returns the number of coroutines run. */
+int sched_run(struct sched *s);
+
+/* Milliseconds until the next sleeper is due (-1: none; 0: some are ready). */
+int sched_timeout_ms(struct sched *s);
+
+/* True when no coroutine is running, ready or sleeping. */
+bool sched_idle(struct sched *s);
+int sched_free_count(struct sched *s);
+
+/*
+ * From inside a coroutine of this scheduler: suspend the caller for at
+ * least ns nanoseconds (0: just let the others run once). Must not be
+ * called outside a coroutine.
+ */
+void sched_sleep(struct sched *s, uint64_t ns);
+bool sched_in_coro(struct sched *s);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t sched_now_ns(void);
+
+#endif

@@ -1,0 +1,369 @@
+/*
+ * txn.c: the key-level transaction API (cc/txn.h) over the protocol hooks.
+ * It keeps the access set (first-touch order plus a small hash table),
+ * resolves keys to item blocks (creating placeholders for absent keys, so
+ * every key a transaction touches has an item carrying CC metadata and a
+ * version), buffers writes so a transaction reads its own writes, and
+ * reserves a bigger block at write time when a value outgrows its block,
+ * so that commit never runs out of memory.
+ */
+#include <ck_pr.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc/cc.h"
+#include "cc/exec_internal.h"
+#include "server/node.h"
+
+const char *cc_strerror(int rc)
+{
+	switch (rc) {
+	case CC_OK: return "ok";
+	case CC_ABORT: return "aborted by concurrency control";
+	case CC_EFULL: return "the MemStore is full";
+	case CC_ETOOBIG: return "key or value too large";
+	case CC_EFAB: return "fabric failure";
+	case CC_ETIMEOUT: return "transaction kept aborting until txn-timeout";
+	default: return "internal error";
+	}
+}
+
+/* The node that owns a key. A single node owns everything until the
+ * cluster's slot map arrives (the cluster issue). */
+static uint16_t key_node(struct txn *t, const char *key, size_t klen)
+{
+	(void)key;
+	(void)klen;
+	return fab_self(t->node->fab);
+}
+
+static struct cc_access *acc_alloc(struct txn *t)
+{
+	struct cc_worker *ccw = t->ccw;
+	struct cc_access *a = ccw->free_acc;
+	if (a) {
+		ccw->free_acc = a->hnext;
+	} else {
+		a = calloc(1, sizeof(*a));
+		if (!a)
+			return NULL;
+	}
+	return a;
+}
+
+static int tab_grow(struct txn *t)
+{
+	uint32_t n = t->tab ? (t->tab_mask + 1) * 2 : 16;
+	struct cc_access **tab = calloc(n, sizeof(*tab));
+	if (!tab)
+		return -ENOMEM;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		uint32_t b = (uint32_t)a->hash & (n - 1);
+		a->hnext = tab[b];
+		tab[b] = a;
+	}
+	free(t->tab);
+	t->tab = tab;
+	t->tab_mask = n - 1;
+	return 0;
+}
+
+static struct cc_access *acc_find(struct txn *t, const char *key, size_t klen, uint64_t h)
+{
+	if (!t->tab)
+		return NULL;
+	for (struct cc_access *a = t->tab[h & t->tab_mask]; a; a = a->hnext)
+		if (a->hash == h && a->klen == klen && memcmp(a->key, key, klen) == 0)
+			return a;
+	return NULL;
+}
+
+/*
+ * acc_get - the access of a key, resolving the key to its block (and
+ * creating a placeholder item) on first touch.
+ */
+static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access **out)
+{
+	uint64_t h = st_hash(key, klen);
+	struct cc_access *a = acc_find(t, key, klen, h);
+	if (a) {
+		*out = a;
+		return CC_OK;
+	}
+	if (t->nacc == t->acc_cap) {
+		int cap = t->acc_cap ? t->acc_cap * 2 : 8;
+		struct cc_access **p = realloc(t->acc, (size_t)cap * sizeof(*p));
+		if (!p)
+			return CC_EINTERNAL;
+		t->acc = p;
+		t->acc_cap = cap;
+	}
+	if ((uint32_t)t->nacc >= (t->tab ? t->tab_mask + 1 : 0) && tab_grow(t))
+		return CC_EINTERNAL;
+	a = acc_alloc(t);
+	if (!a)
+		return CC_EINTERNAL;
+	char *kcopy = realloc(a->key, klen ? klen : 1);
+	if (!kcopy) {
+		a->hnext = t->ccw->free_acc;
+		t->ccw->free_acc = a;
+		return CC_EINTERNAL;
+	}
+	a->key = kcopy;
+	memcpy(a->key, key, klen);
+	a->klen = (uint32_t)klen;
+	a->hash = h;
+	a->node = key_node(t, key, klen);
+	a->mode = 0;
+	a->pstate = 0;
+	a->wdel = false;
+	a->wvlen = 0;
+	a->has_nref = false;
+	a->p[0] = a->p[1] = 0;
+
+	/* Resolve: find the item, or create an ABSENT placeholder for it. */
+	struct st_item *buf = t->ccw->scratch;
+	int rc = st_create(&t->batch, t->node->layout, a->node, key, (uint32_t)klen, h, &a->ref, buf);
+	if (rc) {
+		a->hnext = t->ccw->free_acc;
+		t->ccw->free_acc = a;
+		return rc == ST_EFULL ? CC_EFULL : CC_EFAB;
+	}
+	uint32_t csz = st_class_size(a->ref.cls);
+	if (a->img_cap < csz) {
+		struct st_item *img = realloc(a->img, csz);
+		if (!img) {
+			a->hnext = t->ccw->free_acc;
+			t->ccw->free_acc = a;
+			return CC_EINTERNAL;
+		}
+		a->img = img;
+		a->img_cap = csz;
+	}
+	memcpy(a->img, buf, csz);
+
+	t->acc[t->nacc++] = a;
+	uint32_t b = (uint32_t)h & t->tab_mask;
+	a->hnext = t->tab[b];
+	t->tab[b] = a;
+	*out = a;
+	return CC_OK;
+}
+
+static bool key_too_big(struct txn *t, size_t klen)
+{
+	long long max = ck_pr_load_64((uint64_t *)&t->node->cfg.max_key_bytes);
+	return (long long)klen > max;
+}
+
+/* What the transaction sees for an access. */
+static void visible(const struct cc_access *a, const char **val, size_t *vlen, bool *found)
+{
+	if (a->mode & ACC_W) {
+		*found = !a->wdel;
+		*val = a->wval;
+		*vlen = a->wdel ? 0 : a->wvlen;
+		return;
+	}
+	const struct st_item *it = a->img;
+	*found = !(st_data_flags(it->data) & ST_F_ABSENT);
+	*val = st_item_val(it);
+	*vlen = *found ? st_data_vlen(it->data) : 0;
+}
+
+static int ensure_read(struct txn *t, struct cc_access *a)
+{
+	if (a->mode)
+		return CC_OK;
+	int rc = t->proto->read(t, a);
+	if (rc == CC_OK)
+		a->mode |= ACC_R;
+	return rc;
+}
+
+static int ensure_write(struct txn *t, struct cc_access *a)
+{
+	if (a->mode & ACC_W)
+		return CC_OK;
+	int rc = t->proto->write(t, a);
+	if (rc != CC_OK)
+		return rc;
+	/* Start the pending value from what the transaction sees now. */
+	const char *v;
+	size_t vl;
+	bool found;
+	visible(a, &v, &vl, &found);
+	if (a->wcap < vl || !a->wval) {
+		char *p = realloc(a->wval, vl ? vl : 16);
+		if (!p)
+			return CC_EINTERNAL;
+		a->wval = p;
+		a->wcap = (uint32_t)(vl ? vl : 16);
+	}
+	if (vl)
+		memcpy(a->wval, v, vl);
+	a->wvlen = (uint32_t)vl;
+	a->wdel = !found;
+	a->mode |= ACC_W;
+	return CC_OK;
+}
+
+int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_t *vlen,
+	    bool *found)
+{
+	if (key_too_big(t, klen)) { /* such a key cannot exist */
+		*found = false;
+		*val = NULL;
+		*vlen = 0;
+		return CC_OK;
+	}
+	struct cc_access *a;
+	int rc = acc_get(t, key, klen, &a);
+	if (rc == CC_OK)
+		rc = ensure_read(t, a);
+	if (rc != CC_OK)
+		return rc;
+	visible(a, val, vlen, found);
+	return CC_OK;
+}
+
+int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver)
+{
+	if (key_too_big(t, klen)) {
+		*ver = 0;
+		return CC_OK;
+	}
+	struct cc_access *a;
+	int rc = acc_get(t, key, klen, &a);
+	if (rc == CC_OK)
+		rc = ensure_read(t, a);
+	if (rc == CC_OK)
+		*ver = a->img->ver;
+	return rc;
+}
+
+/* Reserve a block big enough for the pending value, before it is copied,
+ * so a failure leaves the access as it was. */
+static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
+{
+	uint32_t need = (uint32_t)(sizeof(struct st_item) + a->klen + vlen);
+	if (need <= st_class_size(a->ref.cls))
+		return CC_OK;
+	if (a->has_nref && need <= st_class_size(a->nref.cls))
+		return CC_OK;
+	struct st_ref nref;
+	int rc = st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)vlen, &nref);
+	if (rc)
+		return rc == ST_EFULL ? CC_EFULL : CC_EFAB;
+	if (a->has_nref)
+		(void)st_free(&t->batch, t->node->layout, &a->nref);
+	a->nref = nref;
+	a->has_nref = true;
+	return CC_OK;
+}
+
+int txn_set(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen)
+{
+	struct node *n = t->node;
+	if (key_too_big(t, klen) ||
+	    (long long)vlen > (long long)ck_pr_load_64((uint64_t *)&n->cfg.max_value_bytes) ||
+	    st_class_for((uint32_t)klen, (uint32_t)vlen) < 0)
+		return CC_ETOOBIG;
+	struct cc_access *a;
+	int rc = acc_get(t, key, klen, &a);
+	if (rc == CC_OK)
+		rc = ensure_write(t, a);
+	if (rc == CC_OK)
+		rc = reserve_block(t, a, vlen);
+	if (rc != CC_OK)
+		return rc;
+	if (a->wcap < vlen) {
+		char *p = realloc(a->wval, vlen);
+		if (!p)
+			return CC_EINTERNAL;
+		a->wval = p;
+		a->wcap = (uint32_t)vlen;
+	}
+	/* val may point into a->wval (APPEND-style callers): memmove. */
+	if (vlen)
+		memmove(a->wval, val, vlen);
+	a->wvlen = (uint32_t)vlen;
+	a->wdel = false;
+	return CC_OK;
+}
+
+int txn_del(struct txn *t, const char *key, size_t klen, bool *existed)
+{
+	const char *v;
+	size_t vl;
+	int rc = txn_get(t, key, klen, &v, &vl, existed);
+	if (rc != CC_OK || !*existed)
+		return rc; /* deleting nothing changes nothing (WATCH stays valid) */
+	struct cc_access *a;
+	rc = acc_get(t, key, klen, &a);
+	if (rc == CC_OK)
+		rc = ensure_write(t, a);
+	if (rc == CC_OK) {
+		a->wdel = true;
+		a->wvlen = 0;
+	}
+	return rc;
+}
+
+void txn_after_commit(struct txn *t)
+{
+	/* Items that end absent (deleted, or placeholders only read) are
+	 * removed from the index now that no lock of ours is on them. Best
+	 * effort: a busy item stays and is reaped by whoever leaves it absent
+	 * next. */
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (a->has_nref) {
+			(void)st_free(&t->batch, t->node->layout, &a->nref);
+			a->has_nref = false;
+		}
+		bool absent = (a->mode & ACC_W) ? a->wdel
+						: (st_data_flags(a->img->data) & ST_F_ABSENT);
+		if (absent)
+			(void)st_reap(&t->batch, t->node->layout, a->hash, &a->ref, t->owner);
+	}
+}
+
+void txn_after_abort(struct txn *t)
+{
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (a->has_nref) {
+			(void)st_free(&t->batch, t->node->layout, &a->nref);
+			a->has_nref = false;
+		}
+	}
+}
+
+void txn_release(struct txn *t)
+{
+	struct cc_worker *ccw = t->ccw;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		/* Keep small buffers for reuse; drop big ones. */
+		if (a->img_cap > 4096) {
+			free(a->img);
+			a->img = NULL;
+			a->img_cap = 0;
+		}
+		if (a->wcap > 4096) {
+			free(a->wval);
+			a->wval = NULL;
+			a->wcap = 0;
+		}
+		a->hnext = ccw->free_acc;
+		ccw->free_acc = a;
+	}
+	free(t->acc);
+	free(t->tab);
+	t->acc = NULL;
+	t->tab = NULL;
+	t->nacc = t->acc_cap = 0;
+}

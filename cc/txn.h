@@ -1,0 +1,70 @@
+/*
+ * txn: the transaction API that command handlers use (DESIGN.md sections 5
+ * and 6). A transaction reads its own writes, and is serializable under
+ * whatever protocol the node runs. Handlers never see locks or versions;
+ * they call these functions and, when one returns CC_ABORT, return CC_ABORT
+ * themselves at once: the executor rolls the whole transaction back and
+ * runs every command of it again (without sending any reply of the aborted
+ * attempt).
+ *
+ * Results: 0 (CC_OK); CC_ABORT (a normal outcome, > 0); or a negative error
+ * that the handler turns into an error reply for its own command:
+ *   CC_EFULL   the MemStore has no room: reply OOM
+ *   CC_ETOOBIG key or value over max-key-bytes / max-value-bytes
+ *   CC_EFAB    the fabric failed (a peer is gone)
+ * After an error the transaction is still usable; nothing of the failed
+ * call is visible.
+ *
+ * Threads: a txn belongs to the coroutine running it.
+ */
+#ifndef RCKV_CC_TXN_H
+#define RCKV_CC_TXN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CC_OK 0
+#define CC_ABORT 1
+#define CC_EFULL (-2000)
+#define CC_ETOOBIG (-2001)
+#define CC_EFAB (-2002)
+#define CC_EINTERNAL (-2003)
+#define CC_ETIMEOUT (-2004) /* cc_run gave up retrying after txn-timeout */
+
+struct txn;
+
+/* Abort causes, counted in INFO (aborts_by_cause). */
+enum cc_cause {
+	CC_CAUSE_LOCK,      /* a lock was held by another transaction */
+	CC_CAUSE_VALIDATE,  /* validation found a changed item */
+	CC_CAUSE_STALE,     /* an item moved or was retired under us */
+	CC_CAUSE_OTHER,
+	CC_CAUSES
+};
+
+/*
+ * txn_get - read a key. On 0, *found says whether it exists; if so *val and
+ * *vlen hold its value, valid until the transaction ends or the key is
+ * written in it. Returns 0, CC_ABORT or an error.
+ */
+int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_t *vlen,
+	    bool *found);
+
+/* txn_set - write a key's value (creating the key). 0, CC_ABORT or error. */
+int txn_set(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen);
+
+/* txn_del - delete a key; *existed says whether it was there. */
+int txn_del(struct txn *t, const char *key, size_t klen, bool *existed);
+
+/*
+ * txn_version - the key's commit version (0 if it never existed since the
+ * block was created), read as part of the transaction: WATCH records it and
+ * EXEC compares it inside its own transaction.
+ */
+int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver);
+
+/* Text for an error code, for logs. */
+const char *cc_strerror(int rc);
+
+#endif

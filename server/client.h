@@ -1,0 +1,82 @@
+/*
+ * client: one client connection. Owned by one worker for its whole life;
+ * every field is written by that worker only (the _st rule), except where
+ * noted. CLIENT LIST on another worker reads the listed fields under the
+ * owner's clients_lock (worker.h).
+ */
+#ifndef RCKV_SRV_CLIENT_H
+#define RCKV_SRV_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "resp/resp.h"
+
+struct worker;
+struct coro;
+
+enum {
+	CL_MULTI = 1u << 0,        /* between MULTI and EXEC/DISCARD */
+	CL_DIRTY_EXEC = 1u << 1,   /* a queue-time error: EXEC replies EXECABORT */
+	CL_CLOSE_AFTER_REPLY = 1u << 2, /* QUIT, protocol error */
+	CL_CLOSE_ASAP = 1u << 3,   /* CLIENT KILL, write error */
+	CL_RUNNING = 1u << 4,      /* a coroutine is processing this client */
+};
+
+/* A command queued between MULTI and EXEC: its own copy of the arguments. */
+struct queued_cmd {
+	const struct cmd_def *def;
+	int argc;
+	struct resp_arg *argv; /* one allocation holds argv and the bytes */
+};
+
+/* A watched key with the version WATCH saw. */
+struct watched_key {
+	char *key;
+	size_t klen;
+	uint64_t ver;
+};
+
+struct client {
+	uint64_t id;
+	int fd;
+	struct worker *w;
+	char addr[64];      /* ip:port of the peer */
+	char laddr[64];     /* ip:port of our end */
+	char *name;         /* CLIENT SETNAME; NULL if none */
+	char *lib_name;     /* CLIENT SETINFO lib-name */
+	char *lib_ver;      /* CLIENT SETINFO lib-ver */
+	int proto;          /* 2, or 3 after HELLO 3 */
+	bool authed;        /* true when requirepass is empty or AUTH succeeded */
+	uint32_t flags;     /* CL_* */
+	int resp_limit_hit;
+
+	struct resp_parser *parser;
+	struct resp_w out;  /* replies not yet written to the socket */
+	size_t out_sent;    /* bytes of out already written */
+
+	struct queued_cmd *mq; /* MULTI queue */
+	int mq_len, mq_cap;
+	struct watched_key *watched;
+	int nwatched, watched_cap;
+
+	time_t ctime;       /* connect time */
+	time_t last_active; /* last command time */
+	const char *last_cmd; /* name of the last command run */
+
+	struct client *prev, *next; /* the worker's client list */
+	bool in_ready;      /* queued on the worker's ready list */
+	bool more_input;    /* bytes arrived while its coroutine ran */
+	struct client *ready_next;
+};
+
+/* CLIENT LIST / CLIENT INFO line for this client, Redis format, into buf. */
+int client_info_line(const struct client *cl, char *buf, size_t cap);
+
+/* Forget WATCHed keys (UNWATCH, EXEC, DISCARD, RESET). */
+void client_unwatch(struct client *cl);
+/* Free the MULTI queue and leave MULTI state. */
+void client_discard_multi(struct client *cl);
+
+#endif

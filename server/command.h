@@ -1,0 +1,117 @@
+/*
+ * command: the command table (Redis-style rows) and the handler contract.
+ *
+ * Dispatch (server/dispatch.c) looks the name up case-insensitively, checks
+ * arity (n > 0: exactly n arguments including the name; n < 0: at least -n),
+ * authentication and MULTI queueing by flags, then runs the handler:
+ *  - without CMD_NOTXN, inside a transaction (ctx->txn != NULL). The handler
+ *    reads and writes keys only through cc/txn.h. If a txn_* call returns
+ *    CC_ABORT the handler returns CC_ABORT at once, writing nothing more;
+ *    the executor retries the whole transaction, so a handler must have no
+ *    side effects outside the transaction and its reply buffer.
+ *  - with CMD_NOTXN, directly (ctx->txn may be NULL, or non-NULL when the
+ *    command was queued in MULTI; such handlers ignore it).
+ * A handler writes exactly one reply to ctx->out and returns 0 (or CC_ABORT).
+ */
+#ifndef RCKV_SRV_COMMAND_H
+#define RCKV_SRV_COMMAND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "resp/resp.h"
+
+struct node;
+struct worker;
+struct client;
+struct txn;
+
+struct cmd_ctx {
+	struct node *node;
+	struct worker *w;
+	struct client *cl;
+	struct txn *txn;
+	int argc;
+	struct resp_arg *argv;
+	struct resp_w *out;
+};
+
+typedef int (*cmd_handler)(struct cmd_ctx *c);
+
+/* Flags: policy is decided by these, never by comparing handlers. */
+enum {
+	CMD_WRITE = 1u << 0,    /* may modify data */
+	CMD_READONLY = 1u << 1, /* reads data only */
+	CMD_ADMIN = 1u << 2,    /* administrative */
+	CMD_NOTXN = 1u << 3,    /* runs outside the transaction machinery */
+	CMD_NOMULTI = 1u << 4,  /* "Command not allowed inside a transaction" */
+	CMD_NOAUTH = 1u << 5,   /* allowed before AUTH */
+	CMD_FAST = 1u << 6,     /* O(1) or O(log N) */
+	CMD_LOADING = 1u << 7,
+	CMD_STALE = 1u << 8,
+	CMD_NOSCRIPT = 1u << 9,
+	CMD_ALLKEYS = 1u << 10, /* touches the whole keyspace (KEYS, SCAN, FLUSH*) */
+	CMD_MULTICTL = 1u << 11,/* MULTI/EXEC/DISCARD/WATCH/QUIT/RESET: run even while queueing */
+	/* Reported by COMMAND INFO only (Redis 7.0 flag names). */
+	CMD_DENYOOM = 1u << 12,     /* "denyoom": may grow memory use */
+	CMD_SKIP_SLOWLOG = 1u << 13,/* "skip_slowlog" */
+	CMD_ALLOW_BUSY = 1u << 14,  /* "allow_busy" */
+};
+
+struct cmd_def {
+	const char *name;       /* lower case, as COMMAND reports it; a subcommand
+				   row has its full name, "client|setname" */
+	cmd_handler fn;
+	int arity;
+	uint32_t flags;
+	int first_key, last_key, key_step; /* Redis's legacy key spec; 0 0 0: none */
+	const char *group;      /* COMMAND DOCS group: string, generic, connection, server, transactions */
+	const char *since;      /* Redis version the command appeared in */
+	const char *summary;
+	const char *complexity;
+	const struct cmd_def *subcommands; /* NULL-name-terminated, or NULL */
+	const char *acl_categories;        /* e.g. "@write @string @slow" */
+	/* COMMAND INFO extras, space-separated, NULL for none: */
+	const char *key_flags;  /* flags of the key spec, e.g. "RW access update" */
+	const char *tips;       /* e.g. "request_policy:multi_shard response_policy:agg_sum" */
+};
+
+/* Look a command up by name (case-insensitive, not NUL-terminated). */
+const struct cmd_def *cmd_lookup(const char *name, size_t len);
+/* Look a subcommand up in a container's table. */
+const struct cmd_def *cmd_lookup_sub(const struct cmd_def *parent, const char *name, size_t len);
+/* The whole table, for COMMAND / COMMAND COUNT / COMMAND DOCS. */
+const struct cmd_def *cmd_table(int *count);
+/* Flag names for COMMAND INFO ("write", "readonly", "fast", ...). */
+int cmd_flag_names(uint32_t flags, const char **names, int max);
+
+/* Keys of a request per its def (for COMMAND GETKEYS); returns count, fills idx[]. */
+int cmd_get_keys(const struct cmd_def *d, int argc, int *idx, int max);
+
+/* Reply helpers used by many handlers (exact Redis texts). */
+void cmd_reply_wrong_args(struct cmd_ctx *c);        /* ERR wrong number of arguments for '%s' command */
+void cmd_reply_syntax(struct cmd_ctx *c);            /* ERR syntax error */
+void cmd_reply_not_int(struct cmd_ctx *c);           /* ERR value is not an integer or out of range */
+void cmd_reply_txn_error(struct cmd_ctx *c, int rc); /* OOM / too big / fabric, for a txn_* error */
+
+/* Handler prototypes, grouped by file. */
+#define CMD(n) int n(struct cmd_ctx *c)
+/* cmd_string.c */
+CMD(cmd_get); CMD(cmd_set); CMD(cmd_setnx); CMD(cmd_getset); CMD(cmd_getdel);
+CMD(cmd_mget); CMD(cmd_mset); CMD(cmd_msetnx); CMD(cmd_incr); CMD(cmd_incrby);
+CMD(cmd_decr); CMD(cmd_decrby); CMD(cmd_incrbyfloat); CMD(cmd_append); CMD(cmd_strlen);
+CMD(cmd_getrange); CMD(cmd_setrange);
+/* cmd_keys.c */
+CMD(cmd_del); CMD(cmd_exists); CMD(cmd_type); CMD(cmd_keys); CMD(cmd_scan);
+CMD(cmd_dbsize); CMD(cmd_flushdb); CMD(cmd_flushall);
+/* cmd_conn.c */
+CMD(cmd_ping); CMD(cmd_echo); CMD(cmd_hello); CMD(cmd_auth); CMD(cmd_quit); CMD(cmd_reset);
+CMD(cmd_select); CMD(cmd_client);
+/* cmd_server.c */
+CMD(cmd_command); CMD(cmd_config); CMD(cmd_info); CMD(cmd_time); CMD(cmd_shutdown);
+CMD(cmd_function); CMD(cmd_debug);
+/* multi.c */
+CMD(cmd_multi); CMD(cmd_exec); CMD(cmd_discard); CMD(cmd_watch); CMD(cmd_unwatch);
+#undef CMD
+
+#endif

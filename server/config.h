@@ -1,0 +1,106 @@
+/*
+ * config: rckv-server options. Syntax is redis.conf's: one option per line,
+ * `name value [value ...]`, # comments, double or single quotes with
+ * Redis's escapes, sizes with units (1k 1kb 1m 1mb 1g 1gb, case-insensitive).
+ * Command-line `--name value ...` overrides the file. Every option, its
+ * default and whether CONFIG SET may change it are in one table (config.c)
+ * and documented in conf/rckv.conf.
+ *
+ * Threads: loaded by main before workers start; CONFIG SET runs on a worker
+ * while the node holds srv_config_lock (see node.h), so readers of mutable
+ * fields on the hot path read them with ck_pr_load or a snapshot.
+ */
+#ifndef RCKV_SRV_CONFIG_H
+#define RCKV_SRV_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_MAX_BIND 16
+
+struct srv_config {
+	/* network */
+	int port;                       /* port 6379 */
+	char *bind[SRV_MAX_BIND];       /* bind 127.0.0.1 */
+	int nbind;
+	int tcp_backlog;                /* tcp-backlog 511 */
+	int maxclients;                 /* maxclients 10000 (mutable) */
+	int timeout;                    /* timeout 0: idle seconds before closing a client (mutable) */
+	char *requirepass;              /* requirepass "" (mutable) */
+
+	/* execution */
+	int threads;                    /* threads 2 */
+	int coroutines;                 /* coroutines 32 per worker */
+	char *cc;                       /* cc silo (mutable: online switch) */
+	long long txn_timeout_ms;       /* txn-timeout 5000 (mutable) */
+
+	/* limits */
+	long long max_key_bytes;        /* max-key-bytes 64kb (mutable) */
+	long long max_value_bytes;      /* max-value-bytes 1mb (mutable) */
+	long long query_buf_limit;      /* client-query-buffer-limit 1gb (mutable) */
+	long long proto_max_bulk_len;   /* proto-max-bulk-len 512mb (mutable) */
+
+	/* storage */
+	long long memory;               /* memory 512mb: MemStore region bytes */
+	char *dir;                      /* dir ./data */
+	char *persistence;              /* persistence process: none|process|power */
+
+	/* fabric and cluster */
+	int node_id;                    /* node 1 */
+	char *fabric;                   /* fabric shm */
+	int fabric_delay_us;            /* fabric-delay-us 0 */
+
+	/* operations */
+	char *loglevel;                 /* loglevel notice: debug|verbose|notice|warning (mutable) */
+	char *logfile;                  /* logfile "": stdout */
+	bool testing;                   /* testing no: enables test-only protocols and faults */
+};
+
+/* Where a setting comes from, for error messages. */
+struct cfg_origin {
+	const char *file; /* config file path, or "command line", or NULL (CONFIG SET) */
+	int line;
+};
+
+/* Fill every field with its default. */
+void cfg_defaults(struct srv_config *c);
+void cfg_free(struct srv_config *c);
+
+/*
+ * cfg_set - set one option from its name and arguments (already split).
+ * Returns 0, or -1 with err filled: "unknown option", "argument must be a
+ * memory value", etc. (the reason only; callers add file and line).
+ */
+int cfg_set(struct srv_config *c, const char *name, int argc, char **argv, char *err,
+	    size_t errlen);
+
+/*
+ * cfg_load_file - read a redis.conf-syntax file. On error returns -1 and
+ * err is the whole message, e.g.
+ *   "conf/rckv.conf:12: unknown option 'prot'"
+ */
+int cfg_load_file(struct srv_config *c, const char *path, char *err, size_t errlen);
+
+/*
+ * cfg_parse_argv - `rckv-server [file.conf] [--name value ...]`: loads the
+ * file if one is given, then applies each --name with the arguments that
+ * follow it up to the next --option. Errors name "command line" and the
+ * option. Returns 0 or -1 with err.
+ */
+int cfg_parse_argv(struct srv_config *c, int argc, char **argv, char *err, size_t errlen);
+
+/* Options visible through CONFIG GET, with their current value as text. */
+typedef void (*cfg_visit_fn)(void *arg, const char *name, const char *value);
+/* Visit every option whose name matches the glob pattern (case-insensitive). */
+void cfg_get(const struct srv_config *c, const char *pattern, cfg_visit_fn fn, void *arg);
+
+/* True if CONFIG SET may change this option at run time; false for unknown. */
+bool cfg_is_mutable(const char *name);
+/* True if the option exists. */
+bool cfg_exists(const char *name);
+
+/* Parse "1gb" style memory values. Returns 0 or -1. */
+int cfg_parse_memory(const char *s, long long *out);
+
+#endif

@@ -1,0 +1,307 @@
+/*
+ * conn.c: a client's life on its worker. The epoll loop reads bytes into
+ * the client's parser; a coroutine then takes complete requests one by one,
+ * dispatches them and writes the replies in one write(2) per batch of
+ * pipelined requests. Only one coroutine processes a client at a time
+ * (CL_RUNNING), which keeps its replies in request order.
+ */
+#include "server/conn.h"
+
+#include <arpa/inet.h>
+#include <ck_pr.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cc/sched.h"
+#include "server/client.h"
+#include "server/dispatch.h"
+#include "server/log.h"
+#include "server/node.h"
+#include "server/worker.h"
+
+#define READ_CHUNK (64 * 1024)
+
+static void fmt_addr(const struct sockaddr_storage *ss, char *buf, size_t cap)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)ss;
+		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+		port = ntohs(s4->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)ss;
+		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+		port = ntohs(s6->sin6_port);
+	}
+	snprintf(buf, cap, "%s:%d", ip, port);
+}
+
+static struct resp_limits limits_of(struct node *n)
+{
+	return (struct resp_limits){
+		.max_query_buf = (size_t)n->cfg.query_buf_limit,
+		.max_bulk_len = (size_t)n->cfg.proto_max_bulk_len,
+		.max_multibulk = 1024 * 1024,
+		.max_inline = 64 * 1024,
+	};
+}
+
+struct client *client_create(struct worker *w, int fd)
+{
+	struct node *n = w->node;
+	struct client *cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return NULL;
+	struct resp_limits lim = limits_of(n);
+	cl->parser = resp_parser_create(&lim);
+	if (!cl->parser) {
+		free(cl);
+		return NULL;
+	}
+	cl->fd = fd;
+	cl->w = w;
+	cl->id = ck_pr_faa_64(&n->next_client_id, 1) + 1;
+	cl->proto = 2;
+	pthread_mutex_lock(&n->cfg_lock);
+	cl->authed = !n->cfg.requirepass || !n->cfg.requirepass[0];
+	pthread_mutex_unlock(&n->cfg_lock);
+	cl->ctime = cl->last_active = time(NULL);
+	resp_w_init(&cl->out, 2);
+
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+		fmt_addr(&ss, cl->addr, sizeof(cl->addr));
+	sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		fmt_addr(&ss, cl->laddr, sizeof(cl->laddr));
+
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = cl };
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		resp_parser_free(cl->parser);
+		resp_w_free(&cl->out);
+		free(cl);
+		return NULL;
+	}
+	pthread_mutex_lock(&w->clients_lock);
+	cl->next = w->clients;
+	if (w->clients)
+		w->clients->prev = cl;
+	w->clients = cl;
+	w->nclients++;
+	pthread_mutex_unlock(&w->clients_lock);
+	ck_pr_inc_64(&n->connected_clients);
+	w->stats.conns_received++;
+	return cl;
+}
+
+static void client_free(struct client *cl)
+{
+	struct worker *w = cl->w;
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, cl->fd, NULL);
+	close(cl->fd);
+	pthread_mutex_lock(&w->clients_lock);
+	if (cl->prev)
+		cl->prev->next = cl->next;
+	else
+		w->clients = cl->next;
+	if (cl->next)
+		cl->next->prev = cl->prev;
+	w->nclients--;
+	pthread_mutex_unlock(&w->clients_lock);
+	ck_pr_dec_64(&w->node->connected_clients);
+	client_discard_multi(cl);
+	client_unwatch(cl);
+	resp_parser_free(cl->parser);
+	resp_w_free(&cl->out);
+	free(cl->name);
+	free(cl->lib_name);
+	free(cl->lib_ver);
+	free(cl);
+}
+
+void client_close(struct client *cl)
+{
+	if (cl->flags & CL_RUNNING) {
+		cl->flags |= CL_CLOSE_ASAP;
+		return;
+	}
+	if (cl->in_ready) {
+		/* The worker's ready list still points here: let it drop us. */
+		cl->flags |= CL_CLOSE_ASAP;
+		return;
+	}
+	client_free(cl);
+}
+
+static void want_write(struct client *cl, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = cl };
+	epoll_ctl(cl->w->epfd, EPOLL_CTL_MOD, cl->fd, &ev);
+}
+
+/* Write what we can; returns -1 if the connection failed. */
+static int flush_out(struct client *cl)
+{
+	while (cl->out_sent < cl->out.len) {
+		ssize_t k = write(cl->fd, cl->out.p + cl->out_sent, cl->out.len - cl->out_sent);
+		if (k > 0) {
+			cl->out_sent += (size_t)k;
+			cl->w->stats.net_out += (uint64_t)k;
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			want_write(cl, true);
+			return 0;
+		}
+		return -1;
+	}
+	if (cl->out.len) {
+		resp_w_reset(&cl->out);
+		cl->out_sent = 0;
+	}
+	return 0;
+}
+
+static void ready_push(struct client *cl)
+{
+	if (cl->flags & CL_RUNNING) {
+		cl->more_input = true; /* its coroutine re-queues it when done */
+		return;
+	}
+	if (cl->in_ready)
+		return;
+	struct worker *w = cl->w;
+	cl->in_ready = true;
+	cl->ready_next = NULL;
+	if (w->ready_tail)
+		w->ready_tail->ready_next = cl;
+	else
+		w->ready_head = cl;
+	w->ready_tail = cl;
+}
+
+void client_on_readable(struct client *cl)
+{
+	char buf[READ_CHUNK];
+	for (;;) {
+		ssize_t k = read(cl->fd, buf, sizeof(buf));
+		if (k > 0) {
+			cl->w->stats.net_in += (uint64_t)k;
+			if (resp_parser_feed(cl->parser, buf, (size_t)k) != 0) {
+				client_close(cl);
+				return;
+			}
+			if ((size_t)k < sizeof(buf))
+				break;
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		client_close(cl); /* EOF or error */
+		return;
+	}
+	ready_push(cl);
+}
+
+void client_on_writable(struct client *cl)
+{
+	if (cl->flags & CL_RUNNING)
+		return; /* its coroutine owns the buffer until it finishes */
+	if (flush_out(cl) != 0) {
+		client_close(cl);
+		return;
+	}
+	if (cl->out_sent == cl->out.len) {
+		want_write(cl, false);
+		if (cl->flags & CL_CLOSE_AFTER_REPLY)
+			client_close(cl);
+	}
+}
+
+/* The coroutine body: process every complete request, then write. */
+static void client_run(struct sched *s, void *arg)
+{
+	(void)s;
+	struct client *cl = arg;
+	struct worker *w = cl->w;
+	for (;;) {
+		int argc;
+		struct resp_arg *argv;
+		const char *err;
+		enum resp_status st = resp_parser_next(cl->parser, &argc, &argv, &err);
+		if (st == RESP_AGAIN)
+			break;
+		if (st == RESP_ERR) {
+			resp_errorf(&cl->out, "ERR %s", err);
+			w->stats.proto_errors++;
+			cl->flags |= CL_CLOSE_AFTER_REPLY;
+			break;
+		}
+		cl->last_active = time(NULL);
+		srv_dispatch(w, cl, argc, argv);
+		if (cl->flags & (CL_CLOSE_AFTER_REPLY | CL_CLOSE_ASAP))
+			break;
+		if (ck_pr_load_int(&w->node->shutdown))
+			break;
+		/* Keep replies of a long pipeline flowing. */
+		if (cl->out.len - cl->out_sent > (1u << 20) && flush_out(cl) != 0) {
+			cl->flags |= CL_CLOSE_ASAP;
+			break;
+		}
+	}
+	int frc = (cl->flags & CL_CLOSE_ASAP) ? -1 : flush_out(cl);
+	cl->flags &= ~CL_RUNNING;
+	if (frc != 0 || (cl->flags & CL_CLOSE_ASAP) ||
+	    ((cl->flags & CL_CLOSE_AFTER_REPLY) && cl->out_sent == cl->out.len)) {
+		client_close(cl);
+		return;
+	}
+	if (cl->more_input) {
+		cl->more_input = false;
+		ready_push(cl);
+	}
+}
+
+int client_start(struct client *cl)
+{
+	if (cl->flags & CL_RUNNING)
+		return 0;
+	cl->flags |= CL_RUNNING;
+	int rc = sched_spawn(cl->w->sched, client_run, cl);
+	if (rc != 0)
+		cl->flags &= ~CL_RUNNING;
+	return rc;
+}
+
+void client_close_all(struct worker *w)
+{
+	while (w->clients) {
+		struct client *cl = w->clients;
+		cl->flags &= ~CL_RUNNING;
+		cl->in_ready = false;
+		client_free(cl);
+	}
+}
+
+void client_reap_idle(struct worker *w, int timeout)
+{
+	time_t now = time(NULL);
+	struct client *cl = w->clients, *next;
+	for (; cl; cl = next) {
+		next = cl->next;
+		if (!(cl->flags & (CL_RUNNING | CL_MULTI)) && now - cl->last_active > timeout)
+			client_close(cl);
+	}
+}

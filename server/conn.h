@@ -1,0 +1,27 @@
+/*
+ * conn: client connections of a worker: accept, read, process on a
+ * coroutine, write, close. Owner worker only.
+ */
+#ifndef RCKV_SRV_CONN_H
+#define RCKV_SRV_CONN_H
+
+struct worker;
+struct client;
+
+/* Take ownership of an accepted, non-blocking socket. */
+struct client *client_create(struct worker *w, int fd);
+/* Readiness events from the worker's epoll loop. */
+void client_on_readable(struct client *cl);
+void client_on_writable(struct client *cl);
+/* Start processing queued requests on a coroutine if not already running;
+ * called by the worker for every client on its ready list. Returns 0, or
+ * -EAGAIN if no coroutine is free (the client stays ready). */
+int client_start(struct client *cl);
+/* Close now, or as soon as its coroutine finishes. */
+void client_close(struct client *cl);
+/* Close every client (shutdown). */
+void client_close_all(struct worker *w);
+/* Idle clients over `timeout` seconds are closed (cfg.timeout). */
+void client_reap_idle(struct worker *w, int timeout);
+
+#endif

@@ -1,0 +1,165 @@
+/*
+ * dispatch.c: the path of every request, in Redis 7.0's order: command
+ * lookup (unknown command), subcommand lookup, arity, authentication, then
+ * either MULTI queueing or execution. A data command runs as its own
+ * transaction through the executor; its reply goes straight into the
+ * client's output buffer and is cut back if the attempt aborts.
+ */
+#include "server/dispatch.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc/exec.h"
+#include "cc/txn.h"
+#include "server/client.h"
+#include "server/command.h"
+#include "server/multi.h"
+#include "server/node.h"
+#include "server/worker.h"
+
+/* Redis's rejectCommandFormat: the message may quote client bytes, which
+ * must not break the reply line. */
+static void reply_error_sanitized(struct resp_w *out, const char *msg)
+{
+	char buf[1024];
+	size_t n = strlen(msg);
+	if (n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (msg[i] == '\r' || msg[i] == '\n') ? ' ' : msg[i];
+	buf[n] = '\0';
+	resp_error(out, buf);
+}
+
+static void reply_unknown_command(struct resp_w *out, int argc, struct resp_arg *argv)
+{
+	char args[512];
+	size_t len = 0;
+	args[0] = '\0';
+	for (int i = 1; i < argc && len < 128; i++) {
+		int room = 128 - (int)len;
+		int m = snprintf(args + len, sizeof(args) - len, "'%.*s' ",
+				 (int)(argv[i].len < (size_t)room ? argv[i].len : (size_t)room),
+				 argv[i].p);
+		if (m > 0)
+			len += (size_t)m;
+	}
+	char msg[800];
+	snprintf(msg, sizeof(msg), "ERR unknown command '%.128s', with args beginning with: %s",
+		 argv[0].p, args);
+	reply_error_sanitized(out, msg);
+}
+
+static bool arity_ok(int arity, int argc)
+{
+	return arity > 0 ? argc == arity : argc >= -arity;
+}
+
+const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, int argc,
+				  struct resp_arg *argv, bool *dirty)
+{
+	(void)cl;
+	*dirty = true;
+	const struct cmd_def *def = cmd_lookup(argv[0].p, argv[0].len);
+	if (!def) {
+		reply_unknown_command(out, argc, argv);
+		return NULL;
+	}
+	if (def->subcommands && argc >= 2) {
+		const struct cmd_def *sub = cmd_lookup_sub(def, argv[1].p, argv[1].len);
+		if (!sub) {
+			char up[64];
+			size_t i;
+			for (i = 0; def->name[i] && i < sizeof(up) - 1; i++)
+				up[i] = (char)toupper((unsigned char)def->name[i]);
+			up[i] = '\0';
+			char msg[400];
+			snprintf(msg, sizeof(msg), "ERR unknown subcommand '%.128s'. Try %s HELP.",
+				 argv[1].p, up);
+			reply_error_sanitized(out, msg);
+			return NULL;
+		}
+		def = sub;
+	}
+	if (!arity_ok(def->arity, argc)) {
+		resp_errorf(out, "ERR wrong number of arguments for '%s' command", def->name);
+		return NULL;
+	}
+	*dirty = false;
+	return def;
+}
+
+int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx)
+{
+	return def->fn(ctx);
+}
+
+struct one {
+	const struct cmd_def *def;
+	struct cmd_ctx ctx;
+	size_t mark;
+};
+
+static int one_body(struct txn *t, void *arg)
+{
+	struct one *o = arg;
+	o->ctx.out->len = o->mark; /* drop the reply of an aborted attempt */
+	o->ctx.txn = t;
+	return srv_call(o->def, &o->ctx);
+}
+
+void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg *argv)
+{
+	struct node *n = w->node;
+	struct resp_w *out = &cl->out;
+	bool dirty;
+	const struct cmd_def *def = srv_resolve(cl, out, argc, argv, &dirty);
+	if (!def) {
+		w->stats.error_replies++;
+		if (cl->flags & CL_MULTI)
+			cl->flags |= CL_DIRTY_EXEC;
+		return;
+	}
+	cl->last_cmd = def->name;
+	w->stats.commands++;
+	if (!cl->authed && !(def->flags & CMD_NOAUTH)) {
+		resp_error(out, "NOAUTH Authentication required.");
+		if (cl->flags & CL_MULTI)
+			cl->flags |= CL_DIRTY_EXEC;
+		return;
+	}
+	if ((cl->flags & CL_MULTI) && !(def->flags & CMD_MULTICTL)) {
+		if (def->flags & CMD_NOMULTI) {
+			resp_error(out, "ERR Command not allowed inside a transaction");
+			cl->flags |= CL_DIRTY_EXEC;
+			return;
+		}
+		if (multi_queue(cl, def, argc, argv) != 0) {
+			resp_error(out, "ERR out of memory queueing the command");
+			cl->flags |= CL_DIRTY_EXEC;
+			return;
+		}
+		resp_status(out, "QUEUED");
+		return;
+	}
+
+	struct one o = {
+		.def = def,
+		.ctx = { .node = n, .w = w, .cl = cl, .txn = NULL, .argc = argc, .argv = argv,
+			 .out = out },
+		.mark = out->len,
+	};
+	if (def->flags & CMD_NOTXN) {
+		(void)srv_call(def, &o.ctx);
+		return;
+	}
+	int rc = cc_run(w->ccw, one_body, &o);
+	if (rc != 0) {
+		out->len = o.mark;
+		resp_errorf(out, "ERR transaction aborted: %s (txn-timeout %lld ms)", cc_strerror(rc),
+			    n->cfg.txn_timeout_ms);
+	}
+}

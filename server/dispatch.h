@@ -1,0 +1,27 @@
+/*
+ * dispatch: from a parsed request to a reply: command lookup, arity, auth,
+ * MULTI queueing, and running the command as its own transaction.
+ */
+#ifndef RCKV_SRV_DISPATCH_H
+#define RCKV_SRV_DISPATCH_H
+
+#include "resp/resp.h"
+
+struct worker;
+struct client;
+struct cmd_def;
+struct cmd_ctx;
+
+/* Run one request of cl; the reply is appended to cl->out. On a coroutine. */
+void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg *argv);
+
+/* Run a command def with ctx (handler or subcommand handler), inside the
+ * transaction ctx->txn if any. Used by dispatch and EXEC. */
+int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx);
+
+/* Resolve a container's subcommand; writes the Redis error and returns NULL
+ * when unknown or when arity fails. */
+const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, int argc,
+				  struct resp_arg *argv, bool *dirty);
+
+#endif

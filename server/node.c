@@ -1,0 +1,234 @@
+/*
+ * node.c: bring a node up and down (server/srv.h).
+ */
+#include <arpa/inet.h>
+#include <ck_pr.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cc/cc.h"
+#include "server/log.h"
+#include "server/node.h"
+#include "server/srv.h"
+#include "server/worker.h"
+
+static int mkdir_p(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int listen_on(struct node *n, const char *addr, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	memset(&ss, 0, sizeof(ss));
+	struct sockaddr_in *s4 = (void *)&ss;
+	struct sockaddr_in6 *s6 = (void *)&ss;
+	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)n->cfg.port);
+		sl = sizeof(*s4);
+	} else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)n->cfg.port);
+		sl = sizeof(*s6);
+	} else {
+		snprintf(err, errlen, "bind: '%s' is not an IPv4 or IPv6 address", addr);
+		return -1;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, n->cfg.tcp_backlog) != 0)
+		goto fail;
+	n->listen_fds[n->nlisten++] = fd;
+	return 0;
+fail:
+	snprintf(err, errlen, "Could not create server TCP listening socket %s:%d: %s", addr,
+		 n->cfg.port, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static void make_run_id(struct node *n)
+{
+	unsigned char rnd[20];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
+		uint64_t x = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+		for (size_t i = 0; i < sizeof(rnd); i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			rnd[i] = (unsigned char)(x >> 56);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 20; i++)
+		sprintf(n->run_id + 2 * i, "%02x", rnd[i]);
+}
+
+static enum st_persistence persistence_of(const char *s)
+{
+	if (strcasecmp(s, "none") == 0)
+		return ST_PERSIST_NONE;
+	if (strcasecmp(s, "power") == 0)
+		return ST_PERSIST_POWER;
+	return ST_PERSIST_PROCESS;
+}
+
+static uint64_t protocol_id(const struct cc_protocol *p)
+{
+	const struct cc_protocol *const *all = cc_protocol_all();
+	for (int i = 0; all[i]; i++)
+		if (all[i] == p)
+			return (uint64_t)i + 1;
+	return 0;
+}
+
+int srv_node_start(struct node *n, char *err, size_t errlen)
+{
+	pthread_mutex_init(&n->cfg_lock, NULL);
+	n->start_time = time(NULL);
+	make_run_id(n);
+	if (srv_log_open(n) != 0) {
+		snprintf(err, errlen, "can't open the log file '%s': %s", n->cfg.logfile,
+			 strerror(errno));
+		return -1;
+	}
+	const struct cc_protocol *proto = cc_protocol_find(n->cfg.cc);
+	if (!proto || (proto->testing_only && !n->cfg.testing)) {
+		snprintf(err, errlen, "bad value for 'cc': unknown protocol '%s'%s", n->cfg.cc,
+			 proto ? " (it needs 'testing yes')" : "");
+		return -1;
+	}
+	n->proto = proto;
+	srv_log(n, LOG_NOTICE, "rckv-server starting: node %d, pid %d, port %d, cc %s",
+		n->cfg.node_id, (int)getpid(), n->cfg.port, proto->name);
+
+	int rc = mkdir_p(n->cfg.dir);
+	if (rc) {
+		snprintf(err, errlen, "can't create dir '%s': %s", n->cfg.dir, strerror(-rc));
+		return -1;
+	}
+	struct st_config sc = {
+		.dir = n->cfg.dir,
+		.node_id = (uint16_t)n->cfg.node_id,
+		.cluster_id = 0,
+		.size = (uint64_t)n->cfg.memory,
+		.persistence = persistence_of(n->cfg.persistence),
+	};
+	char serr[512] = "";
+	rc = st_region_open(&sc, &n->region, serr, sizeof(serr));
+	if (rc) {
+		snprintf(err, errlen, "can't open the MemStore: %s", serr[0] ? serr : st_strerror(rc));
+		return -1;
+	}
+	n->layout = st_region_layout(n->region);
+	struct st_header *h = st_region_header(n->region);
+	if (st_region_reopened(n->region)) {
+		uint64_t live = 0;
+		/* Locks of transactions that were running when the last process
+		 * died are released, unreachable blocks freed; after a clean
+		 * shutdown this finds nothing to do but is cheap. */
+		st_recover(n->region, &live);
+		n->recovered_keys = live;
+		srv_log(n, LOG_NOTICE, "MemStore reopened: %llu keys", (unsigned long long)live);
+	}
+	if (h->protocol_id != protocol_id(proto)) {
+		st_reset_meta(n->region);
+		h->protocol_id = protocol_id(proto);
+	}
+	n->proto_epoch = h->protocol_epoch;
+
+	struct fab_config fc = { .backend = n->cfg.fabric, .self = (uint16_t)n->cfg.node_id,
+				 .delay_us = (uint32_t)n->cfg.fabric_delay_us };
+	if (fab_open(&fc, &n->fab, err, errlen) != 0)
+		goto fail_region;
+	fab_attach(n->fab, fc.self, st_region_base(n->region), n->layout->size);
+
+	for (int i = 0; i < n->cfg.nbind; i++)
+		if (listen_on(n, n->cfg.bind[i], err, errlen) != 0)
+			goto fail_listen;
+
+	n->nworkers = n->cfg.threads;
+	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
+	if (!n->workers) {
+		snprintf(err, errlen, "out of memory");
+		goto fail_listen;
+	}
+	for (int i = 0; i < n->nworkers; i++) {
+		if (worker_start(n, i, &n->workers[i]) != 0) {
+			snprintf(err, errlen, "can't set up worker %d", i);
+			goto fail_workers;
+		}
+	}
+	for (int i = 0; i < n->nworkers; i++)
+		worker_run(n->workers[i]);
+	srv_log(n, LOG_NOTICE, "Ready to accept connections on %s:%d (%d threads, %d coroutines each)",
+		n->cfg.bind[0], n->cfg.port, n->cfg.threads, n->cfg.coroutines);
+	return 0;
+
+fail_workers:
+	for (int i = 0; i < n->nworkers; i++)
+		worker_destroy(n->workers[i]);
+	free(n->workers);
+	n->workers = NULL;
+fail_listen:
+	for (int i = 0; i < n->nlisten; i++)
+		close(n->listen_fds[i]);
+	n->nlisten = 0;
+	if (n->fab)
+		fab_close(n->fab);
+fail_region:
+	st_region_close(n->region, true);
+	return -1;
+}
+
+void srv_request_shutdown(struct node *n)
+{
+	ck_pr_store_int(&n->shutdown, 1);
+}
+
+void srv_node_stop(struct node *n)
+{
+	srv_log(n, LOG_NOTICE, "User requested shutdown...");
+	ck_pr_store_int(&n->shutdown, 1);
+	for (int i = 0; i < n->nworkers; i++)
+		worker_wake(n->workers[i]);
+	for (int i = 0; i < n->nworkers; i++)
+		worker_join(n->workers[i]);
+	for (int i = 0; i < n->nlisten; i++)
+		close(n->listen_fds[i]);
+	for (int i = 0; i < n->nworkers; i++)
+		worker_destroy(n->workers[i]);
+	free(n->workers);
+	n->workers = NULL;
+	fab_close(n->fab);
+	st_region_close(n->region, true);
+	srv_log(n, LOG_NOTICE, "MemStore closed cleanly. rckv is now ready to exit, bye bye...");
+}

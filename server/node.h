@@ -1,0 +1,81 @@
+/*
+ * node: everything one rckv-server process is, passed down explicitly (no
+ * globals, so tests can hold several nodes in one process).
+ */
+#ifndef RCKV_SRV_NODE_H
+#define RCKV_SRV_NODE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "cc/txn.h"
+#include "rdma/fab.h"
+#include "server/config.h"
+#include "storage/st.h"
+
+struct worker;
+struct cc_protocol;
+
+/*
+ * Per-worker statistics. Written by the owner worker only with plain
+ * stores; INFO on any worker sums them with relaxed loads (values may be a
+ * few operations old, as Redis's are).
+ */
+struct srv_stats {
+	uint64_t commands;            /* total_commands_processed */
+	uint64_t conns_received;      /* total_connections_received */
+	uint64_t conns_rejected;      /* rejected_connections (maxclients) */
+	uint64_t net_in, net_out;     /* bytes */
+	uint64_t proto_errors;        /* total_error_replies of protocol kind */
+	uint64_t error_replies;       /* total_error_replies */
+	uint64_t keyspace_hits, keyspace_misses;
+	uint64_t txn_committed;       /* transactions that committed */
+	uint64_t txn_aborts;          /* attempts that aborted (each retry counts) */
+	uint64_t txn_retries;         /* re-runs after an abort */
+	uint64_t txn_timeouts;        /* gave up after txn-timeout */
+	uint64_t txn_watch_failed;    /* EXEC replied null because of WATCH */
+	uint64_t aborts_by_cause[CC_CAUSES];
+	struct fab_stats fab;         /* verbs and round trips of committed txns */
+	uint64_t fab_txns;            /* txns whose verbs are in fab */
+};
+
+struct node {
+	struct srv_config cfg;
+	char *config_file;            /* absolute path, or NULL */
+	pthread_mutex_t cfg_lock;     /* CONFIG SET and readers of string options */
+
+	struct st_region *region;
+	const struct st_layout *layout;
+	struct fab *fab;
+
+	int nworkers;
+	struct worker **workers;
+
+	/* Current protocol: written only by the switch (cc/switch.c) while the
+	 * node is quiesced; read with ck_pr_load_ptr at transaction begin. */
+	const struct cc_protocol *proto;
+	uint64_t proto_epoch;
+
+	/* Quiesce (protocol switch, FLUSHALL): `quiesce` is set with ck_pr
+	 * store; a transaction increments `inflight` at begin and re-checks
+	 * `quiesce`; the switcher waits until inflight drops to 0. */
+	int quiesce;
+	uint64_t inflight;
+
+	int shutdown;                 /* set by SHUTDOWN or a signal; workers exit */
+	int exit_code;
+	uint64_t next_client_id;      /* ck_pr_faa */
+	uint64_t connected_clients;   /* ck_pr_inc/dec */
+	time_t start_time;
+	char run_id[41];
+	char executable[4096];
+	int listen_fds[SRV_MAX_BIND];
+	int nlisten;
+	int log_fd;                   /* log destination (server/log.c) */
+	uint64_t recovered_keys;      /* live keys found at start */
+	bool recovered_unclean;       /* the last stop was not clean */
+};
+
+#endif

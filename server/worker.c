@@ -1,0 +1,238 @@
+/*
+ * worker.c: a worker thread (DESIGN.md section 3): an epoll loop over its
+ * clients, the listening sockets (shared by all workers with EPOLLEXCLUSIVE,
+ * so one wakes per connection) and an eventfd; accepted connections are
+ * spread round-robin and handed to their worker through a ck_ring; the
+ * coroutine scheduler runs between epoll waits. Idle means asleep: with no
+ * ready coroutine and no sleeper, epoll_wait blocks without a timeout.
+ */
+#include "server/worker.h"
+
+#include <ck_pr.h>
+#include <ck_ring.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cc/exec.h"
+#include "cc/sched.h"
+#include "rdma/fab.h"
+#include "server/client.h"
+#include "server/conn.h"
+#include "server/log.h"
+
+#define HANDOFF_SLOTS 1024
+#define CORO_STACK (256 * 1024)
+
+/* epoll tags that are not clients */
+static char tag_wake, tag_listen[SRV_MAX_BIND];
+
+struct handoff {
+	struct ck_ring ring;
+	struct ck_ring_buffer buf[HANDOFF_SLOTS];
+};
+
+static uint64_t rr_counter;
+
+void worker_wake(struct worker *w)
+{
+	uint64_t one = 1;
+	ssize_t k = write(w->wakefd, &one, sizeof(one));
+	(void)k;
+}
+
+static void adopt(struct worker *w, int fd)
+{
+	struct node *n = w->node;
+	if ((long long)ck_pr_load_64(&n->connected_clients) >= n->cfg.maxclients) {
+		static const char msg[] = "-ERR max number of clients reached\r\n";
+		ssize_t k = write(fd, msg, sizeof(msg) - 1);
+		(void)k;
+		close(fd);
+		w->stats.conns_rejected++;
+		return;
+	}
+	if (!client_create(w, fd)) {
+		close(fd);
+		srv_log(n, LOG_WARNING, "could not set up a client connection");
+	}
+}
+
+static void on_accept(struct worker *w, int lfd)
+{
+	struct node *n = w->node;
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				srv_log(n, LOG_WARNING, "accept: %s", strerror(errno));
+			return;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		uint64_t k = ck_pr_faa_64(&rr_counter, 1);
+		struct worker *to = n->workers[k % (uint64_t)n->nworkers];
+		struct handoff *h = to->handoff;
+		if (to == w || !ck_ring_enqueue_mpsc(&h->ring, h->buf, (void *)(intptr_t)fd)) {
+			adopt(w, fd);
+			continue;
+		}
+		worker_wake(to);
+	}
+}
+
+static void drain_handoff(struct worker *w)
+{
+	uint64_t v;
+	ssize_t k = read(w->wakefd, &v, sizeof(v));
+	(void)k;
+	struct handoff *h = w->handoff;
+	void *p;
+	while (ck_ring_dequeue_mpsc(&h->ring, h->buf, &p))
+		adopt(w, (int)(intptr_t)p);
+}
+
+static void run_ready(struct worker *w)
+{
+	while (w->ready_head) {
+		struct client *cl = w->ready_head;
+		if (cl->flags & CL_CLOSE_ASAP) {
+			w->ready_head = cl->ready_next;
+			if (!w->ready_head)
+				w->ready_tail = NULL;
+			cl->in_ready = false;
+			client_close(cl);
+			continue;
+		}
+		if (client_start(cl) != 0)
+			break; /* every coroutine busy: try again after they run */
+		w->ready_head = cl->ready_next;
+		if (!w->ready_head)
+			w->ready_tail = NULL;
+		cl->in_ready = false;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct node *n = w->node;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL); /* main handles signals */
+
+	struct epoll_event evs[256];
+	time_t last_reap = time(NULL);
+	bool stopping = false;
+	for (;;) {
+		if (!stopping && ck_pr_load_int(&n->shutdown)) {
+			stopping = true;
+			for (int i = 0; i < n->nlisten; i++)
+				epoll_ctl(w->epfd, EPOLL_CTL_DEL, n->listen_fds[i], NULL);
+		}
+		if (stopping && sched_idle(w->sched))
+			break;
+		int timeout = sched_timeout_ms(w->sched);
+		if (w->ready_head && sched_free_count(w->sched) > 0)
+			timeout = 0;
+		if (n->cfg.timeout > 0 && (timeout < 0 || timeout > 1000))
+			timeout = 1000;
+		if (stopping && (timeout < 0 || timeout > 10))
+			timeout = 10;
+		int k = epoll_wait(w->epfd, evs, 256, timeout);
+		for (int i = 0; i < k; i++) {
+			void *tag = evs[i].data.ptr;
+			if (tag == &tag_wake) {
+				drain_handoff(w);
+			} else if (tag >= (void *)&tag_listen[0] &&
+				   tag < (void *)&tag_listen[SRV_MAX_BIND]) {
+				int idx = (int)((char *)tag - tag_listen);
+				if (!stopping)
+					on_accept(w, n->listen_fds[idx]);
+			} else {
+				struct client *cl = tag;
+				if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+					client_on_readable(cl);
+				else if (evs[i].events & EPOLLOUT)
+					client_on_writable(cl);
+			}
+		}
+		/* A client closed during this batch may still have a later event
+		 * in evs: client_close defers freeing while it is ready or
+		 * running, and epoll stops reporting it once its fd is closed. */
+		if (!stopping)
+			run_ready(w);
+		sched_run(w->sched);
+		if (n->cfg.timeout > 0 && time(NULL) - last_reap >= 1) {
+			last_reap = time(NULL);
+			client_reap_idle(w, n->cfg.timeout);
+		}
+	}
+	client_close_all(w);
+	return NULL;
+}
+
+int worker_start(struct node *n, int id, struct worker **out)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->node = n;
+	w->id = id;
+	pthread_mutex_init(&w->clients_lock, NULL);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct handoff *h = calloc(1, sizeof(*h));
+	w->handoff = h;
+	w->sched = sched_create(n->cfg.coroutines, CORO_STACK);
+	w->fw = fab_worker_create(n->fab, id);
+	if (w->epfd < 0 || w->wakefd < 0 || !h || !w->sched || !w->fw)
+		return -ENOMEM;
+	ck_ring_init(&h->ring, HANDOFF_SLOTS);
+	w->ccw = cc_worker_create(n, w);
+	if (!w->ccw)
+		return -ENOMEM;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_wake };
+	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &ev);
+	for (int i = 0; i < n->nlisten; i++) {
+		struct epoll_event lev = { .events = EPOLLIN | EPOLLEXCLUSIVE,
+					   .data.ptr = &tag_listen[i] };
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, n->listen_fds[i], &lev);
+	}
+	*out = w;
+	return 0;
+}
+
+int worker_run(struct worker *w)
+{
+	return pthread_create(&w->thread, NULL, worker_main, w) ? -EAGAIN : 0;
+}
+
+void worker_join(struct worker *w)
+{
+	pthread_join(w->thread, NULL);
+}
+
+void worker_destroy(struct worker *w)
+{
+	if (!w)
+		return;
+	cc_worker_destroy(w->ccw);
+	fab_worker_destroy(w->fw);
+	sched_destroy(w->sched);
+	free(w->handoff);
+	close(w->epfd);
+	close(w->wakefd);
+	pthread_mutex_destroy(&w->clients_lock);
+	free(w);
+}

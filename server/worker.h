@@ -1,0 +1,46 @@
+/*
+ * worker: one thread with an epoll loop over its client connections, a
+ * scheduler of coroutines that run transactions, and its fabric endpoints
+ * (DESIGN.md section 3). A client belongs to one worker for life.
+ */
+#ifndef RCKV_SRV_WORKER_H
+#define RCKV_SRV_WORKER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "server/node.h"
+
+struct client;
+struct sched;
+struct fab_worker;
+struct cc_worker;
+
+struct worker {
+	struct node *node;
+	int id;
+	pthread_t thread;
+	int epfd;
+	int wakefd;                   /* eventfd: new connections, shutdown */
+	struct sched *sched;          /* coroutines of this worker */
+	struct fab_worker *fw;        /* fabric endpoints */
+	struct cc_worker *ccw;        /* executor state: address cache, ts clock */
+	struct srv_stats stats;       /* owner writes; see node.h */
+
+	pthread_mutex_t clients_lock; /* guards the list links for CLIENT LIST */
+	struct client *clients;       /* list of this worker's clients */
+	uint64_t nclients;
+	void *handoff;                /* ck_ring of accepted fds (worker.c) */
+	struct client *ready_head, *ready_tail; /* clients with requests to run */
+};
+
+/* Create worker `id` of n (listening sockets must exist). 0 or -ENOMEM. */
+int worker_start(struct node *n, int id, struct worker **out);
+/* Start its thread. */
+int worker_run(struct worker *w);
+/* Wake its epoll loop (new connection, shutdown). Any thread. */
+void worker_wake(struct worker *w);
+void worker_join(struct worker *w);
+void worker_destroy(struct worker *w);
+
+#endif

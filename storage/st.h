@@ -1,0 +1,249 @@
+/*
+ * st: the MemStore (DESIGN.md section 9).
+ *
+ * One region per node, laid out as
+ *   header | txn-record table | cuckoo index | slab table + free bitmaps |
+ *   item slabs | log area
+ * Nothing in a region holds a pointer: everything is a byte offset, so any
+ * process can map it and a restarted node finds it intact.
+ *
+ * Two kinds of entry points:
+ *  - local (st_region_*, st_scan, st_flush, st_recover): the owner node on
+ *    its own mapping, with the node quiesced where noted;
+ *  - one-sided (st_lookup, st_create, st_swap, st_retire, st_reap): run by any
+ *    coordinator on any node through the fabric (struct fab_batch), so they
+ *    only use READ, WRITE, CAS and FAA, and tolerate torn reads.
+ *
+ * Errors: 0 on success, negative ST_E* or -errno.
+ */
+#ifndef RCKV_ST_H
+#define RCKV_ST_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdma/fab.h"
+
+#define ST_MAGIC 0x31564b43524b4352ull /* "RCKRCKV1" little-endian */
+#define ST_LAYOUT_VERSION 1
+
+enum {
+	ST_ENOTFOUND = -1000, /* key has no item */
+	ST_EFULL = -1001,     /* no free block of the needed class, or index full */
+	ST_ESTALE = -1002,    /* the block no longer holds this key/generation */
+	ST_EBUSY = -1003,     /* a structural lock is held; retry later */
+	ST_ECORRUPT = -1004,  /* header check failed (open) */
+};
+const char *st_strerror(int err);
+
+/* Persistence policy (section 9). */
+enum st_persistence { ST_PERSIST_NONE, ST_PERSIST_PROCESS, ST_PERSIST_POWER };
+
+struct st_config {
+	const char *dir;          /* directory of the region file */
+	uint16_t node_id;
+	uint64_t cluster_id;      /* 0 for a standalone node */
+	uint64_t size;            /* region bytes ("memory") */
+	enum st_persistence persistence;
+};
+
+/*
+ * Layout of a region: fixed at creation, stored in the header, identical
+ * for every node of a cluster built with the same configuration, and read
+ * by peers once at connect (so they compute remote offsets locally).
+ */
+struct st_layout {
+	uint64_t size;
+	uint64_t txn_off, txn_slots;     /* transaction records, ST_TXN_BYTES each */
+	uint64_t index_off, index_buckets;
+	uint64_t slabtab_off;            /* one 8-byte word per slab: class+1, 0 = unassigned */
+	uint64_t bitmap_off;             /* per slab: ST_SLAB_BITMAP_BYTES of free bits (1 = used) */
+	uint64_t slab_off, slab_count;   /* slabs of ST_SLAB_BYTES */
+	uint64_t log_off, log_size;
+};
+
+#define ST_TXN_BYTES 64
+#define ST_SLAB_BYTES (4u << 20)
+#define ST_MIN_BLOCK 64u
+#define ST_SLAB_BITMAP_BYTES (ST_SLAB_BYTES / ST_MIN_BLOCK / 8) /* 8 KiB */
+#define ST_BUCKET_SLOTS 7 /* a bucket: lock word + 7 slot words = 64 bytes */
+#define ST_WAYS 3
+
+/* Region header, at offset 0. */
+struct st_header {
+	uint64_t magic;
+	uint64_t layout_version;
+	uint64_t node_id;
+	uint64_t cluster_id;
+	uint64_t protocol_epoch;   /* bumped by every CONFIG SET cc */
+	uint64_t clean_shutdown;   /* 1 after a clean close, 0 while open */
+	uint64_t incarnation;      /* bumped at every open */
+	uint64_t protocol_id;      /* cc protocol whose metadata the items carry */
+	struct st_layout layout;
+	uint64_t reserved[32];
+};
+
+/*
+ * An item block. The CC metadata words come first (lock word first) so one
+ * READ fetches metadata, key and value together. Words are written only as
+ * their comments say.
+ */
+struct st_item {
+	uint64_t lock;    /* CC lock word; 0 = free. Owned by the cc protocol. */
+	uint64_t ver;     /* commit timestamp of the last committed write (silo's
+			     wts); every protocol sets it on commit; WATCH reads it */
+	uint64_t meta[2]; /* protocol-specific (rts, owner, ...); 0 when reset */
+	uint64_t ident;   /* gen:32 | klen:24 | class:8. Written at allocation only */
+	uint64_t data;    /* vlen:32 | flags:8 (ST_F_*). Written with the value */
+	/* key bytes, then value bytes */
+};
+static_assert(sizeof(struct st_item) == 48, "item header is 6 words");
+
+#define ST_F_ABSENT 0x1u /* no value: a placeholder or a deleted key */
+#define ST_F_DEAD 0x2u   /* block retired; re-resolve the key */
+
+static inline uint32_t st_ident_gen(uint64_t ident) { return (uint32_t)(ident >> 32); }
+static inline uint32_t st_ident_klen(uint64_t ident) { return (uint32_t)(ident >> 8) & 0xffffffu; }
+static inline uint8_t st_ident_class(uint64_t ident) { return (uint8_t)ident; }
+static inline uint64_t st_make_ident(uint32_t gen, uint32_t klen, uint8_t cls)
+{
+	return ((uint64_t)gen << 32) | ((uint64_t)(klen & 0xffffffu) << 8) | cls;
+}
+static inline uint32_t st_data_vlen(uint64_t data) { return (uint32_t)(data >> 32); }
+static inline uint8_t st_data_flags(uint64_t data) { return (uint8_t)data; }
+static inline uint64_t st_make_data(uint32_t vlen, uint8_t flags)
+{
+	return ((uint64_t)vlen << 32) | flags;
+}
+static inline const char *st_item_key(const struct st_item *it) { return (const char *)(it + 1); }
+static inline const char *st_item_val(const struct st_item *it)
+{
+	return (const char *)(it + 1) + st_ident_klen(it->ident);
+}
+
+/* Size classes: block sizes from ST_MIN_BLOCK up to ST_SLAB_BYTES. */
+unsigned st_class_count(void);
+uint32_t st_class_size(uint8_t cls);
+/* Smallest class holding an item with these lengths, or -1 if none does. */
+int st_class_for(uint32_t klen, uint32_t vlen);
+
+/* 64-bit hash of a key; every node must compute the same. */
+uint64_t st_hash(const void *key, size_t len);
+
+/* A resolved item: where it lives and which incarnation of the block. */
+struct st_ref {
+	uint16_t node;
+	uint8_t cls;
+	uint32_t gen;
+	uint64_t off;
+};
+
+/* ---- local: open, close, scan, flush, recover ---- */
+
+struct st_region;
+
+/*
+ * st_region_open - map (creating if needed) the region file of a node.
+ * Creates `dir/node-<id>.region` (persistence process/power) or a file in
+ * /dev/shm (none). An existing file is validated (magic, layout version,
+ * cluster id, size); a mismatch returns ST_ECORRUPT with the reason in err
+ * and never modifies the file. Main thread, before workers start.
+ */
+int st_region_open(const struct st_config *cfg, struct st_region **out, char *err, size_t errlen);
+/* Unmap; with clean=true, persist and mark the header clean first. */
+void st_region_close(struct st_region *r, bool clean);
+void *st_region_base(struct st_region *r);
+const struct st_layout *st_region_layout(struct st_region *r);
+struct st_header *st_region_header(struct st_region *r);
+/* True when the file existed and held data at open (a restart). */
+bool st_region_reopened(struct st_region *r);
+/* True when the region was closed cleanly before this open (or is new):
+ * the header's clean_shutdown as read at open, before open cleared it.
+ * False means the last process died with it open: run st_recover. */
+bool st_region_was_clean(struct st_region *r);
+/* Persist a byte range per the policy (power: pmem_persist or pmem_msync). */
+void st_region_persist(struct st_region *r, uint64_t off, uint64_t len);
+
+/*
+ * st_recover - after an unclean stop: reset every lock word and bucket lock,
+ * drop blocks not reachable from the index (rebuild the free bitmaps), and
+ * count live keys. Node quiesced. Fills *live_keys.
+ */
+int st_recover(struct st_region *r, uint64_t *live_keys);
+
+/* st_reset_meta - set lock, meta[] to 0 on every item (protocol switch); keeps ver. */
+void st_reset_meta(struct st_region *r);
+
+/* st_flush - drop every item (FLUSHALL). Node quiesced. */
+void st_flush(struct st_region *r);
+
+/*
+ * st_scan - visit live (not ABSENT, not DEAD) items of the local region,
+ * starting at *cursor (0 to begin). Calls fn for each until it returns
+ * non-zero or `count` buckets were visited; stores the next cursor (0 when
+ * done). Lock-free and not transactional: a concurrent writer may be seen
+ * before or after its commit.
+ * The cursor is opaque (bucket * 8 + slot). When fn returns non-zero, that
+ * item counts as visited and the cursor resumes right after it, so a
+ * caller may stop at any item without losing or repeating any. A key
+ * present during the whole iteration is visited exactly once. fn gets
+ * pointers into the live region: copy what it keeps.
+ */
+typedef int (*st_scan_fn)(void *arg, const char *key, uint32_t klen, const struct st_item *it);
+void st_scan(struct st_region *r, uint64_t *cursor, uint64_t count, st_scan_fn fn, void *arg);
+/* Number of live keys (a full scan). */
+uint64_t st_count(struct st_region *r);
+
+/* ---- one-sided: any coordinator, through the fabric ---- */
+
+/*
+ * st_lookup - resolve a key on a node through its cuckoo index (at most
+ * ST_WAYS bucket READs, usually 1) and READ its block into buf (at least
+ * st_class_size(ref->cls) bytes; ST_SLAB_BYTES always suffices).
+ * Returns 0 (ref and buf filled; the item may be ABSENT), ST_ENOTFOUND.
+ */
+int st_lookup(struct fab_batch *b, const struct st_layout *L, uint16_t node, const void *key,
+	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf);
+
+/*
+ * st_create - find or create the item of a key. If absent, allocates a
+ * block of the smallest class, writes a placeholder (ABSENT, vlen 0,
+ * lock/ver/meta = 0) and inserts it in the index under the key's primary
+ * bucket lock (RCBench 4.2). Fills ref and buf as st_lookup.
+ * Returns 0, ST_EFULL (no memory or index full), or -errno.
+ */
+int st_create(struct fab_batch *b, const struct st_layout *L, uint16_t node, const void *key,
+	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf);
+
+/*
+ * st_alloc - take a free block able to hold klen+vlen on a node; its ident
+ * word is written with a fresh generation. Returns 0 or ST_EFULL.
+ */
+int st_alloc(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint32_t klen,
+	     uint32_t vlen, struct st_ref *out);
+
+/*
+ * st_swap - point the key's index slot from `old` to `nw` (a relocation to
+ * a bigger block); the caller holds the CC lock of `old`.
+ */
+int st_swap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
+	    const struct st_ref *old, const struct st_ref *nw);
+
+/* st_retire - mark a block DEAD and give it back to its free bitmap. */
+int st_retire(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref);
+
+/* st_free - give back a block that was never published (st_alloc'ed). */
+int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref);
+
+/*
+ * st_reap - remove an ABSENT, unlocked item of generation ref->gen from the
+ * index and retire it. Lock value `owner` is CASed into the lock word for
+ * the duration. Returns 0 if reaped, ST_EBUSY if locked or no longer ABSENT,
+ * ST_ESTALE if the block changed.
+ */
+int st_reap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
+	    const struct st_ref *ref, uint64_t owner);
+
+#endif
