@@ -51,6 +51,12 @@ struct cc_access {
 	uint64_t hdr[2][2];       /* Double-Read / validation scratch */
 	uint64_t stage[3];        /* values of queued word WRITEs (lock, ver, other) */
 	uint64_t vhdr[6];         /* validation READ target */
+	/* pending state saved at the first write after savepoint sp_gen */
+	uint32_t sp_gen;
+	uint8_t s_mode, s_pstate;
+	bool s_wdel;
+	char *s_val;
+	uint32_t s_vlen;
 	struct cc_access *hnext;  /* chain in the txn's key table */
 };
 
@@ -92,6 +98,7 @@ struct txn {
 
 	struct cc_access **acc;   /* accesses in first-touch order */
 	int nacc, acc_cap;
+	uint32_t sp_gen;          /* current savepoint generation, 0 = none */
 	struct cc_access **tab;   /* open hash by key hash, tab_mask+1 chains */
 	uint32_t tab_mask;
 };

@@ -183,8 +183,62 @@ static int ensure_read(struct txn *t, struct cc_access *a)
 	return rc;
 }
 
+/* Before the first change of an access after a savepoint, keep what to
+ * restore. Accesses created after the savepoint need nothing kept. */
+static int save_for_sp(struct txn *t, struct cc_access *a)
+{
+	if (!t->sp_gen || a->sp_gen == t->sp_gen)
+		return CC_OK;
+	free(a->s_val);
+	a->s_val = NULL;
+	if ((a->mode & ACC_W) && !a->wdel && a->wvlen) {
+		a->s_val = malloc(a->wvlen);
+		if (!a->s_val)
+			return CC_EINTERNAL;
+		memcpy(a->s_val, a->wval, a->wvlen);
+	}
+	a->s_mode = a->mode;
+	a->s_pstate = a->pstate;
+	a->s_wdel = a->wdel;
+	a->s_vlen = a->wvlen;
+	a->sp_gen = t->sp_gen;
+	return CC_OK;
+}
+
+struct txn_savepoint txn_savepoint(struct txn *t)
+{
+	t->sp_gen++;
+	return (struct txn_savepoint){ .nacc = t->nacc, .gen = t->sp_gen };
+}
+
+void txn_rollback(struct txn *t, struct txn_savepoint sp)
+{
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (i >= sp.nacc && a->sp_gen != sp.gen) {
+			/* First touched after the savepoint: keep the resolution
+			 * and any lock, forget the write. */
+			a->mode &= (uint8_t)~ACC_W;
+			a->pstate &= (uint8_t)~ACC_BLIND;
+			a->wdel = false;
+			a->wvlen = 0;
+		} else if (a->sp_gen == sp.gen) {
+			a->mode = a->s_mode;
+			a->pstate = (uint8_t)((a->pstate & ~ACC_BLIND) | (a->s_pstate & ACC_BLIND));
+			a->wdel = a->s_wdel;
+			a->wvlen = a->s_vlen;
+			if (a->s_vlen && a->s_val)
+				memcpy(a->wval, a->s_val, a->s_vlen); /* wcap only grows */
+		}
+		a->sp_gen = 0;
+	}
+}
+
 static int ensure_write(struct txn *t, struct cc_access *a)
 {
+	int src = save_for_sp(t, a);
+	if (src)
+		return src;
 	if (a->mode & ACC_W)
 		return CC_OK;
 	int rc = t->proto->write(t, a);
@@ -358,6 +412,9 @@ void txn_release(struct txn *t)
 			a->wval = NULL;
 			a->wcap = 0;
 		}
+		free(a->s_val);
+		a->s_val = NULL;
+		a->sp_gen = 0;
 		a->hnext = ccw->free_acc;
 		ccw->free_acc = a;
 	}

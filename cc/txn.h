@@ -64,6 +64,18 @@ int txn_del(struct txn *t, const char *key, size_t klen, bool *existed);
  */
 int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver);
 
+/*
+ * Savepoints: a command that fails with an error after some of its writes
+ * (MSET on a full MemStore) is rolled back alone, the rest of the
+ * transaction going on, so nothing partial of it is ever visible.
+ */
+struct txn_savepoint {
+	int nacc;
+	uint32_t gen;
+};
+struct txn_savepoint txn_savepoint(struct txn *t);
+void txn_rollback(struct txn *t, struct txn_savepoint sp);
+
 /* Text for an error code, for logs. */
 const char *cc_strerror(int rc);
 

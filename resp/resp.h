@@ -90,4 +90,19 @@ void resp_double(struct resp_w *w, double d);                /* ,d or bulk in RE
 void resp_bool(struct resp_w *w, bool b);                    /* #t/#f, or :1/:0 */
 void resp_verbatim(struct resp_w *w, const char *p, size_t len); /* =len txt:, or bulk */
 
+/*
+ * Human long doubles, the form of INCRBYFLOAT and HINCRBYFLOAT results
+ * (Redis's ld2string LD_STR_HUMAN): "%.17Lf" without trailing zeros or a
+ * trailing '.', "-0" as "0", infinities as "inf" / "-inf". Those commands
+ * reply with a bulk string in RESP2 and RESP3 alike, and store the same
+ * text as the new value.
+ * resp_ld_human writes the text and a NUL into buf (cap bytes; cap =
+ * RESP_LD_HUMAN_MAX always suffices) and returns its length, or 0 when it
+ * does not fit. resp_bulk_ld_human replies with it as a bulk string.
+ * Threads: any (resp_ld_human is pure).
+ */
+#define RESP_LD_HUMAN_MAX 5120
+size_t resp_ld_human(char *buf, size_t cap, long double v);
+void resp_bulk_ld_human(struct resp_w *w, long double v);
+
 #endif

@@ -34,6 +34,7 @@ struct cmd_ctx {
 	int argc;
 	struct resp_arg *argv;
 	struct resp_w *out;
+	bool failed; /* set by cmd_reply_txn_error: roll the command's writes back */
 };
 
 typedef int (*cmd_handler)(struct cmd_ctx *c);

@@ -85,8 +85,9 @@ int cfg_load_file(struct srv_config *c, const char *path, char *err, size_t errl
 /*
  * cfg_parse_argv - `rckv-server [file.conf] [--name value ...]`: loads the
  * file if one is given, then applies each --name with the arguments that
- * follow it up to the next --option. Errors name "command line" and the
- * option. Returns 0 or -1 with err.
+ * follow it up to the next --option. argv holds the arguments after the
+ * program name (main passes argc - 1, argv + 1). Errors name "command
+ * line" and the option. Returns 0 or -1 with err.
  */
 int cfg_parse_argv(struct srv_config *c, int argc, char **argv, char *err, size_t errlen);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cc/exec.h"
 #include "cc/txn.h"
@@ -94,7 +95,44 @@ const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, int arg
 
 int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx)
 {
-	return def->fn(ctx);
+	if (!ctx->txn)
+		return def->fn(ctx);
+	/* A command that replies with an error after some of its writes
+	 * (e.g. MSET on a full MemStore) must leave nothing of them. */
+	struct txn_savepoint sp = txn_savepoint(ctx->txn);
+	ctx->failed = false;
+	int rc = def->fn(ctx);
+	if (rc == CC_OK && ctx->failed)
+		txn_rollback(ctx->txn, sp);
+	return rc;
+}
+
+/* Redis's execCommandAbort: an EXEC that is itself rejected (wrong arity)
+ * discards the transaction and says why. The reason is the error just
+ * written at `mark`, without its "-ERR " and line end. */
+static void exec_abort(struct client *cl, struct resp_w *out, size_t mark)
+{
+	char reason[512];
+	size_t len = out->len - mark;
+	const char *p = out->p + mark;
+	if (len >= 2)
+		len -= 2; /* \r\n */
+	if (len && *p == '-') {
+		p++;
+		len--;
+	}
+	if (len >= 4 && memcmp(p, "ERR ", 4) == 0) {
+		p += 4;
+		len -= 4;
+	}
+	if (len >= sizeof(reason))
+		len = sizeof(reason) - 1;
+	memcpy(reason, p, len);
+	reason[len] = '\0';
+	out->len = mark;
+	resp_errorf(out, "EXECABORT Transaction discarded because of: %s", reason);
+	client_discard_multi(cl);
+	client_unwatch(cl);
 }
 
 struct one {
@@ -116,11 +154,15 @@ void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg
 	struct node *n = w->node;
 	struct resp_w *out = &cl->out;
 	bool dirty;
+	size_t mark = out->len;
 	const struct cmd_def *def = srv_resolve(cl, out, argc, argv, &dirty);
 	if (!def) {
 		w->stats.error_replies++;
-		if (cl->flags & CL_MULTI)
+		if (cl->flags & CL_MULTI) {
 			cl->flags |= CL_DIRTY_EXEC;
+			if (argv[0].len == 4 && strncasecmp(argv[0].p, "exec", 4) == 0)
+				exec_abort(cl, out, mark);
+		}
 		return;
 	}
 	cl->last_cmd = def->name;

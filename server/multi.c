@@ -145,9 +145,6 @@ int cmd_exec(struct cmd_ctx *c)
 		return 0;
 	}
 	struct exec_run r = { .c = c, .mark = c->out->len };
-	/* Leave MULTI before running, so queued commands see a normal client
-	 * (e.g. CLIENT INFO's flags) and a SHUTDOWN check can't misfire. */
-	cl->flags &= ~CL_MULTI;
 	int rc = cc_run(c->w->ccw, exec_body, &r);
 	if (rc != 0) {
 		c->out->len = r.mark;

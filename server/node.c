@@ -151,13 +151,20 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->layout = st_region_layout(n->region);
 	struct st_header *h = st_region_header(n->region);
 	if (st_region_reopened(n->region)) {
+		n->recovered_unclean = !st_region_was_clean(n->region);
 		uint64_t live = 0;
-		/* Locks of transactions that were running when the last process
-		 * died are released, unreachable blocks freed; after a clean
-		 * shutdown this finds nothing to do but is cheap. */
-		st_recover(n->region, &live);
+		if (n->recovered_unclean) {
+			/* The last process died: release the locks of the transactions
+			 * it was running and free blocks that never got published. */
+			st_recover(n->region, &live);
+			srv_log(n, LOG_WARNING, "MemStore was not closed cleanly: recovered, %llu keys",
+				(unsigned long long)live);
+		} else {
+			live = st_count(n->region);
+			srv_log(n, LOG_NOTICE, "MemStore reopened after a clean shutdown: %llu keys",
+				(unsigned long long)live);
+		}
 		n->recovered_keys = live;
-		srv_log(n, LOG_NOTICE, "MemStore reopened: %llu keys", (unsigned long long)live);
 	}
 	if (h->protocol_id != protocol_id(proto)) {
 		st_reset_meta(n->region);

@@ -146,10 +146,14 @@ struct st_region;
 
 /*
  * st_region_open - map (creating if needed) the region file of a node.
- * Creates `dir/node-<id>.region` (persistence process/power) or a file in
- * /dev/shm (none). An existing file is validated (magic, layout version,
- * cluster id, size); a mismatch returns ST_ECORRUPT with the reason in err
- * and never modifies the file. Main thread, before workers start.
+ * Creates `dir/node-<id>.region` (persistence process/power; `dir` itself
+ * if missing, one level) or /dev/shm/rckv-<pid>-node-<id>.region (none,
+ * removed at close). An existing file is validated (magic, layout version,
+ * node id, cluster id, size); a mismatch returns ST_ECORRUPT with the
+ * reason in err and never modifies the file. cfg->size is rounded down to
+ * 4 KiB; below 16 MiB it is refused (ST_ECORRUPT, "too small").
+ * Returns 0, ST_ECORRUPT, ST_EBUSY (another process has it open), or
+ * -errno. Main thread, before workers start.
  */
 int st_region_open(const struct st_config *cfg, struct st_region **out, char *err, size_t errlen);
 /* Unmap; with clean=true, persist and mark the header clean first. */
@@ -200,9 +204,14 @@ uint64_t st_count(struct st_region *r);
 
 /*
  * st_lookup - resolve a key on a node through its cuckoo index (at most
- * ST_WAYS bucket READs, usually 1) and READ its block into buf (at least
- * st_class_size(ref->cls) bytes; ST_SLAB_BYTES always suffices).
- * Returns 0 (ref and buf filled; the item may be ABSENT), ST_ENOTFOUND.
+ * ST_WAYS bucket READs, usually 1) and READ its block into buf.
+ * buf must hold ST_SLAB_BYTES: a candidate block is read whole (its class
+ * size, up to ST_SLAB_BYTES) before its key can be compared, and the
+ * class is known only from the index. Untouched pages of a large malloc'd
+ * buffer cost no memory.
+ * Returns 0 (ref and buf filled; the item may be ABSENT), ST_ENOTFOUND,
+ * ST_EBUSY (the key's index slot kept changing for 2 s), or -errno from
+ * the fabric. Cost of a hit: 1 bucket READ + 1 block READ, 2 round trips.
  */
 int st_lookup(struct fab_batch *b, const struct st_layout *L, uint16_t node, const void *key,
 	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf);
@@ -211,30 +220,46 @@ int st_lookup(struct fab_batch *b, const struct st_layout *L, uint16_t node, con
  * st_create - find or create the item of a key. If absent, allocates a
  * block of the smallest class, writes a placeholder (ABSENT, vlen 0,
  * lock/ver/meta = 0) and inserts it in the index under the key's primary
- * bucket lock (RCBench 4.2). Fills ref and buf as st_lookup.
- * Returns 0, ST_EFULL (no memory or index full), or -errno.
+ * bucket lock (RCBench 4.2), moving another key to a later bucket of its
+ * own if the key's 21 slots are full. Fills ref and buf as st_lookup
+ * (same buf size rule).
+ * Returns 0, ST_EFULL (no memory or index full), ST_EBUSY (a bucket lock
+ * stayed held for 2 s: an inserter died), or -errno.
+ * Cost: an existing key in its first bucket 2 round trips; a new key 4.
  */
 int st_create(struct fab_batch *b, const struct st_layout *L, uint16_t node, const void *key,
 	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf);
 
 /*
  * st_alloc - take a free block able to hold klen+vlen on a node; its ident
- * word is written with a fresh generation. Returns 0 or ST_EFULL.
+ * word is written with a fresh generation (klen and class too; the other
+ * words are the caller's to write). Returns 0, ST_EFULL (no free block of
+ * the class and no unassigned slab, or the item exceeds ST_SLAB_BYTES),
+ * or -errno. 3 round trips. A per-thread hint (slab and bitmap word per
+ * node and class) avoids rescanning; threads: any.
  */
 int st_alloc(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint32_t klen,
 	     uint32_t vlen, struct st_ref *out);
 
 /*
  * st_swap - point the key's index slot from `old` to `nw` (a relocation to
- * a bigger block); the caller holds the CC lock of `old`.
+ * a bigger block); the caller holds the CC lock of `old`. Takes the key's
+ * primary bucket lock for the change (2 round trips). Returns 0,
+ * ST_ESTALE (no slot points at `old`), ST_EBUSY, -EINVAL, or -errno.
+ * Afterwards st_retire(old); never unlock the old block's lock word after
+ * st_retire: the block may already belong to another key.
  */
 int st_swap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
 	    const struct st_ref *old, const struct st_ref *nw);
 
-/* st_retire - mark a block DEAD and give it back to its free bitmap. */
+/* st_retire - mark a block DEAD and give it back to its free bitmap.
+ * Returns 0, ST_ESTALE (not generation ref->gen, or already free),
+ * -EINVAL (not a block), or -errno. */
 int st_retire(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref);
 
-/* st_free - give back a block that was never published (st_alloc'ed). */
+/* st_free - give back a block that was never published (st_alloc'ed).
+ * Returns 0, ST_ESTALE (not generation ref->gen, or already free),
+ * -EINVAL, or -errno. */
 int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref);
 
 /*

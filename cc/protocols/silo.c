@@ -54,10 +54,12 @@ static int silo_write(struct txn *t, struct cc_access *a)
 
 static int silo_commit(struct txn *t)
 {
-	int nw = 0;
-	for (int i = 0; i < t->nacc; i++)
+	int nw = 0, nr = 0;
+	for (int i = 0; i < t->nacc; i++) {
 		nw += (t->acc[i]->mode & ACC_W) != 0;
-	if (nw == 0 && t->nacc <= 1)
+		nr += t->acc[i]->mode != 0;
+	}
+	if (nw == 0 && nr <= 1)
 		return CC_OK; /* invariant (5) */
 
 	/* LOCKING: every CAS in one batch. */
@@ -85,13 +87,16 @@ static int silo_commit(struct txn *t)
 
 	/* VALIDATING: one READ of the header of every item, one batch. */
 	for (int i = 0; i < t->nacc; i++)
-		prim_post_read_header(t, t->acc[i], t->acc[i]->vhdr);
+		if (t->acc[i]->mode)
+			prim_post_read_header(t, t->acc[i], t->acc[i]->vhdr);
 	rc = prim_exec(t);
 	if (rc)
 		return rc;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		const uint64_t *v = a->vhdr;
+		if (!a->mode)
+			continue; /* resolved, then rolled back to a savepoint: unused */
 		if (!prim_header_same_block(a, v))
 			return cc_abort_with(t, CC_CAUSE_STALE);
 		if (v[0] != 0 && v[0] != t->owner)

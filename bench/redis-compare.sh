@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# redis-compare.sh: what `make bench` calls. Runs redis-benchmark against
+# rckv-server (build/rckv-server, persistence process, in a temp dir) and
+# redis-server 7 (--save "" --appendonly no) in the same run, on free loopback
+# ports, for GET, SET, INCR and MSET with -P 1 and -P 16, alternating which
+# server goes first on each row so neither always gets the warmer machine.
+# Prints a table (test, pipeline, rckv rps, redis rps, ratio) and writes it to
+# bench/results/redis-compare.txt. Both servers are stopped on exit.
+#
+# Env: RCKV_SERVER (default build/rckv-server), REDIS_SERVER (default
+# redis-server), BENCH_N1 / BENCH_N16 requests per run for -P 1 / -P 16
+# (default 200000 / 1000000), BENCH_CLIENTS (default 50).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RCKV=${RCKV_SERVER:-build/rckv-server}
+REDIS=${REDIS_SERVER:-redis-server}
+N1=${BENCH_N1:-200000}
+N16=${BENCH_N16:-1000000}
+CLIENTS=${BENCH_CLIENTS:-50}
+OUT=bench/results/redis-compare.txt
+RUN_TIMEOUT=120  # seconds per redis-benchmark run; a hung server fails the row
+
+for tool in redis-benchmark redis-cli "$REDIS"; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "redis-compare: $tool not found" >&2; exit 1; }
+done
+if [ ! -x "$RCKV" ]; then
+  echo "redis-compare: $RCKV not found; build it first with 'make'" >&2
+  exit 1
+fi
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/rckv-bench.XXXXXX")
+RCKV_PID=""
+REDIS_PID=""
+
+stop_pid() {  # SIGTERM, then SIGKILL after 10 s; only the processes we started
+  local pid=$1
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  stop_pid "$RCKV_PID"
+  stop_pid "$REDIS_PID"
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  local py
+  for py in /usr/bin/python3 python3; do
+    if command -v "$py" >/dev/null 2>&1; then
+      "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+      return
+    fi
+  done
+  # No python: probe from a random high port upwards.
+  local p=$((20000 + RANDOM % 20000))
+  while timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null; do p=$((p + 1)); done
+  echo "$p"
+}
+
+wait_ready() {  # name port pid log
+  for _ in $(seq 300); do
+    if ! kill -0 "$3" 2>/dev/null; then
+      echo "redis-compare: $1 exited during start; its log:" >&2
+      tail -20 "$4" >&2
+      exit 1
+    fi
+    if [ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$2" ping 2>/dev/null)" = "PONG" ]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "redis-compare: $1 did not answer PING on port $2 within 30 s; its log:" >&2
+  tail -20 "$4" >&2
+  exit 1
+}
+
+RCKV_PORT=$(free_port)
+mkdir -p "$TMP/rckv" "$TMP/redis"
+"$RCKV" --port "$RCKV_PORT" --bind 127.0.0.1 --dir "$TMP/rckv" --persistence process \
+  --memory 256mb --loglevel warning >"$TMP/rckv.log" 2>&1 &
+RCKV_PID=$!
+wait_ready rckv-server "$RCKV_PORT" "$RCKV_PID" "$TMP/rckv.log"
+
+REDIS_PORT=$(free_port)
+"$REDIS" --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$TMP/redis" --save "" --appendonly no \
+  --daemonize no --loglevel warning >"$TMP/redis.log" 2>&1 &
+REDIS_PID=$!
+wait_ready redis-server "$REDIS_PORT" "$REDIS_PID" "$TMP/redis.log"
+
+# One redis-benchmark run; prints its requests per second, or "error".
+bench() {  # port test pipeline n
+  local out rps
+  if ! out=$(timeout "$RUN_TIMEOUT" redis-benchmark -h 127.0.0.1 -p "$1" -t "$2" \
+      -c "$CLIENTS" -n "$4" -P "$3" -q 2>&1 | tr '\r' '\n'); then
+    echo "redis-compare: redis-benchmark -t $2 -P $3 on port $1 failed or timed out" >&2
+    echo error
+    return
+  fi
+  if grep -qiE 'error|could not' <<<"$out"; then
+    echo "redis-compare: errors from redis-benchmark -t $2 -P $3 on port $1:" >&2
+    grep -iE 'error|could not' <<<"$out" | sort | uniq -c | head -5 >&2
+    echo error
+    return
+  fi
+  rps=$(grep 'requests per second' <<<"$out" | tail -1 |
+        sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
+  echo "${rps:-error}"
+}
+
+{
+  echo "# rckv-server vs redis-server, redis-benchmark -c $CLIENTS -q; -n $N1 at -P 1, -n $N16 at -P 16"
+  echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $("$REDIS" --version | awk '{print $3}'), rckv: $RCKV"
+  printf '%-6s %8s %14s %14s %7s\n' test pipeline "rckv rps" "redis rps" ratio
+} >"$TMP/table"
+cat "$TMP/table"
+
+row=0
+for t in GET SET INCR MSET; do
+  for p in 1 16; do
+    n=$N1
+    [ "$p" -eq 16 ] && n=$N16
+    lt=${t,,}
+    if [ $((row % 2)) -eq 0 ]; then
+      r=$(bench "$RCKV_PORT" "$lt" "$p" "$n")
+      d=$(bench "$REDIS_PORT" "$lt" "$p" "$n")
+    else
+      d=$(bench "$REDIS_PORT" "$lt" "$p" "$n")
+      r=$(bench "$RCKV_PORT" "$lt" "$p" "$n")
+    fi
+    ratio=$(awk -v a="$r" -v b="$d" 'BEGIN {
+      if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }')
+    printf '%-6s %8s %14s %14s %7s\n' "$t" "$p" "$r" "$d" "$ratio" | tee -a "$TMP/table"
+    row=$((row + 1))
+  done
+done
+
+mkdir -p "$(dirname "$OUT")"
+cp "$TMP/table" "$OUT"
+echo "written to $OUT"

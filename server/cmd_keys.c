@@ -1,0 +1,451 @@
+/*
+ * cmd_keys: the keyspace commands DEL/UNLINK, EXISTS, TYPE, KEYS, SCAN,
+ * DBSIZE, FLUSHDB and FLUSHALL, with Redis 7.0's replies and error texts.
+ *
+ * DEL, EXISTS and TYPE run in the command's transaction like every data
+ * command (see cmd_string.c for the txn_failed() rule: a failed txn_* call
+ * cuts the partial reply back, CC_ABORT is returned as is, other errors
+ * become this command's error reply).
+ *
+ * KEYS, SCAN and DBSIZE read the LOCAL region directly with st_scan /
+ * st_count. That is deliberately not transactional: it is lock-free, may
+ * see a concurrent write before or after its commit, never sees writes
+ * still private to a running transaction (including the caller's own in
+ * MULTI), and lists only the keys stored on this node. Redis gives
+ * SCAN the same "no snapshot" guarantee; KEYS and DBSIZE in Redis are
+ * atomic, which a lock-free scan of a shared region cannot be.
+ *
+ * FLUSHDB/FLUSHALL empty the local region with the node quiesced, or, when
+ * queued in MULTI, delete key by key inside the EXEC transaction (see
+ * flush_in_txn for why).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cc/switch.h"
+#include "cc/txn.h"
+#include "resp/resp.h"
+#include "server/client.h"
+#include "server/command.h"
+#include "server/node.h"
+#include "server/strutil.h"
+#include "server/worker.h"
+#include "storage/st.h"
+
+#define KEY(c, i) (c)->argv[i].p, (c)->argv[i].len
+
+/* Buckets st_scan visits per call while KEYS or a flush walks everything. */
+#define SCAN_ALL_STEP 4096
+/* SCAN's default COUNT, as in Redis. */
+#define SCAN_DEFAULT_COUNT 10
+/* Fewest index buckets one SCAN call may visit (see cmd_scan). */
+#define SCAN_MIN_BUCKETS 16384
+
+/* Undo this command's partial reply and map the txn result (cmd_string.c). */
+static int txn_failed(struct cmd_ctx *c, size_t mark, int rc)
+{
+	c->out->len = mark;
+	if (rc == CC_ABORT)
+		return CC_ABORT;
+	cmd_reply_txn_error(c, rc);
+	return 0;
+}
+
+static void count_lookup(struct cmd_ctx *c, bool found)
+{
+	if (!c->w)
+		return;
+	if (found)
+		c->w->stats.keyspace_hits++;
+	else
+		c->w->stats.keyspace_misses++;
+}
+
+static bool arg_is(const struct resp_arg *a, const char *word)
+{
+	size_t n = strlen(word);
+
+	return a->len == n && strncasecmp(a->p, word, n) == 0;
+}
+
+/* ---- DEL / UNLINK, EXISTS, TYPE ---- */
+
+/* DEL and UNLINK: rckv frees blocks when the transaction retires them, so
+ * there is no lazy variant to choose. A repeated key counts once. */
+int cmd_del(struct cmd_ctx *c)
+{
+	size_t mark = c->out->len;
+	long long n = 0;
+	int i, rc;
+
+	for (i = 1; i < c->argc; i++) {
+		bool existed;
+
+		rc = txn_del(c->txn, KEY(c, i), &existed);
+		if (rc)
+			return txn_failed(c, mark, rc);
+		n += existed;
+	}
+	resp_int(c->out, n);
+	return 0;
+}
+
+/* EXISTS counts a key as often as it is named, as Redis does. */
+int cmd_exists(struct cmd_ctx *c)
+{
+	size_t mark = c->out->len;
+	long long n = 0;
+	int i, rc;
+
+	for (i = 1; i < c->argc; i++) {
+		const char *v;
+		size_t vlen;
+		bool found;
+
+		rc = txn_get(c->txn, KEY(c, i), &v, &vlen, &found);
+		if (rc)
+			return txn_failed(c, mark, rc);
+		count_lookup(c, found);
+		n += found;
+	}
+	resp_int(c->out, n);
+	return 0;
+}
+
+int cmd_type(struct cmd_ctx *c)
+{
+	const char *v;
+	size_t vlen;
+	bool found;
+	int rc;
+
+	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	if (rc)
+		return txn_failed(c, c->out->len, rc);
+	count_lookup(c, found);
+	/* Strings are the only type rckv stores so far. */
+	resp_status(c->out, found ? "string" : "none");
+	return 0;
+}
+
+/* ---- KEYS, SCAN, DBSIZE ---- */
+
+/* Collects matching keys into a side buffer: the array header needs the
+ * count, known only at the end. */
+struct key_collect {
+	const char *pat;
+	size_t plen;
+	bool use_pattern;   /* false: every key matches */
+	bool type_ok;       /* SCAN TYPE names the type our keys have */
+	uint64_t visited;   /* keys seen, matching or not (SCAN's COUNT) */
+	long n;             /* keys written to buf */
+	struct resp_w buf;
+};
+
+static int collect_key(void *arg, const char *key, uint32_t klen, const struct st_item *it)
+{
+	struct key_collect *kc = arg;
+
+	(void)it;
+	kc->visited++;
+	if (!kc->type_ok)
+		return 0;
+	if (kc->use_pattern && !srv_strmatch(kc->pat, kc->plen, key, klen, false))
+		return 0;
+	resp_bulk(&kc->buf, key, klen);
+	kc->n++;
+	return 0;
+}
+
+static void collect_init(struct key_collect *kc, struct cmd_ctx *c)
+{
+	memset(kc, 0, sizeof(*kc));
+	kc->type_ok = true;
+	resp_w_init(&kc->buf, c->out->proto);
+}
+
+int cmd_keys(struct cmd_ctx *c)
+{
+	struct key_collect kc;
+	uint64_t cursor = 0;
+
+	collect_init(&kc, c);
+	kc.pat = c->argv[1].p;
+	kc.plen = c->argv[1].len;
+	/* Redis lists every key, the empty one included, for exactly "*";
+	 * any other pattern goes through the matcher, which never matches
+	 * the empty key with a non-empty pattern (strutil.h). */
+	kc.use_pattern = !(kc.plen == 1 && kc.pat[0] == '*');
+	do
+		st_scan(c->node->region, &cursor, SCAN_ALL_STEP, collect_key, &kc);
+	while (cursor != 0);
+	resp_array(c->out, kc.n);
+	resp_w_append(c->out, &kc.buf);
+	resp_w_free(&kc.buf);
+	return 0;
+}
+
+/*
+ * SCAN's cursor is parsed like C's strtoul, as Redis does: an optional
+ * sign ("-1" wraps to the largest cursor), any leading zeros, and even the
+ * empty string (cursor 0); no leading white space, nothing after the
+ * digits, nothing above 2^64-1.
+ */
+static int parse_cursor(const struct resp_arg *a, uint64_t *cursor)
+{
+	char small[64], *buf = small, *end;
+	unsigned long long v;
+	int ret = 0;
+
+	if (a->len >= sizeof(small)) {
+		buf = malloc(a->len + 1);
+		if (!buf)
+			return -ENOMEM;
+	}
+	memcpy(buf, a->p, a->len);
+	buf[a->len] = '\0';
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	/* Checking *end (not end == buf + len) accepts "5\0junk" like Redis,
+	 * which sees only the NUL-terminated prefix. */
+	if ((buf[0] == ' ' || (buf[0] >= '\t' && buf[0] <= '\r')) || *end != '\0' ||
+	    errno == ERANGE)
+		ret = -EINVAL;
+	else
+		*cursor = v;
+	if (buf != small)
+		free(buf);
+	return ret;
+}
+
+int cmd_scan(struct cmd_ctx *c)
+{
+	struct key_collect kc;
+	const struct resp_arg *type = NULL;
+	char curtxt[SRV_LL_STR_MAX + 1];
+	uint64_t cursor;
+	long long count = SCAN_DEFAULT_COUNT, maxiter;
+	int i;
+
+	if (parse_cursor(&c->argv[1], &cursor) != 0) {
+		resp_error(c->out, "ERR invalid cursor");
+		return 0;
+	}
+	collect_init(&kc, c);
+	for (i = 2; i < c->argc; i += 2) {
+		const struct resp_arg *a = &c->argv[i];
+		bool has_value = i + 1 < c->argc;
+
+		if (has_value && arg_is(a, "count")) {
+			if (srv_str2ll(c->argv[i + 1].p, c->argv[i + 1].len, &count) != 0) {
+				cmd_reply_not_int(c);
+				goto out;
+			}
+			if (count < 1) {
+				cmd_reply_syntax(c);
+				goto out;
+			}
+		} else if (has_value && arg_is(a, "match")) {
+			kc.pat = c->argv[i + 1].p;
+			kc.plen = c->argv[i + 1].len;
+			kc.use_pattern = !(kc.plen == 1 && kc.pat[0] == '*');
+		} else if (has_value && arg_is(a, "type")) {
+			type = &c->argv[i + 1]; /* the last TYPE wins */
+		} else {
+			cmd_reply_syntax(c);
+			goto out;
+		}
+	}
+	/* Redis 7.0 accepts any type name; one that is not "string" simply
+	 * matches none of our keys. */
+	if (type)
+		kc.type_ok = arg_is(type, "string");
+	/*
+	 * As Redis does with its dict buckets: visit one bucket at a time
+	 * until COUNT keys were seen (before filtering) or the scan is done,
+	 * within a budget of buckets so that a sparse index still answers
+	 * promptly. Redis's budget is 10 * COUNT; ours has a floor because the
+	 * cuckoo index is sized for the whole region, not for the keys in it,
+	 * so a small database is mostly empty buckets (64 bytes each; the
+	 * floor reads about 1 MiB per call).
+	 */
+	maxiter = count > LLONG_MAX / 10 ? LLONG_MAX : count * 10;
+	if (maxiter < SCAN_MIN_BUCKETS)
+		maxiter = SCAN_MIN_BUCKETS;
+	do
+		st_scan(c->node->region, &cursor, 1, collect_key, &kc);
+	while (cursor != 0 && --maxiter > 0 && kc.visited < (uint64_t)count);
+
+	snprintf(curtxt, sizeof(curtxt), "%llu", (unsigned long long)cursor);
+	resp_array(c->out, 2);
+	resp_bulk_cstr(c->out, curtxt);
+	resp_array(c->out, kc.n);
+	resp_w_append(c->out, &kc.buf);
+out:
+	resp_w_free(&kc.buf);
+	return 0;
+}
+
+int cmd_dbsize(struct cmd_ctx *c)
+{
+	resp_int(c->out, (long long)st_count(c->node->region));
+	return 0;
+}
+
+/* ---- FLUSHDB, FLUSHALL ---- */
+
+static int flush_region(struct node *n, void *arg)
+{
+	(void)arg;
+	st_flush(n->region);
+	return 0;
+}
+
+/* Keys copied out of the region, so they outlive the scan. */
+struct key_list {
+	struct resp_arg *keys;
+	size_t n, cap;
+	bool oom;
+};
+
+static int list_key(void *arg, const char *key, uint32_t klen, const struct st_item *it)
+{
+	struct key_list *kl = arg;
+	char *copy;
+
+	(void)it;
+	if (kl->n == kl->cap) {
+		size_t cap = kl->cap ? kl->cap * 2 : 64;
+		struct resp_arg *k = realloc(kl->keys, cap * sizeof(*k));
+
+		if (!k) {
+			kl->oom = true;
+			return 1;
+		}
+		kl->keys = k;
+		kl->cap = cap;
+	}
+	copy = malloc(klen ? klen : 1);
+	if (!copy) {
+		kl->oom = true;
+		return 1;
+	}
+	memcpy(copy, key, klen);
+	kl->keys[kl->n].p = copy;
+	kl->keys[kl->n].len = klen;
+	kl->n++;
+	return 0;
+}
+
+static void key_list_free(struct key_list *kl)
+{
+	size_t i;
+
+	for (i = 0; i < kl->n; i++)
+		free(kl->keys[i].p);
+	free(kl->keys);
+}
+
+/*
+ * Keys that commands queued before this one in the same MULTI block may
+ * have written: their writes are still private to the transaction, so
+ * st_scan cannot see them, yet the flush must remove them too. The queue
+ * is intact while EXEC runs it (multi.c frees it afterwards); this command
+ * is found in it by its argv. Returns 0, CC_ABORT, or a txn error.
+ */
+static int flush_queued_keys(struct cmd_ctx *c)
+{
+	struct client *cl = c->cl;
+	int i, j, rc = 0;
+
+	if (!cl)
+		return 0;
+	for (i = 0; i < cl->mq_len && cl->mq[i].argv != c->argv && rc == 0; i++) {
+		const struct queued_cmd *q = &cl->mq[i];
+		int *idx, n;
+
+		if (!(q->def->flags & CMD_WRITE))
+			continue;
+		idx = malloc((size_t)q->argc * sizeof(*idx));
+		if (!idx)
+			return CC_EINTERNAL;
+		n = cmd_get_keys(q->def, q->argc, idx, q->argc);
+		for (j = 0; j < n && rc == 0; j++) {
+			bool existed;
+
+			rc = txn_del(c->txn, q->argv[idx[j]].p, q->argv[idx[j]].len, &existed);
+		}
+		free(idx);
+	}
+	return rc;
+}
+
+/*
+ * FLUSH* queued in MULTI runs inside the EXEC transaction, and a
+ * transaction cannot wait for the node to quiesce: it is itself one of the
+ * in-flight transactions the quiesce waits for. So it deletes every key
+ * through the transaction instead, which also keeps the flush atomic with
+ * the rest of the MULTI block: the committed keys of the local region
+ * (copied first, because txn_del changes the region under the scan) and
+ * the keys written earlier in this same transaction.
+ */
+static int flush_in_txn(struct cmd_ctx *c)
+{
+	struct key_list kl = { 0 };
+	uint64_t cursor = 0;
+	size_t i;
+	int rc;
+
+	do
+		st_scan(c->node->region, &cursor, SCAN_ALL_STEP, list_key, &kl);
+	while (cursor != 0 && !kl.oom);
+	if (kl.oom) {
+		key_list_free(&kl);
+		resp_error(c->out, "ERR out of memory");
+		return 0;
+	}
+	rc = flush_queued_keys(c);
+	for (i = 0; i < kl.n && rc == 0; i++) {
+		bool existed;
+
+		rc = txn_del(c->txn, kl.keys[i].p, kl.keys[i].len, &existed);
+	}
+	key_list_free(&kl);
+	if (rc)
+		return txn_failed(c, c->out->len, rc);
+	resp_status(c->out, "OK");
+	return 0;
+}
+
+/*
+ * FLUSHDB and FLUSHALL take an optional SYNC or ASYNC; both flush at once
+ * (emptying the region is quick, there is nothing to free lazily).
+ */
+static int flush_cmd(struct cmd_ctx *c)
+{
+	if (c->argc > 2 ||
+	    (c->argc == 2 && !arg_is(&c->argv[1], "sync") && !arg_is(&c->argv[1], "async"))) {
+		cmd_reply_syntax(c);
+		return 0;
+	}
+	if (c->txn)
+		return flush_in_txn(c);
+	cc_quiesce_run(c->node, c->w, flush_region, NULL);
+	resp_status(c->out, "OK");
+	return 0;
+}
+
+/* rckv has one database per node, so FLUSHDB and FLUSHALL are the same. */
+int cmd_flushdb(struct cmd_ctx *c)
+{
+	return flush_cmd(c);
+}
+
+int cmd_flushall(struct cmd_ctx *c)
+{
+	return flush_cmd(c);
+}

@@ -1,0 +1,1208 @@
+/*
+ * cmd_server.c: server commands: COMMAND, CONFIG, INFO, TIME, SHUTDOWN,
+ * FUNCTION and DEBUG, with Redis 7.0's reply shapes and error texts
+ * (checked against redis-server 7.0.15), so that redis-cli,
+ * redis-benchmark and client libraries see the server they expect.
+ *
+ * Threads: handlers run on a coroutine of the worker that owns the client.
+ * They read other workers' statistics with relaxed loads (node.h) and
+ * every string option under the node's cfg_lock; CONFIG SET cc runs the
+ * protocol switch, which yields, so no lock is held across it.
+ */
+#include <ck_pr.h>
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cc/cc.h"
+#include "cc/sched.h"
+#include "cc/switch.h"
+#include "server/client.h"
+#include "server/command.h"
+#include "server/config.h"
+#include "server/log.h"
+#include "server/node.h"
+#include "server/srv.h"
+#include "server/strutil.h"
+#include "server/worker.h"
+
+#define SRV_REDIS_VERSION "7.0.15"
+
+static bool arg_is(const struct resp_arg *a, const char *s)
+{
+	return a->len == strlen(s) && strncasecmp(a->p, s, a->len) == 0;
+}
+
+static int clamp128(size_t len)
+{
+	return (int)(len > 128 ? 128 : len);
+}
+
+static void reply_help(struct cmd_ctx *c, const char *const *lines, int n)
+{
+	resp_array(c->out, n);
+	for (int i = 0; i < n; i++)
+		resp_status(c->out, lines[i]);
+}
+
+/*
+ * Resolve a container's subcommand and check its arity, replying Redis's
+ * error if either fails. Dispatch has normally done this already; doing it
+ * again keeps each handler correct on its own. Returns the part of the
+ * subcommand's name after '|', or NULL after an error reply.
+ */
+static const char *resolve_sub(struct cmd_ctx *c, const char *upper)
+{
+	const struct cmd_def *d = cmd_lookup(c->argv[0].p, c->argv[0].len);
+	if (c->argc < 2) {
+		cmd_reply_wrong_args(c);
+		return NULL;
+	}
+	const struct cmd_def *sub = cmd_lookup_sub(d, c->argv[1].p, c->argv[1].len);
+	if (!sub) {
+		resp_errorf(c->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
+			    clamp128(c->argv[1].len), c->argv[1].p, upper);
+		return NULL;
+	}
+	if (sub->arity > 0 ? c->argc != sub->arity : c->argc < -sub->arity) {
+		cmd_reply_wrong_args(c);
+		return NULL;
+	}
+	return strchr(sub->name, '|') + 1;
+}
+
+/* A growing text buffer (INFO). */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_list ap;
+		va_start(ap, fmt);
+		int n = room ? vsnprintf(b->p + b->len, room, fmt, ap) : -1;
+		va_end(ap);
+		if (n >= 0 && (size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		if (b->oom)
+			return;
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		if (n >= 0 && cap < b->len + (size_t)n + 1)
+			cap = b->len + (size_t)n + 1;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+/* ======================= COMMAND ======================= */
+
+/* Write the space-separated words of s as a set of simple strings,
+ * skipping `skip` if given. */
+static void reply_word_set(struct resp_w *out, const char *s, const char *skip, bool bulk)
+{
+	const char *words[16];
+	size_t lens[16];
+	int n = 0;
+	for (const char *p = s ? s : ""; *p && n < 16;) {
+		while (*p == ' ')
+			p++;
+		const char *e = p;
+		while (*e && *e != ' ')
+			e++;
+		if (e > p && !(skip && (size_t)(e - p) == strlen(skip) &&
+			       strncmp(p, skip, (size_t)(e - p)) == 0)) {
+			words[n] = p;
+			lens[n++] = (size_t)(e - p);
+		}
+		p = e;
+	}
+	resp_set(out, n);
+	for (int i = 0; i < n; i++) {
+		if (bulk) {
+			resp_bulk(out, words[i], lens[i]);
+		} else {
+			char tmp[64];
+			snprintf(tmp, sizeof(tmp), "%.*s", (int)lens[i], words[i]);
+			resp_status(out, tmp);
+		}
+	}
+}
+
+/* The key spec Redis derives for a legacy (first, last, step) range. */
+static void reply_key_spec(struct resp_w *out, const struct cmd_def *d)
+{
+	resp_map(out, 3);
+	resp_bulk_cstr(out, "flags");
+	reply_word_set(out, d->key_flags, NULL, false);
+	resp_bulk_cstr(out, "begin_search");
+	resp_map(out, 2);
+	resp_bulk_cstr(out, "type");
+	resp_bulk_cstr(out, "index");
+	resp_bulk_cstr(out, "spec");
+	resp_map(out, 1);
+	resp_bulk_cstr(out, "index");
+	resp_int(out, d->first_key);
+	resp_bulk_cstr(out, "find_keys");
+	resp_map(out, 2);
+	resp_bulk_cstr(out, "type");
+	resp_bulk_cstr(out, "range");
+	resp_bulk_cstr(out, "spec");
+	resp_map(out, 3);
+	resp_bulk_cstr(out, "lastkey");
+	resp_int(out, d->last_key < 0 ? d->last_key : d->last_key - d->first_key);
+	resp_bulk_cstr(out, "keystep");
+	resp_int(out, d->key_step);
+	resp_bulk_cstr(out, "limit");
+	resp_int(out, 0);
+}
+
+/* One COMMAND INFO entry: the 10-element array of Redis 7.0. */
+static void reply_command_info(struct resp_w *out, const struct cmd_def *d)
+{
+	const char *flags[16];
+	int nf = cmd_flag_names(d->flags, flags, 16);
+	resp_array(out, 10);
+	resp_bulk_cstr(out, d->name);
+	resp_int(out, d->arity);
+	resp_set(out, nf);
+	for (int i = 0; i < nf; i++)
+		resp_status(out, flags[i]);
+	resp_int(out, d->first_key);
+	resp_int(out, d->last_key);
+	resp_int(out, d->key_step);
+	reply_word_set(out, d->acl_categories, NULL, false);
+	reply_word_set(out, d->tips, NULL, true);
+	if (d->first_key > 0) {
+		resp_set(out, 1);
+		reply_key_spec(out, d);
+	} else {
+		resp_set(out, 0);
+	}
+	if (d->subcommands) {
+		int n = 0;
+		for (const struct cmd_def *s = d->subcommands; s->name; s++)
+			n++;
+		resp_array(out, n);
+		for (const struct cmd_def *s = d->subcommands; s->name; s++)
+			reply_command_info(out, s);
+	} else {
+		resp_set(out, 0);
+	}
+}
+
+/* One COMMAND DOCS value: summary, since, group, complexity[, subcommands].
+ * Arguments and history are left out; Redis's clients treat them as
+ * optional (redis-cli then gives no argument hints). */
+static void reply_command_docs(struct resp_w *out, const struct cmd_def *d)
+{
+	resp_map(out, d->subcommands ? 5 : 4);
+	resp_bulk_cstr(out, "summary");
+	resp_bulk_cstr(out, d->summary);
+	resp_bulk_cstr(out, "since");
+	resp_bulk_cstr(out, d->since);
+	resp_bulk_cstr(out, "group");
+	resp_bulk_cstr(out, d->group);
+	resp_bulk_cstr(out, "complexity");
+	resp_bulk_cstr(out, d->complexity);
+	if (d->subcommands) {
+		int n = 0;
+		for (const struct cmd_def *s = d->subcommands; s->name; s++)
+			n++;
+		resp_bulk_cstr(out, "subcommands");
+		resp_map(out, n);
+		for (const struct cmd_def *s = d->subcommands; s->name; s++) {
+			resp_bulk_cstr(out, s->name);
+			reply_command_docs(out, s);
+		}
+	}
+}
+
+/* Look up "name" or "container|sub" as COMMAND INFO/DOCS accept them. */
+static const struct cmd_def *lookup_fullname(const char *p, size_t len)
+{
+	const char *bar = memchr(p, '|', len);
+	if (!bar)
+		return cmd_lookup(p, len);
+	const struct cmd_def *d = cmd_lookup(p, (size_t)(bar - p));
+	return d ? cmd_lookup_sub(d, bar + 1, len - (size_t)(bar - p) - 1) : NULL;
+}
+
+/* The def a full request (argv[0..argc)) runs, as dispatch resolves it. */
+static const struct cmd_def *lookup_request(const struct resp_arg *argv, int argc)
+{
+	const struct cmd_def *d = cmd_lookup(argv[0].p, argv[0].len);
+	if (d && d->subcommands && argc >= 2)
+		d = cmd_lookup_sub(d, argv[1].p, argv[1].len);
+	return d;
+}
+
+static bool has_acl_category(const struct cmd_def *d, const struct resp_arg *cat)
+{
+	for (const char *p = d->acl_categories ? d->acl_categories : ""; *p;) {
+		while (*p == ' ' || *p == '@')
+			p++;
+		const char *e = p;
+		while (*e && *e != ' ')
+			e++;
+		if ((size_t)(e - p) == cat->len && strncasecmp(p, cat->p, cat->len) == 0)
+			return true;
+		p = e;
+	}
+	return false;
+}
+
+static void command_list(struct cmd_ctx *c)
+{
+	enum { ALL, BY_MODULE, BY_ACLCAT, BY_PATTERN } by = ALL;
+	const struct resp_arg *arg = NULL;
+	if (c->argc == 5 && arg_is(&c->argv[2], "filterby")) {
+		arg = &c->argv[4];
+		if (arg_is(&c->argv[3], "module"))
+			by = BY_MODULE;
+		else if (arg_is(&c->argv[3], "aclcat"))
+			by = BY_ACLCAT;
+		else if (arg_is(&c->argv[3], "pattern"))
+			by = BY_PATTERN;
+		else {
+			cmd_reply_syntax(c);
+			return;
+		}
+	} else if (c->argc != 2) {
+		cmd_reply_syntax(c);
+		return;
+	}
+
+	int count;
+	const struct cmd_def *tab = cmd_table(&count);
+	const struct cmd_def *hits[512];
+	int n = 0;
+	for (int i = 0; i < count; i++) {
+		const struct cmd_def *d = &tab[i];
+		for (const struct cmd_def *s = d; s && s->name && n < 512;) {
+			bool ok = by == ALL ||
+				  (by == BY_ACLCAT && has_acl_category(s, arg)) ||
+				  (by == BY_PATTERN &&
+				   srv_strmatch(arg->p, arg->len, s->name, strlen(s->name), true));
+			if (ok)
+				hits[n++] = s; /* BY_MODULE: rckv has no modules */
+			/* the command itself, then each of its subcommands */
+			s = s == d ? d->subcommands : s + 1;
+		}
+	}
+	resp_array(c->out, n);
+	for (int i = 0; i < n; i++)
+		resp_bulk_cstr(c->out, hits[i]->name);
+}
+
+static void command_getkeys(struct cmd_ctx *c, bool with_flags)
+{
+	const struct resp_arg *argv = c->argv + 2;
+	int argc = c->argc - 2;
+	const struct cmd_def *d = lookup_request(argv, argc);
+	if (!d) {
+		resp_error(c->out, "ERR Invalid command specified");
+		return;
+	}
+	if (d->first_key <= 0) {
+		resp_error(c->out, "ERR The command has no key arguments");
+		return;
+	}
+	if (d->arity > 0 ? argc != d->arity : argc < -d->arity) {
+		resp_error(c->out, "ERR Invalid number of arguments specified for command");
+		return;
+	}
+	int stackidx[64];
+	int *idx = argc <= 64 ? stackidx : malloc((size_t)argc * sizeof(int));
+	if (!idx) {
+		resp_error(c->out, "ERR out of memory");
+		return;
+	}
+	int n = cmd_get_keys(d, argc, idx, argc);
+	resp_array(c->out, n);
+	for (int i = 0; i < n; i++) {
+		if (with_flags) {
+			resp_array(c->out, 2);
+			resp_bulk(c->out, argv[idx[i]].p, argv[idx[i]].len);
+			reply_word_set(c->out, d->key_flags, "variable_flags", false);
+		} else {
+			resp_bulk(c->out, argv[idx[i]].p, argv[idx[i]].len);
+		}
+	}
+	if (idx != stackidx)
+		free(idx);
+}
+
+static const char *const command_help[] = {
+	"COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"(no subcommand)",
+	"    Return details about all Redis commands.",
+	"COUNT",
+	"    Return the total number of commands in this Redis server.",
+	"LIST",
+	"    Return a list of all commands in this Redis server.",
+	"INFO [<command-name> ...]",
+	"    Return details about multiple Redis commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"DOCS [<command-name> ...]",
+	"    Return documentation details about multiple Redis commands.",
+	"    If no command names are given, documentation details for all",
+	"    commands are returned.",
+	"GETKEYS <full-command>",
+	"    Return the keys from a full Redis command.",
+	"GETKEYSANDFLAGS <full-command>",
+	"    Return the keys and the access flags from a full Redis command.",
+	"HELP",
+	"    Prints this help.",
+};
+
+int cmd_command(struct cmd_ctx *c)
+{
+	int count;
+	const struct cmd_def *tab = cmd_table(&count);
+	if (c->argc == 1) {
+		resp_array(c->out, count);
+		for (int i = 0; i < count; i++)
+			reply_command_info(c->out, &tab[i]);
+		return 0;
+	}
+	const char *sub = resolve_sub(c, "COMMAND");
+	if (!sub)
+		return 0;
+
+	if (strcmp(sub, "count") == 0) {
+		resp_int(c->out, count);
+	} else if (strcmp(sub, "info") == 0) {
+		if (c->argc == 2) {
+			resp_array(c->out, count);
+			for (int i = 0; i < count; i++)
+				reply_command_info(c->out, &tab[i]);
+			return 0;
+		}
+		resp_array(c->out, c->argc - 2);
+		for (int i = 2; i < c->argc; i++) {
+			const struct cmd_def *d = lookup_fullname(c->argv[i].p, c->argv[i].len);
+			if (d)
+				reply_command_info(c->out, d);
+			else
+				resp_null(c->out);
+		}
+	} else if (strcmp(sub, "docs") == 0) {
+		if (c->argc == 2) {
+			resp_map(c->out, count);
+			for (int i = 0; i < count; i++) {
+				resp_bulk_cstr(c->out, tab[i].name);
+				reply_command_docs(c->out, &tab[i]);
+			}
+			return 0;
+		}
+		int n = 0;
+		for (int i = 2; i < c->argc; i++)
+			n += lookup_fullname(c->argv[i].p, c->argv[i].len) != NULL;
+		resp_map(c->out, n);
+		for (int i = 2; i < c->argc; i++) {
+			const struct cmd_def *d = lookup_fullname(c->argv[i].p, c->argv[i].len);
+			if (!d)
+				continue;
+			resp_bulk_cstr(c->out, d->name);
+			reply_command_docs(c->out, d);
+		}
+	} else if (strcmp(sub, "list") == 0) {
+		command_list(c);
+	} else if (strcmp(sub, "getkeys") == 0) {
+		command_getkeys(c, false);
+	} else if (strcmp(sub, "getkeysandflags") == 0) {
+		command_getkeys(c, true);
+	} else {
+		reply_help(c, command_help, (int)(sizeof(command_help) / sizeof(command_help[0])));
+	}
+	return 0;
+}
+
+/* ======================= CONFIG ======================= */
+
+struct cfg_pair {
+	const char *name; /* the option table's own string */
+	char *value;
+};
+
+struct cfg_collect {
+	struct cfg_pair *v;
+	int n, cap;
+	bool oom;
+};
+
+static void collect_visit(void *arg, const char *name, const char *value)
+{
+	struct cfg_collect *cc = arg;
+	for (int i = 0; i < cc->n; i++)
+		if (strcmp(cc->v[i].name, name) == 0)
+			return; /* matched by an earlier pattern: once only, as in 7.0 */
+	if (cc->n == cc->cap) {
+		int cap = cc->cap ? cc->cap * 2 : 32;
+		struct cfg_pair *v = realloc(cc->v, (size_t)cap * sizeof(*v));
+		if (!v) {
+			cc->oom = true;
+			return;
+		}
+		cc->v = v;
+		cc->cap = cap;
+	}
+	char *copy = strdup(value);
+	if (!copy) {
+		cc->oom = true;
+		return;
+	}
+	cc->v[cc->n++] = (struct cfg_pair){ .name = name, .value = copy };
+}
+
+static void config_get(struct cmd_ctx *c)
+{
+	struct node *n = c->node;
+	struct cfg_collect cc = { 0 };
+	pthread_mutex_lock(&n->cfg_lock);
+	for (int i = 2; i < c->argc; i++) {
+		/* Patterns are NUL-terminated by the parser. */
+		char pat[256];
+		snprintf(pat, sizeof(pat), "%.*s", (int)(c->argv[i].len < 255 ? c->argv[i].len : 255),
+			 c->argv[i].p);
+		cfg_get(&n->cfg, pat, collect_visit, &cc);
+	}
+	pthread_mutex_unlock(&n->cfg_lock);
+	if (cc.oom) {
+		resp_error(c->out, "ERR out of memory");
+	} else {
+		resp_map(c->out, cc.n);
+		for (int i = 0; i < cc.n; i++) {
+			resp_bulk_cstr(c->out, cc.v[i].name);
+			resp_bulk_cstr(c->out, cc.v[i].value);
+		}
+	}
+	for (int i = 0; i < cc.n; i++)
+		free(cc.v[i].value);
+	free(cc.v);
+}
+
+/* Copy an argument into a NUL-terminated heap string. */
+static char *arg_dup(const struct resp_arg *a)
+{
+	char *s = malloc(a->len + 1);
+	if (s) {
+		memcpy(s, a->p, a->len);
+		s[a->len] = '\0';
+	}
+	return s;
+}
+
+/*
+ * CONFIG SET name value [name value ...], all or nothing as in Redis 7.0:
+ * every name is checked (unknown, immutable, duplicate), every value is
+ * checked on a scratch configuration, then `cc` switches the protocol (the
+ * one step that can still fail, and that yields), then the rest is
+ * applied under cfg_lock.
+ */
+static void config_set(struct cmd_ctx *c)
+{
+	struct node *n = c->node;
+	if (c->argc % 2) {
+		cmd_reply_syntax(c);
+		return;
+	}
+	int npairs = (c->argc - 2) / 2;
+	char **names = calloc((size_t)npairs, sizeof(char *));
+	char **values = calloc((size_t)npairs, sizeof(char *));
+	struct srv_config scratch;
+	bool have_scratch = false;
+	char err[512];
+	int cc_pair = -1;
+	if (!names || !values)
+		goto oom;
+	for (int i = 0; i < npairs; i++) {
+		names[i] = arg_dup(&c->argv[2 + 2 * i]);
+		values[i] = arg_dup(&c->argv[3 + 2 * i]);
+		if (!names[i] || !values[i])
+			goto oom;
+	}
+
+	for (int i = 0; i < npairs; i++) {
+		if (!cfg_exists(names[i])) {
+			resp_errorf(c->out,
+				    "ERR Unknown option or number of arguments for CONFIG SET - '%s'",
+				    names[i]);
+			goto out;
+		}
+		if (!cfg_is_mutable(names[i])) {
+			resp_errorf(c->out,
+				    "ERR CONFIG SET failed (possibly related to argument '%s') - "
+				    "can't set immutable config",
+				    names[i]);
+			goto out;
+		}
+		for (int j = 0; j < i; j++) {
+			if (strcasecmp(names[j], names[i]) == 0) {
+				resp_errorf(c->out,
+					    "ERR CONFIG SET failed (possibly related to argument "
+					    "'%s') - duplicate parameter",
+					    names[i]);
+				goto out;
+			}
+		}
+		if (strcasecmp(names[i], "cc") == 0)
+			cc_pair = i;
+	}
+
+	cfg_defaults(&scratch);
+	have_scratch = true;
+	for (int i = 0; i < npairs; i++) {
+		if (cfg_set(&scratch, names[i], 1, &values[i], err, sizeof(err)) != 0) {
+			resp_errorf(c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+				    names[i], err);
+			goto out;
+		}
+	}
+
+	if (cc_pair >= 0 && c->txn) {
+		/* Queued in MULTI: EXEC's own transaction is in flight, and the
+		 * switch waits for every in-flight transaction to finish. */
+		resp_errorf(c->out,
+			    "ERR CONFIG SET failed (possibly related to argument '%s') - the "
+			    "protocol cannot be switched inside MULTI/EXEC",
+			    names[cc_pair]);
+		goto out;
+	}
+	if (cc_pair >= 0) {
+		err[0] = '\0';
+		if (cc_switch(n, c->w, values[cc_pair], err, sizeof(err)) != 0) {
+			resp_errorf(c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+				    names[cc_pair], err[0] ? err : "protocol switch failed");
+			goto out;
+		}
+	}
+
+	pthread_mutex_lock(&n->cfg_lock);
+	for (int i = 0; i < npairs; i++) {
+		/* Validated above: this cannot fail but for memory. */
+		if (cfg_set(&n->cfg, names[i], 1, &values[i], err, sizeof(err)) != 0)
+			srv_log(n, LOG_WARNING, "CONFIG SET %s: %s", names[i], err);
+	}
+	pthread_mutex_unlock(&n->cfg_lock);
+	for (int i = 0; i < npairs; i++)
+		srv_log(n, LOG_NOTICE, "CONFIG SET %s %s", names[i],
+			strcasecmp(names[i], "requirepass") == 0 ? "(hidden)" : values[i]);
+	resp_status(c->out, "OK");
+	goto out;
+oom:
+	resp_error(c->out, "ERR out of memory");
+out:
+	if (have_scratch)
+		cfg_free(&scratch);
+	for (int i = 0; names && values && i < npairs; i++) {
+		free(names[i]);
+		free(values[i]);
+	}
+	free(names);
+	free(values);
+}
+
+/*
+ * Zero every worker's statistics. Each counter is owned by its worker,
+ * which increments it with plain stores; a store of 0 here may race with
+ * such an increment and lose the reset of that one counter (it then keeps
+ * its old value plus one), which is as exact as Redis's own RESETSTAT
+ * needs to be.
+ */
+static void reset_stats(struct node *n)
+{
+	static_assert(sizeof(struct srv_stats) % sizeof(uint64_t) == 0,
+		      "srv_stats is made of 64-bit counters only");
+	for (int i = 0; i < n->nworkers; i++) {
+		if (!n->workers[i])
+			continue;
+		uint64_t *word = (uint64_t *)&n->workers[i]->stats;
+		for (size_t k = 0; k < sizeof(struct srv_stats) / sizeof(uint64_t); k++)
+			ck_pr_store_64(&word[k], 0);
+	}
+}
+
+static const char *const config_help[] = {
+	"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GET <pattern>",
+	"    Return parameters matching the glob-like <pattern> and their values.",
+	"SET <directive> <value>",
+	"    Set the configuration <directive> to <value>.",
+	"RESETSTAT",
+	"    Reset statistics reported by the INFO command.",
+	"HELP",
+	"    Prints this help.",
+};
+
+int cmd_config(struct cmd_ctx *c)
+{
+	const char *sub = resolve_sub(c, "CONFIG");
+	if (!sub)
+		return 0;
+	if (strcmp(sub, "get") == 0) {
+		config_get(c);
+	} else if (strcmp(sub, "set") == 0) {
+		config_set(c);
+	} else if (strcmp(sub, "resetstat") == 0) {
+		reset_stats(c->node);
+		resp_status(c->out, "OK");
+	} else {
+		reply_help(c, config_help, (int)(sizeof(config_help) / sizeof(config_help[0])));
+	}
+	return 0;
+}
+
+/* ======================= INFO ======================= */
+
+/* Sum of every worker's stats, read with relaxed loads (node.h). */
+static void sum_stats(struct node *n, struct srv_stats *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	uint64_t *dst = (uint64_t *)sum;
+	for (int i = 0; i < n->nworkers; i++) {
+		if (!n->workers[i])
+			continue;
+		uint64_t *src = (uint64_t *)&n->workers[i]->stats;
+		for (size_t k = 0; k < sizeof(*sum) / sizeof(uint64_t); k++)
+			dst[k] += ck_pr_load_64(&src[k]);
+	}
+}
+
+/* Redis's bytesToHuman. */
+static void human_bytes(char *buf, size_t cap, unsigned long long n)
+{
+	static const char units[] = "KMGTPE";
+	if (n < 1024) {
+		snprintf(buf, cap, "%lluB", n);
+		return;
+	}
+	double d = (double)n / 1024;
+	int u = 0;
+	while (d >= 1024 && u < 5) {
+		d /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, "%.2f%c", d, units[u]);
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0.0;
+}
+
+struct info_ctx {
+	struct node *n;
+	struct sbuf *b;
+	struct srv_stats st;
+	time_t now;
+};
+
+static void info_server(struct info_ctx *x)
+{
+	struct node *n = x->n;
+	struct utsname un;
+	char os[256] = "Linux";
+	if (uname(&un) == 0)
+		snprintf(os, sizeof(os), "%s %s %s", un.sysname, un.release, un.machine);
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	long long uptime = (long long)(x->now - n->start_time);
+	pthread_mutex_lock(&n->cfg_lock);
+	sb_printf(x->b,
+		  "# Server\r\n"
+		  "redis_version:" SRV_REDIS_VERSION "\r\n"
+		  "redis_git_sha1:00000000\r\n"
+		  "redis_git_dirty:0\r\n"
+		  "redis_build_id:0\r\n"
+		  "redis_mode:standalone\r\n"
+		  "os:%s\r\n"
+		  "arch_bits:%d\r\n"
+		  "monotonic_clock:POSIX clock_gettime\r\n"
+		  "multiplexing_api:epoll\r\n"
+		  "gcc_version:%d.%d.%d\r\n"
+		  "process_id:%ld\r\n"
+		  "process_supervised:no\r\n"
+		  "run_id:%s\r\n"
+		  "tcp_port:%d\r\n"
+		  "server_time_usec:%lld\r\n"
+		  "uptime_in_seconds:%lld\r\n"
+		  "uptime_in_days:%lld\r\n"
+		  "executable:%s\r\n"
+		  "config_file:%s\r\n"
+		  "server_name:rckv\r\n"
+		  "worker_threads:%d\r\n"
+		  "coroutines_per_worker:%d\r\n",
+		  os, (int)(sizeof(long) * 8), __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__,
+		  (long)getpid(), n->run_id, n->cfg.port,
+		  (long long)tv.tv_sec * 1000000 + tv.tv_usec, uptime, uptime / 86400,
+		  n->executable, n->config_file ? n->config_file : "", n->nworkers,
+		  n->cfg.coroutines);
+	pthread_mutex_unlock(&n->cfg_lock);
+}
+
+static void info_clients(struct info_ctx *x)
+{
+	sb_printf(x->b,
+		  "# Clients\r\n"
+		  "connected_clients:%llu\r\n"
+		  "cluster_connections:0\r\n"
+		  "maxclients:%d\r\n"
+		  "blocked_clients:0\r\n"
+		  "tracking_clients:0\r\n"
+		  "clients_in_timeout_table:0\r\n",
+		  (unsigned long long)ck_pr_load_64(&x->n->connected_clients),
+		  ck_pr_load_int(&x->n->cfg.maxclients));
+}
+
+static void info_memory(struct info_ctx *x)
+{
+	struct mallinfo2 mi = mallinfo2();
+	unsigned long long used = mi.uordblks + mi.hblkhd;
+	unsigned long long rss = 0, total = 0;
+	long page = sysconf(_SC_PAGESIZE), pages = sysconf(_SC_PHYS_PAGES);
+	if (page > 0 && pages > 0)
+		total = (unsigned long long)page * (unsigned long long)pages;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		unsigned long long size, resident;
+		if (fscanf(f, "%llu %llu", &size, &resident) == 2 && page > 0)
+			rss = resident * (unsigned long long)page;
+		fclose(f);
+	}
+	unsigned long long store = (unsigned long long)x->n->cfg.memory;
+	char h_used[32], h_rss[32], h_total[32], h_store[32];
+	human_bytes(h_used, sizeof(h_used), used);
+	human_bytes(h_rss, sizeof(h_rss), rss);
+	human_bytes(h_total, sizeof(h_total), total);
+	human_bytes(h_store, sizeof(h_store), store);
+	/* used_memory is the heap; the MemStore region is mapped memory of
+	 * fixed size `memory`, reported as maxmemory: a write that finds it
+	 * full fails with OOM, as Redis's noeviction policy does. */
+	sb_printf(x->b,
+		  "# Memory\r\n"
+		  "used_memory:%llu\r\n"
+		  "used_memory_human:%s\r\n"
+		  "used_memory_rss:%llu\r\n"
+		  "used_memory_rss_human:%s\r\n"
+		  "total_system_memory:%llu\r\n"
+		  "total_system_memory_human:%s\r\n"
+		  "maxmemory:%llu\r\n"
+		  "maxmemory_human:%s\r\n"
+		  "maxmemory_policy:noeviction\r\n"
+		  "memstore_bytes:%llu\r\n"
+		  "memstore_human:%s\r\n"
+		  "mem_allocator:libc\r\n",
+		  used, h_used, rss, h_rss, total, h_total, store, h_store, store, h_store);
+}
+
+static void info_persistence(struct info_ctx *x)
+{
+	struct node *n = x->n;
+	pthread_mutex_lock(&n->cfg_lock);
+	sb_printf(x->b,
+		  "# Persistence\r\n"
+		  "loading:0\r\n"
+		  "async_loading:0\r\n"
+		  "rdb_bgsave_in_progress:0\r\n"
+		  "aof_enabled:0\r\n"
+		  "aof_rewrite_in_progress:0\r\n"
+		  "persistence:%s\r\n"
+		  "dir:%s\r\n"
+		  "recovered_keys:%llu\r\n"
+		  "last_stop_clean:%d\r\n",
+		  n->cfg.persistence ? n->cfg.persistence : "", n->cfg.dir ? n->cfg.dir : "",
+		  (unsigned long long)n->recovered_keys, n->recovered_unclean ? 0 : 1);
+	pthread_mutex_unlock(&n->cfg_lock);
+}
+
+static void info_stats(struct info_ctx *x)
+{
+	const struct srv_stats *s = &x->st;
+	sb_printf(x->b,
+		  "# Stats\r\n"
+		  "total_connections_received:%llu\r\n"
+		  "total_commands_processed:%llu\r\n"
+		  "instantaneous_ops_per_sec:0\r\n"
+		  "total_net_input_bytes:%llu\r\n"
+		  "total_net_output_bytes:%llu\r\n"
+		  "instantaneous_input_kbps:0.00\r\n"
+		  "instantaneous_output_kbps:0.00\r\n"
+		  "rejected_connections:%llu\r\n"
+		  "expired_keys:0\r\n"
+		  "evicted_keys:0\r\n"
+		  "keyspace_hits:%llu\r\n"
+		  "keyspace_misses:%llu\r\n"
+		  "pubsub_channels:0\r\n"
+		  "pubsub_patterns:0\r\n"
+		  "total_error_replies:%llu\r\n"
+		  "txn_committed:%llu\r\n"
+		  "txn_aborts:%llu\r\n"
+		  "txn_retries:%llu\r\n"
+		  "txn_timeouts:%llu\r\n"
+		  "txn_watch_failed:%llu\r\n",
+		  (unsigned long long)s->conns_received, (unsigned long long)s->commands,
+		  (unsigned long long)s->net_in, (unsigned long long)s->net_out,
+		  (unsigned long long)s->conns_rejected, (unsigned long long)s->keyspace_hits,
+		  (unsigned long long)s->keyspace_misses,
+		  (unsigned long long)(s->error_replies + s->proto_errors),
+		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts,
+		  (unsigned long long)s->txn_retries, (unsigned long long)s->txn_timeouts,
+		  (unsigned long long)s->txn_watch_failed);
+}
+
+static void info_replication(struct info_ctx *x)
+{
+	sb_printf(x->b,
+		  "# Replication\r\n"
+		  "role:master\r\n"
+		  "connected_slaves:0\r\n"
+		  "master_failover_state:no-failover\r\n"
+		  "master_replid:%s\r\n"
+		  "master_replid2:0000000000000000000000000000000000000000\r\n"
+		  "master_repl_offset:0\r\n"
+		  "second_repl_offset:-1\r\n"
+		  "repl_backlog_active:0\r\n",
+		  x->n->run_id);
+}
+
+static void info_cpu(struct info_ctx *x)
+{
+	struct rusage self = { 0 }, kids = { 0 };
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &kids);
+	sb_printf(x->b,
+		  "# CPU\r\n"
+		  "used_cpu_sys:%ld.%06ld\r\n"
+		  "used_cpu_user:%ld.%06ld\r\n"
+		  "used_cpu_sys_children:%ld.%06ld\r\n"
+		  "used_cpu_user_children:%ld.%06ld\r\n",
+		  (long)self.ru_stime.tv_sec, (long)self.ru_stime.tv_usec,
+		  (long)self.ru_utime.tv_sec, (long)self.ru_utime.tv_usec,
+		  (long)kids.ru_stime.tv_sec, (long)kids.ru_stime.tv_usec,
+		  (long)kids.ru_utime.tv_sec, (long)kids.ru_utime.tv_usec);
+}
+
+static void info_cc(struct info_ctx *x)
+{
+	struct node *n = x->n;
+	const struct srv_stats *s = &x->st;
+	const struct cc_protocol *p = ck_pr_load_ptr(&n->proto);
+	uint64_t verbs = 0;
+	for (int k = 0; k < FAB_KINDS; k++)
+		verbs += s->fab.verbs[k];
+	uint64_t attempts = s->txn_committed + s->txn_aborts;
+	pthread_mutex_lock(&n->cfg_lock);
+	const char *name = p ? p->name : (n->cfg.cc ? n->cfg.cc : "");
+	sb_printf(x->b,
+		  "# CC\r\n"
+		  "cc_protocol:%s\r\n"
+		  "cc_epoch:%llu\r\n"
+		  "cc_txn_committed:%llu\r\n"
+		  "cc_aborts:%llu\r\n"
+		  "cc_aborts_lock:%llu\r\n"
+		  "cc_aborts_validate:%llu\r\n"
+		  "cc_aborts_stale:%llu\r\n"
+		  "cc_aborts_other:%llu\r\n"
+		  "cc_retries:%llu\r\n"
+		  "cc_abort_rate:%.4f\r\n"
+		  "cc_verbs_per_txn:%.2f\r\n"
+		  "cc_reads_per_txn:%.2f\r\n"
+		  "cc_writes_per_txn:%.2f\r\n"
+		  "cc_cas_per_txn:%.2f\r\n"
+		  "cc_faa_per_txn:%.2f\r\n"
+		  "cc_round_trips_per_txn:%.2f\r\n",
+		  name, (unsigned long long)ck_pr_load_64(&n->proto_epoch),
+		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts,
+		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_LOCK],
+		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_VALIDATE],
+		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_STALE],
+		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_OTHER],
+		  (unsigned long long)s->txn_retries, ratio(s->txn_aborts, attempts),
+		  ratio(verbs, s->fab_txns), ratio(s->fab.verbs[FAB_READ], s->fab_txns),
+		  ratio(s->fab.verbs[FAB_WRITE], s->fab_txns),
+		  ratio(s->fab.verbs[FAB_CAS], s->fab_txns),
+		  ratio(s->fab.verbs[FAB_FAA], s->fab_txns),
+		  ratio(s->fab.round_trips, s->fab_txns));
+	pthread_mutex_unlock(&n->cfg_lock);
+}
+
+static void info_fabric(struct info_ctx *x)
+{
+	struct node *n = x->n;
+	const struct srv_stats *s = &x->st;
+	pthread_mutex_lock(&n->cfg_lock);
+	sb_printf(x->b,
+		  "# Fabric\r\n"
+		  "fabric:%s\r\n"
+		  "fabric_delay_us:%d\r\n"
+		  "fabric_txns:%llu\r\n"
+		  "fabric_reads:%llu\r\n"
+		  "fabric_writes:%llu\r\n"
+		  "fabric_cas:%llu\r\n"
+		  "fabric_faa:%llu\r\n"
+		  "fabric_round_trips:%llu\r\n",
+		  n->cfg.fabric ? n->cfg.fabric : "", n->cfg.fabric_delay_us,
+		  (unsigned long long)s->fab_txns, (unsigned long long)s->fab.verbs[FAB_READ],
+		  (unsigned long long)s->fab.verbs[FAB_WRITE],
+		  (unsigned long long)s->fab.verbs[FAB_CAS],
+		  (unsigned long long)s->fab.verbs[FAB_FAA],
+		  (unsigned long long)s->fab.round_trips);
+	pthread_mutex_unlock(&n->cfg_lock);
+}
+
+static void info_cluster(struct info_ctx *x)
+{
+	/* rckv shows every node as a standalone Redis (DESIGN.md section 7). */
+	sb_printf(x->b,
+		  "# Cluster\r\n"
+		  "cluster_enabled:0\r\n"
+		  "rckv_node:%d\r\n",
+		  x->n->cfg.node_id);
+}
+
+static void info_keyspace(struct info_ctx *x)
+{
+	sb_printf(x->b, "# Keyspace\r\n");
+	/* A full scan of the local region: INFO is not a hot path. */
+	uint64_t keys = x->n->region ? st_count(x->n->region) : 0;
+	if (keys)
+		sb_printf(x->b, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)keys);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(struct info_ctx *x);
+} info_sections[] = {
+	{ "server", info_server },
+	{ "clients", info_clients },
+	{ "memory", info_memory },
+	{ "persistence", info_persistence },
+	{ "stats", info_stats },
+	{ "replication", info_replication },
+	{ "cpu", info_cpu },
+	{ "cc", info_cc },
+	{ "fabric", info_fabric },
+	{ "cluster", info_cluster },
+	{ "keyspace", info_keyspace },
+};
+
+#define NSECTIONS ((int)(sizeof(info_sections) / sizeof(info_sections[0])))
+
+int cmd_info(struct cmd_ctx *c)
+{
+	bool want[NSECTIONS];
+	bool everything = c->argc == 1;
+	memset(want, 0, sizeof(want));
+	for (int i = 1; i < c->argc; i++) {
+		const struct resp_arg *a = &c->argv[i];
+		if (arg_is(a, "all") || arg_is(a, "everything") || arg_is(a, "default"))
+			everything = true;
+		for (int k = 0; k < NSECTIONS; k++)
+			if (arg_is(a, info_sections[k].name))
+				want[k] = true;
+		/* An unknown section adds nothing, as in Redis. */
+	}
+	struct sbuf b = { 0 };
+	struct info_ctx x = { .n = c->node, .b = &b, .now = time(NULL) };
+	sum_stats(c->node, &x.st);
+	int emitted = 0;
+	for (int k = 0; k < NSECTIONS; k++) {
+		if (!everything && !want[k])
+			continue;
+		if (emitted++)
+			sb_printf(&b, "\r\n"); /* a blank line between sections */
+		info_sections[k].fn(&x);
+	}
+	if (b.oom)
+		resp_error(c->out, "ERR out of memory");
+	else
+		resp_verbatim(c->out, b.p ? b.p : "", b.len);
+	free(b.p);
+	return 0;
+}
+
+/* ======================= TIME SHUTDOWN ======================= */
+
+int cmd_time(struct cmd_ctx *c)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	resp_array(c->out, 2);
+	resp_bulk_ll(c->out, (long long)tv.tv_sec);
+	resp_bulk_ll(c->out, (long long)tv.tv_usec);
+	return 0;
+}
+
+int cmd_shutdown(struct cmd_ctx *c)
+{
+	bool nosave = false, save = false, abort_ = false, other = false;
+	for (int i = 1; i < c->argc; i++) {
+		const struct resp_arg *a = &c->argv[i];
+		if (arg_is(a, "nosave"))
+			nosave = true;
+		else if (arg_is(a, "save"))
+			save = true;
+		else if (arg_is(a, "now") || arg_is(a, "force"))
+			other = true;
+		else if (arg_is(a, "abort"))
+			abort_ = true;
+		else {
+			cmd_reply_syntax(c);
+			return 0;
+		}
+	}
+	if ((abort_ && (nosave || save || other)) || (nosave && save)) {
+		cmd_reply_syntax(c);
+		return 0;
+	}
+	if (abort_) {
+		/* rckv stops at once, so a shutdown is never in progress. */
+		resp_error(c->out, "ERR No shutdown in progress.");
+		return 0;
+	}
+	/* Every commit is already in the region per the persistence policy,
+	 * so SAVE and NOSAVE stop the same way: workers finish, main closes
+	 * the region cleanly. No reply, as in Redis: the connection closes. */
+	struct node *n = c->node;
+	n->exit_code = 0;
+	srv_request_shutdown(n);
+	for (int i = 0; i < n->nworkers; i++)
+		if (n->workers[i])
+			worker_wake(n->workers[i]); /* stop accepting at once */
+	c->cl->flags |= CL_CLOSE_AFTER_REPLY;
+	return 0;
+}
+
+/* ======================= FUNCTION ======================= */
+
+static const char *const function_help[] = {
+	"FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"FLUSH [ASYNC|SYNC]",
+	"    Delete all the libraries (rckv has no function libraries: a no-op).",
+	"HELP",
+	"    Prints this help.",
+};
+
+int cmd_function(struct cmd_ctx *c)
+{
+	const char *sub = resolve_sub(c, "FUNCTION");
+	if (!sub)
+		return 0;
+	if (strcmp(sub, "flush") == 0) {
+		if (c->argc > 3) {
+			resp_errorf(c->out,
+				    "ERR unknown subcommand or wrong number of arguments for '%.*s'. "
+				    "Try FUNCTION HELP.",
+				    clamp128(c->argv[1].len), c->argv[1].p);
+		} else if (c->argc == 3 && !arg_is(&c->argv[2], "sync") &&
+			   !arg_is(&c->argv[2], "async")) {
+			resp_error(c->out, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+		} else {
+			/* There are never any functions to delete. */
+			resp_status(c->out, "OK");
+		}
+	} else {
+		reply_help(c, function_help, (int)(sizeof(function_help) / sizeof(function_help[0])));
+	}
+	return 0;
+}
+
+/* ======================= DEBUG ======================= */
+
+static const char *const debug_help[] = {
+	"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"ERROR <string>",
+	"    Return a Redis protocol error with <string> as message. Useful for clients",
+	"    unit tests to simulate Redis errors.",
+	"LOG <message>",
+	"    Write <message> to the server log.",
+	"SLEEP <seconds>",
+	"    Stop the server for <seconds>. Decimals allowed.",
+	"    (rckv: only this connection waits; other clients are served.)",
+	"HELP",
+	"    Prints this help.",
+};
+
+/* Replace CR and LF so that text from a client cannot end a reply line. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if (*s == '\r' || *s == '\n')
+			*s = ' ';
+}
+
+int cmd_debug(struct cmd_ctx *c)
+{
+	const struct resp_arg *sub = &c->argv[1];
+	if (c->argc == 2 && arg_is(sub, "help")) {
+		reply_help(c, debug_help, (int)(sizeof(debug_help) / sizeof(debug_help[0])));
+	} else if (c->argc == 3 && arg_is(sub, "log")) {
+		srv_log(c->node, LOG_WARNING, "DEBUG LOG: %.*s", (int)c->argv[2].len, c->argv[2].p);
+		resp_status(c->out, "OK");
+	} else if (c->argc == 3 && arg_is(sub, "error")) {
+		char *msg = arg_dup(&c->argv[2]);
+		if (!msg) {
+			resp_error(c->out, "ERR out of memory");
+			return 0;
+		}
+		/* Verbatim, as Redis sends it: no "ERR " added, a leading '-'
+		 * kept (resp_error would take it for the reply's own). */
+		one_line(msg);
+		resp_w_raw(c->out, "-", 1);
+		resp_w_raw(c->out, msg, strlen(msg));
+		resp_w_raw(c->out, "\r\n", 2);
+		free(msg);
+	} else if (c->argc == 3 && arg_is(sub, "sleep")) {
+		/* strtod as Redis: text that is not a number sleeps 0 s. */
+		char buf[64];
+		snprintf(buf, sizeof(buf), "%.*s", (int)(c->argv[2].len < 63 ? c->argv[2].len : 63),
+			 c->argv[2].p);
+		double secs = strtod(buf, NULL);
+		if (!(secs > 0) || !isfinite(secs))
+			secs = 0;
+		if (secs > 0) {
+			uint64_t ns = (uint64_t)(secs * 1e9);
+			/* On a coroutine, sleeping yields: the worker keeps serving
+			 * its other clients (rckv never busy-waits). */
+			if (c->w && c->w->sched && sched_in_coro(c->w->sched)) {
+				sched_sleep(c->w->sched, ns);
+			} else {
+				struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+						       .tv_nsec = (long)(ns % 1000000000u) };
+				while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+					;
+			}
+		}
+		resp_status(c->out, "OK");
+	} else {
+		resp_errorf(c->out,
+			    "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try "
+			    "DEBUG HELP.",
+			    clamp128(sub->len), sub->p);
+	}
+	return 0;
+}

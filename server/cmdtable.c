@@ -1,0 +1,600 @@
+/*
+ * cmdtable.c: the command table (command.h), its lookup, and the reply
+ * helpers every handler shares.
+ *
+ * Each row carries what Redis 7.0 reports for the command in COMMAND INFO
+ * and COMMAND DOCS (arity, flags, legacy key positions, ACL categories, key
+ * spec flags, tips, group, since, summary, complexity), checked against a
+ * real redis-server 7.0.15. rckv's own policy flags (CMD_NOTXN,
+ * CMD_MULTICTL, CMD_ALLKEYS) ride along and are never reported.
+ *
+ * Containers (CLIENT, COMMAND, CONFIG, FUNCTION) list only the subcommands
+ * rckv implements, so that dispatch answers Redis's "unknown subcommand"
+ * error for the others. A subcommand row has its full name
+ * ("client|setname") and the container's handler, which switches on
+ * argv[1] again. DEBUG has no subcommand table, as in Redis: cmd_debug
+ * parses its own arguments and replies Redis's DEBUG errors.
+ *
+ * Lookup: every request looks its command up, so cmd_lookup hashes the
+ * name (ASCII case folded) into a fixed open-addressing index built once,
+ * before main runs, from the const rows: one hash and usually one
+ * comparison per request.
+ */
+#include <ctype.h>
+#include <ck_pr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cc/txn.h"
+#include "server/command.h"
+#include "server/node.h"
+
+/* Flag sets shared by many rows. */
+#define F_CONN (CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+#define F_PRELOGIN (CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOAUTH | \
+		    CMD_ALLOW_BUSY | CMD_NOTXN)
+#define F_TXCTL (CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+#define F_SUBADMIN (CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+
+static const struct cmd_def client_subs[] = {
+	{ .name = "client|id", .fn = cmd_client, .arity = 2, .flags = F_CONN,
+	  .group = "connection", .since = "5.0.0",
+	  .summary = "Returns the client ID for the current connection", .complexity = "O(1)",
+	  .acl_categories = "@slow @connection" },
+	{ .name = "client|setname", .fn = cmd_client, .arity = 3, .flags = F_CONN,
+	  .group = "connection", .since = "2.6.9", .summary = "Set the current connection name",
+	  .complexity = "O(1)", .acl_categories = "@slow @connection" },
+	{ .name = "client|getname", .fn = cmd_client, .arity = 2, .flags = F_CONN,
+	  .group = "connection", .since = "2.6.9", .summary = "Get the current connection name",
+	  .complexity = "O(1)", .acl_categories = "@slow @connection" },
+	{ .name = "client|list", .fn = cmd_client, .arity = -2, .flags = F_SUBADMIN,
+	  .group = "connection", .since = "2.4.0",
+	  .summary = "Get the list of client connections",
+	  .complexity = "O(N) where N is the number of client connections",
+	  .acl_categories = "@admin @slow @dangerous @connection",
+	  .tips = "nondeterministic_output" },
+	{ .name = "client|info", .fn = cmd_client, .arity = 2, .flags = F_CONN,
+	  .group = "connection", .since = "6.2.0",
+	  .summary = "Returns information about the current client connection.",
+	  .complexity = "O(1)", .acl_categories = "@slow @connection",
+	  .tips = "nondeterministic_output" },
+	/* Redis 7.2's; clients that know 7.0 never send it, and newer ones
+	 * ignore its failure, but answering it costs nothing. */
+	{ .name = "client|setinfo", .fn = cmd_client, .arity = 4, .flags = F_CONN,
+	  .group = "connection", .since = "7.2.0",
+	  .summary = "Sets information specific to the client or connection.",
+	  .complexity = "O(1)", .acl_categories = "@slow @connection" },
+	{ .name = "client|no-evict", .fn = cmd_client, .arity = 3, .flags = F_SUBADMIN,
+	  .group = "connection", .since = "7.0.0",
+	  .summary = "Set client eviction mode for the current connection",
+	  .complexity = "O(1)", .acl_categories = "@admin @slow @dangerous @connection" },
+	{ .name = "client|help", .fn = cmd_client, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "connection", .since = "5.0.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow @connection" },
+	{ .name = NULL },
+};
+
+#define F_CMDSUB (CMD_LOADING | CMD_STALE | CMD_NOTXN)
+static const struct cmd_def command_subs[] = {
+	{ .name = "command|count", .fn = cmd_command, .arity = 2, .flags = F_CMDSUB,
+	  .group = "server", .since = "2.8.13", .summary = "Get total number of Redis commands",
+	  .complexity = "O(1)", .acl_categories = "@slow @connection" },
+	{ .name = "command|docs", .fn = cmd_command, .arity = -2, .flags = F_CMDSUB,
+	  .group = "server", .since = "7.0.0",
+	  .summary = "Get array of specific Redis command documentation",
+	  .complexity = "O(N) where N is the number of commands to look up",
+	  .acl_categories = "@slow @connection", .tips = "nondeterministic_output_order" },
+	{ .name = "command|info", .fn = cmd_command, .arity = -2, .flags = F_CMDSUB,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Get array of specific Redis command details, or all when no argument is "
+		     "given.",
+	  .complexity = "O(N) where N is the number of commands to look up",
+	  .acl_categories = "@slow @connection", .tips = "nondeterministic_output_order" },
+	{ .name = "command|list", .fn = cmd_command, .arity = -2, .flags = F_CMDSUB,
+	  .group = "server", .since = "7.0.0", .summary = "Get an array of Redis command names",
+	  .complexity = "O(N) where N is the total number of Redis commands",
+	  .acl_categories = "@slow @connection", .tips = "nondeterministic_output_order" },
+	{ .name = "command|getkeys", .fn = cmd_command, .arity = -4, .flags = F_CMDSUB,
+	  .group = "server", .since = "2.8.13", .summary = "Extract keys given a full Redis command",
+	  .complexity = "O(N) where N is the number of arguments to the command",
+	  .acl_categories = "@slow @connection" },
+	{ .name = "command|getkeysandflags", .fn = cmd_command, .arity = -4, .flags = F_CMDSUB,
+	  .group = "server", .since = "7.0.0",
+	  .summary = "Extract keys and access flags given a full Redis command",
+	  .complexity = "O(N) where N is the number of arguments to the command",
+	  .acl_categories = "@slow @connection" },
+	{ .name = "command|help", .fn = cmd_command, .arity = 2, .flags = F_CMDSUB,
+	  .group = "server", .since = "5.0.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow @connection" },
+	{ .name = NULL },
+};
+
+static const struct cmd_def config_subs[] = {
+	{ .name = "config|get", .fn = cmd_config, .arity = -3, .flags = F_SUBADMIN,
+	  .group = "server", .since = "2.0.0",
+	  .summary = "Get the values of configuration parameters",
+	  .complexity = "O(N) when N is the number of configuration parameters provided",
+	  .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "config|set", .fn = cmd_config, .arity = -4, .flags = F_SUBADMIN,
+	  .group = "server", .since = "2.0.0",
+	  .summary = "Set configuration parameters to the given values",
+	  .complexity = "O(N) when N is the number of configuration parameters provided",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
+	{ .name = "config|resetstat", .fn = cmd_config, .arity = 2, .flags = F_SUBADMIN,
+	  .group = "server", .since = "2.0.0", .summary = "Reset the stats returned by INFO",
+	  .complexity = "O(1)", .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "config|help", .fn = cmd_config, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "5.0.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
+static const struct cmd_def function_subs[] = {
+	{ .name = "function|flush", .fn = cmd_function, .arity = -2,
+	  .flags = CMD_WRITE | CMD_NOSCRIPT | CMD_NOTXN, .group = "scripting", .since = "7.0.0",
+	  .summary = "Deleting all functions",
+	  .complexity = "O(N) where N is the number of functions deleted",
+	  .acl_categories = "@write @slow @scripting",
+	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
+	{ .name = "function|help", .fn = cmd_function, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "scripting", .since = "7.0.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow @scripting" },
+	{ .name = NULL },
+};
+
+/* One key at argv[1]. */
+#define KEY1 .first_key = 1, .last_key = 1, .key_step = 1
+
+static const struct cmd_def table[] = {
+	/* ---- string ---- */
+	{ .name = "get", .fn = cmd_get, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
+	  .group = "string", .since = "1.0.0", .summary = "Get the value of a key",
+	  .complexity = "O(1)", .acl_categories = "@read @string @fast",
+	  .key_flags = "RO access" },
+	{ .name = "set", .fn = cmd_set, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM, KEY1,
+	  .group = "string", .since = "1.0.0", .summary = "Set the string value of a key",
+	  .complexity = "O(1)", .acl_categories = "@write @string @slow",
+	  .key_flags = "RW access update variable_flags" },
+	{ .name = "setnx", .fn = cmd_setnx, .arity = 3,
+	  .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST, KEY1, .group = "string", .since = "1.0.0",
+	  .summary = "Set the value of a key, only if the key does not exist",
+	  .complexity = "O(1)", .acl_categories = "@write @string @fast",
+	  .key_flags = "OW insert" },
+	{ .name = "getset", .fn = cmd_getset, .arity = 3,
+	  .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST, KEY1, .group = "string", .since = "1.0.0",
+	  .summary = "Set the string value of a key and return its old value",
+	  .complexity = "O(1)", .acl_categories = "@write @string @fast",
+	  .key_flags = "RW access update" },
+	{ .name = "getdel", .fn = cmd_getdel, .arity = 2, .flags = CMD_WRITE | CMD_FAST, KEY1,
+	  .group = "string", .since = "6.2.0", .summary = "Get the value of a key and delete the key",
+	  .complexity = "O(1)", .acl_categories = "@write @string @fast",
+	  .key_flags = "RW access delete" },
+	{ .name = "mget", .fn = cmd_mget, .arity = -2, .flags = CMD_READONLY | CMD_FAST,
+	  .first_key = 1, .last_key = -1, .key_step = 1, .group = "string", .since = "1.0.0",
+	  .summary = "Get the values of all the given keys",
+	  .complexity = "O(N) where N is the number of keys to retrieve.",
+	  .acl_categories = "@read @string @fast", .key_flags = "RO access",
+	  .tips = "request_policy:multi_shard" },
+	{ .name = "mset", .fn = cmd_mset, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
+	  .first_key = 1, .last_key = -1, .key_step = 2, .group = "string", .since = "1.0.1",
+	  .summary = "Set multiple keys to multiple values",
+	  .complexity = "O(N) where N is the number of keys to set.",
+	  .acl_categories = "@write @string @slow", .key_flags = "OW update",
+	  .tips = "request_policy:multi_shard response_policy:all_succeeded" },
+	{ .name = "msetnx", .fn = cmd_msetnx, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
+	  .first_key = 1, .last_key = -1, .key_step = 2, .group = "string", .since = "1.0.1",
+	  .summary = "Set multiple keys to multiple values, only if none of the keys exist",
+	  .complexity = "O(N) where N is the number of keys to set.",
+	  .acl_categories = "@write @string @slow", .key_flags = "OW insert",
+	  .tips = "request_policy:multi_shard response_policy:agg_min" },
+	{ .name = "incr", .fn = cmd_incr, .arity = 2, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
+	  KEY1, .group = "string", .since = "1.0.0",
+	  .summary = "Increment the integer value of a key by one", .complexity = "O(1)",
+	  .acl_categories = "@write @string @fast", .key_flags = "RW access update" },
+	{ .name = "incrby", .fn = cmd_incrby, .arity = 3,
+	  .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST, KEY1, .group = "string", .since = "1.0.0",
+	  .summary = "Increment the integer value of a key by the given amount",
+	  .complexity = "O(1)", .acl_categories = "@write @string @fast",
+	  .key_flags = "RW access update" },
+	{ .name = "decr", .fn = cmd_decr, .arity = 2, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
+	  KEY1, .group = "string", .since = "1.0.0",
+	  .summary = "Decrement the integer value of a key by one", .complexity = "O(1)",
+	  .acl_categories = "@write @string @fast", .key_flags = "RW access update" },
+	{ .name = "decrby", .fn = cmd_decrby, .arity = 3,
+	  .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST, KEY1, .group = "string", .since = "1.0.0",
+	  .summary = "Decrement the integer value of a key by the given number",
+	  .complexity = "O(1)", .acl_categories = "@write @string @fast",
+	  .key_flags = "RW access update" },
+	{ .name = "incrbyfloat", .fn = cmd_incrbyfloat, .arity = 3,
+	  .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST, KEY1, .group = "string", .since = "2.6.0",
+	  .summary = "Increment the float value of a key by the given amount",
+	  .complexity = "O(1)", .acl_categories = "@write @string @fast",
+	  .key_flags = "RW access update" },
+	{ .name = "append", .fn = cmd_append, .arity = 3,
+	  .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST, KEY1, .group = "string", .since = "2.0.0",
+	  .summary = "Append a value to a key",
+	  .complexity = "O(1). The amortized time complexity is O(1) assuming the appended value "
+			"is small and the already present value is of any size, since the "
+			"dynamic string library used by Redis will double the free space "
+			"available on every reallocation.",
+	  .acl_categories = "@write @string @fast", .key_flags = "RW insert" },
+	{ .name = "strlen", .fn = cmd_strlen, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
+	  .group = "string", .since = "2.2.0",
+	  .summary = "Get the length of the value stored in a key", .complexity = "O(1)",
+	  .acl_categories = "@read @string @fast", .key_flags = "RO" },
+	{ .name = "getrange", .fn = cmd_getrange, .arity = 4, .flags = CMD_READONLY, KEY1,
+	  .group = "string", .since = "2.4.0",
+	  .summary = "Get a substring of the string stored at a key",
+	  .complexity = "O(N) where N is the length of the returned string. The complexity is "
+			"ultimately determined by the returned length, but because creating a "
+			"substring from an existing string is very cheap, it can be considered "
+			"O(1) for small strings.",
+	  .acl_categories = "@read @string @slow", .key_flags = "RO access" },
+	{ .name = "setrange", .fn = cmd_setrange, .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM,
+	  KEY1, .group = "string", .since = "2.2.0",
+	  .summary = "Overwrite part of a string at key starting at the specified offset",
+	  .complexity = "O(1), not counting the time taken to copy the new string in place. "
+			"Usually, this string is very small so the amortized complexity is O(1). "
+			"Otherwise, complexity is O(M) with M being the length of the value "
+			"argument.",
+	  .acl_categories = "@write @string @slow", .key_flags = "RW update" },
+
+	/* ---- generic ---- */
+	{ .name = "del", .fn = cmd_del, .arity = -2, .flags = CMD_WRITE, .first_key = 1,
+	  .last_key = -1, .key_step = 1, .group = "generic", .since = "1.0.0",
+	  .summary = "Delete a key",
+	  .complexity = "O(N) where N is the number of keys that will be removed. When a key to "
+			"remove holds a value other than a string, the individual complexity for "
+			"this key is O(M) where M is the number of elements in the list, set, "
+			"sorted set or hash. Removing a single key that holds a string value is "
+			"O(1).",
+	  .acl_categories = "@keyspace @write @slow", .key_flags = "RM delete",
+	  .tips = "request_policy:multi_shard response_policy:agg_sum" },
+	{ .name = "unlink", .fn = cmd_del, .arity = -2, .flags = CMD_WRITE | CMD_FAST,
+	  .first_key = 1, .last_key = -1, .key_step = 1, .group = "generic", .since = "4.0.0",
+	  .summary = "Delete a key asynchronously in another thread. Otherwise it is just as DEL, "
+		     "but non blocking.",
+	  .complexity = "O(1) for each key removed regardless of its size. Then the command does "
+			"O(N) work in a different thread in order to reclaim memory, where N is "
+			"the number of allocations the deleted objects where composed of.",
+	  .acl_categories = "@keyspace @write @fast", .key_flags = "RM delete",
+	  .tips = "request_policy:multi_shard response_policy:agg_sum" },
+	{ .name = "exists", .fn = cmd_exists, .arity = -2, .flags = CMD_READONLY | CMD_FAST,
+	  .first_key = 1, .last_key = -1, .key_step = 1, .group = "generic", .since = "1.0.0",
+	  .summary = "Determine if a key exists",
+	  .complexity = "O(N) where N is the number of keys to check.",
+	  .acl_categories = "@keyspace @read @fast", .key_flags = "RO",
+	  .tips = "request_policy:multi_shard response_policy:agg_sum" },
+	{ .name = "type", .fn = cmd_type, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
+	  .group = "generic", .since = "1.0.0", .summary = "Determine the type stored at key",
+	  .complexity = "O(1)", .acl_categories = "@keyspace @read @fast", .key_flags = "RO" },
+	{ .name = "keys", .fn = cmd_keys, .arity = 2,
+	  .flags = CMD_READONLY | CMD_NOTXN | CMD_ALLKEYS, .group = "generic", .since = "1.0.0",
+	  .summary = "Find all keys matching the given pattern",
+	  .complexity = "O(N) with N being the number of keys in the database, under the "
+			"assumption that the key names in the database and the given pattern "
+			"have limited length.",
+	  .acl_categories = "@keyspace @read @slow @dangerous",
+	  .tips = "request_policy:all_shards nondeterministic_output_order" },
+	{ .name = "scan", .fn = cmd_scan, .arity = -2,
+	  .flags = CMD_READONLY | CMD_NOTXN | CMD_ALLKEYS, .group = "generic", .since = "2.8.0",
+	  .summary = "Incrementally iterate the keys space",
+	  .complexity = "O(1) for every call. O(N) for a complete iteration, including enough "
+			"command calls for the cursor to return back to 0. N is the number of "
+			"elements inside the collection.",
+	  .acl_categories = "@keyspace @read @slow",
+	  .tips = "nondeterministic_output request_policy:special" },
+	{ .name = "dbsize", .fn = cmd_dbsize, .arity = 1,
+	  .flags = CMD_READONLY | CMD_FAST | CMD_NOTXN | CMD_ALLKEYS, .group = "server",
+	  .since = "1.0.0", .summary = "Return the number of keys in the selected database",
+	  .complexity = "O(1)", .acl_categories = "@keyspace @read @fast",
+	  .tips = "request_policy:all_shards response_policy:agg_sum" },
+	{ .name = "flushdb", .fn = cmd_flushdb, .arity = -1,
+	  .flags = CMD_WRITE | CMD_NOTXN | CMD_ALLKEYS, .group = "server", .since = "1.0.0",
+	  .summary = "Remove all keys from the current database",
+	  .complexity = "O(N) where N is the number of keys in the selected database",
+	  .acl_categories = "@keyspace @write @slow @dangerous",
+	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
+	{ .name = "flushall", .fn = cmd_flushall, .arity = -1,
+	  .flags = CMD_WRITE | CMD_NOTXN | CMD_ALLKEYS, .group = "server", .since = "1.0.0",
+	  .summary = "Remove all keys from all databases",
+	  .complexity = "O(N) where N is the total number of keys in all databases",
+	  .acl_categories = "@keyspace @write @slow @dangerous",
+	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
+
+	/* ---- connection ---- */
+	{ .name = "ping", .fn = cmd_ping, .arity = -1, .flags = CMD_FAST | CMD_NOTXN,
+	  .group = "connection", .since = "1.0.0", .summary = "Ping the server",
+	  .complexity = "O(1)", .acl_categories = "@fast @connection",
+	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
+	{ .name = "echo", .fn = cmd_echo, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOTXN, .group = "connection",
+	  .since = "1.0.0", .summary = "Echo the given string", .complexity = "O(1)",
+	  .acl_categories = "@fast @connection" },
+	{ .name = "hello", .fn = cmd_hello, .arity = -1, .flags = F_PRELOGIN,
+	  .group = "connection", .since = "6.0.0", .summary = "Handshake with Redis",
+	  .complexity = "O(1)", .acl_categories = "@fast @connection" },
+	{ .name = "auth", .fn = cmd_auth, .arity = -2, .flags = F_PRELOGIN,
+	  .group = "connection", .since = "1.0.0", .summary = "Authenticate to the server",
+	  .complexity = "O(N) where N is the number of passwords defined for the user",
+	  .acl_categories = "@fast @connection" },
+	{ .name = "quit", .fn = cmd_quit, .arity = -1, .flags = F_PRELOGIN | CMD_MULTICTL,
+	  .group = "connection", .since = "1.0.0", .summary = "Close the connection",
+	  .complexity = "O(1)", .acl_categories = "@fast @connection" },
+	{ .name = "reset", .fn = cmd_reset, .arity = 1, .flags = F_PRELOGIN | CMD_MULTICTL,
+	  .group = "connection", .since = "6.2.0", .summary = "Reset the connection",
+	  .complexity = "O(1)", .acl_categories = "@fast @connection" },
+	{ .name = "select", .fn = cmd_select, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOTXN, .group = "connection",
+	  .since = "1.0.0", .summary = "Change the selected database for the current connection",
+	  .complexity = "O(1)", .acl_categories = "@fast @connection" },
+	{ .name = "client", .fn = cmd_client, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "connection", .since = "2.4.0",
+	  .summary = "A container for client connection commands",
+	  .complexity = "Depends on subcommand.", .subcommands = client_subs,
+	  .acl_categories = "@slow" },
+
+	/* ---- server ---- */
+	{ .name = "command", .fn = cmd_command, .arity = -1,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "2.8.13",
+	  .summary = "Get array of Redis command details",
+	  .complexity = "O(N) where N is the total number of Redis commands",
+	  .subcommands = command_subs, .acl_categories = "@slow @connection",
+	  .tips = "nondeterministic_output_order" },
+	{ .name = "config", .fn = cmd_config, .arity = -2, .flags = CMD_NOTXN, .group = "server",
+	  .since = "2.0.0", .summary = "A container for server configuration commands",
+	  .complexity = "Depends on subcommand.", .subcommands = config_subs,
+	  .acl_categories = "@slow" },
+	{ .name = "info", .fn = cmd_info, .arity = -1,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "1.0.0",
+	  .summary = "Get information and statistics about the server", .complexity = "O(1)",
+	  .acl_categories = "@slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_shards response_policy:special" },
+	{ .name = "time", .fn = cmd_time, .arity = 1,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOTXN, .group = "server",
+	  .since = "2.6.0", .summary = "Return the current server time", .complexity = "O(1)",
+	  .acl_categories = "@fast", .tips = "nondeterministic_output" },
+	{ .name = "shutdown", .fn = cmd_shutdown, .arity = -1,
+	  .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOMULTI |
+		   CMD_ALLOW_BUSY | CMD_NOTXN,
+	  .group = "server", .since = "1.0.0",
+	  .summary = "Synchronously save the dataset to disk and then shut down the server",
+	  .complexity = "O(N) when saving, where N is the total number of keys in all "
+			"databases when saving data, otherwise O(1)",
+	  .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "debug", .fn = cmd_debug, .arity = -2, .flags = F_SUBADMIN, .group = "server",
+	  .since = "1.0.0", .summary = "A container for debugging commands",
+	  .complexity = "Depends on subcommand.", .acl_categories = "@admin @slow @dangerous" },
+
+	/* ---- scripting ---- */
+	{ .name = "function", .fn = cmd_function, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "scripting", .since = "7.0.0", .summary = "A container for function commands",
+	  .complexity = "Depends on subcommand.", .subcommands = function_subs,
+	  .acl_categories = "@slow" },
+
+	/* ---- transactions ----
+	 * UNWATCH has no CMD_MULTICTL: Redis 7.0 queues it inside MULTI. */
+	{ .name = "multi", .fn = cmd_multi, .arity = 1,
+	  .flags = F_TXCTL | CMD_FAST | CMD_ALLOW_BUSY | CMD_MULTICTL, .group = "transactions",
+	  .since = "1.2.0", .summary = "Mark the start of a transaction block",
+	  .complexity = "O(1)", .acl_categories = "@fast @transaction" },
+	{ .name = "exec", .fn = cmd_exec, .arity = 1,
+	  .flags = F_TXCTL | CMD_SKIP_SLOWLOG | CMD_MULTICTL, .group = "transactions",
+	  .since = "1.2.0", .summary = "Execute all commands issued after MULTI",
+	  .complexity = "Depends on commands in the transaction",
+	  .acl_categories = "@slow @transaction" },
+	{ .name = "discard", .fn = cmd_discard, .arity = 1,
+	  .flags = F_TXCTL | CMD_FAST | CMD_ALLOW_BUSY | CMD_MULTICTL, .group = "transactions",
+	  .since = "2.0.0", .summary = "Discard all commands issued after MULTI",
+	  .complexity = "O(N), when N is the number of queued commands",
+	  .acl_categories = "@fast @transaction" },
+	{ .name = "watch", .fn = cmd_watch, .arity = -2,
+	  .flags = F_TXCTL | CMD_FAST | CMD_ALLOW_BUSY | CMD_MULTICTL, .first_key = 1,
+	  .last_key = -1, .key_step = 1, .group = "transactions", .since = "2.2.0",
+	  .summary = "Watch the given keys to determine execution of the MULTI/EXEC block",
+	  .complexity = "O(1) for every key.", .acl_categories = "@fast @transaction",
+	  .key_flags = "RO" },
+	{ .name = "unwatch", .fn = cmd_unwatch, .arity = 1,
+	  .flags = F_TXCTL | CMD_FAST | CMD_ALLOW_BUSY, .group = "transactions",
+	  .since = "2.2.0", .summary = "Forget about all watched keys", .complexity = "O(1)",
+	  .acl_categories = "@fast @transaction" },
+	{ .name = NULL },
+};
+
+#define NCOMMANDS ((int)(sizeof(table) / sizeof(table[0])) - 1)
+
+/* ---- lookup index ---- */
+
+#define IDX_SLOTS 256 /* power of two, several times NCOMMANDS */
+#define NAME_MAX_LEN 32 /* longer than any command name: such names miss at once */
+
+static_assert(IDX_SLOTS >= 4 * (sizeof(table) / sizeof(table[0])), "keep the index sparse");
+
+/* Written once by build_index() before main (a constructor), read-only after. */
+static uint8_t idx_slot[IDX_SLOTS]; /* table row + 1; 0 = empty */
+
+static uint32_t name_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u; /* FNV-1a over ASCII-lowered bytes */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 'A' && ch <= 'Z')
+			ch = (unsigned char)(ch + 32);
+		h = (h ^ ch) * 16777619u;
+	}
+	return h;
+}
+
+__attribute__((constructor)) static void build_index(void)
+{
+	for (int i = 0; i < NCOMMANDS; i++) {
+		size_t len = strlen(table[i].name);
+		/* Always on: a name too long for lookup or a duplicate row would
+		 * make a command silently unreachable. */
+		if (len >= NAME_MAX_LEN) {
+			fprintf(stderr, "rckv: command name '%s' too long\n", table[i].name);
+			abort();
+		}
+		uint32_t s = name_hash(table[i].name, len) & (IDX_SLOTS - 1);
+		while (idx_slot[s]) {
+			if (strcmp(table[idx_slot[s] - 1].name, table[i].name) == 0) {
+				fprintf(stderr, "rckv: command '%s' listed twice\n", table[i].name);
+				abort();
+			}
+			s = (s + 1) & (IDX_SLOTS - 1);
+		}
+		idx_slot[s] = (uint8_t)(i + 1);
+	}
+}
+
+const struct cmd_def *cmd_lookup(const char *name, size_t len)
+{
+	if (len == 0 || len >= NAME_MAX_LEN)
+		return NULL;
+	uint32_t s = name_hash(name, len) & (IDX_SLOTS - 1);
+	for (; idx_slot[s]; s = (s + 1) & (IDX_SLOTS - 1)) {
+		const struct cmd_def *d = &table[idx_slot[s] - 1];
+		if (strncasecmp(d->name, name, len) == 0 && d->name[len] == '\0')
+			return d;
+	}
+	return NULL;
+}
+
+const struct cmd_def *cmd_lookup_sub(const struct cmd_def *parent, const char *name, size_t len)
+{
+	if (!parent || !parent->subcommands)
+		return NULL;
+	for (const struct cmd_def *d = parent->subcommands; d->name; d++) {
+		const char *bar = strchr(d->name, '|');
+		const char *sub = bar ? bar + 1 : d->name;
+		if (strlen(sub) == len && strncasecmp(sub, name, len) == 0)
+			return d;
+	}
+	return NULL;
+}
+
+const struct cmd_def *cmd_table(int *count)
+{
+	if (count)
+		*count = NCOMMANDS;
+	return table;
+}
+
+int cmd_flag_names(uint32_t flags, const char **names, int max)
+{
+	/* COMMAND INFO's order (Redis 7.0). */
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} order[] = {
+		{ CMD_WRITE, "write" },          { CMD_READONLY, "readonly" },
+		{ CMD_DENYOOM, "denyoom" },      { CMD_ADMIN, "admin" },
+		{ CMD_NOSCRIPT, "noscript" },    { CMD_LOADING, "loading" },
+		{ CMD_STALE, "stale" },          { CMD_SKIP_SLOWLOG, "skip_slowlog" },
+		{ CMD_FAST, "fast" },            { CMD_NOAUTH, "no_auth" },
+		{ CMD_NOMULTI, "no_multi" },     { CMD_ALLOW_BUSY, "allow_busy" },
+	};
+	int n = 0;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if ((flags & order[i].bit) && n < max)
+			names[n++] = order[i].name;
+	return n;
+}
+
+int cmd_get_keys(const struct cmd_def *d, int argc, int *idx, int max)
+{
+	if (!d || d->first_key <= 0 || argc <= d->first_key)
+		return 0;
+	int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
+	if (last >= argc)
+		last = argc - 1;
+	int step = d->key_step > 0 ? d->key_step : 1;
+	int n = 0;
+	for (int i = d->first_key; i <= last && n < max; i += step)
+		idx[n++] = i;
+	return n;
+}
+
+/* ---- reply helpers ---- */
+
+/* The full name of the command being run, as Redis names it in errors. */
+static const char *full_name(const struct cmd_ctx *c, char *buf, size_t cap)
+{
+	if (c->argc < 1)
+		return "";
+	const struct cmd_def *d = cmd_lookup(c->argv[0].p, c->argv[0].len);
+	if (!d) {
+		snprintf(buf, cap, "%.*s", (int)(c->argv[0].len < 128 ? c->argv[0].len : 128),
+			 c->argv[0].p);
+		return buf;
+	}
+	if (d->subcommands && c->argc >= 2) {
+		const struct cmd_def *sub = cmd_lookup_sub(d, c->argv[1].p, c->argv[1].len);
+		if (sub)
+			return sub->name;
+	}
+	return d->name;
+}
+
+void cmd_reply_wrong_args(struct cmd_ctx *c)
+{
+	char buf[160];
+	resp_errorf(c->out, "ERR wrong number of arguments for '%s' command",
+		    full_name(c, buf, sizeof(buf)));
+}
+
+void cmd_reply_syntax(struct cmd_ctx *c)
+{
+	resp_error(c->out, "ERR syntax error");
+}
+
+void cmd_reply_not_int(struct cmd_ctx *c)
+{
+	resp_error(c->out, "ERR value is not an integer or out of range");
+}
+
+/* True if some key argument of the running command is over max-key-bytes. */
+static bool key_too_big(const struct cmd_ctx *c)
+{
+	const struct cmd_def *d = cmd_lookup(c->argv[0].p, c->argv[0].len);
+	int idx[64];
+	int n = cmd_get_keys(d, c->argc, idx, 64);
+	long long max = (long long)ck_pr_load_64((uint64_t *)&c->node->cfg.max_key_bytes);
+	for (int i = 0; i < n; i++)
+		if ((long long)c->argv[idx[i]].len > max)
+			return true;
+	return false;
+}
+
+void cmd_reply_txn_error(struct cmd_ctx *c, int rc)
+{
+	c->failed = true;
+	switch (rc) {
+	case CC_EFULL:
+		resp_error(c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+		break;
+	case CC_ETOOBIG:
+		/* Redis's text for its own limit is "ERR string exceeds maximum
+		 * allowed size (proto-max-bulk-len)"; name rckv's limit that
+		 * was hit instead. */
+		if (c->node && key_too_big(c))
+			resp_error(c->out, "ERR string exceeds maximum allowed size (max-key-bytes)");
+		else
+			resp_error(c->out,
+				   "ERR string exceeds maximum allowed size (max-value-bytes)");
+		break;
+	case CC_EFAB:
+		resp_error(c->out, "ERR fabric error: a peer node did not answer");
+		break;
+	default:
+		resp_errorf(c->out, "ERR %s", cc_strerror(rc));
+		break;
+	}
+}

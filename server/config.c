@@ -1,0 +1,649 @@
+/*
+ * config.c: the option table of rckv-server, the redis.conf-syntax parser
+ * and the command-line overrides (see config.h).
+ *
+ * Every option is one row of `options` below: its name, its type, whether
+ * CONFIG SET may change it, where it lives in struct srv_config, its bounds
+ * and its default *as text*. cfg_defaults() applies each default through
+ * cfg_set(), so a default is written once and parsed like any other value,
+ * and conf/rckv.conf documents the same texts (tests/unit/test_config.c
+ * checks that the file and the table agree).
+ *
+ * Error reasons are Redis 7.0's CONFIG SET texts ("argument couldn't be
+ * parsed into an integer", "argument must be a memory value", ...), so that
+ * CONFIG SET replies match Redis byte for byte once cmd_server.c wraps them.
+ *
+ * Threads: cfg_defaults/cfg_load_file/cfg_parse_argv run on the main thread
+ * before workers start. Later cfg_set calls (CONFIG SET) run with the node's
+ * cfg_lock held; numeric options are stored with ck_pr stores so that hot
+ * paths may read them with ck_pr loads without the lock. Enum options
+ * (loglevel, persistence, fabric) and cc point at static strings and may
+ * also be read without the lock (ck_pr_load_ptr). Free-text options
+ * (requirepass, dir, logfile) are replaced and the old copy freed, so
+ * their readers must hold cfg_lock.
+ */
+#include "server/config.h"
+
+#include <ck_pr.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cc/cc.h"
+#include "rdma/fab.h"
+#include "server/strutil.h"
+#include "storage/st.h"
+
+enum opt_type {
+	OT_INT,    /* int, decimal */
+	OT_LL,     /* long long, decimal */
+	OT_MEM,    /* long long, memory value with optional unit */
+	OT_BOOL,   /* bool, yes|no */
+	OT_STR,    /* char *, any text */
+	OT_ENUM,   /* char *, one of `choices` (stored lower case) */
+	OT_BIND,   /* bind: 1..SRV_MAX_BIND addresses */
+	OT_PROTO,  /* char *, a name of the cc protocol table (stored as listed) */
+	OT_PSEUDO, /* not an rckv option: a fixed CONFIG GET answer for Redis tools */
+};
+
+struct opt {
+	const char *name;
+	enum opt_type type;
+	bool mutable_;
+	size_t off;                  /* offsetof(struct srv_config, field) */
+	long long min, max;          /* OT_INT, OT_LL, OT_MEM */
+	const char *const *choices;  /* OT_ENUM, NULL-terminated */
+	const char *def;             /* default as text; OT_PSEUDO: the CONFIG GET value */
+};
+
+static const char *const persistence_choices[] = { "none", "process", "power", NULL };
+static const char *const loglevel_choices[] = { "debug", "verbose", "notice", "warning", NULL };
+/* Only the shm backend exists until the cluster issue adds tcp and verbs. */
+static const char *const fabric_choices[] = { "shm", NULL };
+
+/*
+ * An item (header, key and value) must fit the largest size class, one
+ * slab (storage/st.h). The two limits are bounded separately so that no
+ * pair of accepted values can exceed it, whatever order they are set in:
+ * 512kb + 3mb + the 48-byte header < 4 MiB.
+ */
+#define CFG_MAX_KEY_BYTES (512LL << 10)
+#define CFG_MAX_VALUE_BYTES (3LL << 20)
+static_assert(CFG_MAX_KEY_BYTES + CFG_MAX_VALUE_BYTES + sizeof(struct st_item) <= ST_SLAB_BYTES,
+	      "the largest key plus the largest value must fit one slab");
+
+#define OFF(f) offsetof(struct srv_config, f)
+
+/* The order is the order of CONFIG GET * and of conf/rckv.conf. */
+static const struct opt options[] = {
+	/* network */
+	{ "port", OT_INT, false, OFF(port), 0, 65535, NULL, "6379" },
+	{ "bind", OT_BIND, false, OFF(bind), 0, 0, NULL, "127.0.0.1" },
+	{ "tcp-backlog", OT_INT, false, OFF(tcp_backlog), 0, INT_MAX, NULL, "511" },
+	{ "maxclients", OT_INT, true, OFF(maxclients), 1, INT_MAX, NULL, "10000" },
+	{ "timeout", OT_INT, true, OFF(timeout), 0, INT_MAX, NULL, "0" },
+	{ "requirepass", OT_STR, true, OFF(requirepass), 0, 0, NULL, "" },
+	/* execution */
+	{ "threads", OT_INT, false, OFF(threads), 1, 64, NULL, "2" },
+	{ "coroutines", OT_INT, false, OFF(coroutines), 1, 1024, NULL, "32" },
+	{ "cc", OT_PROTO, true, OFF(cc), 0, 0, NULL, "silo" },
+	{ "txn-timeout", OT_LL, true, OFF(txn_timeout_ms), 1, 3600000, NULL, "5000" },
+	/* limits */
+	{ "max-key-bytes", OT_MEM, true, OFF(max_key_bytes), 1, CFG_MAX_KEY_BYTES, NULL, "64kb" },
+	{ "max-value-bytes", OT_MEM, true, OFF(max_value_bytes), 1, CFG_MAX_VALUE_BYTES, NULL,
+	  "1mb" },
+	{ "client-query-buffer-limit", OT_MEM, true, OFF(query_buf_limit), 1LL << 20, LLONG_MAX,
+	  NULL, "1gb" },
+	{ "proto-max-bulk-len", OT_MEM, true, OFF(proto_max_bulk_len), 1LL << 20, LLONG_MAX, NULL,
+	  "512mb" },
+	/* storage */
+	{ "memory", OT_MEM, false, OFF(memory), 16LL << 20, 1LL << 44, NULL, "512mb" },
+	{ "dir", OT_STR, false, OFF(dir), 0, 0, NULL, "./data" },
+	{ "persistence", OT_ENUM, false, OFF(persistence), 0, 0, persistence_choices, "process" },
+	/* fabric and cluster */
+	{ "node", OT_INT, false, OFF(node_id), 1, FAB_MAX_NODES - 1, NULL, "1" },
+	{ "fabric", OT_ENUM, false, OFF(fabric), 0, 0, fabric_choices, "shm" },
+	{ "fabric-delay-us", OT_INT, false, OFF(fabric_delay_us), 0, 1000000, NULL, "0" },
+	/* operations */
+	{ "loglevel", OT_ENUM, true, OFF(loglevel), 0, 0, loglevel_choices, "notice" },
+	{ "logfile", OT_STR, false, OFF(logfile), 0, 0, NULL, "" },
+	{ "testing", OT_BOOL, false, OFF(testing), 0, 0, NULL, "no" },
+	/* Redis tools ask for these (redis-benchmark: save, appendonly); rckv
+	 * persists every commit by itself and has one database. */
+	{ "save", OT_PSEUDO, false, 0, 0, 0, NULL, "" },
+	{ "appendonly", OT_PSEUDO, false, 0, 0, 0, NULL, "no" },
+	{ "databases", OT_PSEUDO, false, 0, 0, 0, NULL, "1" },
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+static const struct opt *find_opt(const char *name)
+{
+	for (size_t i = 0; i < NOPTIONS; i++)
+		if (strcasecmp(options[i].name, name) == 0)
+			return &options[i];
+	return NULL;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int cfg_parse_memory(const char *s, long long *out)
+{
+	/* Units as Redis's memtoull: k/m/g are powers of 1000, kb/mb/gb powers
+	 * of 1024, b or nothing is bytes; case-insensitive. */
+	static const struct {
+		const char *unit;
+		long long mul;
+	} units[] = {
+		{ "", 1 },          { "b", 1 },
+		{ "k", 1000 },      { "kb", 1024 },
+		{ "m", 1000000 },   { "mb", 1LL << 20 },
+		{ "g", 1000000000 }, { "gb", 1LL << 30 },
+	};
+	size_t n = strlen(s), digits = 0;
+	while (digits < n && isdigit((unsigned char)s[digits]))
+		digits++;
+	const char *unit = s + digits;
+	long long mul = 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcasecmp(unit, units[i].unit) == 0)
+			mul = units[i].mul;
+	long long v;
+	if (mul == 0 || srv_str2ll(s, digits, &v) != 0 || v < 0)
+		return -1;
+	if (v > LLONG_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static int store_string(char **slot, const char *a, char *err, size_t errlen)
+{
+	char *s = strdup(a);
+	if (!s)
+		return fail(err, errlen, "out of memory");
+	free(*slot);
+	*slot = s;
+	return 0;
+}
+
+/*
+ * Enum and protocol options point at their choice's static string instead
+ * of a copy, so that a reader that does not hold cfg_lock (the logger
+ * reading loglevel, say) never sees freed memory when CONFIG SET changes
+ * the value; cfg_free leaves them alone. Nobody writes through them.
+ */
+static void store_static(char **slot, const char *s)
+{
+	ck_pr_store_ptr(slot, (void *)s);
+}
+
+/* The canonical spelling of an enum value, or NULL with the reason. */
+static const char *enum_name(const struct opt *o, const char *a, char *err, size_t errlen)
+{
+	for (int i = 0; o->choices[i]; i++)
+		if (strcasecmp(a, o->choices[i]) == 0)
+			return o->choices[i];
+	char list[256];
+	size_t len = 0;
+	list[0] = '\0';
+	for (int i = 0; o->choices[i] && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "",
+					o->choices[i]);
+	fail(err, errlen, "argument(s) must be one of the following: %s", list);
+	return NULL;
+}
+
+/*
+ * The name of a protocol of the cc table, or NULL with the reason. Whether
+ * a testing-only protocol may run depends on `testing`, which a file may
+ * set on a later line, so that is checked by the server at start and by
+ * cc_switch() at CONFIG SET; an unknown name fails here, with its line.
+ */
+static const char *proto_name(const char *a, char *err, size_t errlen)
+{
+	const struct cc_protocol *p = cc_protocol_find(a);
+	if (p)
+		return p->name;
+	char list[256];
+	size_t len = 0;
+	const struct cc_protocol *const *all = cc_protocol_all();
+	list[0] = '\0';
+	for (int i = 0; all[i] && len < sizeof(list); i++)
+		if (!all[i]->testing_only)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+						len ? ", " : "", all[i]->name);
+	fail(err, errlen, "unknown concurrency control protocol '%s' (one of: %s)", a, list);
+	return NULL;
+}
+
+/* Parse one value of `o` and store it. Returns 0 or -1 with the reason. */
+static int set_value(struct srv_config *c, const struct opt *o, int argc, char **argv, char *err,
+		     size_t errlen)
+{
+	char *field = (char *)c + o->off;
+	long long v;
+
+	if (o->type == OT_PSEUDO)
+		return fail(err, errlen,
+			    "'%s' is not an rckv option (CONFIG GET reports '%s' for Redis tools only)",
+			    o->name, o->def);
+	if (o->type == OT_BIND) {
+		if (argc < 1 || argc > SRV_MAX_BIND)
+			return fail(err, errlen, "wrong number of arguments (1 to %d addresses)",
+				    SRV_MAX_BIND);
+		for (int i = 0; i < argc; i++)
+			if (argv[i][0] == '\0')
+				return fail(err, errlen, "an address of bind is empty");
+		char *copy[SRV_MAX_BIND];
+		for (int i = 0; i < argc; i++) {
+			copy[i] = strdup(argv[i]);
+			if (!copy[i]) {
+				while (i--)
+					free(copy[i]);
+				return fail(err, errlen, "out of memory");
+			}
+		}
+		for (int i = 0; i < c->nbind; i++)
+			free(c->bind[i]);
+		for (int i = 0; i < argc; i++)
+			c->bind[i] = copy[i];
+		c->nbind = argc;
+		return 0;
+	}
+	if (argc != 1)
+		return fail(err, errlen, "wrong number of arguments");
+
+	const char *a = argv[0];
+	switch (o->type) {
+	case OT_INT:
+	case OT_LL:
+		if (srv_str2ll(a, strlen(a), &v) != 0)
+			return fail(err, errlen, "argument couldn't be parsed into an integer");
+		if (v < o->min || v > o->max)
+			return fail(err, errlen, "argument must be between %lld and %lld inclusive",
+				    o->min, o->max);
+		if (o->type == OT_INT)
+			ck_pr_store_int((int *)field, (int)v);
+		else
+			ck_pr_store_64((uint64_t *)field, (uint64_t)v);
+		return 0;
+	case OT_MEM:
+		if (cfg_parse_memory(a, &v) != 0)
+			return fail(err, errlen, "argument must be a memory value");
+		if (v < o->min || v > o->max)
+			return fail(err, errlen, "argument must be between %lld and %lld inclusive",
+				    o->min, o->max);
+		ck_pr_store_64((uint64_t *)field, (uint64_t)v);
+		return 0;
+	case OT_BOOL:
+		if (strcasecmp(a, "yes") == 0)
+			*(bool *)field = true;
+		else if (strcasecmp(a, "no") == 0)
+			*(bool *)field = false;
+		else
+			return fail(err, errlen, "argument must be 'yes' or 'no'");
+		return 0;
+	case OT_ENUM:
+		if (!(a = enum_name(o, a, err, errlen)))
+			return -1;
+		store_static((char **)field, a);
+		return 0;
+	case OT_PROTO:
+		if (!(a = proto_name(a, err, errlen)))
+			return -1;
+		store_static((char **)field, a);
+		return 0;
+	case OT_STR:
+		return store_string((char **)field, a, err, errlen);
+	default:
+		return fail(err, errlen, "internal error: option type %d", (int)o->type);
+	}
+}
+
+int cfg_set(struct srv_config *c, const char *name, int argc, char **argv, char *err,
+	    size_t errlen)
+{
+	const struct opt *o = find_opt(name);
+	if (!o)
+		return fail(err, errlen, "unknown option '%s'", name);
+	return set_value(c, o, argc, argv, err, errlen);
+}
+
+void cfg_defaults(struct srv_config *c)
+{
+	char err[256];
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct opt *o = &options[i];
+		if (o->type == OT_PSEUDO)
+			continue;
+		char *arg = (char *)o->def;
+		/* A default that does not parse is a bug in the table above, and
+		 * the unit test exercises every one of them. */
+		if (set_value(c, o, 1, &arg, err, sizeof(err)) != 0) {
+			fprintf(stderr, "rckv: bad built-in default of '%s': %s\n", o->name, err);
+			abort();
+		}
+	}
+}
+
+void cfg_free(struct srv_config *c)
+{
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct opt *o = &options[i];
+		char **slot = (char **)((char *)c + o->off);
+		if (o->type == OT_STR)
+			free(*slot);
+		if (o->type == OT_STR || o->type == OT_ENUM || o->type == OT_PROTO)
+			*slot = NULL; /* enum and protocol names are static */
+	}
+	for (int i = 0; i < c->nbind; i++) {
+		free(c->bind[i]);
+		c->bind[i] = NULL;
+	}
+	c->nbind = 0;
+}
+
+/* ---- the redis.conf line syntax ---- */
+
+static int hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	ch = tolower(ch);
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+struct words {
+	char **v;
+	int n, cap;
+};
+
+static void words_free(struct words *w)
+{
+	for (int i = 0; i < w->n; i++)
+		free(w->v[i]);
+	free(w->v);
+	w->v = NULL;
+	w->n = w->cap = 0;
+}
+
+static int words_push(struct words *w, const char *p, size_t len)
+{
+	if (w->n == w->cap) {
+		int cap = w->cap ? w->cap * 2 : 8;
+		char **v = realloc(w->v, (size_t)cap * sizeof(*v));
+		if (!v)
+			return -1;
+		w->v = v;
+		w->cap = cap;
+	}
+	char *s = malloc(len + 1);
+	if (!s)
+		return -1;
+	memcpy(s, p, len);
+	s[len] = '\0';
+	w->v[w->n++] = s;
+	return 0;
+}
+
+/*
+ * Split a line into words as redis.conf does: blanks separate words;
+ * "double quotes" take \n \r \t \b \a \\ \" and \xHH escapes; 'single
+ * quotes' take only \'; a closing quote must end the word. Returns 0, or
+ * -1 with the reason.
+ */
+static int split_line(const char *line, struct words *out, char *err, size_t errlen)
+{
+	const char *p = line;
+	size_t cap = strlen(line) + 1;
+	char *buf = malloc(cap);
+	if (!buf)
+		return fail(err, errlen, "out of memory");
+
+	for (;;) {
+		while (*p && isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			break;
+		size_t len = 0;
+		bool dq = false, sq = false, done = false;
+		while (!done) {
+			if (dq) {
+				if (!*p)
+					goto unbalanced;
+				if (p[0] == '\\' && p[1] == 'x' && hexval(p[2]) >= 0 &&
+				    hexval(p[3]) >= 0) {
+					buf[len++] = (char)(hexval(p[2]) * 16 + hexval(p[3]));
+					p += 3;
+				} else if (p[0] == '\\' && p[1]) {
+					char ch;
+					p++;
+					switch (*p) {
+					case 'n': ch = '\n'; break;
+					case 'r': ch = '\r'; break;
+					case 't': ch = '\t'; break;
+					case 'b': ch = '\b'; break;
+					case 'a': ch = '\a'; break;
+					default: ch = *p; break;
+					}
+					buf[len++] = ch;
+				} else if (*p == '"') {
+					/* The closing quote must be followed by a blank. */
+					if (p[1] && !isspace((unsigned char)p[1]))
+						goto unbalanced;
+					done = true;
+				} else {
+					buf[len++] = *p;
+				}
+			} else if (sq) {
+				if (!*p)
+					goto unbalanced;
+				if (p[0] == '\\' && p[1] == '\'') {
+					p++;
+					buf[len++] = '\'';
+				} else if (*p == '\'') {
+					if (p[1] && !isspace((unsigned char)p[1]))
+						goto unbalanced;
+					done = true;
+				} else {
+					buf[len++] = *p;
+				}
+			} else {
+				switch (*p) {
+				case ' ': case '\n': case '\r': case '\t': case '\0':
+					done = true;
+					break;
+				case '"':
+					dq = true;
+					break;
+				case '\'':
+					sq = true;
+					break;
+				default:
+					buf[len++] = *p;
+					break;
+				}
+			}
+			if (*p)
+				p++;
+		}
+		if (words_push(out, buf, len) != 0) {
+			free(buf);
+			return fail(err, errlen, "out of memory");
+		}
+	}
+	free(buf);
+	return 0;
+unbalanced:
+	free(buf);
+	return fail(err, errlen, "Unbalanced quotes in configuration line");
+}
+
+/* Apply one option with a location prefix for errors. */
+static int apply(struct srv_config *c, const char *where, const char *name, int argc,
+		 char **argv, char *err, size_t errlen)
+{
+	char why[512];
+	if (!find_opt(name))
+		return fail(err, errlen, "%s: unknown option '%s'", where, name);
+	if (cfg_set(c, name, argc, argv, why, sizeof(why)) != 0)
+		return fail(err, errlen, "%s: option '%s': %s", where, name, why);
+	return 0;
+}
+
+int cfg_load_file(struct srv_config *c, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+
+	char *line = NULL;
+	size_t linecap = 0;
+	ssize_t n;
+	int lineno = 0, rc = 0;
+	while ((n = getline(&line, &linecap, f)) >= 0) {
+		lineno++;
+		char where[4200];
+		snprintf(where, sizeof(where), "%s:%d", path, lineno);
+		const char *p = line;
+		while (*p && isspace((unsigned char)*p))
+			p++;
+		if (*p == '\0' || *p == '#')
+			continue;
+		struct words w = { 0 };
+		char why[512];
+		if (split_line(p, &w, why, sizeof(why)) != 0) {
+			rc = fail(err, errlen, "%s: %s", where, why);
+		} else if (w.n > 0) {
+			rc = apply(c, where, w.v[0], w.n - 1, w.v + 1, err, errlen);
+		}
+		words_free(&w);
+		if (rc != 0)
+			break;
+	}
+	if (rc == 0 && ferror(f))
+		rc = fail(err, errlen, "%s: read error: %s", path, strerror(errno));
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+int cfg_parse_argv(struct srv_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+	int i = 0; /* argv holds the arguments after the program name */
+	if (i < argc && strncmp(argv[i], "--", 2) != 0) {
+		if (cfg_load_file(c, argv[i], err, errlen) != 0)
+			return -1;
+		i++;
+	}
+	while (i < argc) {
+		const char *opt = argv[i];
+		if (strncmp(opt, "--", 2) != 0 || opt[2] == '\0')
+			return fail(err, errlen, "command line: unexpected argument '%s'", opt);
+		int j = i + 1;
+		while (j < argc && strncmp(argv[j], "--", 2) != 0)
+			j++;
+		if (apply(c, "command line", opt + 2, j - i - 1, argv + i + 1, err, errlen) != 0)
+			return -1;
+		i = j;
+	}
+	return 0;
+}
+
+/* ---- introspection ---- */
+
+/* The current value of `o` as CONFIG GET shows it. */
+static void format_value(const struct srv_config *c, const struct opt *o, char *buf, size_t cap)
+{
+	const char *field = (const char *)c + o->off;
+	switch (o->type) {
+	case OT_INT:
+		snprintf(buf, cap, "%d", ck_pr_load_int((const int *)field));
+		break;
+	case OT_LL:
+	case OT_MEM:
+		snprintf(buf, cap, "%lld", (long long)ck_pr_load_64((const uint64_t *)field));
+		break;
+	case OT_BOOL:
+		snprintf(buf, cap, "%s", *(const bool *)field ? "yes" : "no");
+		break;
+	case OT_STR:
+	case OT_ENUM:
+	case OT_PROTO: {
+		const char *s = *(char *const *)field;
+		snprintf(buf, cap, "%s", s ? s : "");
+		break;
+	}
+	case OT_BIND: {
+		size_t len = 0;
+		buf[0] = '\0';
+		for (int i = 0; i < c->nbind && len < cap; i++)
+			len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? " " : "",
+						c->bind[i]);
+		break;
+	}
+	case OT_PSEUDO:
+		snprintf(buf, cap, "%s", o->def);
+		break;
+	}
+}
+
+void cfg_get(const struct srv_config *c, const char *pattern, cfg_visit_fn fn, void *arg)
+{
+	size_t plen = strlen(pattern);
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		const struct opt *o = &options[i];
+		if (!srv_strmatch(pattern, plen, o->name, strlen(o->name), true))
+			continue;
+		if (o->type == OT_STR) {
+			/* No copy: a string option may be of any length. */
+			const char *s = *(char *const *)((const char *)c + o->off);
+			fn(arg, o->name, s ? s : "");
+		} else if (o->type == OT_BIND) {
+			size_t cap = 1;
+			for (int k = 0; k < c->nbind; k++)
+				cap += strlen(c->bind[k]) + 1;
+			char *buf = malloc(cap);
+			if (!buf)
+				continue; /* CONFIG GET shows what it can */
+			format_value(c, o, buf, cap);
+			fn(arg, o->name, buf);
+			free(buf);
+		} else {
+			char buf[64]; /* numbers, yes/no, enum names, pseudo values */
+			format_value(c, o, buf, sizeof(buf));
+			fn(arg, o->name, buf);
+		}
+	}
+}
+
+bool cfg_is_mutable(const char *name)
+{
+	const struct opt *o = find_opt(name);
+	return o && o->mutable_;
+}
+
+bool cfg_exists(const char *name)
+{
+	return find_opt(name) != NULL;
+}

@@ -1,0 +1,331 @@
+/*
+ * alloc.c: size classes and the one-sided slab allocator of the MemStore
+ * (DESIGN.md section 9; RCBench 4.2 "free_space_map").
+ *
+ * Item blocks live in slabs of ST_SLAB_BYTES. A slab is carved into blocks
+ * of one size class; its word in the slab table says which (class + 1, 0 =
+ * unassigned) and its ST_SLAB_BITMAP_BYTES bitmap has one bit per block
+ * (1 = used). Every change goes through the fabric, so any coordinator of
+ * the cluster allocates on any node with READ and CAS only:
+ *
+ *   assign a slab:  CAS slabtab[s] 0 -> class+1
+ *   take a block:   READ bitmap words, CAS one word to set a free bit, and
+ *                   READ the block's old ident in the same batch (Read-Cas)
+ *   stamp it:       WRITE the ident with generation old+1
+ *   give it back:   (retire: WRITE data |= DEAD), then CAS the bit to 0
+ *
+ * Invariants:
+ * (1) A slab's class changes only from 0 by CAS, and back to 0 only by
+ *     st_flush or st_recover with the node quiesced. So once an allocator
+ *     read class c for slab s, s stays of class c for the whole call.
+ * (2) A bitmap bit is set only by the CAS that takes the block and cleared
+ *     only by its one owner (st_free, st_retire, st_reap, recovery). Bits
+ *     past the last block of a class are never set.
+ * (3) A block's ident word is written only by whoever set its bit, before
+ *     it is published in the index; each allocation gives a generation
+ *     different from the previous occupant's, so a stale st_ref (old gen)
+ *     is detected by whoever reads the block.
+ * (4) A retired block is marked DEAD before its bit is cleared (ordered on
+ *     one endpoint), so a reader that reaches it through a stale slot sees
+ *     DEAD until the next owner rewrites it (and then a new generation).
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "storage/st_internal.h"
+
+#define CHUNK_WORDS ST_CHUNK_WORDS
+/* Slab-table words read per round trip when walking for another slab. */
+#define TAB_WORDS 64
+
+/*
+ * Per-thread allocation hint: for each node and class, the slab and
+ * bitmap word where this thread last found a free block, packed as
+ * slab << 10 | word (a bitmap has at most 1024 words). Only a hint: it is
+ * bounds-checked and the slab's class re-read before use, so a hint left
+ * by another region of the same node id, or from before a FLUSHALL, just
+ * costs a retry. Per thread (not per worker struct) because st_alloc has no
+ * hint parameter; a worker's coroutines share their thread's hints.
+ */
+static __thread uint32_t alloc_hint[FAB_MAX_NODES][ST_NCLASSES];
+static_assert(ST_SLAB_BITMAP_BYTES / 8 <= 1024, "bitmap word index fits 10 bits");
+
+unsigned st_class_count(void) { return ST_NCLASSES; }
+
+uint32_t st_class_size(uint8_t cls) { return cls < ST_NCLASSES ? st_csize(cls) : 0; }
+
+int st_class_for(uint32_t klen, uint32_t vlen)
+{
+	uint64_t need = (sizeof(struct st_item) + (uint64_t)klen + vlen + 7) & ~7ull;
+	if (need <= ST_MIN_BLOCK)
+		return 0;
+	if (need > ST_SLAB_BYTES)
+		return -1;
+	/* 2^p < need <= 2^(p+1), p >= 6: the class is 3*2^(p-1) or 2^(p+1). */
+	unsigned p = 63 - (unsigned)__builtin_clzll(need - 1);
+	int pow_p = 2 * ((int)p - 6); /* class index of 2^p */
+	return need <= (3ull << (p - 1)) ? pow_p + 1 : pow_p + 2;
+}
+
+void st_pause(struct fab_batch *b, uint64_t ns)
+{
+	if (b->waiter.wait) {
+		b->waiter.wait(b->waiter.ctx, ns);
+		return;
+	}
+	struct timespec ts = { .tv_sec = ns / 1000000000ull, .tv_nsec = ns % 1000000000ull };
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static uint64_t block_off(const struct st_layout *L, uint64_t slab, uint32_t idx, unsigned cls)
+{
+	return L->slab_off + slab * ST_SLAB_BYTES + (uint64_t)idx * st_csize(cls);
+}
+
+/*
+ * Look for a free block of class cls in slab s from bitmap word w on.
+ * With `verify`, the slab's table word is read along with the first chunk
+ * and an unassigned slab is claimed (the hint path; the walk in
+ * st_alloc_block already knows the class). pf: the first chunk and table
+ * word already read (prefetch), or NULL. Returns 0 with the block, 1 when
+ * the slab has no free block or is of another class, or -errno.
+ */
+static int try_slab(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned cls,
+		    uint64_t s, uint32_t w, bool verify, const struct st_alloc_pf *pf,
+		    uint64_t *off, uint64_t *old_ident, uint32_t *wpos)
+{
+	const uint32_t nw = st_cwords(cls);
+	const uint32_t tail = st_cblocks(cls) % 64;
+	const uint64_t tailmask = tail ? (1ull << tail) - 1 : ~0ull;
+	const uint64_t bm = L->bitmap_off + s * ST_SLAB_BITMAP_BYTES;
+	uint64_t words[CHUNK_WORDS];
+	uint64_t tab = 0;
+	int rc;
+
+	while (w < nw) {
+		uint32_t n = nw - w < CHUNK_WORDS ? nw - w : CHUNK_WORDS;
+		if (pf) {
+			memcpy(words, pf->words, n * 8);
+			tab = pf->tab;
+			pf = NULL;
+		} else {
+			if (verify)
+				fab_read(b, node, L->slabtab_off + s * 8, &tab, 8);
+			fab_read(b, node, bm + (uint64_t)w * 8, words, n * 8);
+			if ((rc = fab_exec(b)))
+				return rc;
+		}
+		if (verify) {
+			verify = false;
+			if (tab == 0) {
+				/* Unassigned (a fresh region, or after FLUSHALL): claim it;
+				 * its bitmap is all free (invariant (1)). */
+				if ((rc = fab_cas1(b, node, L->slabtab_off + s * 8, 0, cls + 1, &tab)))
+					return rc;
+				if (tab != 0 && tab != cls + 1)
+					return 1;
+			} else if (tab != cls + 1) {
+				return 1;
+			}
+		}
+		for (uint32_t j = 0; j < n; j++) {
+			uint64_t mask = w + j == nw - 1 ? tailmask : ~0ull;
+			uint64_t cur = words[j];
+			uint64_t free;
+			while ((free = ~cur & mask) != 0) {
+				unsigned bit = (unsigned)__builtin_ctzll(free);
+				uint32_t idx = (w + j) * 64 + bit;
+				uint64_t boff = block_off(L, s, idx, cls);
+				uint64_t old = 0, ident = 0;
+				/* Read-Cas; the ident READ runs after the CAS, so when
+				 * the CAS won it reads the block we now own. */
+				fab_cas(b, node, bm + (uint64_t)(w + j) * 8, cur, cur | (1ull << bit),
+					&old);
+				fab_read(b, node, boff + ST_ITEM_IDENT, &ident, 8);
+				if ((rc = fab_exec(b)))
+					return rc;
+				if (old == cur) {
+					*off = boff;
+					*old_ident = ident;
+					*wpos = w + j;
+					return 0;
+				}
+				cur = old; /* lost a race for this word: look again */
+			}
+		}
+		w += n;
+	}
+	return 1;
+}
+
+/* Where this thread starts looking for a block of class cls on node. */
+static void hint_get(const struct st_layout *L, uint16_t node, unsigned cls, uint64_t *s,
+		     uint32_t *w)
+{
+	uint32_t h = alloc_hint[node][cls];
+	*s = h >> 10;
+	*w = h & 1023;
+	if (*s >= L->slab_count)
+		*s = 0;
+	if (*w >= st_cwords(cls))
+		*w = 0;
+}
+
+void st_alloc_prefetch(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned cls,
+		       struct st_alloc_pf *pf)
+{
+	if (cls >= ST_NCLASSES || node >= FAB_MAX_NODES || L->slab_count == 0) {
+		pf->n = 0; /* st_alloc_block reports the error */
+		return;
+	}
+	hint_get(L, node, cls, &pf->slab, &pf->word);
+	uint32_t nw = st_cwords(cls);
+	pf->n = nw - pf->word < CHUNK_WORDS ? nw - pf->word : CHUNK_WORDS;
+	fab_read(b, node, L->slabtab_off + pf->slab * 8, &pf->tab, 8);
+	fab_read(b, node, L->bitmap_off + pf->slab * ST_SLAB_BITMAP_BYTES + (uint64_t)pf->word * 8,
+		 pf->words, pf->n * 8);
+}
+
+int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned cls,
+		   const struct st_alloc_pf *pf, uint64_t *off, uint64_t *old_ident)
+{
+	if (cls >= ST_NCLASSES || node >= FAB_MAX_NODES || L->slab_count == 0)
+		return -EINVAL;
+	uint64_t s0;
+	uint32_t w0, wpos;
+	hint_get(L, node, cls, &s0, &w0);
+	if (pf && (pf->n == 0 || pf->slab != s0 || pf->word != w0))
+		pf = NULL; /* the hint moved since the prefetch: read afresh */
+	int rc = try_slab(b, L, node, cls, s0, w0, true, pf, off, old_ident, &wpos);
+	if (rc <= 0)
+		goto out;
+
+	/* Walk the slabs after the hint, wrapping, and end with the hint's
+	 * slab from its start: first a slab of this class with a free block,
+	 * or an unassigned one, wins. The slab table is read TAB_WORDS at a
+	 * time so slabs of other classes cost nothing more. */
+	uint64_t tab[TAB_WORDS];
+	uint64_t tab_first = 0, tab_n = 0;
+	for (uint64_t i = 1; i <= L->slab_count; i++) {
+		uint64_t s = (s0 + i) % L->slab_count;
+		if (s < tab_first || s >= tab_first + tab_n) {
+			tab_first = s;
+			tab_n = L->slab_count - s < TAB_WORDS ? L->slab_count - s : TAB_WORDS;
+			if ((rc = fab_read1(b, node, L->slabtab_off + s * 8, tab, tab_n * 8)))
+				return rc;
+		}
+		uint64_t t = tab[s - tab_first];
+		if (t == 0) {
+			if ((rc = fab_cas1(b, node, L->slabtab_off + s * 8, 0, cls + 1, &t)))
+				return rc;
+			if (t == 0)
+				t = cls + 1; /* ours now */
+			tab[s - tab_first] = t;
+		}
+		if (t != cls + 1)
+			continue;
+		rc = try_slab(b, L, node, cls, s, 0, false, NULL, off, old_ident, &wpos);
+		if (rc <= 0) {
+			s0 = s;
+			goto out;
+		}
+	}
+	return ST_EFULL;
+out:
+	if (rc == 0)
+		alloc_hint[node][cls] = (uint32_t)(s0 << 10) | wpos;
+	return rc;
+}
+
+int st_alloc(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint32_t klen,
+	     uint32_t vlen, struct st_ref *out)
+{
+	int cls = st_class_for(klen, vlen);
+	if (cls < 0)
+		return ST_EFULL;
+	uint64_t off, old_ident;
+	int rc = st_alloc_block(b, L, node, (unsigned)cls, NULL, &off, &old_ident);
+	if (rc)
+		return rc;
+	uint32_t gen = st_next_gen(old_ident);
+	uint64_t ident = st_make_ident(gen, klen, (uint8_t)cls);
+	if ((rc = fab_write1(b, node, off + ST_ITEM_IDENT, &ident, 8)))
+		return rc;
+	*out = (struct st_ref){ .node = node, .cls = (uint8_t)cls, .gen = gen, .off = off };
+	return 0;
+}
+
+int st_bit_clear(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint64_t off,
+		 unsigned cls, uint64_t cur)
+{
+	uint64_t s;
+	uint32_t idx;
+	if (st_block_locate(L, off, cls, &s, &idx))
+		return -EINVAL;
+	const uint64_t woff = st_bitmap_word_off(L, s, idx);
+	const uint64_t bit = 1ull << (idx % 64);
+	for (;;) {
+		if (!(cur & bit))
+			return -EINVAL; /* already free: a double free (invariant (2)) */
+		uint64_t old = 0;
+		int rc = fab_cas1(b, node, woff, cur, cur & ~bit, &old);
+		if (rc)
+			return rc;
+		if (old == cur)
+			return 0;
+		cur = old;
+	}
+}
+
+/*
+ * Read a block's ident and data words and its bitmap word in one round
+ * trip, and check the block still is generation ref->gen and allocated.
+ */
+static int read_owned(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref,
+		      uint64_t hd[2], uint64_t *bw, uint64_t *woff, uint64_t *bit)
+{
+	uint64_t s;
+	uint32_t idx;
+	if (st_block_locate(L, ref->off, ref->cls, &s, &idx))
+		return -EINVAL;
+	*woff = st_bitmap_word_off(L, s, idx);
+	*bit = 1ull << (idx % 64);
+	fab_read(b, ref->node, ref->off + ST_ITEM_IDENT, hd, 16);
+	fab_read(b, ref->node, *woff, bw, 8);
+	int rc = fab_exec(b);
+	if (rc)
+		return rc;
+	if (st_ident_gen(hd[0]) != ref->gen || st_ident_class(hd[0]) != ref->cls ||
+	    !(*bw & *bit))
+		return ST_ESTALE;
+	return 0;
+}
+
+int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref)
+{
+	uint64_t hd[2], bw, woff, bit;
+	int rc = read_owned(b, L, ref, hd, &bw, &woff, &bit);
+	if (rc)
+		return rc;
+	return st_bit_clear(b, L, ref->node, ref->off, ref->cls, bw);
+}
+
+int st_retire(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref)
+{
+	uint64_t hd[2], bw, woff, bit;
+	int rc = read_owned(b, L, ref, hd, &bw, &woff, &bit);
+	if (rc)
+		return rc;
+	/* DEAD first, then the bit, in one batch: ordered on the endpoint
+	 * (invariant (4)). vlen is kept for whoever inspects the block. */
+	uint64_t data = hd[1] | ST_F_DEAD, old = 0;
+	fab_write(b, ref->node, ref->off + ST_ITEM_DATA, &data, 8);
+	fab_cas(b, ref->node, woff, bw, bw & ~bit, &old);
+	if ((rc = fab_exec(b)))
+		return rc;
+	if (old == bw)
+		return 0;
+	return st_bit_clear(b, L, ref->node, ref->off, ref->cls, old);
+}

@@ -1,0 +1,434 @@
+/*
+ * region.c: a node's MemStore region as a file, mapped through libpmem
+ * (DESIGN.md section 9): layout, header, open/validate/create, close and
+ * persistence.
+ *
+ * Files:
+ *   persistence none:          /dev/shm/rckv-<pid>-node-<id>.region, unlinked
+ *                              at close (or by a later open, once <pid> is
+ *                              gone: sweep_dead_shm);
+ *   persistence process/power: <dir>/node-<id>.region.
+ * A new file is created sparse under a temporary name, gets its header,
+ * and is renamed into place, so a crash during creation never leaves a
+ * half-made region under the real name.
+ *
+ * Invariants:
+ * (1) An existing file is checked with pread() before it is mapped
+ *     read-write; if any check fails, open returns ST_ECORRUPT and nothing
+ *     was written to the file.
+ * (2) header->clean_shutdown is 0 while a process has the region open and
+ *     1 only after st_region_close(clean = true); incarnation grows by one
+ *     per open.
+ * (3) One process at a time opens a region file: flock(LOCK_EX) on r->fd,
+ *     held until close. Peers of a shm cluster map the file themselves,
+ *     without st_region_open, and are not affected.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <inttypes.h>
+#include <libpmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/st_internal.h"
+
+static_assert(sizeof(struct st_header) <= ST_HEADER_BYTES, "header fits its page");
+static_assert(offsetof(struct st_item, ident) == ST_ITEM_IDENT, "ident word offset");
+static_assert(offsetof(struct st_item, data) == ST_ITEM_DATA, "data word offset");
+
+#define TXN_SLOTS 4096u
+#define LOG_MIN (1ull << 20)
+#define PAGE 4096ull
+
+static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
+
+const char *st_strerror(int err)
+{
+	switch (err) {
+	case 0: return "ok";
+	case ST_ENOTFOUND: return "key not found";
+	case ST_EFULL: return "MemStore full";
+	case ST_ESTALE: return "stale item reference";
+	case ST_EBUSY: return "MemStore structure busy";
+	case ST_ECORRUPT: return "MemStore region refused";
+	default: return err < 0 && err > -4096 ? strerror(-err) : "unknown MemStore error";
+	}
+}
+
+int st_layout_compute(uint64_t size, struct st_layout *L, char *err, size_t errlen)
+{
+	size &= ~(PAGE - 1);
+	if (size < ST_MIN_REGION) {
+		snprintf(err, errlen, "memory %" PRIu64 " is too small: the MemStore needs at least %llumb",
+			 size, ST_MIN_REGION >> 20);
+		return ST_ECORRUPT;
+	}
+	if (size > ST_MAX_REGION) {
+		snprintf(err, errlen, "memory %" PRIu64 " is too large: the MemStore holds at most %llugb",
+			 size, ST_MAX_REGION >> 30);
+		return ST_ECORRUPT;
+	}
+	memset(L, 0, sizeof(*L));
+	L->size = size;
+	L->txn_off = ST_HEADER_BYTES;
+	L->txn_slots = TXN_SLOTS;
+	L->index_off = align_up(L->txn_off + L->txn_slots * ST_TXN_BYTES, PAGE);
+	/* About 1/16 of the memory for the index: one 8-byte slot per ~146
+	 * bytes of region, enough for items of the smaller classes. */
+	L->index_buckets = size / 16 / 64;
+	L->log_size = align_up(size / 64 > LOG_MIN ? size / 64 : LOG_MIN, PAGE);
+	L->log_off = size - L->log_size;
+	L->slabtab_off = align_up(L->index_off + L->index_buckets * 64, PAGE);
+	uint64_t avail = L->log_off - L->slabtab_off;
+	uint64_t n = avail / (ST_SLAB_BYTES + ST_SLAB_BITMAP_BYTES + 8);
+	for (; n > 0; n--) {
+		uint64_t bm = align_up(L->slabtab_off + n * 8, PAGE);
+		uint64_t so = align_up(bm + n * ST_SLAB_BITMAP_BYTES, PAGE);
+		if (so + n * ST_SLAB_BYTES <= L->log_off) {
+			L->bitmap_off = bm;
+			L->slab_off = so;
+			break;
+		}
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "memory %" PRIu64 " is too small: no room for one slab", size);
+		return ST_ECORRUPT;
+	}
+	L->slab_count = n;
+	return 0;
+}
+
+void *st_region_base(struct st_region *r) { return r->base; }
+const struct st_layout *st_region_layout(struct st_region *r) { return &r->layout; }
+struct st_header *st_region_header(struct st_region *r) { return (struct st_header *)r->base; }
+bool st_region_reopened(struct st_region *r) { return r->reopened; }
+bool st_region_was_clean(struct st_region *r) { return r->was_clean; }
+
+void st_region_persist(struct st_region *r, uint64_t off, uint64_t len)
+{
+	if (r->persistence != ST_PERSIST_POWER || off >= r->layout.size || len == 0)
+		return;
+	if (len > r->layout.size - off)
+		len = r->layout.size - off;
+	if (r->is_pmem)
+		pmem_persist(r->base + off, len);
+	else
+		(void)pmem_msync(r->base + off, len); /* rounds down to a page itself */
+}
+
+/* Durably record a directory entry change (create, rename, unlink). */
+static void sync_dir(const char *path)
+{
+	char d[PATH_MAX];
+	snprintf(d, sizeof(d), "%s", path);
+	char *slash = strrchr(d, '/');
+	if (slash)
+		*(slash == d ? slash + 1 : slash) = '\0';
+	else
+		snprintf(d, sizeof(d), ".");
+	int fd = open(d, O_RDONLY | O_DIRECTORY);
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+/*
+ * Check an existing region file through fd without writing to it
+ * (invariant (1)). Returns 0 or ST_ECORRUPT/-errno with the reason in err.
+ */
+static int validate(int fd, const char *path, const struct st_config *cfg,
+		    const struct st_layout *want, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	struct st_header h;
+	if ((uint64_t)st.st_size < sizeof(h)) {
+		snprintf(err, errlen, "%s: truncated or not an rckv region (file is %lld bytes)",
+			 path, (long long)st.st_size);
+		return ST_ECORRUPT;
+	}
+	ssize_t got = pread(fd, &h, sizeof(h), 0);
+	if (got != (ssize_t)sizeof(h)) {
+		snprintf(err, errlen, "%s: cannot read header: %s", path,
+			 got < 0 ? strerror(errno) : "short read");
+		return got < 0 ? -errno : ST_ECORRUPT;
+	}
+	if (h.magic != ST_MAGIC) {
+		snprintf(err, errlen, "%s: not an rckv region (bad magic)", path);
+		return ST_ECORRUPT;
+	}
+	if (h.layout_version != ST_LAYOUT_VERSION) {
+		snprintf(err, errlen, "%s: region layout version %" PRIu64 ", this build reads version %d",
+			 path, h.layout_version, ST_LAYOUT_VERSION);
+		return ST_ECORRUPT;
+	}
+	if (h.node_id != cfg->node_id) {
+		snprintf(err, errlen, "%s: created for node %" PRIu64 ", this is node %u", path,
+			 h.node_id, cfg->node_id);
+		return ST_ECORRUPT;
+	}
+	if (h.cluster_id != cfg->cluster_id) {
+		snprintf(err, errlen,
+			 "%s: created for cluster %" PRIu64 ", this node is in cluster %" PRIu64, path,
+			 h.cluster_id, cfg->cluster_id);
+		return ST_ECORRUPT;
+	}
+	if ((uint64_t)st.st_size < h.layout.size) {
+		snprintf(err, errlen, "%s: truncated: file is %lld bytes, its header says %" PRIu64,
+			 path, (long long)st.st_size, h.layout.size);
+		return ST_ECORRUPT;
+	}
+	if (h.layout.size != want->size) {
+		snprintf(err, errlen,
+			 "%s: region is %" PRIu64 " bytes, config says memory %" PRIu64
+			 " (start with the old memory setting, or move the file away)",
+			 path, h.layout.size, want->size);
+		return ST_ECORRUPT;
+	}
+	if ((uint64_t)st.st_size != h.layout.size) {
+		snprintf(err, errlen, "%s: file is %lld bytes, its header says %" PRIu64, path,
+			 (long long)st.st_size, h.layout.size);
+		return ST_ECORRUPT;
+	}
+	if (memcmp(&h.layout, want, sizeof(*want)) != 0) {
+		snprintf(err, errlen, "%s: region layout differs from this build's for the same size",
+			 path);
+		return ST_ECORRUPT;
+	}
+	return 0;
+}
+
+static int lock_file(int fd, const char *path, char *err, size_t errlen)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	int e = errno;
+	if (e == EWOULDBLOCK)
+		snprintf(err, errlen, "%s: in use by another process", path);
+	else
+		snprintf(err, errlen, "%s: cannot lock: %s", path, strerror(e));
+	return e == EWOULDBLOCK ? ST_EBUSY : -e;
+}
+
+/* Map an existing, validated region and mark it open (invariant (2)). */
+static int open_existing(struct st_region *r, const struct st_config *cfg, char *err,
+			 size_t errlen)
+{
+	int rc = lock_file(r->fd, r->path, err, errlen);
+	if (rc)
+		return rc;
+	rc = validate(r->fd, r->path, cfg, &r->layout, err, errlen);
+	if (rc)
+		return rc;
+	size_t len = 0;
+	r->base = pmem_map_file(r->path, 0, 0, 0, &len, &r->is_pmem);
+	if (!r->base) {
+		snprintf(err, errlen, "%s: cannot map: %s", r->path, pmem_errormsg());
+		return errno ? -errno : -EIO;
+	}
+	r->mapped_len = len;
+	if (len != r->layout.size) { /* the file changed under us since validate() */
+		snprintf(err, errlen, "%s: file changed size while opening", r->path);
+		pmem_unmap(r->base, len);
+		r->base = NULL;
+		return ST_ECORRUPT;
+	}
+	struct st_header *h = st_region_header(r);
+	r->reopened = true;
+	r->was_clean = h->clean_shutdown == 1;
+	h->clean_shutdown = 0;
+	h->incarnation++;
+	st_region_persist(r, 0, sizeof(*h));
+	return 0;
+}
+
+/* Create, map and initialize a new region file at r->path. */
+static int create_new(struct st_region *r, const struct st_config *cfg, bool tmpname,
+		      char *err, size_t errlen)
+{
+	char tmp[PATH_MAX + 8];
+	const char *mk = r->path;
+	if (tmpname) {
+		snprintf(tmp, sizeof(tmp), "%s.tmp", r->path);
+		(void)unlink(tmp); /* a leftover of a crash during creation */
+		mk = tmp;
+	}
+	size_t len = 0;
+	errno = 0;
+	r->base = pmem_map_file(mk, r->layout.size,
+				PMEM_FILE_CREATE | PMEM_FILE_EXCL | PMEM_FILE_SPARSE, 0644, &len,
+				&r->is_pmem);
+	if (!r->base) {
+		int e = errno ? errno : EIO;
+		snprintf(err, errlen, "%s: cannot create: %s", mk, pmem_errormsg());
+		return -e;
+	}
+	r->mapped_len = len;
+	int rc;
+	r->fd = open(mk, O_RDWR | O_CLOEXEC);
+	if (r->fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: cannot open: %s", mk, strerror(-rc));
+		goto fail;
+	}
+	rc = lock_file(r->fd, mk, err, errlen);
+	if (rc)
+		goto fail;
+	/* The file is sparse and reads as zeros: every area but the header
+	 * starts out right (empty index, unassigned slabs, free bitmaps). */
+	struct st_header *h = st_region_header(r);
+	h->magic = ST_MAGIC;
+	h->layout_version = ST_LAYOUT_VERSION;
+	h->node_id = cfg->node_id;
+	h->cluster_id = cfg->cluster_id;
+	h->clean_shutdown = 0;
+	h->incarnation = 1;
+	h->layout = r->layout;
+	if (tmpname) {
+		/* The header must be durable before the name makes the file
+		 * a region that a restart would trust. */
+		if (r->is_pmem)
+			pmem_persist(h, sizeof(*h));
+		else
+			(void)pmem_msync(h, sizeof(*h));
+		if (rename(tmp, r->path) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: cannot rename into place: %s", r->path,
+				 strerror(-rc));
+			goto fail;
+		}
+		sync_dir(r->path);
+	}
+	r->reopened = false;
+	r->was_clean = true;
+	return 0;
+fail:
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	(void)unlink(mk);
+	pmem_unmap(r->base, len);
+	r->base = NULL;
+	return rc;
+}
+
+/*
+ * Persistence none keeps nothing across runs, but a process that died
+ * without st_region_close (kill -9, a crash, a failed test) leaves its
+ * /dev/shm file behind, holding memory. Remove those of processes that no
+ * longer exist. A live pid keeps its file even if the pid was reused: only
+ * files that certainly have no owner go.
+ */
+static void sweep_dead_shm(void)
+{
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		int pid = 0, n = 0;
+		if (sscanf(de->d_name, "rckv-%d-node-%*u%n", &pid, &n) != 1 || n == 0 || pid <= 0 ||
+		    pid == getpid() || !strstr(de->d_name + n, ".region"))
+			continue;
+		if (kill(pid, 0) == -1 && errno == ESRCH)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
+int st_region_open(const struct st_config *cfg, struct st_region **out, char *err, size_t errlen)
+{
+	struct st_region *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->fd = -1;
+	r->persistence = cfg->persistence;
+	int rc = st_layout_compute(cfg->size, &r->layout, err, errlen);
+	if (rc)
+		goto fail;
+
+	if (cfg->persistence == ST_PERSIST_NONE) {
+		sweep_dead_shm();
+		/* Nothing to keep across runs: a fresh shared-memory file. The
+		 * pid keeps concurrent servers apart; the counter keeps several
+		 * regions of one test process apart. */
+		for (int i = 0;; i++) {
+			if (i == 0)
+				snprintf(r->path, sizeof(r->path), "/dev/shm/rckv-%d-node-%u.region",
+					 (int)getpid(), cfg->node_id);
+			else
+				snprintf(r->path, sizeof(r->path), "/dev/shm/rckv-%d-node-%u-%d.region",
+					 (int)getpid(), cfg->node_id, i);
+			rc = create_new(r, cfg, false, err, errlen);
+			if (rc != -EEXIST || i == 100)
+				break;
+		}
+		if (rc)
+			goto fail;
+		r->unlink_at_close = true;
+		*out = r;
+		return 0;
+	}
+
+	const char *dir = cfg->dir && *cfg->dir ? cfg->dir : ".";
+	if ((size_t)snprintf(r->path, sizeof(r->path), "%s/node-%u.region", dir, cfg->node_id) >=
+	    sizeof(r->path)) {
+		snprintf(err, errlen, "dir '%s': path too long", dir);
+		rc = -ENAMETOOLONG;
+		goto fail;
+	}
+	r->fd = open(r->path, O_RDWR | O_CLOEXEC);
+	if (r->fd >= 0) {
+		rc = open_existing(r, cfg, err, errlen);
+	} else if (errno == ENOENT) {
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			rc = -errno;
+			snprintf(err, errlen, "cannot create directory %s: %s", dir, strerror(errno));
+			goto fail;
+		}
+		rc = create_new(r, cfg, true, err, errlen);
+	} else {
+		rc = -errno;
+		snprintf(err, errlen, "%s: cannot open: %s", r->path, strerror(errno));
+	}
+	if (rc)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+	return rc;
+}
+
+void st_region_close(struct st_region *r, bool clean)
+{
+	if (!r)
+		return;
+	if (clean) {
+		struct st_header *h = st_region_header(r);
+		/* Everything the header vouches for first, then the flag. */
+		st_region_persist(r, 0, r->layout.size);
+		h->clean_shutdown = 1;
+		st_region_persist(r, 0, sizeof(*h));
+	}
+	pmem_unmap(r->base, r->mapped_len);
+	if (r->unlink_at_close)
+		(void)unlink(r->path);
+	if (r->fd >= 0)
+		close(r->fd); /* drops the flock (invariant (3)) */
+	free(r);
+}

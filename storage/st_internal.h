@@ -1,0 +1,187 @@
+/*
+ * Private to storage/: the region handle, the index slot encoding, block
+ * geometry and small helpers shared by region.c, index.c, alloc.c and
+ * scan.c. Nothing here is part of the st.h contract.
+ */
+#ifndef RCKV_ST_INTERNAL_H
+#define RCKV_ST_INTERNAL_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/st.h"
+
+/* Size classes: 64, 96, 128, 192, ... 3 MiB, 4 MiB (a power of two and the
+ * step half-way to the next one). Every size is a multiple of 32, so every
+ * block, and so every item word, is 8-aligned (CAS/FAA need it). */
+#define ST_NCLASSES 33u
+static inline uint32_t st_csize(unsigned cls)
+{
+	return (cls & 1) ? 3u << (5 + cls / 2) : 1u << (6 + cls / 2);
+}
+static_assert(ST_NCLASSES < 64, "a class must fit the 6 class bits of a slot word");
+
+/* Blocks of a class in one slab, and 64-bit bitmap words they use. */
+static inline uint32_t st_cblocks(unsigned cls) { return ST_SLAB_BYTES / st_csize(cls); }
+static inline uint32_t st_cwords(unsigned cls) { return (st_cblocks(cls) + 63) / 64; }
+
+#define ST_HEADER_BYTES 4096u
+#define ST_MIN_REGION (16ull << 20)
+#define ST_MAX_REGION (8ull << 40) /* 38 bits of offset/32 in a slot word */
+
+/* Byte offsets of an item's words (struct st_item). */
+#define ST_ITEM_LOCK 0u
+#define ST_ITEM_IDENT 32u
+#define ST_ITEM_DATA 40u
+
+/*
+ * Index slot word (one of the 7 after a bucket's lock word):
+ *   bits  0..37  block offset / 32 (blocks are 32-aligned: slabs are
+ *                page-aligned and every class size is a multiple of 32)
+ *   bits 38..43  size class
+ *   bits 44..45  way: which of its key's 3 buckets this is (0 = primary)
+ *   bits 46..63  tag: the low 18 bits of the key's hash
+ * 0 is an empty slot; a used slot is never 0 because slabs start after the
+ * header. Ways 1 and 2 of a key derive from its primary bucket and tag
+ * alone (st_ways_derive), so the kick-out in index.c finds where a key may
+ * move from its slot word, without reading its key.
+ */
+#define ST_SLOT_OFF_SHIFT 5
+#define ST_SLOT_OFF_BITS 38
+#define ST_SLOT_CLS_SHIFT 38
+#define ST_SLOT_WAY_SHIFT 44
+#define ST_SLOT_TAG_SHIFT 46
+#define ST_TAG_MASK 0x3ffffu
+#define ST_SLOT_WAY_MASK (3ull << ST_SLOT_WAY_SHIFT)
+static inline uint64_t st_slot_make(uint64_t off, uint8_t cls, unsigned way, uint32_t tag)
+{
+	return (off >> ST_SLOT_OFF_SHIFT) | ((uint64_t)cls << ST_SLOT_CLS_SHIFT) |
+	       ((uint64_t)way << ST_SLOT_WAY_SHIFT) |
+	       ((uint64_t)(tag & ST_TAG_MASK) << ST_SLOT_TAG_SHIFT);
+}
+static inline uint64_t st_slot_off(uint64_t s)
+{
+	return (s & ((1ull << ST_SLOT_OFF_BITS) - 1)) << ST_SLOT_OFF_SHIFT;
+}
+static inline uint8_t st_slot_cls(uint64_t s) { return (uint8_t)((s >> ST_SLOT_CLS_SHIFT) & 63); }
+static inline unsigned st_slot_way(uint64_t s) { return (unsigned)(s >> ST_SLOT_WAY_SHIFT) & 3; }
+static inline uint32_t st_slot_tag(uint64_t s) { return (uint32_t)(s >> ST_SLOT_TAG_SHIFT); }
+static inline uint64_t st_slot_set_way(uint64_t s, unsigned way)
+{
+	return (s & ~ST_SLOT_WAY_MASK) | ((uint64_t)way << ST_SLOT_WAY_SHIFT);
+}
+/* Same block and tag, whichever way the slot is in. */
+static inline bool st_slot_same(uint64_t a, uint64_t b) { return ((a ^ b) & ~ST_SLOT_WAY_MASK) == 0; }
+
+/* The 3 buckets of a key (distinct; b[0] is its primary) and its tag. */
+struct st_ways {
+	uint64_t b[ST_WAYS];
+	uint32_t tag;
+};
+/* From the key's hash. */
+void st_ways_of(const struct st_layout *L, uint64_t hash, struct st_ways *w);
+/* From the primary bucket and the tag (what a slot word knows). */
+void st_ways_derive(const struct st_layout *L, uint64_t b0, uint32_t tag, struct st_ways *w);
+/* From a used slot word found in `bucket`. */
+void st_ways_of_slot(const struct st_layout *L, uint64_t bucket, uint64_t s, struct st_ways *w);
+static inline uint64_t st_bucket_off(const struct st_layout *L, uint64_t bucket)
+{
+	return L->index_off + bucket * 64;
+}
+
+/*
+ * Where a block is: slab number and block number in the slab. Returns 0, or
+ * -1 when (off, cls) cannot be a block of this layout (a torn or corrupt
+ * slot word, a forged ref): callers never touch such an offset.
+ */
+static inline int st_block_locate(const struct st_layout *L, uint64_t off, unsigned cls,
+				  uint64_t *slab, uint32_t *idx)
+{
+	if (cls >= ST_NCLASSES || off < L->slab_off)
+		return -1;
+	uint64_t rel = off - L->slab_off;
+	uint64_t s = rel / ST_SLAB_BYTES;
+	uint32_t in = (uint32_t)(rel % ST_SLAB_BYTES);
+	uint32_t size = st_csize(cls);
+	if (s >= L->slab_count || in % size != 0 || in / size >= st_cblocks(cls))
+		return -1;
+	*slab = s;
+	*idx = in / size;
+	return 0;
+}
+static inline uint64_t st_bitmap_word_off(const struct st_layout *L, uint64_t slab, uint32_t idx)
+{
+	return L->bitmap_off + slab * ST_SLAB_BITMAP_BYTES + (uint64_t)(idx / 64) * 8;
+}
+
+/*
+ * Is `ident` (read from a block at a slot of class cls) a sane item of
+ * that class? Bounds the key so that a torn or recycled block can never
+ * make a reader run past the block.
+ */
+static inline int st_ident_sane(uint64_t ident, unsigned cls)
+{
+	return st_ident_class(ident) == cls &&
+	       sizeof(struct st_item) + (uint64_t)st_ident_klen(ident) <= st_csize(cls);
+}
+
+/* Fresh generation for a block whose previous ident word was `old`: never
+ * equal to the previous occupant's, never 0 (0 = "no generation"). */
+static inline uint32_t st_next_gen(uint64_t old)
+{
+	uint32_t g = st_ident_gen(old) + 1;
+	return g ? g : 1;
+}
+
+/* Layout of a region of `size` bytes. Returns 0, or ST_ECORRUPT with the
+ * reason in err when the size cannot hold a region. */
+int st_layout_compute(uint64_t size, struct st_layout *L, char *err, size_t errlen);
+
+/* Bitmap words the allocator reads per round trip: 512 bytes, 4096
+ * blocks of 64 bytes. */
+#define ST_CHUNK_WORDS 64
+
+/* The allocator's first reads, queued ahead on someone else's round trip
+ * (st_create's lock batch) by st_alloc_prefetch. */
+struct st_alloc_pf {
+	uint64_t slab;
+	uint32_t word, n;
+	uint64_t tab;
+	uint64_t words[ST_CHUNK_WORDS];
+};
+/* Queue (not execute) the READs st_alloc_block(cls) would start with. */
+void st_alloc_prefetch(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned cls,
+		       struct st_alloc_pf *pf);
+
+/*
+ * Take a free block of class cls on a node (alloc.c). Does not write the
+ * ident word: *old_ident receives the block's previous ident so the caller
+ * picks st_next_gen() and writes the ident itself (st_alloc, or the
+ * placeholder WRITE of st_create). pf: reads done by st_alloc_prefetch
+ * and executed since, or NULL.
+ */
+int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned cls,
+		   const struct st_alloc_pf *pf, uint64_t *off, uint64_t *old_ident);
+
+/* Give back block (off, cls) whose bitmap word was read as `cur`. */
+int st_bit_clear(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint64_t off,
+		 unsigned cls, uint64_t cur);
+
+/* Suspend the caller at least ns nanoseconds (the batch's waiter, or sleep). */
+void st_pause(struct fab_batch *b, uint64_t ns);
+
+struct st_region {
+	char *base;                /* the mapping (pmem_map_file) */
+	size_t mapped_len;
+	struct st_layout layout;   /* copy of the header's, fixed after open */
+	enum st_persistence persistence;
+	int is_pmem;               /* pmem_is_pmem() of the mapping, asked once */
+	int fd;                    /* held open for flock() and hole punching */
+	bool reopened;             /* the file held a region at open */
+	bool was_clean;            /* its header said clean_shutdown = 1 */
+	bool unlink_at_close;      /* persistence none: the /dev/shm file */
+	char path[PATH_MAX];
+};
+
+#endif

@@ -1,0 +1,57 @@
+"""redis-benchmark as a smoke load: it must run to the end with no error
+lines and report a nonzero rate for every test, plain and pipelined.
+This asserts correctness of the protocol under load, never speed."""
+
+import re
+
+import pytest
+
+from rckvtest import HOST, run
+
+TESTS = "get,set,incr,mset,ping"
+# redis-benchmark's names for what -t get,set,incr,mset,ping runs.
+EXPECTED = {"PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "MSET (10 keys)"}
+RESULT = re.compile(r"^(?P<name>[A-Z_]+(?: \(\d+ keys\))?): (?P<rps>[0-9.]+) requests per second")
+BAD = re.compile(r"error|err\b|could not|warning|refused|reset|timeout", re.I)
+
+
+def bench(server, *extra):
+    p = run(["redis-benchmark", "-h", HOST, "-p", str(server.port), "-t", TESTS,
+             "-n", "20000", "-c", "20", "-q"] + list(extra), timeout=40)
+    # -q overwrites a progress line with \r; the final line of a test
+    # follows the last \r.
+    lines = [seg.strip() for seg in re.split(r"[\r\n]", p.stdout + "\n" + p.stderr)]
+    lines = [ln for ln in lines if ln]
+    bad = [ln for ln in lines if BAD.search(ln)]
+    assert p.returncode == 0, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
+    assert not bad, bad
+    rps = {}
+    for ln in lines:
+        m = RESULT.match(ln)
+        if m:
+            rps[m.group("name")] = float(m.group("rps"))
+    assert set(rps) == EXPECTED, (rps, lines[-20:])
+    assert all(v > 0 for v in rps.values()), rps
+    return rps
+
+
+COUNTER = "counter:__rand_int__"  # without -r, INCR hits this one key
+
+
+def counter(server):
+    with server.raw() as c:
+        v = c.call("GET", COUNTER)
+    return int(v) if v is not None else 0
+
+
+@pytest.mark.time_limit(50)
+@pytest.mark.parametrize("pipeline", [1, 16])
+def test_benchmark(server, pipeline):
+    before = counter(server)
+    bench(server, "-P", str(pipeline))
+    with server.raw() as c:
+        # The server still answers, SET and MSET wrote their 3-byte values
+        # (-d 3 is the default), and not one of the increments was lost.
+        assert c.call_raw("PING") == b"+PONG\r\n"
+        assert len(c.call("GET", "key:__rand_int__")) == 3
+    assert counter(server) == before + 20000

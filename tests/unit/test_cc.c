@@ -1,0 +1,369 @@
+/*
+ * test_cc: the CC layer without the network. Two workers (each a thread
+ * driving its own scheduler, as the server's workers do) run coroutines
+ * that execute transactions through cc_run and cc/txn.h, under each
+ * protocol and across online switches. What a user would notice is
+ * checked: lost increments, a bank total that drifts, torn values, values
+ * that grow past their block, deletes that come back.
+ */
+#include <ck_pr.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cc/cc.h"
+#include "cc/exec.h"
+#include "cc/sched.h"
+#include "cc/switch.h"
+#include "server/node.h"
+#include "server/worker.h"
+
+#define CHECK(c)                                                                    \
+	do {                                                                        \
+		if (!(c)) {                                                         \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			exit(1);                                                    \
+		}                                                                   \
+	} while (0)
+
+#define NWORKERS 2
+#define NCORO 8
+
+static struct node N;
+static char dir[] = "/tmp/rckv-test-cc-XXXXXX";
+
+static void node_up(const char *proto)
+{
+	memset(&N, 0, sizeof(N));
+	cfg_defaults(&N.cfg);
+	N.cfg.memory = 64ll << 20;
+	N.cfg.coroutines = NCORO + 2;
+	N.cfg.txn_timeout_ms = 20000;
+	struct st_config sc = { .dir = dir, .node_id = 1, .size = (uint64_t)N.cfg.memory,
+				.persistence = ST_PERSIST_NONE };
+	char err[256];
+	CHECK(st_region_open(&sc, &N.region, err, sizeof(err)) == 0);
+	N.layout = st_region_layout(N.region);
+	struct fab_config fc = { .backend = "shm", .self = 1 };
+	CHECK(fab_open(&fc, &N.fab, err, sizeof(err)) == 0);
+	fab_attach(N.fab, 1, st_region_base(N.region), N.layout->size);
+	N.proto = cc_protocol_find(proto);
+	CHECK(N.proto);
+	N.nworkers = NWORKERS;
+	N.workers = calloc(NWORKERS, sizeof(*N.workers));
+	for (int i = 0; i < NWORKERS; i++)
+		CHECK(worker_start(&N, i, &N.workers[i]) == 0);
+}
+
+static void node_down(void)
+{
+	for (int i = 0; i < NWORKERS; i++)
+		worker_destroy(N.workers[i]);
+	free(N.workers);
+	fab_close(N.fab);
+	st_region_close(N.region, true);
+}
+
+static void *drive(void *arg)
+{
+	struct worker *w = arg;
+	while (!sched_idle(w->sched)) {
+		sched_run(w->sched);
+		int to = sched_timeout_ms(w->sched);
+		if (to > 0)
+			usleep(100);
+	}
+	return NULL;
+}
+
+static void run_all(void)
+{
+	pthread_t th[NWORKERS];
+	for (int i = 0; i < NWORKERS; i++)
+		pthread_create(&th[i], NULL, drive, N.workers[i]);
+	for (int i = 0; i < NWORKERS; i++)
+		pthread_join(th[i], NULL);
+}
+
+/* ---- transactions used by the tests ---- */
+
+static long long get_ll(struct txn *t, const char *k, int *rc)
+{
+	const char *v;
+	size_t vl;
+	bool found;
+	*rc = txn_get(t, k, strlen(k), &v, &vl, &found);
+	if (*rc || !found)
+		return 0;
+	char buf[32];
+	memcpy(buf, v, vl < 31 ? vl : 31);
+	buf[vl < 31 ? vl : 31] = 0;
+	return atoll(buf);
+}
+
+static int set_ll(struct txn *t, const char *k, long long x)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%lld", x);
+	return txn_set(t, k, strlen(k), buf, (size_t)n);
+}
+
+static int incr_body(struct txn *t, void *arg)
+{
+	int rc;
+	long long x = get_ll(t, arg, &rc);
+	if (rc)
+		return rc;
+	return set_ll(t, arg, x + 1);
+}
+
+#define ACCOUNTS 20
+#define TOTAL (ACCOUNTS * 100)
+static int audit_failures, audits;
+
+struct transfer {
+	int from, to, amount;
+};
+
+static int transfer_body(struct txn *t, void *arg)
+{
+	struct transfer *tr = arg;
+	char a[16], b[16];
+	snprintf(a, sizeof(a), "acct:%d", tr->from);
+	snprintf(b, sizeof(b), "acct:%d", tr->to);
+	int rc;
+	long long x = get_ll(t, a, &rc);
+	if (rc)
+		return rc;
+	long long y = get_ll(t, b, &rc);
+	if (rc)
+		return rc;
+	if (x < tr->amount)
+		return CC_OK; /* insufficient funds: commit nothing */
+	if ((rc = set_ll(t, a, x - tr->amount)) || (rc = set_ll(t, b, y + tr->amount)))
+		return rc;
+	return CC_OK;
+}
+
+static int audit_body(struct txn *t, void *arg)
+{
+	long long *sum = arg;
+	*sum = 0;
+	for (int i = 0; i < ACCOUNTS; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "acct:%d", i);
+		int rc;
+		long long x = get_ll(t, k, &rc);
+		if (rc)
+			return rc;
+		if (x < 0)
+			audit_failures++;
+		*sum += x;
+	}
+	return CC_OK;
+}
+
+static int init_body(struct txn *t, void *arg)
+{
+	for (int i = 0; i < ACCOUNTS; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "acct:%d", i);
+		int rc = set_ll(t, k, 100);
+		if (rc)
+			return rc;
+	}
+	return CC_OK;
+}
+
+struct worker_job {
+	struct worker *w;
+	int kind;
+	int n;
+	unsigned seed;
+};
+
+static const char *switch_to[] = { "nowait", "silo", "nowait", "silo" };
+
+static void job(struct sched *s, void *arg)
+{
+	struct worker_job *j = arg;
+	struct cc_worker *ccw = j->w->ccw;
+	for (int i = 0; i < j->n; i++) {
+		if (j->kind == 0) {
+			CHECK(cc_run(ccw, incr_body, "counter") == 0);
+		} else if (j->kind == 1) {
+			struct transfer tr = { rand_r(&j->seed) % ACCOUNTS, rand_r(&j->seed) % ACCOUNTS,
+					       1 + rand_r(&j->seed) % 50 };
+			if (tr.from == tr.to)
+				continue;
+			CHECK(cc_run(ccw, transfer_body, &tr) == 0);
+			if (i % 20 == 0) {
+				long long sum;
+				CHECK(cc_run(ccw, audit_body, &sum) == 0);
+				audits++;
+				if (sum != TOTAL) {
+					fprintf(stderr, "audit: sum %lld != %d\n", sum, TOTAL);
+					audit_failures++;
+				}
+			}
+		} else if (j->kind == 2) {
+			char err[128];
+			sched_sleep(s, 3 * 1000 * 1000);
+			CHECK(cc_switch(&N, j->w, switch_to[i % 4], err, sizeof(err)) == 0);
+		}
+	}
+}
+
+static int get_counter(struct txn *t, void *arg)
+{
+	int rc;
+	*(long long *)arg = get_ll(t, "counter", &rc);
+	return rc;
+}
+
+/* Runs `per` jobs of `kind` on every coroutine of both workers, plus an
+ * optional switcher coroutine. */
+static void run_jobs(int kind, int per, bool switching)
+{
+	static struct worker_job jobs[NWORKERS][NCORO + 1];
+	for (int w = 0; w < NWORKERS; w++) {
+		for (int c = 0; c < NCORO; c++) {
+			jobs[w][c] = (struct worker_job){ N.workers[w], kind, per,
+							  (unsigned)(w * 100 + c + 1) };
+			CHECK(sched_spawn(N.workers[w]->sched, job, &jobs[w][c]) == 0);
+		}
+	}
+	if (switching) {
+		jobs[0][NCORO] = (struct worker_job){ N.workers[0], 2, 4, 0 };
+		CHECK(sched_spawn(N.workers[0]->sched, job, &jobs[0][NCORO]) == 0);
+	}
+	run_all();
+}
+
+struct one_shot {
+	cc_body_fn fn;
+	void *arg;
+};
+
+static void one_shot_job(struct sched *s, void *arg)
+{
+	struct one_shot *o = arg;
+	CHECK(cc_run(N.workers[0]->ccw, o->fn, o->arg) == 0);
+}
+
+static void run_one(cc_body_fn fn, void *arg)
+{
+	struct one_shot o = { fn, arg };
+	CHECK(sched_spawn(N.workers[0]->sched, one_shot_job, &o) == 0);
+	drive(N.workers[0]);
+}
+
+static void test_increments(const char *proto, bool switching)
+{
+	node_up(proto);
+	run_jobs(0, 250, switching);
+	long long v = 0;
+	run_one(get_counter, &v);
+	printf("  %s%s: counter = %lld (expect %d)\n", proto, switching ? "+switch" : "", v,
+	       NWORKERS * NCORO * 250);
+	CHECK(v == NWORKERS * NCORO * 250);
+	node_down();
+}
+
+static void test_bank(const char *proto, bool switching)
+{
+	node_up(proto);
+	run_one(init_body, NULL);
+	audit_failures = audits = 0;
+	run_jobs(1, 300, switching);
+	long long sum = 0;
+	run_one(audit_body, &sum);
+	printf("  %s%s: bank total %lld (expect %d), %d audits\n", proto,
+	       switching ? "+switch" : "", sum, TOTAL, audits);
+	CHECK(sum == TOTAL);
+	CHECK(audit_failures == 0);
+	node_down();
+}
+
+/* Values that grow across size classes, deletes, and reads of own writes. */
+static int grow_body(struct txn *t, void *arg)
+{
+	const char *v;
+	size_t vl;
+	bool found;
+	int rc = txn_get(t, "grow", 4, &v, &vl, &found);
+	if (rc)
+		return rc;
+	char *nv = malloc(vl + 100);
+	memcpy(nv, v, vl);
+	memset(nv + vl, 'a' + (int)(vl / 100) % 26, 100);
+	rc = txn_set(t, "grow", 4, nv, vl + 100);
+	free(nv);
+	if (rc)
+		return rc;
+	/* read own write */
+	rc = txn_get(t, "grow", 4, &v, &vl, &found);
+	if (rc)
+		return rc;
+	CHECK(found && vl % 100 == 0);
+	return CC_OK;
+}
+
+static int check_grow(struct txn *t, void *arg)
+{
+	const char *v;
+	size_t vl;
+	bool found;
+	int rc = txn_get(t, "grow", 4, &v, &vl, &found);
+	if (rc)
+		return rc;
+	CHECK(found);
+	*(size_t *)arg = vl;
+	for (size_t i = 0; i < vl; i++)
+		CHECK(v[i] == 'a' + (int)(i / 100) % 26);
+	return CC_OK;
+}
+
+static int del_body(struct txn *t, void *arg)
+{
+	bool existed;
+	int rc = txn_del(t, "grow", 4, &existed);
+	*(bool *)arg = existed;
+	return rc;
+}
+
+static void test_grow_and_delete(const char *proto)
+{
+	node_up(proto);
+	for (int i = 0; i < 120; i++)
+		run_one(grow_body, NULL);
+	size_t len = 0;
+	run_one(check_grow, &len);
+	CHECK(len == 12000);
+	bool existed = false;
+	run_one(del_body, &existed);
+	CHECK(existed);
+	run_one(del_body, &existed);
+	CHECK(!existed);
+	CHECK(st_count(N.region) == 0);
+	node_down();
+	printf("  %s: grow to 12000 bytes and delete ok\n", proto);
+}
+
+int main(void)
+{
+	CHECK(mkdtemp(dir));
+	const char *protos[] = { "nowait", "silo" };
+	for (int i = 0; i < 2; i++) {
+		test_increments(protos[i], false);
+		test_bank(protos[i], false);
+		test_grow_and_delete(protos[i]);
+	}
+	test_increments("nowait", true);
+	test_bank("silo", true);
+	rmdir(dir);
+	printf("test_cc: ok\n");
+	return 0;
+}
