@@ -33,7 +33,7 @@ enum {
 
 struct cc_access {
 	char *key;
-	uint32_t klen;
+	uint32_t klen, kcap;
 	uint64_t hash;
 	uint16_t node;            /* owner node of the key */
 	uint8_t mode;             /* ACC_R | ACC_W */
@@ -180,6 +180,8 @@ static inline bool acc_relocates(const struct cc_access *a)
 
 /* A fresh, cluster-unique timestamp (DESIGN.md section 5). */
 uint64_t cc_ts_next(struct txn *t);
+/* The transaction's start timestamp, taken at first use. */
+uint64_t cc_txn_start_ts(struct txn *t);
 
 /* Record an abort cause and return CC_ABORT. */
 int cc_abort_with(struct txn *t, int cause);

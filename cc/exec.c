@@ -89,6 +89,8 @@ void cc_worker_destroy(struct cc_worker *ccw)
 		free(a->wval);
 		free(a);
 	}
+	free(ccw->acc);
+	free(ccw->tab);
 	free(ccw->scratch);
 	free(ccw);
 }
@@ -120,10 +122,12 @@ void cc_leave(struct cc_worker *ccw)
 	ck_pr_dec_64(&ccw->node->inflight);
 }
 
+/* Field by field: a txn holds a batch of FAB_BATCH_MAX ops (kilobytes) that
+ * must not be cleared for every transaction. The access arrays are the
+ * worker's, reused from one transaction to the next (txn_release). */
 static void txn_begin(struct cc_worker *ccw, struct txn *t)
 {
 	struct node *n = ccw->node;
-	memset(t, 0, sizeof(*t));
 	t->node = n;
 	t->w = ccw->w;
 	t->ccw = ccw;
@@ -131,9 +135,25 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t)
 	t->owner = ((uint64_t)(fab_self(n->fab) & 0xff) << 56) |
 		   ((uint64_t)(ccw->worker_id & 0xff) << 48) |
 		   ((++ccw->owner_seq & ((1ull << 47) - 1)) << 1) | 1u;
-	t->start_ts = cc_ts_next(t);
+	t->start_ts = 0; /* protocols that order by start time call cc_txn_start_ts */
+	t->cts = 0;
+	t->cause = CC_CAUSE_OTHER;
+	t->sp_gen = 0;
+	memset(&t->fstats, 0, sizeof(t->fstats));
+	t->acc = ccw->acc;
+	t->acc_cap = ccw->acc_cap;
+	t->nacc = 0;
+	t->tab = ccw->tab;
+	t->tab_mask = ccw->tab_mask;
 	fab_batch_init(&t->batch, ccw->w->fw,
 		       (struct fab_waiter){ .wait = waiter_fn, .ctx = ccw->w }, &t->fstats);
+}
+
+uint64_t cc_txn_start_ts(struct txn *t)
+{
+	if (!t->start_ts)
+		t->start_ts = cc_ts_next(t);
+	return t->start_ts;
 }
 
 int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)

@@ -16,6 +16,11 @@ struct cc_worker {
 	uint64_t rng;
 	struct cc_access *free_acc; /* pool, linked by hnext */
 	struct st_item *scratch;    /* ST_SLAB_BYTES: lookup target */
+	/* access arrays lent to each transaction in turn (txn.c) */
+	struct cc_access **acc;
+	int acc_cap;
+	struct cc_access **tab;
+	uint32_t tab_mask;
 };
 
 /* txn.c: end-of-transaction work. */

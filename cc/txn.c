@@ -105,13 +105,16 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 	a = acc_alloc(t);
 	if (!a)
 		return CC_EINTERNAL;
-	char *kcopy = realloc(a->key, klen ? klen : 1);
-	if (!kcopy) {
-		a->hnext = t->ccw->free_acc;
-		t->ccw->free_acc = a;
-		return CC_EINTERNAL;
+	if (a->kcap < klen || !a->key) {
+		char *kcopy = realloc(a->key, klen > 32 ? klen : 32);
+		if (!kcopy) {
+			a->hnext = t->ccw->free_acc;
+			t->ccw->free_acc = a;
+			return CC_EINTERNAL;
+		}
+		a->key = kcopy;
+		a->kcap = (uint32_t)(klen > 32 ? klen : 32);
 	}
-	a->key = kcopy;
 	memcpy(a->key, key, klen);
 	a->klen = (uint32_t)klen;
 	a->hash = h;
@@ -415,12 +418,26 @@ void txn_release(struct txn *t)
 		free(a->s_val);
 		a->s_val = NULL;
 		a->sp_gen = 0;
+		if (t->tab)
+			t->tab[a->hash & t->tab_mask] = NULL;
 		a->hnext = ccw->free_acc;
 		ccw->free_acc = a;
 	}
-	free(t->acc);
-	free(t->tab);
-	t->acc = NULL;
-	t->tab = NULL;
-	t->nacc = t->acc_cap = 0;
+	/* Hand the (possibly grown) arrays back to the worker. A table that
+	 * grew for a huge MULTI is dropped rather than kept forever. */
+	if (t->tab_mask > 1023) {
+		free(t->tab);
+		t->tab = NULL;
+		t->tab_mask = 0;
+	}
+	if (t->acc_cap > 1024) {
+		free(t->acc);
+		t->acc = NULL;
+		t->acc_cap = 0;
+	}
+	ccw->acc = t->acc;
+	ccw->acc_cap = t->acc_cap;
+	ccw->tab = t->tab;
+	ccw->tab_mask = t->tab_mask;
+	t->nacc = 0;
 }

@@ -1,5 +1,11 @@
 """pytest fixtures for the black-box tests (see rckvtest.py).
 
+Run from the repository root with Debian's python (it has redis-py):
+  RCKV_SERVER=build/rckv-server /usr/bin/python3 -m pytest -q tests/integration
+  RCKV_TEST_TARGET=redis /usr/bin/python3 -m pytest -q tests/integration
+The second runs the same tests against /usr/bin/redis-server to validate
+the expected replies (rckv-only tests are skipped); both must pass.
+
 Fixtures:
   server         one server per test module, default options
   make_server    factory: make_server(opts=..., conf=..., start=True) for
@@ -90,10 +96,11 @@ def pytest_runtest_makereport(item, call):
 def _start_or_fail(s):
     try:
         s.start()
+        return s
     except rckvtest.ServerError as e:
-        s.cleanup()
-        pytest.fail(str(e), pytrace=False)
-    return s
+        msg = str(e)
+    s.cleanup()
+    pytest.fail(msg, pytrace=False)  # outside except: no chained traceback
 
 
 def _fail_on_reports(s, reports):

@@ -9,7 +9,6 @@ Transaction errors are in test_multi.py, protocol errors in test_badinput.py.
 
 import pytest
 
-
 UNKNOWN = b"-ERR unknown command '%s', with args beginning with: %s\r\n"
 NOT_INT = b"-ERR value is not an integer or out of range\r\n"
 NOT_FLOAT = b"-ERR value is not a valid float\r\n"
