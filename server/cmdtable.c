@@ -152,6 +152,26 @@ static const struct cmd_def function_subs[] = {
 /* One key at argv[1]. */
 #define KEY1 .first_key = 1, .last_key = 1, .key_step = 1
 
+static const struct cmd_def rckv_subs[] = {
+	{ .name = "rckv|nodes", .fn = cmd_rckv, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "cluster", .since = "rckv",
+	  .summary = "The nodes of the cluster and the slot ranges each owns",
+	  .complexity = "O(N) where N is the number of nodes", .acl_categories = "@slow" },
+	{ .name = "rckv|keyslot", .fn = cmd_rckv, .arity = 3,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "cluster", .since = "rckv",
+	  .summary = "The hash slot of a key", .complexity = "O(N) where N is the key length",
+	  .acl_categories = "@slow" },
+	{ .name = "rckv|keynode", .fn = cmd_rckv, .arity = 3,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "cluster", .since = "rckv",
+	  .summary = "The id of the node that owns a key", .complexity = "O(N) where N is the key length",
+	  .acl_categories = "@slow" },
+	{ .name = "rckv|help", .fn = cmd_rckv, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "cluster", .since = "rckv",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
 static const struct cmd_def table[] = {
 	/* ---- string ---- */
 	{ .name = "get", .fn = cmd_get, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
@@ -374,6 +394,9 @@ static const struct cmd_def table[] = {
 	  .complexity = "Depends on subcommand.", .acl_categories = "@admin @slow @dangerous" },
 
 	/* ---- scripting ---- */
+	{ .name = "rckv", .fn = cmd_rckv, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "cluster", .since = "rckv", .summary = "rckv's cluster layout: NODES, KEYSLOT, KEYNODE",
+	  .complexity = "Depends on subcommand.", .subcommands = rckv_subs, .acl_categories = "@slow" },
 	{ .name = "function", .fn = cmd_function, .arity = -2, .flags = CMD_NOTXN,
 	  .group = "scripting", .since = "7.0.0", .summary = "A container for function commands",
 	  .complexity = "Depends on subcommand.", .subcommands = function_subs,

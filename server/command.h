@@ -111,6 +111,8 @@ CMD(cmd_select); CMD(cmd_client);
 /* cmd_server.c */
 CMD(cmd_command); CMD(cmd_config); CMD(cmd_info); CMD(cmd_time); CMD(cmd_shutdown);
 CMD(cmd_function); CMD(cmd_debug);
+/* cmd_rckv.c */
+CMD(cmd_rckv);
 /* multi.c */
 CMD(cmd_multi); CMD(cmd_exec); CMD(cmd_discard); CMD(cmd_watch); CMD(cmd_unwatch);
 #undef CMD

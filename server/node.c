@@ -17,6 +17,7 @@
 #include "cc/cc.h"
 #include "server/log.h"
 #include "server/node.h"
+#include "server/slots.h"
 #include "server/srv.h"
 #include "server/worker.h"
 
@@ -181,6 +182,13 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	for (int i = 0; i < n->cfg.nbind; i++)
 		if (listen_on(n, n->cfg.bind[i], err, errlen) != 0)
 			goto fail_listen;
+	struct slot_map *sm = calloc(1, sizeof(*sm));
+	if (!sm) {
+		snprintf(err, errlen, "out of memory");
+		goto fail_listen;
+	}
+	slot_map_single(sm, n->cfg.node_id, n->cfg.bind[0], n->cfg.port);
+	n->slots = sm;
 
 	n->nworkers = n->cfg.threads;
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
@@ -236,6 +244,8 @@ void srv_node_stop(struct node *n)
 	free(n->workers);
 	n->workers = NULL;
 	fab_close(n->fab);
+	free((void *)n->slots);
+	n->slots = NULL;
 	st_region_close(n->region, true);
 	srv_log(n, LOG_NOTICE, "MemStore closed cleanly. rckv is now ready to exit, bye bye...");
 }

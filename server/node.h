@@ -17,6 +17,7 @@
 
 struct worker;
 struct cc_protocol;
+struct slot_map;
 
 /*
  * Per-worker statistics. Written by the owner worker only with plain
@@ -49,6 +50,10 @@ struct node {
 	struct st_region *region;
 	const struct st_layout *layout;
 	struct fab *fab;
+
+	/* Slot map: replaced whole by the control plane (ck_pr_store_ptr), never
+	 * edited in place; read with ck_pr_load_ptr. */
+	const struct slot_map *slots;
 
 	int nworkers;
 	struct worker **workers;

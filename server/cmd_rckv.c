@@ -1,0 +1,74 @@
+/*
+ * cmd_rckv.c: RCKV, rckv's own view of the cluster layout (DESIGN.md
+ * section 7). Clients need no routing: any node serves any key, so rckv
+ * does not implement Redis's CLUSTER family (cluster-aware clients would
+ * then refuse cross-slot MULTI). Tools that want to know placement ask:
+ *   RCKV NODES          array of [id, host, port, fabric-address, [[start, end], ...]]
+ *   RCKV KEYSLOT key    the key's slot (CRC16 as Redis Cluster, hash tags honoured)
+ *   RCKV KEYNODE key    the id of the node that owns the key
+ */
+#include <ck_pr.h>
+#include <strings.h>
+
+#include "server/command.h"
+#include "server/node.h"
+#include "server/slots.h"
+
+static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m)
+{
+	resp_array(c->out, m->nnodes);
+	for (int i = 0; i < m->nnodes; i++) {
+		const struct slot_node *sn = &m->nodes[i];
+		/* ranges of consecutive slots owned by node i */
+		int nranges = 0;
+		for (unsigned s = 0; s < SLOT_COUNT; s++)
+			if (m->owner[s] == i && (s == 0 || m->owner[s - 1] != i))
+				nranges++;
+		resp_array(c->out, 5);
+		resp_int(c->out, sn->id);
+		resp_bulk_cstr(c->out, sn->host);
+		resp_int(c->out, sn->port);
+		resp_bulk_cstr(c->out, sn->fabric_addr);
+		resp_array(c->out, nranges);
+		for (unsigned s = 0; s < SLOT_COUNT; s++) {
+			if (m->owner[s] != i || (s > 0 && m->owner[s - 1] == i))
+				continue;
+			unsigned e = s;
+			while (e + 1 < SLOT_COUNT && m->owner[e + 1] == i)
+				e++;
+			resp_array(c->out, 2);
+			resp_int(c->out, s);
+			resp_int(c->out, e);
+		}
+	}
+}
+
+int cmd_rckv(struct cmd_ctx *c)
+{
+	const struct slot_map *m = ck_pr_load_ptr(&c->node->slots);
+	const char *sub = c->argv[1].p;
+	if (strcasecmp(sub, "nodes") == 0) {
+		reply_nodes(c, m);
+	} else if (strcasecmp(sub, "keyslot") == 0) {
+		resp_int(c->out, slot_of_key(c->argv[2].p, c->argv[2].len));
+	} else if (strcasecmp(sub, "keynode") == 0) {
+		resp_int(c->out, m->nodes[slot_map_node_of(m, c->argv[2].p, c->argv[2].len)].id);
+	} else {
+		static const char *const help[] = {
+			"RCKV <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"NODES",
+			"    Return the nodes: id, host, port, fabric address and owned slot ranges.",
+			"KEYSLOT <key>",
+			"    Return the hash slot of <key>.",
+			"KEYNODE <key>",
+			"    Return the id of the node that owns <key>.",
+			"HELP",
+			"    Print this help.",
+		};
+		int n = (int)(sizeof(help) / sizeof(help[0]));
+		resp_array(c->out, n);
+		for (int i = 0; i < n; i++)
+			resp_status(c->out, help[i]);
+	}
+	return 0;
+}
