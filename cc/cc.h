@@ -193,5 +193,6 @@ const struct cc_protocol *const *cc_protocol_all(void);
 
 extern const struct cc_protocol cc_nowait;
 extern const struct cc_protocol cc_silo;
+extern const struct cc_protocol cc_none;
 
 #endif

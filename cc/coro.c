@@ -19,6 +19,34 @@ typedef struct {
 extern transfer_t jump_fcontext(fcontext_t const to, void *vp);
 extern fcontext_t make_fcontext(void *sp, size_t size, void (*fn)(transfer_t));
 
+/*
+ * ThreadSanitizer must be told about stack switches (its fiber API), or it
+ * mixes up the histories of coroutines that share a thread. These helpers
+ * compile to nothing in other builds.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define RCKV_TSAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RCKV_TSAN_FIBERS 1
+#endif
+#endif
+#ifdef RCKV_TSAN_FIBERS
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+static inline void *fiber_create(void) { return __tsan_create_fiber(0); }
+static inline void fiber_destroy(void *f) { __tsan_destroy_fiber(f); }
+static inline void *fiber_current(void) { return __tsan_get_current_fiber(); }
+static inline void fiber_switch(void *f) { __tsan_switch_to_fiber(f, 0); }
+#else
+static inline void *fiber_create(void) { return NULL; }
+static inline void fiber_destroy(void *f) { (void)f; }
+static inline void *fiber_current(void) { return NULL; }
+static inline void fiber_switch(void *f) { (void)f; }
+#endif
+
 struct coro {
 	fcontext_t ctx;    /* where to jump to resume the coroutine */
 	fcontext_t caller; /* where to jump to yield back */
@@ -27,6 +55,8 @@ struct coro {
 	bool done;
 	void *stack;       /* mapping base (guard page included) */
 	size_t map_len;
+	void *fiber;       /* ThreadSanitizer's fiber of this coroutine */
+	void *caller_fiber;
 };
 
 static void coro_entry(transfer_t t)
@@ -35,6 +65,7 @@ static void coro_entry(transfer_t t)
 	co->caller = t.fctx;
 	co->fn(co, co->arg);
 	co->done = true;
+	fiber_switch(co->caller_fiber);
 	jump_fcontext(co->caller, NULL);
 	abort(); /* a finished coroutine is never resumed (coro.h) */
 }
@@ -58,17 +89,21 @@ struct coro *coro_create(size_t stack_size, coro_fn fn, void *arg)
 	co->fn = fn;
 	co->arg = arg;
 	co->ctx = make_fcontext((char *)co->stack + co->map_len, stack_size, coro_entry);
+	co->fiber = fiber_create();
 	return co;
 }
 
 void coro_resume(struct coro *co)
 {
+	co->caller_fiber = fiber_current();
+	fiber_switch(co->fiber);
 	transfer_t t = jump_fcontext(co->ctx, co);
 	co->ctx = t.fctx;
 }
 
 void coro_yield(struct coro *co)
 {
+	fiber_switch(co->caller_fiber);
 	transfer_t t = jump_fcontext(co->caller, NULL);
 	co->caller = t.fctx;
 }
@@ -79,6 +114,8 @@ void coro_destroy(struct coro *co)
 {
 	if (!co)
 		return;
+	if (co->fiber)
+		fiber_destroy(co->fiber);
 	munmap(co->stack, co->map_len);
 	free(co);
 }

@@ -10,6 +10,7 @@
 static const struct cc_protocol *const protocols[] = {
 	&cc_nowait,
 	&cc_silo,
+	&cc_none,
 	NULL,
 };
 

@@ -159,7 +159,7 @@ static int audit_body(struct txn *t, void *arg)
 		if (rc)
 			return rc;
 		if (x < 0)
-			audit_failures++;
+			__atomic_fetch_add(&audit_failures, 1, __ATOMIC_RELAXED);
 		*sum += x;
 	}
 	return CC_OK;
@@ -202,10 +202,10 @@ static void job(struct sched *s, void *arg)
 			if (i % 20 == 0) {
 				long long sum;
 				CHECK(cc_run(ccw, audit_body, &sum) == 0);
-				audits++;
+				__atomic_fetch_add(&audits, 1, __ATOMIC_RELAXED);
 				if (sum != TOTAL) {
 					fprintf(stderr, "audit: sum %lld != %d\n", sum, TOTAL);
-					audit_failures++;
+					__atomic_fetch_add(&audit_failures, 1, __ATOMIC_RELAXED);
 				}
 			}
 		} else if (j->kind == 2) {
