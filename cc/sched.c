@@ -13,7 +13,7 @@
 
 #include "cc/coro.h"
 
-enum slot_state { SLOT_FREE, SLOT_READY, SLOT_RUNNING, SLOT_SLEEPING };
+enum slot_state { SLOT_FREE, SLOT_READY, SLOT_RUNNING, SLOT_SLEEPING, SLOT_PARKED };
 
 struct slot {
 	struct coro *co;
@@ -22,6 +22,7 @@ struct slot {
 	sched_fn fn;
 	void *arg;
 	uint64_t deadline;     /* SLOT_SLEEPING: wake time, ns */
+	bool unparked;         /* an unpark arrived before the park */
 	struct slot *next;     /* ready queue, sleep list or free list */
 };
 
@@ -191,4 +192,30 @@ void sched_sleep(struct sched *s, uint64_t ns)
 		*pp = sl;
 	}
 	coro_yield(sl->co);
+}
+
+void *sched_self(struct sched *s)
+{
+	s->current->unparked = false;
+	return s->current;
+}
+
+void sched_park(struct sched *s)
+{
+	struct slot *sl = s->current;
+	if (sl->unparked) {
+		sl->unparked = false;
+		return;
+	}
+	sl->state = SLOT_PARKED;
+	coro_yield(sl->co);
+}
+
+void sched_unpark(struct sched *s, void *handle)
+{
+	struct slot *sl = handle;
+	if (sl->state == SLOT_PARKED)
+		push_ready(s, sl);
+	else
+		sl->unparked = true;
 }

@@ -45,6 +45,17 @@ int sched_free_count(struct sched *s);
 void sched_sleep(struct sched *s, uint64_t ns);
 bool sched_in_coro(struct sched *s);
 
+/*
+ * Parking: a coroutine that waits for an event (a fabric completion) takes
+ * its handle with sched_self, arranges for the event's handler to call
+ * sched_unpark(s, handle), then calls sched_park. Both on the owner
+ * thread. An unpark that comes before the park is remembered, so the park
+ * then returns at once.
+ */
+void *sched_self(struct sched *s);
+void sched_park(struct sched *s);
+void sched_unpark(struct sched *s, void *handle);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t sched_now_ns(void);
 

@@ -8,12 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <time.h>
 
 #include "rdma/fab_internal.h"
 
 static const struct fab_backend *const backends[] = {
 	&fab_shm_backend,
+	&fab_tcp_backend,
+	&fab_verbs_backend,
 };
 
 int fab_open(const struct fab_config *cfg, struct fab **out, char *err, size_t errlen)
@@ -23,7 +26,7 @@ int fab_open(const struct fab_config *cfg, struct fab **out, char *err, size_t e
 		if (strcmp(backends[i]->name, cfg->backend) == 0)
 			be = backends[i];
 	if (!be) {
-		snprintf(err, errlen, "unknown fabric backend '%s'", cfg->backend);
+		snprintf(err, errlen, "unknown fabric backend '%s' (shm, tcp or verbs)", cfg->backend);
 		return -EINVAL;
 	}
 	if (cfg->self >= FAB_MAX_NODES) {
@@ -34,24 +37,83 @@ int fab_open(const struct fab_config *cfg, struct fab **out, char *err, size_t e
 	if (!f)
 		return -ENOMEM;
 	f->cfg = *cfg;
+	snprintf(f->device, sizeof(f->device), "%s", cfg->device ? cfg->device : "");
+	f->cfg.device = f->device;
 	f->be = be;
+	if (be->open) {
+		int rc = be->open(f, err, errlen);
+		if (rc) {
+			free(f);
+			return rc;
+		}
+	}
 	*out = f;
 	return 0;
 }
 
 void fab_close(struct fab *f)
 {
+	if (!f)
+		return;
+	if (f->be->close)
+		f->be->close(f);
 	free(f);
 }
 
 int fab_attach(struct fab *f, uint16_t node, void *base, uint64_t size)
 {
-	if (node >= FAB_MAX_NODES)
+	char err[256];
+	return fab_attach_err(f, node, base, size, err, sizeof(err));
+}
+
+int fab_attach_err(struct fab *f, uint16_t node, void *base, uint64_t size, char *err,
+		   size_t errlen)
+{
+	if (node >= FAB_MAX_NODES || node != f->cfg.self) {
+		snprintf(err, errlen, "fab_attach: node %u is not this node (%u)", node, f->cfg.self);
 		return -EINVAL;
-	f->peers[node].base = base;
-	f->peers[node].size = size;
+	}
+	struct fab_peer *p = &f->peers[node];
+	p->attached = true;
+	p->base = base;
+	p->size = size;
+	/* A node reaches its own region by CPU, except on verbs, where NIC
+	 * atomics are not atomic with CPU atomics and the own region goes
+	 * through a loopback queue pair (DESIGN.md section 8). */
+	p->direct = f->be != &fab_verbs_backend;
+	p->info.node = node;
+	p->info.region_size = size;
+	if (f->be->attach_self)
+		return f->be->attach_self(f, err, errlen);
 	return 0;
 }
+
+int fab_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, size_t errlen)
+{
+	if (pi->node >= FAB_MAX_NODES || pi->node == f->cfg.self) {
+		snprintf(err, errlen, "bad peer node id %u", pi->node);
+		return -EINVAL;
+	}
+	struct fab_peer *p = &f->peers[pi->node];
+	p->info = *pi;
+	p->size = pi->region_size;
+	int rc = f->be->attach_peer(f, pi, err, errlen);
+	if (rc == 0)
+		p->attached = true;
+	return rc;
+}
+
+int fab_adopt(struct fab *f, int fd)
+{
+	return f->be->adopt ? f->be->adopt(f, fd) : -ENOTSUP;
+}
+
+int fab_ctl(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len)
+{
+	return f->be->ctl ? f->be->ctl(f, req, len, resp, resp_len) : -ENOTSUP;
+}
+
+const char *fab_backend_name(const struct fab *f) { return f->be->name; }
 
 uint16_t fab_self(const struct fab *f) { return f->cfg.self; }
 
@@ -65,17 +127,50 @@ uint64_t fab_region_size(const struct fab *f, uint16_t node)
 	return node < FAB_MAX_NODES ? f->peers[node].size : 0;
 }
 
-struct fab_worker *fab_worker_create(struct fab *f, int worker_id)
+struct fab_worker *fab_worker_create_err(struct fab *f, int worker_id, char *err, size_t errlen)
 {
+	char dummy[8];
+	if (!err) {
+		err = dummy;
+		errlen = sizeof(dummy);
+	}
 	struct fab_worker *fw = calloc(1, sizeof(*fw));
-	if (fw) {
-		fw->f = f;
-		fw->id = worker_id;
+	if (!fw) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	fw->f = f;
+	fw->id = worker_id;
+	if (f->be->worker_init && f->be->worker_init(fw, err, errlen) != 0) {
+		free(fw);
+		return NULL;
 	}
 	return fw;
 }
 
-void fab_worker_destroy(struct fab_worker *fw) { free(fw); }
+struct fab_worker *fab_worker_create(struct fab *f, int worker_id)
+{
+	return fab_worker_create_err(f, worker_id, NULL, 0);
+}
+
+void fab_worker_destroy(struct fab_worker *fw)
+{
+	if (!fw)
+		return;
+	if (fw->f->be->worker_fini)
+		fw->f->be->worker_fini(fw);
+	free(fw);
+}
+
+int fab_worker_fds(struct fab_worker *fw, int *fds, int max)
+{
+	return fw->f->be->worker_fds ? fw->f->be->worker_fds(fw, fds, max) : 0;
+}
+
+int fab_worker_poll(struct fab_worker *fw)
+{
+	return fw->f->be->poll ? fw->f->be->poll(fw) : 0;
+}
 
 void fab_batch_init(struct fab_batch *b, struct fab_worker *fw, struct fab_waiter waiter,
 		    struct fab_stats *stats)
@@ -84,6 +179,9 @@ void fab_batch_init(struct fab_batch *b, struct fab_worker *fw, struct fab_waite
 	b->waiter = waiter;
 	b->stats = stats;
 	b->n = 0;
+	b->pending = 0;
+	b->err = 0;
+	b->handle = NULL;
 }
 
 static struct fab_op *queue(struct fab_batch *b)
@@ -128,6 +226,36 @@ static void sleep_ns(uint64_t ns)
 		;
 }
 
+void fab_part_done(struct fab_part *p, int err)
+{
+	struct fab_batch *b = p->b;
+	if (err && !b->err)
+		b->err = err;
+	if (--b->pending == 0 && b->handle && b->waiter.unpark)
+		b->waiter.unpark(b->waiter.ctx, b->handle);
+}
+
+/* Without a coroutine to park: poll the backend, blocking in poll(2). */
+static void wait_polling(struct fab_batch *b)
+{
+	struct fab_worker *fw = b->fw;
+	while (b->pending) {
+		if (fab_worker_poll(fw) > 0)
+			continue;
+		struct pollfd pfd[FAB_MAX_NODES];
+		int fds[FAB_MAX_NODES];
+		int k = fab_worker_fds(fw, fds, FAB_MAX_NODES);
+		for (int i = 0; i < k; i++)
+			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (k > 0)
+			poll(pfd, (nfds_t)k, 10);
+		else
+			sleep_ns(10000);
+	}
+}
+
+#define PARTS_ON_STACK 4
+
 int fab_exec(struct fab_batch *b)
 {
 	int n = b->n;
@@ -137,16 +265,80 @@ int fab_exec(struct fab_batch *b)
 	struct fab *f = b->fw->f;
 	for (int i = 0; i < n; i++) {
 		struct fab_op *op = &b->ops[i];
-		if (op->node >= FAB_MAX_NODES || !f->peers[op->node].size)
+		if (op->node >= FAB_MAX_NODES || !f->peers[op->node].attached)
 			return -EHOSTDOWN;
-		if (op->off + op->len > f->peers[op->node].size || op->len == 0)
+		if (op->len == 0 || op->off + op->len > f->peers[op->node].size)
 			return -EFAULT;
 		if ((op->kind == FAB_CAS || op->kind == FAB_FAA) && (op->off & 7))
 			return -EINVAL;
 		if (b->stats)
 			b->stats->verbs[op->kind]++;
 	}
-	int rc = f->be->exec(b->fw, b->ops, n);
+
+	/* Split by target node, keeping each node's ops in posting order.
+	 * Ops on CPU-reachable regions are applied here; the rest go to the
+	 * backend, one doorbell batch per node, all in flight together. */
+	struct fab_part stack_parts[PARTS_ON_STACK];
+	struct fab_part *parts = stack_parts;
+	int nparts = 0, cap = PARTS_ON_STACK;
+	b->pending = 0;
+	b->err = 0;
+	b->handle = NULL;
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		struct fab_op *op = &b->ops[i];
+		struct fab_peer *p = &f->peers[op->node];
+		if (p->direct) {
+			struct fab_op *one = op;
+			int r = fab_apply_local(p->base, p->size, &one, 1);
+			if (r && !rc)
+				rc = r;
+			continue;
+		}
+		int j;
+		for (j = 0; j < nparts && parts[j].node != op->node; j++)
+			;
+		if (j == nparts) {
+			if (nparts == cap) {
+				struct fab_part *np = malloc(sizeof(*np) * (size_t)cap * 2);
+				if (!np)
+					return -ENOMEM;
+				memcpy(np, parts, sizeof(*np) * (size_t)nparts);
+				if (parts != stack_parts)
+					free(parts);
+				parts = np;
+				cap *= 2;
+			}
+			parts[j].b = b;
+			parts[j].node = op->node;
+			parts[j].n = 0;
+			parts[j].next = NULL;
+			nparts++;
+		}
+		parts[j].ops[parts[j].n++] = op;
+	}
+	if (nparts) {
+		if (b->waiter.park)
+			b->handle = b->waiter.self(b->waiter.ctx);
+		for (int j = 0; j < nparts; j++) {
+			b->pending++;
+			int r = f->be->post(b->fw, &parts[j]);
+			if (r) { /* not queued: complete it here */
+				fab_part_done(&parts[j], r);
+			}
+		}
+		if (b->waiter.park) {
+			while (b->pending)
+				b->waiter.park(b->waiter.ctx);
+		} else {
+			wait_polling(b);
+		}
+		b->handle = NULL;
+		if (b->err && !rc)
+			rc = b->err;
+		if (parts != stack_parts)
+			free(parts);
+	}
 	if (b->stats)
 		b->stats->round_trips++;
 	/* The round trip's latency: a software fabric injects it here, after

@@ -53,12 +53,21 @@ struct fab_op {
 struct fab;        /* a node's fabric: backend, own and peers' regions */
 struct fab_worker; /* a worker's endpoints to every node */
 
-/* How a waiting coroutine suspends: the worker supplies this. wait() must
- * return only after at least `ns` nanoseconds; with ns == 0 it just yields
- * once. A NULL hook (tests, control plane threads) sleeps the thread. */
+/*
+ * How a waiting coroutine suspends: the worker supplies this. wait() must
+ * return only after at least `ns` nanoseconds (0: just yield once). For
+ * completions that arrive later (tcp, verbs), fab_exec takes self(), then
+ * park()s until the completion calls unpark(handle) from the worker's loop
+ * (fab_worker_poll). With park == NULL (tests, control threads) the
+ * caller's thread polls, blocking in poll(2) on the backend's fds.
+ * wait and ctx come first so that {wait, ctx} initializers stay valid.
+ */
 struct fab_waiter {
 	void (*wait)(void *ctx, uint64_t ns);
 	void *ctx;
+	void *(*self)(void *ctx);
+	void (*park)(void *ctx);
+	void (*unpark)(void *ctx, void *handle);
 };
 
 struct fab_batch {
@@ -66,37 +75,126 @@ struct fab_batch {
 	struct fab_waiter waiter;
 	struct fab_stats *stats; /* may be NULL */
 	int n;
+	/* completion state of the exec in progress (fab.c and backends) */
+	int pending;             /* parts posted and not yet completed */
+	int err;                 /* first error of a part, or 0 */
+	void *handle;            /* waiter's handle of the parked coroutine */
 	struct fab_op ops[FAB_BATCH_MAX];
 };
 
-/* Backend table (SQLite-VFS style). One .c file per backend. */
+/* What a node tells its peers about its region at connect (the control
+ * plane's HELLO), and what a backend needs to reach it. */
+struct fab_peer_info {
+	uint16_t node;
+	uint64_t region_size;
+	char region_path[256];  /* shm: the file to map */
+	char addr[128];         /* host:port of the node's fabric listener */
+};
+
+/*
+ * The part of a batch bound for one node: its ops in posting order. A
+ * backend that completes later keeps the part queued on its endpoint and
+ * calls fab_part_done when it completed (passive ack: one completion for
+ * the whole part).
+ */
+struct fab_part {
+	struct fab_batch *b;
+	uint16_t node;
+	int n;
+	struct fab_op *ops[FAB_BATCH_MAX];
+	struct fab_part *next;  /* endpoint FIFO (backend) */
+	uint32_t resp_len;      /* tcp: bytes of the expected response */
+};
+
+/* Called by a backend when a posted part completed (err 0 or -errno). */
+void fab_part_done(struct fab_part *p, int err);
+
+/*
+ * Apply ops to memory at `base` (a region of `size` bytes) exactly as a
+ * one-sided NIC would: word-atomic copies, sequentially consistent CAS and
+ * FAA, in order. Used by shm on a peer's mapping, by the tcp NIC thread,
+ * and for a node's access to its own region. Returns 0 or -EFAULT.
+ */
+int fab_apply_local(char *base, uint64_t size, struct fab_op *const *ops, int n);
+
+/*
+ * The control plane's request/response call to a peer, given to backends
+ * that exchange setup data (verbs). Blocking; not on a worker's hot path.
+ */
+typedef int (*fab_ctl_call_fn)(void *ctx, uint16_t node, const void *req, size_t len,
+			       void *resp, size_t *resp_len);
+
+/*
+ * Backend table (SQLite-VFS style). One .c file per backend, one row in
+ * fab.c's registry. Hooks marked optional may be NULL.
+ *  open         backend-wide setup (verbs: open and query the device). Optional.
+ *  close        undo open. Optional.
+ *  attach_self  the own region is mapped at peers[self] (verbs: register it
+ *               as a memory region). Optional.
+ *  attach_peer  make a peer reachable from its HELLO info (shm: map its
+ *               region file; tcp: remember its address).
+ *  worker_init  per-worker endpoints to every attached peer (tcp: one
+ *               connection each; verbs: one RC QP each). Optional.
+ *  worker_fini  undo worker_init. Optional.
+ *  post         queue part->ops (all to part->node, never the own node) as one
+ *               doorbell batch; complete it with fab_part_done, now or later.
+ *  poll         make progress on completions; returns parts completed. Optional.
+ *  worker_fds   fds the worker's epoll must watch for poll. Optional.
+ *  adopt        serve an incoming data connection that the control plane
+ *               accepted on the fabric listener (tcp). Optional.
+ *  ctl          answer a backend message relayed by the control plane
+ *               (verbs: queue-pair exchange). Optional.
+ */
 struct fab_backend {
 	const char *name;
-	/* Execute ops[0..n) in order; called by fab_exec. Returns 0 or -errno. */
-	int (*exec)(struct fab_worker *fw, struct fab_op *ops, int n);
+	int (*open)(struct fab *f, char *err, size_t errlen);
+	void (*close)(struct fab *f);
+	int (*attach_self)(struct fab *f, char *err, size_t errlen);
+	int (*attach_peer)(struct fab *f, const struct fab_peer_info *pi, char *err, size_t errlen);
+	int (*worker_init)(struct fab_worker *fw, char *err, size_t errlen);
+	void (*worker_fini)(struct fab_worker *fw);
+	int (*post)(struct fab_worker *fw, struct fab_part *part);
+	int (*poll)(struct fab_worker *fw);
+	int (*worker_fds)(struct fab_worker *fw, int *fds, int max);
+	int (*adopt)(struct fab *f, int fd);
+	int (*ctl)(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len);
 };
 
 /* Fabric configuration for one node. */
 struct fab_config {
-	const char *backend;     /* "shm" (only backend until the cluster issue) */
-	uint16_t self;           /* this node's id */
-	uint32_t delay_us;       /* fabric-delay-us: added per round trip */
+	const char *backend;      /* "shm", "tcp" or "verbs" */
+	uint16_t self;            /* this node's id */
+	uint32_t delay_us;        /* fabric-delay-us: added per round trip (shm, tcp) */
+	const char *device;       /* verbs: device name, NULL or "" = the first */
+	fab_ctl_call_fn ctl_call; /* control-plane call to a peer (may be NULL) */
+	void *ctl_ctx;
 };
 
 /*
  * fab_open - create the fabric of a node.
  * @cfg:  configuration; copied.
  * @out:  receives the fabric.
- * Returns 0, or -EINVAL for an unknown backend (with a message in err).
+ * Returns 0, or -EINVAL for an unknown backend, or the backend's open
+ * error (verbs without a device), with a message in err.
  */
 int fab_open(const struct fab_config *cfg, struct fab **out, char *err, size_t errlen);
 void fab_close(struct fab *f);
 
 /*
- * fab_attach - make a node's region reachable: for the own node, `base`
- * is the local mapping. Any thread; before workers start.
+ * fab_attach - make the own node's region reachable: `base` is the local
+ * mapping. Main thread; before workers start. Returns 0 or the backend's
+ * error (fab_attach_err gives its message).
  */
 int fab_attach(struct fab *f, uint16_t node, void *base, uint64_t size);
+int fab_attach_err(struct fab *f, uint16_t node, void *base, uint64_t size, char *err,
+		   size_t errlen);
+/* fab_attach_peer - make a peer reachable (control plane, after HELLO). */
+int fab_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, size_t errlen);
+/* Hand an accepted data connection to the backend (control plane). */
+int fab_adopt(struct fab *f, int fd);
+/* Relay a backend message from a peer (control plane); -ENOTSUP if none. */
+int fab_ctl(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len);
+const char *fab_backend_name(const struct fab *f);
 
 uint16_t fab_self(const struct fab *f);
 /* Base address of a node's region when this process maps it (shm), else NULL.
@@ -104,9 +202,15 @@ uint16_t fab_self(const struct fab *f);
 void *fab_local_base(const struct fab *f, uint16_t node);
 uint64_t fab_region_size(const struct fab *f, uint16_t node);
 
-/* fab_worker_create - endpoints for one worker thread. Owner thread only. */
+/* fab_worker_create - endpoints for one worker thread to every attached
+ * node. Returns NULL on failure (with a message in err, if given). */
 struct fab_worker *fab_worker_create(struct fab *f, int worker_id);
+struct fab_worker *fab_worker_create_err(struct fab *f, int worker_id, char *err, size_t errlen);
 void fab_worker_destroy(struct fab_worker *fw);
+/* fds to watch for completions, and the poll to run when they are ready
+ * (it unparks waiting coroutines). Owner thread. */
+int fab_worker_fds(struct fab_worker *fw, int *fds, int max);
+int fab_worker_poll(struct fab_worker *fw);
 
 /* Batch building; owner coroutine only. Queueing past FAB_BATCH_MAX executes
  * the queued operations first (an implicit fab_exec). */

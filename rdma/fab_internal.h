@@ -2,24 +2,36 @@
 #ifndef RCKV_FAB_INTERNAL_H
 #define RCKV_FAB_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "rdma/fab.h"
 
 struct fab_peer {
-	void *base;    /* shm: the peer's mapped region; NULL if not mapped */
+	bool attached;
+	bool direct;   /* ops are applied by this CPU on `base` (shm; own node of tcp) */
+	void *base;    /* mapping of the node's region, or NULL */
 	uint64_t size; /* region bytes */
+	bool mapped;   /* base is our own mmap of a peer's file (shm), unmapped at close */
+	struct fab_peer_info info;
+	void *bdata;   /* backend's per-peer data */
 };
 
 struct fab {
 	struct fab_config cfg;
+	char device[64];
 	const struct fab_backend *be;
 	struct fab_peer peers[FAB_MAX_NODES];
+	void *bdata;   /* backend-wide data */
 };
 
 struct fab_worker {
 	struct fab *f;
 	int id;
+	void *bdata;   /* backend's per-worker data */
 };
 
 extern const struct fab_backend fab_shm_backend;
+extern const struct fab_backend fab_tcp_backend;
+extern const struct fab_backend fab_verbs_backend;
 
 #endif

@@ -12,6 +12,11 @@
  */
 #include <stdint.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -68,13 +73,12 @@ static void copy_out(char *dst, const void *src, uint32_t len)
 		__atomic_store_n(&dst[i], s[i], __ATOMIC_RELAXED);
 }
 
-static int shm_exec(struct fab_worker *fw, struct fab_op *ops, int n)
+int fab_apply_local(char *base, uint64_t size, struct fab_op *const *ops, int n)
 {
 	for (int i = 0; i < n; i++) {
-		struct fab_op *op = &ops[i];
-		char *base = fw->f->peers[op->node].base;
-		if (!base)
-			return -EHOSTDOWN;
+		struct fab_op *op = ops[i];
+		if (op->len == 0 || op->off + op->len > size)
+			return -EFAULT;
 		char *p = base + op->off;
 		uint64_t old;
 		switch (op->kind) {
@@ -96,12 +100,72 @@ static int shm_exec(struct fab_worker *fw, struct fab_op *ops, int n)
 			if (op->old)
 				*op->old = old;
 			break;
+		default:
+			return -EINVAL;
 		}
 	}
 	return 0;
 }
 
+/* shm: a peer's region is its file, mapped shared here too. */
+static int shm_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err,
+			   size_t errlen)
+{
+	struct fab_peer *p = &f->peers[pi->node];
+	int fd = open(pi->region_path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "shm fabric: can't open node %u's region %s: %s (shm needs "
+			 "every node on this host)", pi->node, pi->region_path, strerror(errno));
+		return -errno;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < pi->region_size) {
+		snprintf(err, errlen, "shm fabric: node %u's region %s is smaller than announced",
+			 pi->node, pi->region_path);
+		close(fd);
+		return -EINVAL;
+	}
+	void *base = mmap(NULL, pi->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED) {
+		snprintf(err, errlen, "shm fabric: mmap of node %u's region: %s", pi->node,
+			 strerror(errno));
+		return -errno;
+	}
+	if (p->mapped && p->base)
+		munmap(p->base, p->size);
+	p->base = base;
+	p->size = pi->region_size;
+	p->mapped = true;
+	p->direct = true;
+	return 0;
+}
+
+static void shm_close(struct fab *f)
+{
+	for (int i = 0; i < FAB_MAX_NODES; i++) {
+		struct fab_peer *p = &f->peers[i];
+		if (p->mapped && p->base)
+			munmap(p->base, p->size);
+		p->mapped = false;
+	}
+}
+
+/* Every shm node is direct, so fab_exec never posts; this is for callers
+ * that post explicitly. */
+static int shm_post(struct fab_worker *fw, struct fab_part *part)
+{
+	struct fab_peer *p = &fw->f->peers[part->node];
+	if (!p->base)
+		return -EHOSTDOWN;
+	int rc = fab_apply_local(p->base, p->size, part->ops, part->n);
+	fab_part_done(part, rc);
+	return 0;
+}
+
 const struct fab_backend fab_shm_backend = {
 	.name = "shm",
-	.exec = shm_exec,
+	.close = shm_close,
+	.attach_peer = shm_attach_peer,
+	.post = shm_post,
 };

@@ -971,7 +971,7 @@ static void kick_scenario(int mode)
 	struct interleave x = { .e = &e, .mode = mode, .rc = 1, .key = mode ? V : K,
 				.want = vref.off, .buf = malloc(ST_SLAB_BYTES) };
 	struct fab_batch sb;
-	fab_batch_init(&sb, sw, (struct fab_waiter){ between, &x }, NULL);
+	fab_batch_init(&sb, sw, (struct fab_waiter){ .wait = between, .ctx = &x }, NULL);
 	struct st_ref ref, kref;
 	if (mode == 0) {
 		int rc = st_lookup(&sb, L, 1, V, vl, st_hash(V, vl), &ref, buf);
@@ -1056,7 +1056,7 @@ static void test_lookup_vs_relocation(void)
 		fab_attach(slow, 1, st_region_base(e.r), e.L->size);
 		struct fab_worker *sw = fab_worker_create(slow, 6);
 		struct fab_batch sb;
-		fab_batch_init(&sb, sw, (struct fab_waiter){ relocate_between, &x }, NULL);
+		fab_batch_init(&sb, sw, (struct fab_waiter){ .wait = relocate_between, .ctx = &x }, NULL);
 		struct st_item *buf = malloc(ST_SLAB_BYTES);
 		struct st_ref ref;
 		int rc = st_lookup(&sb, e.L, 1, X, xl, st_hash(X, xl), &ref, buf);
@@ -1124,7 +1124,7 @@ static void test_insert_exclusion(void)
 	fab_attach(slow, 1, st_region_base(e.r), e.L->size);
 	struct fab_worker *sw = fab_worker_create(slow, 7);
 	struct fab_batch sb;
-	fab_batch_init(&sb, sw, (struct fab_waiter){ holder_inserts, &x }, NULL);
+	fab_batch_init(&sb, sw, (struct fab_waiter){ .wait = holder_inserts, .ctx = &x }, NULL);
 	struct st_ref ref;
 	CHECK_RC(st_create(&sb, e.L, 1, K, kl, st_hash(K, kl), &ref, e.buf), 0);
 	CHECK(x.calls >= 2 && ref.off == x.ref.off,
@@ -1172,7 +1172,7 @@ static void test_alloc_race(void)
 	 * both saw the same first free bit. */
 	struct fab_worker *sw = fab_worker_create(slow, 8);
 	struct fab_batch sb;
-	fab_batch_init(&sb, sw, (struct fab_waiter){ steal_block, &x }, NULL);
+	fab_batch_init(&sb, sw, (struct fab_waiter){ .wait = steal_block, .ctx = &x }, NULL);
 	CHECK_RC(st_alloc(&sb, e.L, 1, 8, 8, &mine), 0);
 	CHECK(x.calls >= 1 && x.got.off != 0, "the thief ran");
 	CHECK(mine.off != x.got.off && mine.off != first.off,

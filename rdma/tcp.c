@@ -1,0 +1,575 @@
+/*
+ * tcp.c: the TCP fabric backend, for nodes on any hosts (DESIGN.md 8).
+ *
+ * Initiator side: every worker has one connection per peer (its endpoint).
+ * A part of a batch (all its ops for one peer) is one request frame, sent
+ * with one write (the doorbell); several parts from several coroutines may
+ * be outstanding on an endpoint (outstanding requests) and their responses
+ * come back in order, one frame per part (passive ack). The endpoints of a
+ * worker sit in a private epoll set whose fd the worker watches, so the
+ * backend alone decides when it wants to write.
+ *
+ * Target side: a NIC-emulation thread per node applies the ops of each
+ * request to the node's region with fab_apply_local, in order per
+ * connection, and never enters transaction code. Its connections arrive
+ * through the control plane's fabric listener (fab_adopt).
+ *
+ * Wire format, little-endian (all nodes of a cluster are x86-64 here):
+ *   hello    "RCKVDATA" u16 from-node u16 worker u32 reserved  (sent by the
+ *            control plane's connect helper before the first request)
+ *   request  u32 frame bytes (after this field), u32 nops, nops x op
+ *            {u8 kind, u8 pad[3], u32 len, u64 off, u64 cmp, u64 swp},
+ *            then the WRITE payloads in op order
+ *   response u32 frame bytes, i32 status, then for each op in order: READ
+ *            data (len bytes) or CAS/FAA old value (8 bytes); WRITE: nothing
+ */
+#include <ck_ring.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rdma/fab_internal.h"
+#include "rdma/tcp_wire.h"
+
+/* ---- buffers ---- */
+
+struct buf {
+	char *p;
+	size_t len, off, cap;
+};
+
+static int buf_reserve(struct buf *b, size_t more)
+{
+	if (b->off && b->off == b->len) {
+		b->off = b->len = 0;
+	}
+	if (b->len + more <= b->cap)
+		return 0;
+	if (b->off) { /* compact before growing */
+		memmove(b->p, b->p + b->off, b->len - b->off);
+		b->len -= b->off;
+		b->off = 0;
+		if (b->len + more <= b->cap)
+			return 0;
+	}
+	size_t cap = b->cap ? b->cap : 64 * 1024;
+	while (cap < b->len + more)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = cap;
+	return 0;
+}
+
+/* Write what the socket takes; 0, or -errno if the connection failed. */
+static int buf_flush(int fd, struct buf *b)
+{
+	while (b->off < b->len) {
+		ssize_t k = send(fd, b->p + b->off, b->len - b->off, MSG_NOSIGNAL);
+		if (k > 0) {
+			b->off += (size_t)k;
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		return k < 0 ? -errno : -EPIPE;
+	}
+	b->off = b->len = 0;
+	return 0;
+}
+
+/* Read what is there; 0, 1 on EOF, or -errno. */
+static int buf_fill(int fd, struct buf *b)
+{
+	for (;;) {
+		if (buf_reserve(b, 64 * 1024))
+			return -ENOMEM;
+		ssize_t k = recv(fd, b->p + b->len, b->cap - b->len, 0);
+		if (k > 0) {
+			b->len += (size_t)k;
+			if (b->len < b->cap)
+				return 0;
+			continue;
+		}
+		if (k == 0)
+			return 1;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return -errno;
+	}
+}
+
+/* ---- initiator side ---- */
+
+struct tcp_ep {
+	int fd;
+	uint16_t node;
+	bool broken;
+	struct fab_part *head, *tail; /* parts awaiting their response */
+	struct buf w, r;
+};
+
+struct tcp_worker {
+	int epfd; /* private set of this worker's endpoints */
+	struct tcp_ep *eps[FAB_MAX_NODES];
+};
+
+int fab_tcp_connect(const char *addr, int timeout_ms, char *err, size_t errlen)
+{
+	char host[128];
+	const char *colon = strrchr(addr, ':');
+	if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof(host)) {
+		snprintf(err, errlen, "bad fabric address '%s' (want host:port)", addr);
+		return -EINVAL;
+	}
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
+	int gai = getaddrinfo(host, colon + 1, &hints, &res);
+	if (gai) {
+		snprintf(err, errlen, "fabric address '%s': %s", addr, gai_strerror(gai));
+		return -EINVAL;
+	}
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		freeaddrinfo(res);
+		return -errno;
+	}
+	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	int rc = connect(fd, res->ai_addr, res->ai_addrlen);
+	int e = errno;
+	freeaddrinfo(res);
+	if (rc != 0) {
+		close(fd);
+		snprintf(err, errlen, "connect to %s: %s", addr, strerror(e));
+		return -e;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static void ep_fail(struct tcp_ep *ep, int err)
+{
+	ep->broken = true;
+	struct fab_part *p;
+	while ((p = ep->head)) {
+		ep->head = p->next;
+		fab_part_done(p, err);
+	}
+	ep->tail = NULL;
+}
+
+static int tcp_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, size_t errlen)
+{
+	struct fab_peer *p = &f->peers[pi->node];
+	p->direct = false;
+	p->base = NULL;
+	if (!strchr(pi->addr, ':')) {
+		snprintf(err, errlen, "node %u has no fabric address", pi->node);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void tcp_worker_fini(struct fab_worker *fw)
+{
+	struct tcp_worker *tw = fw->bdata;
+	if (!tw)
+		return;
+	for (int i = 0; i < FAB_MAX_NODES; i++) {
+		struct tcp_ep *ep = tw->eps[i];
+		if (!ep)
+			continue;
+		ep_fail(ep, -ESHUTDOWN);
+		close(ep->fd);
+		free(ep->w.p);
+		free(ep->r.p);
+		free(ep);
+	}
+	close(tw->epfd);
+	free(tw);
+	fw->bdata = NULL;
+}
+
+static int tcp_worker_init(struct fab_worker *fw, char *err, size_t errlen)
+{
+	struct fab *f = fw->f;
+	struct tcp_worker *tw = calloc(1, sizeof(*tw));
+	if (!tw)
+		return -ENOMEM;
+	fw->bdata = tw;
+	tw->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (tw->epfd < 0)
+		goto fail;
+	for (int i = 0; i < FAB_MAX_NODES; i++) {
+		struct fab_peer *p = &f->peers[i];
+		if (!p->attached || p->direct)
+			continue;
+		int fd = fab_tcp_connect(p->info.addr, 5000, err, errlen);
+		if (fd < 0)
+			goto fail;
+		struct tcp_hello h;
+		tcp_hello_encode(&h, TCP_HELLO_DATA, f->cfg.self, (uint16_t)fw->id);
+		if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
+			snprintf(err, errlen, "fabric hello to node %d: %s", i, strerror(errno));
+			close(fd);
+			goto fail;
+		}
+		/* Non-blocking from here: the worker never blocks on the fabric. */
+		ioctl_nonblock(fd, 1);
+		struct tcp_ep *ep = calloc(1, sizeof(*ep));
+		if (!ep) {
+			close(fd);
+			goto fail;
+		}
+		ep->fd = fd;
+		ep->node = (uint16_t)i;
+		tw->eps[i] = ep;
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = ep };
+		epoll_ctl(tw->epfd, EPOLL_CTL_ADD, fd, &ev);
+	}
+	return 0;
+fail:
+	if (!err[0])
+		snprintf(err, errlen, "tcp fabric: worker setup failed: %s", strerror(errno));
+	tcp_worker_fini(fw);
+	return -EHOSTUNREACH;
+}
+
+static int tcp_post(struct fab_worker *fw, struct fab_part *part)
+{
+	struct tcp_worker *tw = fw->bdata;
+	struct tcp_ep *ep = tw->eps[part->node];
+	if (!ep || ep->broken)
+		return -EHOSTDOWN;
+	size_t payload = 0;
+	uint32_t resp = 0;
+	for (int i = 0; i < part->n; i++) {
+		struct fab_op *op = part->ops[i];
+		if (op->kind == FAB_WRITE)
+			payload += op->len;
+		else if (op->kind == FAB_READ)
+			resp += op->len;
+		else
+			resp += 8;
+	}
+	(void)payload;
+	size_t frame = tcp_request_size(part->ops, part->n);
+	if (buf_reserve(&ep->w, frame))
+		return -ENOMEM;
+	char *q = ep->w.p + ep->w.len;
+	tcp_request_encode(q, part->ops, part->n);
+	ep->w.len += frame;
+	part->resp_len = resp;
+	part->next = NULL;
+	if (ep->tail)
+		ep->tail->next = part;
+	else
+		ep->head = part;
+	ep->tail = part;
+	int rc = buf_flush(ep->fd, &ep->w);
+	if (rc) {
+		ep_fail(ep, -EHOSTDOWN);
+		return 0; /* already completed with an error */
+	}
+	return 0;
+}
+
+/* Deliver complete responses at the head of the endpoint's FIFO. */
+static int ep_deliver(struct tcp_ep *ep)
+{
+	int done = 0;
+	while (ep->head) {
+		size_t avail = ep->r.len - ep->r.off;
+		if (avail < 8)
+			break;
+		const char *q = ep->r.p + ep->r.off;
+		uint32_t flen;
+		int32_t status;
+		memcpy(&flen, q, 4);
+		memcpy(&status, q + 4, 4);
+		if (avail < 4 + (size_t)flen)
+			break;
+		struct fab_part *p = ep->head;
+		if (flen != 4 + p->resp_len && status == 0) {
+			ep_fail(ep, -EPROTO); /* a response of the wrong size: stream lost */
+			return done;
+		}
+		if (status == 0)
+			tcp_response_decode(q + 8, p->ops, p->n);
+		ep->r.off += 4 + (size_t)flen;
+		ep->head = p->next;
+		if (!ep->head)
+			ep->tail = NULL;
+		fab_part_done(p, status);
+		done++;
+	}
+	if (ep->r.off == ep->r.len)
+		ep->r.off = ep->r.len = 0;
+	return done;
+}
+
+static int tcp_poll(struct fab_worker *fw)
+{
+	struct tcp_worker *tw = fw->bdata;
+	struct epoll_event evs[FAB_MAX_NODES];
+	int k = epoll_wait(tw->epfd, evs, FAB_MAX_NODES, 0);
+	int done = 0;
+	for (int i = 0; i < k; i++) {
+		struct tcp_ep *ep = evs[i].data.ptr;
+		if (ep->broken)
+			continue;
+		if (evs[i].events & EPOLLOUT) {
+			if (buf_flush(ep->fd, &ep->w)) {
+				ep_fail(ep, -EHOSTDOWN);
+				continue;
+			}
+		}
+		if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+			int rc = buf_fill(ep->fd, &ep->r);
+			done += ep_deliver(ep);
+			if (rc != 0)
+				ep_fail(ep, -EHOSTDOWN);
+		}
+	}
+	return done;
+}
+
+static int tcp_worker_fds(struct fab_worker *fw, int *fds, int max)
+{
+	struct tcp_worker *tw = fw->bdata;
+	if (!tw || max < 1)
+		return 0;
+	fds[0] = tw->epfd;
+	return 1;
+}
+
+/* ---- target side: the NIC-emulation thread ---- */
+
+struct nic_conn {
+	int fd;
+	struct buf r, w;
+	bool want_out;
+};
+
+#define NIC_RING 256
+
+struct tcp_nic {
+	struct fab *f;
+	pthread_t thread;
+	bool running;
+	int epfd, wakefd;
+	int stop;
+	struct ck_ring ring; /* adopted fds, from the control plane's thread */
+	struct ck_ring_buffer ringbuf[NIC_RING];
+	pthread_mutex_t adopt_lock; /* one producer at a time (spsc ring) */
+};
+
+static void nic_close(struct tcp_nic *nic, struct nic_conn *c)
+{
+	epoll_ctl(nic->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	free(c->r.p);
+	free(c->w.p);
+	free(c);
+}
+
+static void nic_set_out(struct tcp_nic *nic, struct nic_conn *c, bool on)
+{
+	if (c->want_out == on)
+		return;
+	c->want_out = on;
+	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = c };
+	epoll_ctl(nic->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Serve every complete request in c->r; returns -1 if the stream is bad. */
+static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
+{
+	struct fab *f = nic->f;
+	struct fab_peer *self = &f->peers[f->cfg.self];
+	while (c->r.len - c->r.off >= 8) {
+		const char *q = c->r.p + c->r.off;
+		uint32_t flen, nops;
+		memcpy(&flen, q, 4);
+		memcpy(&nops, q + 4, 4);
+		if (nops == 0 || nops > FAB_BATCH_MAX)
+			return -1;
+		if (c->r.len - c->r.off < 4 + (size_t)flen)
+			break;
+		struct fab_op ops[FAB_BATCH_MAX];
+		struct fab_op *opp[FAB_BATCH_MAX];
+		uint64_t olds[FAB_BATCH_MAX];
+		char *oldpos[FAB_BATCH_MAX];
+		uint32_t resp = 0;
+		if (tcp_request_decode(q, flen, ops, nops, &resp) != 0)
+			return -1;
+		if (buf_reserve(&c->w, 8 + (size_t)resp))
+			return -1;
+		char *out = c->w.p + c->w.len;
+		/* Point READ destinations and atomics' results into the response. */
+		char *dst = out + 8;
+		for (uint32_t i = 0; i < nops; i++) {
+			opp[i] = &ops[i];
+			if (ops[i].kind == FAB_READ) {
+				ops[i].buf = dst;
+				dst += ops[i].len;
+			} else if (ops[i].kind != FAB_WRITE) {
+				ops[i].old = &olds[i]; /* aligned; copied out below */
+				oldpos[i] = dst;
+				dst += 8;
+			}
+		}
+		int32_t status = fab_apply_local(self->base, self->size, opp, (int)nops);
+		for (uint32_t i = 0; i < nops; i++)
+			if (ops[i].kind == FAB_CAS || ops[i].kind == FAB_FAA)
+				memcpy(oldpos[i], &olds[i], 8);
+		uint32_t rlen = status ? 4 : 4 + resp;
+		memcpy(out, &rlen, 4);
+		memcpy(out + 4, &status, 4);
+		c->w.len += 4 + (size_t)rlen;
+		c->r.off += 4 + (size_t)flen;
+	}
+	if (c->r.off == c->r.len)
+		c->r.off = c->r.len = 0;
+	return 0;
+}
+
+static void *nic_main(void *arg)
+{
+	struct tcp_nic *nic = arg;
+	struct epoll_event evs[64];
+	while (!__atomic_load_n(&nic->stop, __ATOMIC_ACQUIRE)) {
+		int k = epoll_wait(nic->epfd, evs, 64, -1);
+		for (int i = 0; i < k; i++) {
+			if (evs[i].data.ptr == NULL) { /* wakefd: adopted connections */
+				uint64_t v;
+				ssize_t r = read(nic->wakefd, &v, sizeof(v));
+				(void)r;
+				void *p;
+				while (ck_ring_dequeue_spsc(&nic->ring, nic->ringbuf, &p)) {
+					struct nic_conn *c = calloc(1, sizeof(*c));
+					if (!c) {
+						close((int)(intptr_t)p);
+						continue;
+					}
+					c->fd = (int)(intptr_t)p;
+					struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+					epoll_ctl(nic->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+				}
+				continue;
+			}
+			struct nic_conn *c = evs[i].data.ptr;
+			int rc = 0;
+			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+				rc = buf_fill(c->fd, &c->r);
+				if (nic_serve(nic, c) != 0)
+					rc = -EPROTO;
+			}
+			if (rc == 0 && buf_flush(c->fd, &c->w) != 0)
+				rc = -EPIPE;
+			if (rc != 0) {
+				nic_close(nic, c);
+				continue;
+			}
+			nic_set_out(nic, c, c->w.len > c->w.off);
+		}
+	}
+	return NULL;
+}
+
+static int tcp_open(struct fab *f, char *err, size_t errlen)
+{
+	struct tcp_nic *nic = calloc(1, sizeof(*nic));
+	if (!nic)
+		return -ENOMEM;
+	nic->f = f;
+	nic->epfd = epoll_create1(EPOLL_CLOEXEC);
+	nic->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ck_ring_init(&nic->ring, NIC_RING);
+	pthread_mutex_init(&nic->adopt_lock, NULL);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	if (nic->epfd < 0 || nic->wakefd < 0 ||
+	    epoll_ctl(nic->epfd, EPOLL_CTL_ADD, nic->wakefd, &ev) != 0) {
+		snprintf(err, errlen, "tcp fabric: %s", strerror(errno));
+		free(nic);
+		return -errno;
+	}
+	f->bdata = nic;
+	return 0;
+}
+
+static int tcp_adopt(struct fab *f, int fd)
+{
+	struct tcp_nic *nic = f->bdata;
+	/* The NIC thread starts with the first connection: by then the own
+	 * region is attached (the control plane starts after fab_attach). */
+	pthread_mutex_lock(&nic->adopt_lock);
+	if (!nic->running) {
+		if (pthread_create(&nic->thread, NULL, nic_main, nic) != 0) {
+			pthread_mutex_unlock(&nic->adopt_lock);
+			return -EAGAIN;
+		}
+		nic->running = true;
+	}
+	ioctl_nonblock(fd, 1);
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	bool ok = ck_ring_enqueue_spsc(&nic->ring, nic->ringbuf, (void *)(intptr_t)fd);
+	pthread_mutex_unlock(&nic->adopt_lock);
+	if (!ok)
+		return -EBUSY;
+	uint64_t v = 1;
+	ssize_t r = write(nic->wakefd, &v, sizeof(v));
+	(void)r;
+	return 0;
+}
+
+static void tcp_close(struct fab *f)
+{
+	struct tcp_nic *nic = f->bdata;
+	if (!nic)
+		return;
+	if (nic->running) {
+		__atomic_store_n(&nic->stop, 1, __ATOMIC_RELEASE);
+		uint64_t v = 1;
+		ssize_t r = write(nic->wakefd, &v, sizeof(v));
+		(void)r;
+		pthread_join(nic->thread, NULL);
+	}
+	close(nic->epfd);
+	close(nic->wakefd);
+	pthread_mutex_destroy(&nic->adopt_lock);
+	free(nic);
+	f->bdata = NULL;
+}
+
+const struct fab_backend fab_tcp_backend = {
+	.name = "tcp",
+	.open = tcp_open,
+	.close = tcp_close,
+	.attach_peer = tcp_attach_peer,
+	.worker_init = tcp_worker_init,
+	.worker_fini = tcp_worker_fini,
+	.post = tcp_post,
+	.poll = tcp_poll,
+	.worker_fds = tcp_worker_fds,
+	.adopt = tcp_adopt,
+};

@@ -1,0 +1,423 @@
+#!/usr/bin/python3
+"""Run recorded workloads against rckv and check their histories.
+
+  /usr/bin/python3 tests/checker/run.py                 # short: every protocol, ~10 s each
+  /usr/bin/python3 tests/checker/run.py --long          # what `make check-serializable` runs
+  /usr/bin/python3 tests/checker/run.py --protocol silo --zipf 0.99 --keys 8 --duration 60
+  /usr/bin/python3 tests/checker/run.py --protocol silo --fault --duration 30
+  /usr/bin/python3 tests/checker/checker.py HISTORY.jsonl   # replay a kept history
+
+A run starts a topology (today: one node), loads it with client threads
+that record every transaction (history.py), optionally switches the
+protocol or kill -9s and restarts a node in the middle, stops the load,
+reads every key it used (final reads), stops the servers and checks the
+history (checker.py). Histories of failing runs are kept.
+
+The protocol list is the server's own: `CONFIG SET cc <bogus>` replies
+with the protocols it offers ("one of: ..."), and `none` (no concurrency
+control, selectable only with `testing yes`) is added where a run must
+find anomalies.
+"""
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+
+import checker  # noqa: E402
+import rckvtest  # noqa: E402
+from history import Recorder  # noqa: E402
+from workload import AppendWorkload, BankWorkload, Context, KeySpace  # noqa: E402
+
+# Used only if the server's reply to a bogus `CONFIG SET cc` cannot be
+# parsed (the only place a protocol list is written down here).
+FALLBACK_PROTOCOLS = ["nowait", "silo"]
+BROKEN_PROTOCOL = "none"
+
+# Default load: enough clients that each worker always has transactions in
+# flight, and a per-round-trip fabric delay so that the coroutines of a
+# worker interleave inside transactions (without it a transaction of a
+# single-node shm fabric runs to its end without yielding).
+DEFAULT_CLIENTS = 8
+DEFAULT_FABRIC_DELAY_US = 20
+DEFAULT_THREADS = 2
+
+
+# ------------------------------------------------------------ topologies
+
+class SingleTopology:
+    """One rckv-server on a free loopback port (rckvtest.Server: own process
+    group, temporary --dir, killed even when the run fails)."""
+
+    name = "single"
+
+    def __init__(self, protocol, testing=False, fabric_delay_us=DEFAULT_FABRIC_DELAY_US,
+                 threads=DEFAULT_THREADS, extra=None):
+        opts = {"cc": protocol, "threads": threads, "fabric-delay-us": fabric_delay_us}
+        if testing or protocol == BROKEN_PROTOCOL:
+            opts["testing"] = "yes"
+        opts.update(extra or {})
+        self.server = rckvtest.Server(opts=opts, name="checker")
+
+    def start(self):
+        self.server.start()
+
+    def endpoints(self):
+        return [(rckvtest.HOST, self.server.port)]
+
+    def admin(self):
+        return self.server.client()
+
+    def nodes(self):
+        return 1
+
+    def kill_and_restart(self, node=0):
+        """kill -9 the node and start it again on the same --dir and port."""
+        self.server.restart(kill=True)
+
+    def log_tail(self):
+        return self.server.log_tail(60)
+
+    def stop(self):
+        return self.server.cleanup()
+
+
+# Cluster topologies ("shm3": three nodes on the shm fabric, "tcp3": on the
+# tcp fabric) plug in here once the cluster issue has landed: a class with
+# the methods of SingleTopology whose endpoints() lists every node.
+TOPOLOGIES = {"single": SingleTopology}
+
+
+def discover_protocols(admin):
+    """The protocols the server offers, from its reply to a bogus name."""
+    try:
+        admin.config_set("cc", "no-such-protocol")
+    except Exception as e:  # redis.ResponseError: the reply we want
+        m = re.search(r"one of: ([^)]*)\)", str(e))
+        if m:
+            names = [n.strip() for n in m.group(1).split(",") if n.strip()]
+            if names:
+                return names, None
+        return list(FALLBACK_PROTOCOLS), "could not parse %r; using %s" % (
+            str(e), FALLBACK_PROTOCOLS)
+    return list(FALLBACK_PROTOCOLS), "CONFIG SET cc accepted a bogus name; using %s" % (
+        FALLBACK_PROTOCOLS,)
+
+
+def server_protocols(topology="single"):
+    """Start a throwaway node, ask it for its protocols, stop it."""
+    topo = TOPOLOGIES[topology](protocol="silo")
+    try:
+        topo.start()
+        admin = topo.admin()
+        try:
+            return discover_protocols(admin)
+        finally:
+            admin.close()
+    finally:
+        topo.stop()
+
+
+# ---------------------------------------------------------------- a run
+
+class RunSpec:
+    """One run. switch: protocols to cycle through (CONFIG SET cc) during
+    the run; faults: how many kill -9 + restart of a node, evenly spread."""
+
+    def __init__(self, name, protocol, workload="append", duration=10.0, clients=DEFAULT_CLIENTS,
+                 keys=8, zipf=0.99, max_ops=4, max_writes=64, switch=None, faults=0,
+                 fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
+                 realtime=True, seed=None, topology="single", accounts=8):
+        self.__dict__.update(locals())
+        del self.__dict__["self"]
+        if self.seed is None:
+            self.seed = int(time.time() * 1000) % 100000
+
+    def describe(self):
+        s = "%s: %s on %s, %s workload, %.0f s, %d clients" % (
+            self.name, self.protocol, self.topology, self.workload, self.duration, self.clients)
+        if self.workload == "append":
+            s += ", %d keys zipf %.2f" % (self.keys, self.zipf)
+        else:
+            s += ", %d accounts" % self.accounts
+        if self.switch:
+            s += ", switching %s" % "->".join(self.switch)
+        if self.faults:
+            s += ", %d kill -9" % self.faults
+        return s + ", seed %d" % self.seed
+
+
+class RunResult:
+    def __init__(self, spec, history, result, elapsed, events, reconnects, client_errors):
+        self.spec = spec
+        self.history = history
+        self.result = result
+        self.elapsed = elapsed
+        self.events = events
+        self.reconnects = reconnects
+        self.client_errors = client_errors
+
+    @property
+    def checked(self):
+        return self.result.stats.get("transactions", 0)
+
+    def line(self):
+        st = self.result.stats
+        return "%-28s %-7s %7d txns (ok %s, failed %s, unknown %s) %s" % (
+            self.spec.name, self.spec.protocol, self.checked, st.get("ok", "-"),
+            st.get("failed", "-"), st.get("unknown", "-"), self.result.summary())
+
+
+def run(spec, history_path, log=print):
+    """Run one spec, write its history to history_path, check it. Always
+    stops the servers it started. Returns a RunResult."""
+    topo = TOPOLOGIES[spec.topology](protocol=spec.protocol,
+                                     fabric_delay_us=spec.fabric_delay_us,
+                                     threads=spec.threads)
+    events = []
+    rec = Recorder(history_path)
+    ctx = None
+    started = time.monotonic()
+    try:
+        topo.start()
+        ctx = Context(topo.endpoints(), rec, spec.seed)
+        if spec.workload == "append":
+            wl = AppendWorkload(KeySpace("la%d:" % spec.seed, spec.keys, spec.zipf,
+                                         spec.max_writes), max_ops=spec.max_ops)
+        else:
+            wl = BankWorkload("acct%d:" % spec.seed, accounts=spec.accounts)
+            wl.setup(ctx, topo.endpoints()[0])
+        rec.meta(run=spec.describe(), protocol=spec.protocol, topology=spec.topology)
+        threads = [threading.Thread(target=_guarded, args=(wl.client, i, ctx), daemon=True,
+                                    name="client-%d" % i) for i in range(spec.clients)]
+        for t in threads:
+            t.start()
+        _drive(spec, topo, rec, events, log)
+        ctx.stop.set()
+        for t in threads:
+            t.join(timeout=rckvtest.STOP_DEADLINE + 20)
+        if any(t.is_alive() for t in threads):
+            raise RuntimeError("client threads did not stop\n" + topo.log_tail())
+        wl.final_reads(ctx, topo.endpoints()[0], deadline=time.monotonic() + 30)
+        rec.flush()
+    finally:
+        if ctx is not None:
+            ctx.stop.set()
+        rec.close()
+        reports = topo.stop()
+        if reports:
+            raise RuntimeError("sanitizer reports in the server log:\n" + "\n".join(reports[:20]))
+    elapsed = time.monotonic() - started
+    result = checker.check_file(history_path, realtime=spec.realtime)
+    return RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors)
+
+
+def _guarded(fn, cid, ctx):
+    try:
+        fn(cid, ctx)
+    except Exception as e:  # a client bug must not pass silently
+        ctx.errors.append("client %d: %r" % (cid, e))
+        ctx.stop.set()
+
+
+def _drive(spec, topo, rec, events, log):
+    """The main thread during the load: protocol switches and faults at
+    even intervals, then wait for the end of the run."""
+    start = time.monotonic()
+    end = start + spec.duration
+    plan = []
+    if spec.switch:
+        n = len(spec.switch)
+        for i in range(1, n + 1):  # ends on the protocol it started with
+            plan.append((start + spec.duration * i / (n + 1), "switch", spec.switch[i % n]))
+    for i in range(spec.faults):
+        plan.append((start + spec.duration * (i + 1) / (spec.faults + 1), "kill", 0))
+    plan.sort()
+    for when, kind, arg in plan:
+        while time.monotonic() < when:
+            time.sleep(min(0.1, max(0.0, when - time.monotonic())))
+        if kind == "switch":
+            admin = topo.admin()
+            try:
+                t0 = time.monotonic()
+                admin.config_set("cc", arg)
+                now = admin.config_get("cc").get("cc")
+                if now != arg:
+                    raise RuntimeError("CONFIG SET cc %s left cc = %r" % (arg, now))
+                events.append("switch to %s (%.0f ms)" % (arg, (time.monotonic() - t0) * 1000))
+                rec.meta(event="CONFIG SET cc %s" % arg)
+            finally:
+                admin.close()
+        else:
+            rec.meta(event="kill -9 node %d" % arg)
+            t0 = time.monotonic()
+            topo.kill_and_restart(arg)
+            events.append("kill -9 and restart (%.1f s)" % (time.monotonic() - t0))
+            rec.meta(event="node %d restarted" % arg)
+    while time.monotonic() < end:
+        time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+
+
+# ---------------------------------------------------------------- suites
+
+def suite(protocols, duration, long_mode, topology="single"):
+    """The runs of `make check-serializable` (long) or of a quick check."""
+    specs = []
+    zipfs = (0.0, 0.99) if long_mode else (0.99,)
+    keyss = (8, 64) if long_mode else (8,)
+    for p in protocols:
+        for z in zipfs:
+            for k in keyss:
+                specs.append(RunSpec("append-z%.2f-k%d" % (z, k), p, keys=k, zipf=z,
+                                     duration=duration, topology=topology))
+        specs.append(RunSpec("bank", p, workload="bank", duration=duration / 2,
+                             topology=topology))
+        if long_mode:
+            specs.append(RunSpec("fault-kill9", p, duration=duration, faults=2,
+                                 topology=topology))
+            specs.append(RunSpec("bank-fault-kill9", p, workload="bank", duration=duration / 2,
+                                 faults=1, topology=topology))
+    if len(protocols) > 1:
+        specs.append(RunSpec("switch", protocols[0], duration=duration,
+                             switch=list(protocols) * (3 if long_mode else 1),
+                             topology=topology))
+    return specs
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Run recorded list-append / bank workloads against rckv and check the "
+                    "histories for serializability anomalies (see tests/checker/checker.py).",
+        epilog="Topologies: only 'single' (one node) exists today. The cluster topologies "
+               "(a 3-node cluster on the shm fabric and on the tcp fabric) arrive with the "
+               "cluster issue and plug into TOPOLOGIES in this file.")
+    ap.add_argument("--topology", choices=sorted(TOPOLOGIES), default="single",
+                    help="where to run: 'single' = one node (the only value until the cluster "
+                         "issue lands)")
+    ap.add_argument("--long", action="store_true",
+                    help="the full matrix of `make check-serializable`: every protocol x zipf "
+                         "0.0/0.99 x 8/64 keys, bank, kill -9 faults, a switch run, and `none` "
+                         "(which must fail)")
+    ap.add_argument("--duration", type=float, default=None,
+                    help="seconds per run (default 10, or 30 with --long)")
+    ap.add_argument("--protocol", action="append",
+                    help="run only this protocol (repeatable); default: every protocol the "
+                         "server offers")
+    ap.add_argument("--workload", choices=("append", "bank"), default=None,
+                    help="a single run of this workload instead of a suite")
+    ap.add_argument("--keys", type=int, default=8, help="hot keys (single run)")
+    ap.add_argument("--zipf", type=float, default=0.99, help="zipf exponent (single run)")
+    ap.add_argument("--clients", type=int, default=DEFAULT_CLIENTS)
+    ap.add_argument("--fault", type=int, nargs="?", const=1, default=0, metavar="N",
+                    help="kill -9 and restart the node N times during a single run")
+    ap.add_argument("--switch", action="store_true",
+                    help="single run: cycle CONFIG SET cc through the protocols mid-run")
+    ap.add_argument("--fabric-delay-us", type=int, default=DEFAULT_FABRIC_DELAY_US)
+    ap.add_argument("--no-realtime", action="store_true",
+                    help="check serializability only, not strict serializability")
+    ap.add_argument("--no-none", action="store_true",
+                    help="skip the run under `none` that must find anomalies")
+    ap.add_argument("--out", help="directory for histories (default: a temporary one)")
+    ap.add_argument("--keep", action="store_true", help="keep histories of passing runs too")
+    ap.add_argument("--seed", type=int, default=None)
+    args = ap.parse_args(argv)
+
+    duration = args.duration or (30.0 if args.long else 10.0)
+    out = args.out or tempfile.mkdtemp(prefix="rckv-checker-")
+    os.makedirs(out, exist_ok=True)
+
+    offered, note = server_protocols(args.topology)
+    if note:
+        print("note: %s" % note)
+    protocols = args.protocol or offered
+    print("protocols offered by the server: %s; checking: %s" % (
+        ", ".join(offered), ", ".join(protocols)))
+
+    if args.workload or args.fault or args.switch:
+        specs = [RunSpec("%s%s%s" % (args.workload or "append", "-fault" if args.fault else "",
+                                     "-switch" if args.switch else ""),
+                         protocols[0], workload=args.workload or "append", duration=duration,
+                         clients=args.clients, keys=args.keys, zipf=args.zipf,
+                         switch=list(protocols) if args.switch else None, faults=args.fault,
+                         fabric_delay_us=args.fabric_delay_us, realtime=not args.no_realtime,
+                         seed=args.seed, topology=args.topology)]
+        if not args.switch:
+            specs = [_with(specs[0], protocol=p) for p in protocols]
+    else:
+        specs = suite(protocols, duration, args.long, args.topology)
+        for s in specs:
+            s.fabric_delay_us = args.fabric_delay_us
+            s.realtime = not args.no_realtime
+            s.clients = args.clients
+            if args.seed is not None:
+                s.seed = args.seed
+    if not args.no_none:
+        specs.append(RunSpec("must-find-anomalies", BROKEN_PROTOCOL,
+                             duration=min(duration, 15.0), topology=args.topology,
+                             fabric_delay_us=args.fabric_delay_us))
+
+    failures = 0
+    results = []
+    for i, spec in enumerate(specs, 1):
+        path = os.path.join(out, "%02d-%s-%s.jsonl" % (i, spec.name, spec.protocol))
+        print("[%d/%d] %s" % (i, len(specs), spec.describe()), flush=True)
+        try:
+            r = run(spec, path)
+        except Exception as e:
+            failures += 1
+            print("   ERROR: %s" % e, flush=True)
+            continue
+        results.append(r)
+        expect_anomalies = spec.protocol == BROKEN_PROTOCOL
+        bad = (r.result.valid() == expect_anomalies) or r.client_errors
+        print("   %s  [%.1f s%s]" % (r.line(), r.elapsed,
+                                     "; " + ", ".join(r.events) if r.events else ""),
+              flush=True)
+        for e in r.client_errors:
+            print("   client error: %s" % e)
+        if bad:
+            failures += 1
+            if expect_anomalies:
+                print("   FAIL: `none` has no concurrency control, yet the checker found "
+                      "nothing: the checker is blind or the load too gentle")
+            else:
+                print(r.result.report())
+            print("   history kept: %s (replay: /usr/bin/python3 %s %s%s)"
+                  % (path, os.path.join(HERE, "checker.py"), path,
+                     " --realtime" if spec.realtime else ""))
+        elif expect_anomalies:
+            print("   (expected) first anomaly under `none`:")
+            kind = sorted(r.result.details)[0]
+            print("   " + r.result.details[kind][0]["text"].replace("\n", "\n   "))
+            if not args.keep:
+                os.remove(path)
+        elif not args.keep:
+            os.remove(path)
+
+    total = sum(r.checked for r in results if r.spec.protocol != BROKEN_PROTOCOL)
+    print("\nsummary: %d runs, %d transactions checked under real protocols, %d failures"
+          % (len(specs), total, failures))
+    for r in results:
+        print("  " + r.line())
+    if not args.out and not os.listdir(out):
+        os.rmdir(out)
+    elif os.path.isdir(out):
+        print("histories: %s" % out)
+    return 1 if failures else 0
+
+
+def _with(spec, **kw):
+    d = dict(spec.__dict__)
+    d.update(kw)
+    return RunSpec(**d)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

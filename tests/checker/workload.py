@@ -1,0 +1,384 @@
+"""Client workloads that record histories (history.py): list-append and
+bank transfers, run by redis-py connections in threads.
+
+Each client thread owns one connection and runs one transaction at a time.
+A transaction is MULTI, its commands, EXEC sent in one write; its outcome
+is decided by what came back:
+  EXEC's array        ok (an element that is an error reply took no effect
+                      and is left out of the recorded ops)
+  an error reply      fail (EXEC's "transaction aborted", EXECABORT, or a
+                      null array after a failed WATCH)
+  no reply            info: the connection broke or timed out after the
+                      request was sent; the transaction may have committed
+A client whose connection broke reconnects (the fault mode restarts the
+server under it) and carries on until the run's stop event is set.
+"""
+
+import bisect
+import random
+import threading
+import time
+
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from history import FAIL, INFO, OK, parse_list
+
+# Errors after which the outcome is unknown and the connection is dropped.
+LINK_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+# A reply slower than this counts as lost (the transaction is "unknown").
+# Well above the server's txn-timeout (5 s), so only a dead server hits it.
+SOCKET_TIMEOUT = 15.0
+
+
+class Zipf:
+    """Ranks 0..n-1 with P(rank i) proportional to 1/(i+1)^s; s = 0 is
+    uniform. Sampling is a bisection in the precomputed CDF."""
+
+    def __init__(self, n, s):
+        w = [1.0 / (i + 1) ** s for i in range(n)]
+        total = sum(w)
+        acc, self.cdf = 0.0, []
+        for x in w:
+            acc += x / total
+            self.cdf.append(acc)
+        self.cdf[-1] = 1.0
+
+    def sample(self, rnd):
+        return bisect.bisect_left(self.cdf, rnd.random())
+
+
+class KeySpace:
+    """`nkeys` hot slots chosen by Zipf(s). A slot names key
+    "<prefix><slot>:<generation>" and moves to a fresh generation after
+    max_writes appends, so lists stay short (a read returns the whole list,
+    and the checker stores every read) while contention stays on nkeys
+    keys. Thread-safe."""
+
+    def __init__(self, prefix, nkeys, s, max_writes):
+        self.prefix = prefix
+        self.zipf = Zipf(nkeys, s)
+        self.max_writes = max_writes
+        self.gen = [0] * nkeys
+        self.writes = [0] * nkeys
+        self._lock = threading.Lock()
+        self._all = set()
+
+    def _name(self, slot):
+        return "%s%d:%d" % (self.prefix, slot, self.gen[slot])
+
+    def pick(self, rnd):
+        return self.zipf.sample(rnd)
+
+    def read_key(self, slot):
+        with self._lock:
+            k = self._name(slot)
+            self._all.add(k)
+            return k
+
+    def append_key(self, slot):
+        with self._lock:
+            k = self._name(slot)
+            self._all.add(k)
+            self.writes[slot] += 1
+            if self.writes[slot] >= self.max_writes:
+                self.gen[slot] += 1
+                self.writes[slot] = 0
+            return k
+
+    def all_keys(self):
+        with self._lock:
+            return sorted(self._all)
+
+
+class Context:
+    """What the client threads of one run share."""
+
+    def __init__(self, endpoints, recorder, seed):
+        self.endpoints = endpoints  # [(host, port)]: client i uses i % len
+        self.rec = recorder
+        self.seed = seed
+        self.stop = threading.Event()
+        self.errors = []  # unexpected exceptions of client threads
+        self.reconnects = 0
+        self._lock = threading.Lock()
+
+    def note_reconnect(self):
+        with self._lock:
+            self.reconnects += 1
+
+
+def connect(endpoint, stop=None, deadline=None):
+    """A connected redis-py Connection, retrying while the server is down
+    (fault mode) until stop is set or the deadline passes; None then."""
+    host, port = endpoint
+    while True:
+        c = redis.Connection(host=host, port=port, socket_timeout=SOCKET_TIMEOUT,
+                             socket_connect_timeout=5)
+        try:
+            c.connect()
+            return c
+        except LINK_ERRORS:
+            c.disconnect()
+        if (stop is not None and stop.is_set()) or \
+                (deadline is not None and time.monotonic() > deadline):
+            return None
+        time.sleep(0.05)
+
+
+def multi_exec(conn, cmds):
+    """Send MULTI, cmds, EXEC in one write and read every reply. Returns
+    EXEC's reply (a list, or None for a null array). Raises ResponseError
+    when EXEC itself replied with an error, and a LINK_ERRORS exception
+    when the link failed (after the request may have been sent)."""
+    conn.send_packed_command(conn.pack_commands([("MULTI",)] + cmds + [("EXEC",)]),
+                             check_health=False)
+    for _ in range(len(cmds) + 1):  # +OK and +QUEUED (or a queue-time error)
+        try:
+            conn.read_response()
+        except ResponseError:
+            pass  # EXEC then answers EXECABORT
+    return conn.read_response()
+
+
+def _drop_link(conn):
+    try:
+        conn.disconnect()
+    except Exception:
+        pass
+
+
+# ------------------------------------------------------------ list-append
+
+class AppendWorkload:
+    """Transactions of 1..max_ops operations over a KeySpace. Half of them
+    read some keys and then append to the same keys (the read-modify-write
+    shape that makes lost updates and write skew visible), the rest mix
+    reads and appends at random. Every appended element is
+    "<client>-<seq>-<op>", unique in the run."""
+
+    name = "append"
+
+    def __init__(self, keys, max_ops=4):
+        self.keys = keys
+        self.max_ops = max_ops
+
+    def plan(self, rnd):
+        ops = []
+        if rnd.random() < 0.5:
+            slots = [self.keys.pick(rnd) for _ in range(rnd.randint(1, max(1, self.max_ops // 2)))]
+            for s in slots:
+                if rnd.random() < 0.8:
+                    ops.append(["r", self.keys.read_key(s)])
+            for s in slots:
+                if rnd.random() < 0.8 or not ops:
+                    ops.append(["append", self.keys.append_key(s)])
+        else:
+            for _ in range(rnd.randint(1, self.max_ops)):
+                s = self.keys.pick(rnd)
+                if rnd.random() < 0.5:
+                    ops.append(["r", self.keys.read_key(s)])
+                else:
+                    ops.append(["append", self.keys.append_key(s)])
+        return ops
+
+    def client(self, cid, ctx):
+        rnd = random.Random(ctx.seed * 7919 + cid)
+        endpoint = ctx.endpoints[cid % len(ctx.endpoints)]
+        conn = None
+        seq = 0
+        while not ctx.stop.is_set():
+            if conn is None:
+                conn = connect(endpoint, stop=ctx.stop)
+                if conn is None:
+                    break
+            seq += 1
+            ops = self.plan(rnd)
+            cmds = []
+            for j, op in enumerate(ops):
+                if op[0] == "append":
+                    op.append("%d-%d-%d" % (cid, seq, j))
+                    cmds.append(("APPEND", op[1], "," + op[2]))
+                else:
+                    cmds.append(("GET", op[1]))
+            tid = ctx.rec.new_id()
+            t0 = time.monotonic_ns()
+            try:
+                reply = multi_exec(conn, cmds)
+            except ResponseError as e:
+                ctx.rec.record(tid, cid, t0, time.monotonic_ns(), FAIL, _unknown_reads(ops),
+                               error=e)
+                continue
+            except LINK_ERRORS as e:
+                ctx.rec.record(tid, cid, t0, None, INFO, _unknown_reads(ops), error=repr(e))
+                _drop_link(conn)
+                conn = None
+                ctx.note_reconnect()
+                continue
+            t1 = time.monotonic_ns()
+            if reply is None:
+                ctx.rec.record(tid, cid, t0, t1, FAIL, _unknown_reads(ops), error="null EXEC")
+                continue
+            done, errs = [], []
+            for op, r in zip(ops, reply):
+                if isinstance(r, ResponseError):
+                    errs.append("%s %s: %s" % (op[0], op[1], r))
+                elif op[0] == "append":
+                    done.append(op)
+                else:
+                    done.append(["r", op[1], parse_list(r)])
+            ctx.rec.record(tid, cid, t0, t1, OK, done, error="; ".join(errs) if errs else None)
+        if conn is not None:
+            _drop_link(conn)
+
+    def final_reads(self, ctx, endpoint, deadline, batch=64):
+        """After the load: read every key ever used, in read-only MULTIs,
+        recorded with final=True. Retries while the server comes back."""
+        keys = self.keys.all_keys()
+        conn = None
+        cid = 10 ** 6
+        for i in range(0, len(keys), batch):
+            part = keys[i:i + batch]
+            while True:
+                if conn is None:
+                    conn = connect(endpoint, deadline=deadline)
+                    if conn is None:
+                        raise RuntimeError("final reads: server unreachable")
+                tid = ctx.rec.new_id()
+                t0 = time.monotonic_ns()
+                try:
+                    reply = multi_exec(conn, [("GET", k) for k in part])
+                except LINK_ERRORS:
+                    _drop_link(conn)
+                    conn = None
+                    continue
+                except ResponseError as e:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("final reads keep failing: %s" % e)
+                    continue
+                t1 = time.monotonic_ns()
+                ctx.rec.record(tid, cid, t0, t1, OK,
+                               [["r", k, parse_list(v)] for k, v in zip(part, reply)],
+                               final=True)
+                break
+        if conn is not None:
+            _drop_link(conn)
+        return len(keys)
+
+
+def _unknown_reads(ops):
+    return [op if op[0] == "append" else ["r", op[1], None] for op in ops]
+
+
+# ------------------------------------------------------------------ bank
+
+class BankWorkload:
+    """`accounts` accounts opened with `balance` each. Clients transfer
+    random amounts, half the time as WATCH a b / GET a / GET b / MULTI
+    DECRBY a x / INCRBY b x / EXEC (only when a can pay; a null EXEC is a
+    failed transaction), half as a plain MULTI DECRBY / INCRBY / EXEC; and
+    one operation in five is a read-only MULTI GET of every account, whose
+    sum the checker compares with the opening total."""
+
+    name = "bank"
+
+    def __init__(self, prefix, accounts=8, balance=100, read_ratio=0.2):
+        self.accounts = ["%s%d" % (prefix, i) for i in range(accounts)]
+        self.balance = balance
+        self.read_ratio = read_ratio
+
+    def setup(self, ctx, endpoint):
+        conn = connect(endpoint, deadline=time.monotonic() + 10)
+        if conn is None:
+            raise RuntimeError("bank setup: server unreachable")
+        try:
+            tid = ctx.rec.new_id()
+            t0 = time.monotonic_ns()
+            reply = multi_exec(conn, [("SET", a, str(self.balance)) for a in self.accounts])
+            if not isinstance(reply, list) or any(isinstance(r, ResponseError) for r in reply):
+                raise RuntimeError("bank setup failed: %r" % (reply,))
+            ctx.rec.record(tid, -1, t0, time.monotonic_ns(), OK,
+                           [["w", a, self.balance] for a in self.accounts])
+        finally:
+            _drop_link(conn)
+
+    def _read_all(self, conn, ctx, cid, final=False):
+        tid = ctx.rec.new_id()
+        t0 = time.monotonic_ns()
+        try:
+            reply = multi_exec(conn, [("GET", a) for a in self.accounts])
+        except ResponseError as e:
+            ctx.rec.record(tid, cid, t0, time.monotonic_ns(), FAIL,
+                           [["bal", a, None] for a in self.accounts], error=e)
+            return
+        t1 = time.monotonic_ns()
+        ops = []
+        for a, v in zip(self.accounts, reply):
+            try:
+                ops.append(["bal", a, int(v)])
+            except (TypeError, ValueError):
+                ops.append(["bal", a, None if v is None else str(v)])
+        ctx.rec.record(tid, cid, t0, t1, OK, ops, final=final)
+
+    def client(self, cid, ctx):
+        rnd = random.Random(ctx.seed * 104729 + cid)
+        endpoint = ctx.endpoints[cid % len(ctx.endpoints)]
+        conn = None
+        while not ctx.stop.is_set():
+            if conn is None:
+                conn = connect(endpoint, stop=ctx.stop)
+                if conn is None:
+                    break
+            try:
+                if rnd.random() < self.read_ratio:
+                    self._read_all(conn, ctx, cid)
+                    continue
+                a, b = rnd.sample(self.accounts, 2)
+                x = rnd.randint(1, 20)
+                ops = [["transfer", a, b, x]]
+                cmds = [("DECRBY", a, x), ("INCRBY", b, x)]
+                if rnd.random() < 0.5:
+                    conn.send_command("WATCH", a, b)
+                    conn.read_response()
+                    conn.send_command("GET", a)
+                    va = conn.read_response()
+                    if va is None or int(va) < x:
+                        conn.send_command("UNWATCH")
+                        conn.read_response()
+                        continue
+                    ops = [["bal", a, int(va)]] + ops
+                tid = ctx.rec.new_id()
+                t0 = time.monotonic_ns()
+                try:
+                    reply = multi_exec(conn, cmds)
+                except ResponseError as e:
+                    ctx.rec.record(tid, cid, t0, time.monotonic_ns(), FAIL, ops, error=e)
+                    continue
+                except LINK_ERRORS as e:
+                    ctx.rec.record(tid, cid, t0, None, INFO, ops, error=repr(e))
+                    raise
+                outcome = OK if reply is not None else FAIL
+                ctx.rec.record(tid, cid, t0, time.monotonic_ns(), outcome, ops,
+                               error=None if reply is not None else "WATCH: null EXEC")
+            except LINK_ERRORS:
+                _drop_link(conn)
+                conn = None
+                ctx.note_reconnect()
+        if conn is not None:
+            _drop_link(conn)
+
+    def final_reads(self, ctx, endpoint, deadline):
+        while True:
+            conn = connect(endpoint, deadline=deadline)
+            if conn is None:
+                raise RuntimeError("final read: server unreachable")
+            try:
+                self._read_all(conn, ctx, 10 ** 6, final=True)
+                return len(self.accounts)
+            except LINK_ERRORS:
+                if time.monotonic() > deadline:
+                    raise
+            finally:
+                _drop_link(conn)
