@@ -20,8 +20,18 @@ run: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
 
+# The long serializability check (minutes; README.md "Checking
+# serializability"). Extra options for tests/checker/run.py in CHECK_ARGS,
+# e.g. make check-serializable CHECK_ARGS="--duration 120".
+check-serializable: build
+	@RCKV_SERVER=$(BUILD)/rckv-server /usr/bin/python3 tests/checker/run.py --long \
+		--out $(BUILD)/checker-histories $(CHECK_ARGS)
+
+# redis-benchmark's GET/SET/INCR/MSET table, then rckv-bench's YCSB runs
+# against redis-server and the sweep charts; all under bench/results/.
 bench: build
 	@./bench/redis-compare.sh
+	@./bench/sweep.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -60,6 +60,32 @@ static void waiter_fn(void *ctx, uint64_t ns)
 	sched_sleep(w->sched, ns);
 }
 
+static void *waiter_self(void *ctx)
+{
+	struct worker *w = ctx;
+	return sched_self(w->sched);
+}
+
+static void waiter_park(void *ctx)
+{
+	struct worker *w = ctx;
+	sched_park(w->sched);
+}
+
+static void waiter_unpark(void *ctx, void *handle)
+{
+	struct worker *w = ctx;
+	sched_unpark(w->sched, handle);
+}
+
+void cc_batch_init(struct fab_batch *b, struct worker *w, struct fab_stats *stats)
+{
+	fab_batch_init(b, w->fw,
+		       (struct fab_waiter){ .wait = waiter_fn, .ctx = w, .self = waiter_self,
+					    .park = waiter_park, .unpark = waiter_unpark },
+		       stats);
+}
+
 struct cc_worker *cc_worker_create(struct node *n, struct worker *w)
 {
 	struct cc_worker *ccw = calloc(1, sizeof(*ccw));
@@ -69,11 +95,6 @@ struct cc_worker *cc_worker_create(struct node *n, struct worker *w)
 	ccw->w = w;
 	ccw->worker_id = w->id;
 	ccw->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)w->id << 32) ^ now_us();
-	ccw->scratch = malloc(ST_SLAB_BYTES);
-	if (!ccw->scratch) {
-		free(ccw);
-		return NULL;
-	}
 	return ccw;
 }
 
@@ -91,7 +112,8 @@ void cc_worker_destroy(struct cc_worker *ccw)
 	}
 	free(ccw->acc);
 	free(ccw->tab);
-	free(ccw->scratch);
+	while (ccw->nscratch)
+		free(ccw->scratch[--ccw->nscratch]);
 	free(ccw);
 }
 
@@ -123,8 +145,10 @@ void cc_leave(struct cc_worker *ccw)
 }
 
 /* Field by field: a txn holds a batch of FAB_BATCH_MAX ops (kilobytes) that
- * must not be cleared for every transaction. The access arrays are the
- * worker's, reused from one transaction to the next (txn_release). */
+ * must not be cleared for every transaction. The access arrays are taken
+ * from the worker's spare pair and given back by txn_release: several
+ * transactions of one worker run at once (each on its coroutine), so a
+ * transaction owns its arrays while it runs. */
 static void txn_begin(struct cc_worker *ccw, struct txn *t)
 {
 	struct node *n = ccw->node;
@@ -145,8 +169,28 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t)
 	t->nacc = 0;
 	t->tab = ccw->tab;
 	t->tab_mask = ccw->tab_mask;
-	fab_batch_init(&t->batch, ccw->w->fw,
-		       (struct fab_waiter){ .wait = waiter_fn, .ctx = ccw->w }, &t->fstats);
+	ccw->acc = NULL;
+	ccw->acc_cap = 0;
+	ccw->tab = NULL;
+	ccw->tab_mask = 0;
+	cc_batch_init(&t->batch, ccw->w, &t->fstats);
+}
+
+/* Big, but only the pages a lookup touches become resident (malloc maps
+ * blocks this large lazily). */
+struct st_item *cc_scratch_get(struct cc_worker *ccw)
+{
+	if (ccw->nscratch)
+		return ccw->scratch[--ccw->nscratch];
+	return malloc(ST_SLAB_BYTES);
+}
+
+void cc_scratch_put(struct cc_worker *ccw, struct st_item *buf)
+{
+	if (ccw->nscratch < (int)(sizeof(ccw->scratch) / sizeof(ccw->scratch[0])))
+		ccw->scratch[ccw->nscratch++] = buf;
+	else
+		free(buf);
 }
 
 uint64_t cc_txn_start_ts(struct txn *t)

@@ -34,6 +34,12 @@ void cc_worker_destroy(struct cc_worker *ccw);
  */
 int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg);
 
+/* Initialize a fabric batch for a coroutine of worker w: waits yield the
+ * coroutine (sleep, park/unpark) instead of blocking the thread. */
+struct fab_batch;
+struct fab_stats;
+void cc_batch_init(struct fab_batch *b, struct worker *w, struct fab_stats *stats);
+
 /* Enter/leave the node's in-flight count without a transaction (waits
  * while the node is quiesced). Used around work that must not overlap a
  * protocol switch. */

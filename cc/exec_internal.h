@@ -15,7 +15,10 @@ struct cc_worker {
 	uint64_t owner_seq;
 	uint64_t rng;
 	struct cc_access *free_acc; /* pool, linked by hnext */
-	struct st_item *scratch;    /* ST_SLAB_BYTES: lookup target */
+	/* ST_SLAB_BYTES lookup targets: a stack of spares, because several
+	 * coroutines of the worker may be resolving keys at once (txn.c). */
+	void *scratch[64];
+	int nscratch;
 	/* access arrays lent to each transaction in turn (txn.c) */
 	struct cc_access **acc;
 	int acc_cap;
@@ -27,5 +30,9 @@ struct cc_worker {
 void txn_after_commit(struct txn *t); /* reap tombstones, free spare blocks */
 void txn_after_abort(struct txn *t);  /* free blocks reserved for relocation */
 void txn_release(struct txn *t);      /* return accesses to the pool */
+
+/* A lookup buffer of ST_SLAB_BYTES for the calling coroutine, and back. */
+struct st_item *cc_scratch_get(struct cc_worker *ccw);
+void cc_scratch_put(struct cc_worker *ccw, struct st_item *buf);
 
 #endif

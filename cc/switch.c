@@ -1,15 +1,18 @@
 /*
  * switch.c: node-wide quiesce and the online protocol switch (DESIGN.md
- * section 6). One switch at a time per node (switch_lock). The sequence:
+ * section 6). The sequence on each node:
  *   1. quiesce := 1: new transactions park in cc_enter;
- *   2. wait, yielding, until in-flight transactions drain to zero;
- *   3. run the quiet step (reset item metadata and publish the new
- *      protocol, or flush);
+ *   2. wait until in-flight transactions drain to zero;
+ *   3. the quiet step: reset item metadata and publish the new protocol
+ *      (or flush);
  *   4. quiesce := 0: parked transactions resume under the new protocol.
- * Clients see a pause, never an error.
+ * On a cluster every node does 1-2 before any does 3, and 3 before any does
+ * 4 (server/cluster.c drives that), so no transaction anywhere runs while
+ * items carry the metadata of two protocols. Clients see a pause, never an
+ * error.
  *
- * Invariant (1): no transaction runs between step 2 and step 4, so no item
- * carries metadata of two protocols and no transaction sees two protocols.
+ * Invariant (1): no transaction runs on a node between its step 2 and its
+ * step 4.
  */
 #include "cc/switch.h"
 
@@ -18,68 +21,97 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cc/cc.h"
 #include "cc/sched.h"
 #include "server/node.h"
 #include "server/worker.h"
 
-static pthread_mutex_t switch_lock = PTHREAD_MUTEX_INITIALIZER;
+static void pause_for(struct worker *w, uint64_t ns)
+{
+	if (w) {
+		sched_sleep(w->sched, ns);
+	} else {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
+		nanosleep(&ts, NULL);
+	}
+}
+
+void cc_quiesce_begin(struct node *n, struct worker *w)
+{
+	/* A coroutine must not block its thread: other coroutines of the same
+	 * worker may be the ones we wait for. */
+	if (w) {
+		while (pthread_mutex_trylock(&n->switch_lock) != 0)
+			sched_sleep(w->sched, 1000000);
+	} else {
+		pthread_mutex_lock(&n->switch_lock);
+	}
+	ck_pr_store_int(&n->quiesce, 1);
+	ck_pr_fence_memory(); /* quiesce is visible before we read inflight */
+	while (ck_pr_load_64(&n->inflight) != 0)
+		pause_for(w, 100000);
+}
+
+void cc_quiesce_end(struct node *n)
+{
+	ck_pr_fence_store(); /* the quiet step's writes precede the resume */
+	ck_pr_store_int(&n->quiesce, 0);
+	pthread_mutex_unlock(&n->switch_lock);
+}
+
+void cc_switch_apply(struct node *n, const struct cc_protocol *to)
+{
+	/* Item metadata of the old protocol means nothing to the new one:
+	 * reset lock and meta words (versions stay, so WATCH is unaffected). */
+	st_reset_meta(n->region);
+	ck_pr_store_ptr(&n->proto, (void *)to);
+	ck_pr_store_ptr(&n->cfg.cc, (void *)to->name); /* CONFIG GET cc */
+	n->proto_epoch++;
+	struct st_header *h = st_region_header(n->region);
+	h->protocol_epoch = n->proto_epoch;
+}
 
 int cc_quiesce_run(struct node *n, struct worker *w, int (*fn)(struct node *n, void *arg),
 		   void *arg)
 {
-	/* Only one quiesce at a time; a second caller waits its turn without
-	 * blocking its worker thread. */
-	while (pthread_mutex_trylock(&switch_lock) != 0)
-		sched_sleep(w->sched, 1000000);
-	ck_pr_store_int(&n->quiesce, 1);
-	ck_pr_fence_memory(); /* quiesce is visible before we read inflight */
-	while (ck_pr_load_64(&n->inflight) != 0)
-		sched_sleep(w->sched, 100000);
+	cc_quiesce_begin(n, w);
 	int rc = fn(n, arg);
-	ck_pr_fence_store(); /* the quiet step's writes precede the resume */
-	ck_pr_store_int(&n->quiesce, 0);
-	pthread_mutex_unlock(&switch_lock);
+	cc_quiesce_end(n);
 	return rc;
 }
 
-struct switch_arg {
-	const struct cc_protocol *to;
-};
-
-static int do_switch(struct node *n, void *arg)
-{
-	struct switch_arg *sa = arg;
-	/* Item metadata of the old protocol means nothing to the new one:
-	 * reset lock and meta words (versions stay, so WATCH is unaffected). */
-	st_reset_meta(n->region);
-	ck_pr_store_ptr(&n->proto, (void *)sa->to);
-	n->proto_epoch++;
-	struct st_header *h = st_region_header(n->region);
-	h->protocol_epoch = n->proto_epoch;
-	return 0;
-}
-
-int cc_switch(struct node *n, struct worker *w, const char *name, char *err, size_t errlen)
+const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *name, char *err,
+					   size_t errlen)
 {
 	const struct cc_protocol *p = cc_protocol_find(name);
 	if (!p || (p->testing_only && !n->cfg.testing)) {
 		snprintf(err, errlen, "unknown concurrency control protocol '%s'%s", name,
 			 p ? " (available only with 'testing yes')" : "");
-		return -EINVAL;
+		return NULL;
 	}
+	return p;
+}
+
+int cc_switch(struct node *n, struct worker *w, const char *name, char *err, size_t errlen)
+{
+	const struct cc_protocol *p = cc_switch_lookup(n, name, err, errlen);
+	if (!p)
+		return -EINVAL;
+	if (n->cops)
+		return n->cops->switch_all(n, w, p, err, errlen);
 	if (p == ck_pr_load_ptr(&n->proto))
 		return 0;
-	struct switch_arg sa = { .to = p };
-	return cc_quiesce_run(n, w, do_switch, &sa);
+	cc_quiesce_begin(n, w);
+	cc_switch_apply(n, p);
+	cc_quiesce_end(n);
+	return 0;
 }
 
 const char *const *cc_protocol_names(const struct node *n)
 {
-	static const char *names[16];
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	(void)once;
+	static __thread const char *names[16];
 	const struct cc_protocol *const *all = cc_protocol_all();
 	int k = 0;
 	for (int i = 0; all[i] && k < 15; i++)

@@ -1,6 +1,8 @@
 /*
  * switch: node-wide quiesce, used by the online protocol switch and by
- * FLUSHALL/FLUSHDB (DESIGN.md section 6, "Switching protocol").
+ * FLUSHALL/FLUSHDB (DESIGN.md section 6, "Switching protocol"). On a
+ * cluster the same local steps run on every node, driven by the control
+ * plane (server/cluster.c) through n->cops.
  */
 #ifndef RCKV_CC_SWITCH_H
 #define RCKV_CC_SWITCH_H
@@ -9,25 +11,43 @@
 
 struct node;
 struct worker;
+struct cc_protocol;
 
 /*
- * cc_quiesce_run - hold new transactions, wait (yielding the calling
- * coroutine on w's scheduler) until none is in flight on the node, run
- * fn(n, arg) with the node quiet, then let transactions resume. The caller
- * must not be inside a transaction. Returns what fn returns.
+ * cc_quiesce_begin - hold new transactions on this node and wait until
+ * none is in flight. With w, the calling coroutine yields while it waits;
+ * with w == NULL (a control-plane thread) the thread sleeps. One quiesce at
+ * a time per node: a second caller waits its turn. Must not be called from
+ * inside a transaction.
+ */
+void cc_quiesce_begin(struct node *n, struct worker *w);
+/* Let transactions run again (pairs with cc_quiesce_begin, same thread). */
+void cc_quiesce_end(struct node *n);
+
+/* With the node quiesced: reset item metadata for `to`, publish it, bump
+ * the protocol epoch. */
+void cc_switch_apply(struct node *n, const struct cc_protocol *to);
+
+/*
+ * cc_quiesce_run - quiesce this node, run fn(n, arg), resume. Returns what
+ * fn returns.
  */
 int cc_quiesce_run(struct node *n, struct worker *w, int (*fn)(struct node *n, void *arg),
 		   void *arg);
 
 /*
- * cc_switch - switch the node to protocol `name` online: quiesce, reset
- * item metadata for the new protocol, publish it, bump the epoch, resume.
- * Returns 0, or -EINVAL with err filled ("unknown protocol 'x'", or a
- * protocol that needs `testing yes`).
+ * cc_switch - switch the node, or with a cluster every node, to protocol
+ * `name` online. Returns 0, or -EINVAL with err filled ("unknown protocol
+ * 'x'", or a protocol that needs `testing yes`), or the cluster's error.
  */
 int cc_switch(struct node *n, struct worker *w, const char *name, char *err, size_t errlen);
 
-/* Names of the protocols CONFIG SET cc accepts on this node, NULL-terminated. */
+/* Look up a protocol this node accepts; NULL with err filled if none. */
+const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *name, char *err,
+					   size_t errlen);
+
+/* Names of the protocols CONFIG SET cc accepts on this node, NULL-terminated
+ * (a per-thread buffer). */
 const char *const *cc_protocol_names(const struct node *n);
 
 #endif

@@ -15,6 +15,7 @@
 #include "cc/cc.h"
 #include "cc/exec_internal.h"
 #include "server/node.h"
+#include "server/slots.h"
 
 const char *cc_strerror(int rc)
 {
@@ -29,13 +30,14 @@ const char *cc_strerror(int rc)
 	}
 }
 
-/* The node that owns a key. A single node owns everything until the
- * cluster's slot map arrives (the cluster issue). */
+/* The node that owns a key: its slot's owner in the node's slot map
+ * (DESIGN.md section 7). */
 static uint16_t key_node(struct txn *t, const char *key, size_t klen)
 {
-	(void)key;
-	(void)klen;
-	return fab_self(t->node->fab);
+	const struct slot_map *m = ck_pr_load_ptr(&t->node->slots);
+	if (!m || m->nnodes <= 1)
+		return fab_self(t->node->fab);
+	return (uint16_t)m->nodes[slot_map_node_of(m, key, klen)].id;
 }
 
 static struct cc_access *acc_alloc(struct txn *t)
@@ -126,10 +128,17 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 	a->has_nref = false;
 	a->p[0] = a->p[1] = 0;
 
-	/* Resolve: find the item, or create an ABSENT placeholder for it. */
-	struct st_item *buf = t->ccw->scratch;
+	/* Resolve: find the item, or create an ABSENT placeholder for it. The
+	 * lookup may yield, so its buffer is this coroutine's own. */
+	struct st_item *buf = cc_scratch_get(t->ccw);
+	if (!buf) {
+		a->hnext = t->ccw->free_acc;
+		t->ccw->free_acc = a;
+		return CC_EINTERNAL;
+	}
 	int rc = st_create(&t->batch, t->node->layout, a->node, key, (uint32_t)klen, h, &a->ref, buf);
 	if (rc) {
+		cc_scratch_put(t->ccw, buf);
 		a->hnext = t->ccw->free_acc;
 		t->ccw->free_acc = a;
 		return rc == ST_EFULL ? CC_EFULL : CC_EFAB;
@@ -138,6 +147,7 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 	if (a->img_cap < csz) {
 		struct st_item *img = realloc(a->img, csz);
 		if (!img) {
+			cc_scratch_put(t->ccw, buf);
 			a->hnext = t->ccw->free_acc;
 			t->ccw->free_acc = a;
 			return CC_EINTERNAL;
@@ -146,6 +156,7 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 		a->img_cap = csz;
 	}
 	memcpy(a->img, buf, csz);
+	cc_scratch_put(t->ccw, buf);
 
 	t->acc[t->nacc++] = a;
 	uint32_t b = (uint32_t)h & t->tab_mask;
@@ -423,21 +434,24 @@ void txn_release(struct txn *t)
 		a->hnext = ccw->free_acc;
 		ccw->free_acc = a;
 	}
-	/* Hand the (possibly grown) arrays back to the worker. A table that
-	 * grew for a huge MULTI is dropped rather than kept forever. */
-	if (t->tab_mask > 1023) {
+	/* Hand the arrays back as the worker's spare pair, unless it already
+	 * got one back from another transaction, or they grew for a huge
+	 * MULTI (those are dropped rather than kept forever). */
+	if (ccw->tab || t->tab_mask > 1023) {
 		free(t->tab);
-		t->tab = NULL;
-		t->tab_mask = 0;
+	} else {
+		ccw->tab = t->tab;
+		ccw->tab_mask = t->tab_mask;
 	}
-	if (t->acc_cap > 1024) {
+	if (ccw->acc || t->acc_cap > 1024) {
 		free(t->acc);
-		t->acc = NULL;
-		t->acc_cap = 0;
+	} else {
+		ccw->acc = t->acc;
+		ccw->acc_cap = t->acc_cap;
 	}
-	ccw->acc = t->acc;
-	ccw->acc_cap = t->acc_cap;
-	ccw->tab = t->tab;
-	ccw->tab_mask = t->tab_mask;
+	t->tab = NULL;
+	t->acc = NULL;
+	t->tab_mask = 0;
+	t->acc_cap = 0;
 	t->nacc = 0;
 }

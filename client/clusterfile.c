@@ -2,12 +2,13 @@
  * clusterfile.c: node addresses from a cluster configuration file.
  *
  * The file format belongs to the server (conf/cluster-*.conf); a client
- * only needs where to connect, so it reads `node` lines and skips all
+ * only needs where to connect, so it reads node lines and skips all
  * else. rckv_cluster_parse_line() is the one function that knows the
  * syntax of a node line:
  *
- *   node <id> <host>:<port> [<fabric-address>]
+ *   cluster-node <id> <host>:<port> [<fabric-address>]
  *
+ * (conf/cluster-3.conf's keyword; `node` is accepted as well.)
  * Blank lines and '#' comments are skipped; so is a trailing comment.
  */
 #include "client/rckv.h"
@@ -66,10 +67,10 @@ int rckv_cluster_parse_line(const char *line, struct rckv_node *out, char *err, 
 	}
 	strcpy(buf, line);
 	n = split_words(buf, w, LINE_MAX_WORDS);
-	if (n == 0 || strcmp(w[0], "node") != 0)
+	if (n == 0 || (strcmp(w[0], "cluster-node") != 0 && strcmp(w[0], "node") != 0))
 		return 0;
 	if (n < 3 || n > 4) {
-		snprintf(err, errlen, "expected 'node <id> <host>:<port> [<fabric-address>]'");
+		snprintf(err, errlen, "expected '%s <id> <host>:<port> [<fabric-address>]'", w[0]);
 		return RCKV_EPARSE;
 	}
 	memset(out, 0, sizeof(*out));
@@ -165,7 +166,8 @@ int rckv_cluster_file_read(const char *path, struct rckv_cluster_file *out, char
 		snprintf(err, errlen, "%s: read error", path);
 	} else if (out->n == 0) {
 		rc = RCKV_EPARSE;
-		snprintf(err, errlen, "%s: no 'node <id> <host>:<port> <fabric-address>' line", path);
+		snprintf(err, errlen, "%s: no 'cluster-node <id> <host>:<port> <fabric-address>' line",
+			 path);
 	}
 out:
 	fclose(f);

@@ -143,8 +143,12 @@ int rckv_map_fetch(redisContext *c, struct rckv_map *m, char *err, size_t errlen
 	int rc;
 
 	if (!r) {
+		/* a read that timed out shows as EAGAIN's text: say what it means */
+		const char *why = c->errstr[0] ? c->errstr : "I/O error";
+		if (strstr(why, "temporarily unavailable"))
+			why = "no reply within the timeout";
 		if (err && errlen)
-			snprintf(err, errlen, "RCKV NODES: %s", c->errstr[0] ? c->errstr : "I/O error");
+			snprintf(err, errlen, "RCKV NODES: %s", why);
 		return RCKV_ECONNECT;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {

@@ -9,7 +9,7 @@
  *    XMODEM of the key or of its non-empty {hash tag}, mod 16384), the same
  *    one server/slots.c uses, so a client predicts placement exactly;
  *  - the cluster file: rckv_cluster_file_read() reads the node addresses
- *    from a cluster configuration file (one `node` line per node).
+ *    from a cluster configuration file (one `cluster-node` line per node).
  *
  * Errors: functions returning int give 0 on success and a negative RCKV_E*
  * code (or -errno) on failure; rckv_strerror() names the code, and the
@@ -111,10 +111,11 @@ struct rckv_cluster_file {
 
 /*
  * rckv_cluster_parse_line - parse one line of a cluster file.
- * A node line is `node <id> <host>:<port> [<fabric-address>]` (an IPv6 host
- * is written in brackets, [::1]:7000); blank lines and lines starting with
- * '#' are skipped, and so are lines whose first word is not `node` (other
- * directives belong to the server). This function is the only place that
+ * A node line is `cluster-node <id> <host>:<port> [<fabric-address>]`, as in
+ * conf/cluster-3.conf (`node` is accepted for the same; an IPv6 host is
+ * written in brackets, [::1]:7000); blank lines, '#' comments and lines
+ * with any other first word are skipped (other directives belong to the
+ * server). This function is the only place that
  * knows the format, so a change of format changes only it.
  * Returns 1 and fills *out for a node line, 0 for a line to skip, or
  * RCKV_EPARSE with the reason in err.

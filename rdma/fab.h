@@ -120,6 +120,8 @@ int fab_apply_local(char *base, uint64_t size, struct fab_op *const *ops, int n)
 /*
  * The control plane's request/response call to a peer, given to backends
  * that exchange setup data (verbs). Blocking; not on a worker's hot path.
+ * *resp_len is the capacity of resp on entry and the reply's length on
+ * return (the same for the ctl hook). Returns 0 or -errno.
  */
 typedef int (*fab_ctl_call_fn)(void *ctx, uint16_t node, const void *req, size_t len,
 			       void *resp, size_t *resp_len);

@@ -6,6 +6,7 @@
 #define RCKV_TCP_WIRE_H
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rdma/fab.h"
@@ -50,6 +51,10 @@ int tcp_request_decode(const char *q, uint32_t flen, struct fab_op *ops, uint32_
 		       uint32_t *resp);
 /* Copy a response payload into the ops' READ buffers and old-value slots. */
 void tcp_response_decode(const char *payload, struct fab_op *const *ops, int n);
+
+/* Connect to "host:port" (blocking, with a send timeout); TCP_NODELAY set.
+ * Returns the fd, or -errno with err filled. */
+int fab_tcp_connect(const char *addr, int timeout_ms, char *err, size_t errlen);
 
 /* Set O_NONBLOCK on fd (on = 1) or clear it. */
 void ioctl_nonblock(int fd, int on);

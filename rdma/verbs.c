@@ -1,31 +1,1199 @@
-/* TEMPORARY: replaced by the full verbs backend (in progress). */
+/*
+ * verbs.c: the rdma-core fabric backend (DESIGN.md section 8): one-sided
+ * READ, WRITE, CAS and FAA on RC queue pairs, for nodes with an RDMA NIC
+ * (InfiniBand or RoCE) or Soft-RoCE.
+ *
+ * Objects and who owns them:
+ *  - struct verbs_dev (fab->bdata): the device context, protection domain,
+ *    the port's attributes (MTU, LID, GID) and the device's limits (atomic
+ *    capability, queue depths), all queried at open and read-only after;
+ *    the own region's memory region (MR, attach_self); and the responder
+ *    QPs that answer other nodes' (and this node's) requester QPs.
+ *  - struct verbs_worker (fab_worker->bdata, owner thread only): a
+ *    completion channel and CQ, a registered bounce area, and one endpoint
+ *    per attached node, this node included (a loopback QP: NIC atomics are
+ *    not atomic with CPU atomics, so the own region is reached by the NIC
+ *    too, and fab_attach leaves peers[self].direct false).
+ *  - struct verbs_ep: one requester RC QP connected to a responder QP on the
+ *    target node, that node's rkey and region base, a bounce ring, the FIFO
+ *    of parts in flight and the FIFO of parts waiting for room.
+ *
+ * Bootstrap (verbs_worker_init -> ep_connect; target side verbs_ctl ->
+ * respond): the worker creates its QP and brings it to INIT, sends
+ * {node, worker, LID, GID, QPN, PSN, MTU, rd_atomic} (verbs_wire.h) through
+ * fab_config.ctl_call (a direct call of verbs_ctl for the own node); the
+ * target creates a responder QP, brings it to RTR and RTS against the
+ * requester's address and answers with its own address, the region's rkey,
+ * base and size; the worker then brings its QP to RTR and RTS.
+ *
+ * Data path: fab_exec gives post() one part per node. post copies WRITE
+ * payloads into bounce memory, builds one WR per op chained in order, flags
+ * only the last one IBV_SEND_SIGNALED and rings the doorbell once
+ * (ibv_post_send of the chain). READ data and atomic results land in bounce
+ * memory and are copied to op->buf / op->old when the part's completion is
+ * polled, then fab_part_done runs. poll() is driven by the completion
+ * channel's fd in the worker's epoll.
+ *
+ * Invariants:
+ * (1) Per endpoint, parts reach the send queue in the order post() received
+ *     them: while a part waits for room, every later part waits behind it.
+ * (2) Every WR of a part carries wr_id = the part and only the last is
+ *     signaled. RC completes a QP's WRs in order, so a successful CQE
+ *     completes the part at the head of its endpoint's in-flight FIFO,
+ *     together with all of that part's unsignaled WRs.
+ * (3) A part's send-queue slots and bounce bytes are returned when its
+ *     signaled CQE is polled, not before: the slots of unsignaled WRs are
+ *     freed by the next signaled completion, and the NIC may write READ
+ *     data and atomic results into bounce memory until then.
+ * (4) After the first failed CQE of a QP (or a failed post), the endpoint is
+ *     broken: every part in flight or waiting fails, later parts fail at
+ *     post, and the QP's remaining CQEs (flush errors, which come for
+ *     unsignaled WRs too) are dropped without reading their wr_id, which
+ *     may name a part that no longer exists.
+ * (5) The CQ has one entry per send-queue slot of every endpoint of the
+ *     worker (a flushed WR completes even when unsignaled), so it cannot
+ *     overrun.
+ * (6) vw->armed is true when the CQ is armed or an event it raised is not
+ *     yet consumed. poll() consumes events first, and returns only after
+ *     it found the CQ empty with armed true (poll, re-arm, poll again), so
+ *     a completion that arrives later always makes the channel's fd
+ *     readable and no completion is missed.
+ * (7) The NIC only ever touches registered memory this backend owns (the
+ *     region MR, bounce areas): op buffers may live anywhere (coroutine
+ *     stacks, heap) and are copied.
+ *
+ * Threads: open, attach_self, attach_peer and close run on the main thread
+ * before workers start or after they stopped. ctl runs on the control
+ * plane's thread and, for the own node, in worker_init; the responder list
+ * and the region MR are guarded by verbs_dev.lock. Everything of a
+ * verbs_worker belongs to its owner thread (fab.h's _st rule), except that
+ * worker_init and worker_fini may run on the main thread while the worker
+ * thread is not running.
+ */
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "rdma/fab_internal.h"
+#include "rdma/verbs_wire.h"
+
+/* ---- queue-pair parameters, with their units ---- */
+
+#define VERBS_PORT_DEFAULT 1     /* HCA port numbers start at 1 */
+#define VERBS_PKEY_INDEX 0       /* index into the port's P_Key table: the default partition */
+#define VERBS_SL 0               /* service level (InfiniBand QoS lane) */
+#define VERBS_TRAFFIC_CLASS 0    /* GRH traffic class (RoCE v2: the IP DSCP/ECN byte) */
+#define VERBS_HOP_LIMIT 64       /* GRH hop limit, in router hops (RoCE v2: the IP TTL) */
+/* Local ACK timeout, encoded as 4.096 us x 2^n: 14 gives 67 ms before a
+ * request is retransmitted. */
+#define VERBS_ACK_TIMEOUT 14
+/* Retransmissions before a WR fails with IBV_WC_RETRY_EXC_ERR (3-bit
+ * field, 7 is the most): a dead peer is noticed after about
+ * (7 + 1) x 67 ms = 0.5 s. */
+#define VERBS_RETRY_CNT 7
+/* Receiver-not-ready retries: one-sided operations never consume a posted
+ * receive, so an RNR NAK cannot happen; 0 turns one into an error at once
+ * instead of 7, which would mean "retry forever". */
+#define VERBS_RNR_RETRY 0
+/* Minimum RNR NAK timer of a responder, IB encoding 12 = 0.64 ms. Unused
+ * for the reason above, but RTR requires a value. */
+#define VERBS_MIN_RNR_TIMER 12
+/* RDMA READ + atomic requests a requester QP keeps outstanding (initiator
+ * depth), before the device's and the responder's limits lower it. */
+#define VERBS_RD_ATOMIC_WANT 16
+/* A requester QP never serves READs or atomics, and a responder QP never
+ * issues them; 1 is the smallest depth every provider accepts. */
+#define VERBS_IDLE_RD_ATOMIC 1
+/* Send WRs per requester QP before the device's limits lower it: eight
+ * full batches in flight per endpoint. Never below FAB_BATCH_MAX (one part
+ * must always fit an empty send queue). */
+#define VERBS_SQ_DEPTH_WANT (8 * FAB_BATCH_MAX)
+/* A responder QP posts nothing; the smallest queues are enough. */
+#define VERBS_RESP_SEND_WR 1
+#define VERBS_RECV_WR 1          /* no QP posts receives; 1 for providers that refuse 0 */
+#define VERBS_RESP_CQ_CQE 16     /* entries of the responders' CQ, which nothing completes on */
+/* Bounce bytes per endpoint (a slice of the worker's registered area). A
+ * part needing more gets a buffer of its own registered for its lifetime. */
+#define VERBS_EP_BOUNCE_BYTES (1u << 20)
+#define VERBS_POLL_BATCH 32      /* work completions taken per ibv_poll_cq */
+#define VERBS_PAGE 4096          /* alignment of registered buffers, in bytes */
+
+/* ---- types ---- */
+
+/* A responder QP: the target end of one requester QP. */
+struct verbs_resp {
+	struct ibv_qp *qp;
+	uint16_t from;   /* requester's node */
+	uint16_t worker; /* requester's worker */
+	struct verbs_resp *next;
+};
+
+struct verbs_dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_device_attr dattr;
+	struct ibv_port_attr pattr;
+	uint8_t port;
+	bool roce;               /* Ethernet link layer: addresses are GIDs (GRH) */
+	unsigned gid_index;
+	union ibv_gid gid;
+	char name[IBV_SYSFS_NAME_MAX];
+	struct ibv_cq *resp_cq;  /* shared by every responder QP */
+	pthread_mutex_t lock;    /* guards region_mr and resp */
+	struct ibv_mr *region_mr; /* own region; set by attach_self */
+	struct verbs_resp *resp;
+};
+
+/* A part in flight on an endpoint. */
+struct verbs_flight {
+	struct fab_part *part;
+	char *area;              /* its bounce bytes (verbs_wire.h layout) */
+	uint64_t consumed;       /* ring bytes to release; 0 with own_mr */
+	struct ibv_mr *own_mr;   /* private buffer of an oversize part, or NULL */
+	uint32_t nwr;            /* send-queue slots it holds */
+};
+
+struct verbs_ep {
+	struct ibv_qp *qp;
+	uint16_t node;
+	bool broken;             /* invariant (4) */
+	int fail_err;            /* what parts get once broken */
+	uint32_t rkey;           /* target region's key, base and size */
+	uint64_t rbase;
+	uint64_t rsize;
+	uint32_t sq_depth;
+	uint32_t sq_used;        /* slots held by parts in flight, invariant (3) */
+	struct verbs_ring ring;
+	char *bounce;            /* this endpoint's slice of the worker's area */
+	struct verbs_flight *fl; /* FIFO of sq_depth slots (a part holds >= 1 WR) */
+	uint32_t fl_head;
+	uint32_t fl_n;
+	struct fab_part *wait_head, *wait_tail; /* invariant (1) */
+};
+
+struct verbs_worker {
+	struct fab_worker *fw;
+	struct verbs_dev *d;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	bool armed;              /* invariant (6) */
+	char *bounce;
+	size_t bounce_bytes;
+	struct ibv_mr *bounce_mr;
+	uint32_t sq_depth;
+	int nep;
+	struct verbs_ep *list[FAB_MAX_NODES]; /* endpoints, for the QPN lookup */
+	struct verbs_ep *eps[FAB_MAX_NODES];  /* by node id */
+	/* Scratch for one post (owner thread; post is not reentrant). */
+	struct ibv_send_wr wr[FAB_BATCH_MAX];
+	struct ibv_sge sge[FAB_BATCH_MAX];
+	bool fence[FAB_BATCH_MAX];
+};
+
+/* ibv_modify_qp and friends return a positive errno, or -1 with errno. */
+static int verbs_errno(int rc)
+{
+	if (rc > 0)
+		return rc;
+	return errno ? errno : EINVAL;
+}
+
+static bool gid_is_zero(const uint8_t *gid)
+{
+	static const uint8_t zero[16];
+	return memcmp(gid, zero, 16) == 0;
+}
+
+/* A PSN a stale packet of an earlier QP with the same number is unlikely
+ * to carry. */
+static uint32_t random_psn(void)
+{
+	uint32_t v;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = (uint32_t)ts.tv_nsec ^ ((uint32_t)getpid() << 8);
+	}
+	return v & VERBS_PSN_MASK;
+}
+
+static uint8_t min_u8(unsigned a, unsigned b)
+{
+	unsigned m = a < b ? a : b;
+	return (uint8_t)(m > 255 ? 255 : m);
+}
+
+/* ---- open and close ---- */
+
+static int pick_device(struct fab *f, struct ibv_device **list, int n, struct ibv_device **out,
+		       char *err, size_t errlen)
+{
+	/* The config's device, else the environment's (until the server has a
+	 * device option), else the first device. */
+	const char *want = f->device[0] ? f->device : getenv("RCKV_VERBS_DEVICE");
+	if (!want || !*want) {
+		*out = list[0];
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		if (strcmp(ibv_get_device_name(list[i]), want) == 0) {
+			*out = list[i];
+			return 0;
+		}
+	}
+	size_t len = (size_t)snprintf(err, errlen,
+				      "verbs fabric: RDMA device '%s' not found; devices found:", want);
+	for (int i = 0; i < n && len < errlen; i++)
+		len += (size_t)snprintf(err + len, errlen - len, "%s %s", i ? "," : "",
+					ibv_get_device_name(list[i]));
+	return -ENODEV;
+}
+
+/* The GID index: RCKV_VERBS_GID_INDEX if set, else on RoCE the choice of
+ * verbs_pick_gid, else (InfiniBand) 0, the port GID. */
+static int pick_gid(struct verbs_dev *d, char *err, size_t errlen)
+{
+	int tbl = d->pattr.gid_tbl_len;
+	if (tbl > 256)
+		tbl = 256; /* an address vector's sgid_index is 8 bits */
+	const char *env = getenv("RCKV_VERBS_GID_INDEX");
+	if (env) {
+		unsigned idx;
+		if (tbl <= 0 || verbs_parse_index(env, (unsigned)tbl - 1, &idx) != 0) {
+			snprintf(err, errlen,
+				 "verbs fabric: RCKV_VERBS_GID_INDEX='%s' is not an index of the "
+				 "%d-entry GID table of %s port %u",
+				 env, tbl, d->name, d->port);
+			return -EINVAL;
+		}
+		d->gid_index = idx;
+	} else if (d->roce) {
+		struct ibv_gid_entry *e = calloc((size_t)(tbl > 0 ? tbl : 1), sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		int n = 0;
+		for (int i = 0; i < tbl; i++)
+			if (ibv_query_gid_ex(d->ctx, d->port, (uint32_t)i, &e[n], 0) == 0)
+				n++;
+		int k = verbs_pick_gid(e, n);
+		if (k >= 0)
+			d->gid_index = e[k].gid_index;
+		free(e);
+		if (k < 0) {
+			snprintf(err, errlen,
+				 "verbs fabric: %s port %u (RoCE) has no usable GID: give its "
+				 "network interface an IP address, or set RCKV_VERBS_GID_INDEX",
+				 d->name, d->port);
+			return -EADDRNOTAVAIL;
+		}
+	} else {
+		d->gid_index = 0;
+	}
+	if (ibv_query_gid(d->ctx, d->port, (int)d->gid_index, &d->gid) != 0) {
+		snprintf(err, errlen, "verbs fabric: cannot read GID %u of %s port %u: %s",
+			 d->gid_index, d->name, d->port, strerror(errno));
+		return -EADDRNOTAVAIL;
+	}
+	if (d->roce && gid_is_zero(d->gid.raw)) {
+		snprintf(err, errlen, "verbs fabric: GID %u of %s port %u is empty; choose another "
+			 "with RCKV_VERBS_GID_INDEX (see `ibv_devinfo -v`)",
+			 d->gid_index, d->name, d->port);
+		return -EADDRNOTAVAIL;
+	}
+	return 0;
+}
+
+/* Device and port checks after both were queried. */
+static int check_caps(struct verbs_dev *d, char *err, size_t errlen)
+{
+	struct ibv_device_attr *a = &d->dattr;
+	if (a->atomic_cap != IBV_ATOMIC_HCA && a->atomic_cap != IBV_ATOMIC_GLOB) {
+		snprintf(err, errlen,
+			 "verbs fabric: device %s has no RDMA atomics (atomic_cap is %s); rckv's "
+			 "CAS and FAA need IBV_ATOMIC_HCA or IBV_ATOMIC_GLOB",
+			 d->name, a->atomic_cap == IBV_ATOMIC_NONE ? "IBV_ATOMIC_NONE" : "unknown");
+		return -EOPNOTSUPP;
+	}
+	if (a->max_qp_init_rd_atom < 1 || a->max_qp_rd_atom < 1) {
+		snprintf(err, errlen,
+			 "verbs fabric: device %s allows no outstanding RDMA READ/atomic per QP "
+			 "(max_qp_init_rd_atom %d, max_qp_rd_atom %d)",
+			 d->name, a->max_qp_init_rd_atom, a->max_qp_rd_atom);
+		return -EOPNOTSUPP;
+	}
+	if (a->max_qp_wr < FAB_BATCH_MAX || a->max_sge < 1) {
+		snprintf(err, errlen,
+			 "verbs fabric: device %s allows %d send WRs per QP; a batch needs %d",
+			 d->name, a->max_qp_wr, FAB_BATCH_MAX);
+		return -EOPNOTSUPP;
+	}
+	if (d->pattr.state != IBV_PORT_ACTIVE) {
+		snprintf(err, errlen,
+			 "verbs fabric: %s port %u is %s, not ACTIVE (link down, or on "
+			 "InfiniBand no subnet manager); `ibv_devinfo` shows the ports",
+			 d->name, d->port, ibv_port_state_str(d->pattr.state));
+		return -ENETDOWN;
+	}
+	if (!d->roce && d->pattr.lid == 0) {
+		snprintf(err, errlen, "verbs fabric: %s port %u has no LID (is a subnet manager "
+			 "running?)", d->name, d->port);
+		return -ENETDOWN;
+	}
+	if (verbs_mtu_bytes(d->pattr.active_mtu) == 0) {
+		snprintf(err, errlen, "verbs fabric: %s port %u reports an invalid MTU (%d)",
+			 d->name, d->port, (int)d->pattr.active_mtu);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static void verbs_close(struct fab *f)
+{
+	struct verbs_dev *d = f->bdata;
+	if (!d)
+		return;
+	struct verbs_resp *r;
+	while ((r = d->resp)) {
+		d->resp = r->next;
+		ibv_destroy_qp(r->qp);
+		free(r);
+	}
+	if (d->resp_cq)
+		ibv_destroy_cq(d->resp_cq);
+	if (d->region_mr)
+		ibv_dereg_mr(d->region_mr);
+	if (d->pd)
+		ibv_dealloc_pd(d->pd);
+	if (d->ctx)
+		ibv_close_device(d->ctx);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	f->bdata = NULL;
+}
 
 static int verbs_open(struct fab *f, char *err, size_t errlen)
 {
-	int n = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	if (l)
-		ibv_free_device_list(l);
-	snprintf(err, errlen, "verbs fabric: %s", n ? "backend under construction" :
-		 "no RDMA device found (ibv_get_device_list returned none)");
-	return -ENODEV;
+	int ndev = 0;
+	struct ibv_device **list = ibv_get_device_list(&ndev);
+	if (!list || ndev <= 0) {
+		if (list)
+			ibv_free_device_list(list);
+		snprintf(err, errlen,
+			 "verbs fabric: no RDMA device found (ibv_get_device_list returned none); "
+			 "use --fabric shm or tcp, or see README 'Running on RDMA hardware'");
+		return -ENODEV;
+	}
+	struct ibv_device *dev = NULL;
+	int rc = pick_device(f, list, ndev, &dev, err, errlen);
+	if (rc) {
+		ibv_free_device_list(list);
+		return rc;
+	}
+	struct verbs_dev *d = calloc(1, sizeof(*d));
+	if (!d) {
+		ibv_free_device_list(list);
+		snprintf(err, errlen, "verbs fabric: out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	f->bdata = d;
+	snprintf(d->name, sizeof(d->name), "%s", ibv_get_device_name(dev));
+	if (dev->transport_type != IBV_TRANSPORT_IB) {
+		ibv_free_device_list(list);
+		snprintf(err, errlen,
+			 "verbs fabric: %s is not an InfiniBand or RoCE device (iWARP and others "
+			 "need a connection manager this backend does not use)", d->name);
+		rc = -EOPNOTSUPP;
+		goto fail;
+	}
+	d->ctx = ibv_open_device(dev);
+	ibv_free_device_list(list);
+	if (!d->ctx) {
+		rc = -verbs_errno(-1);
+		snprintf(err, errlen, "verbs fabric: cannot open %s: %s", d->name, strerror(-rc));
+		goto fail;
+	}
+	if ((rc = ibv_query_device(d->ctx, &d->dattr)) != 0) {
+		rc = -verbs_errno(rc);
+		snprintf(err, errlen, "verbs fabric: cannot query %s: %s", d->name, strerror(-rc));
+		goto fail;
+	}
+	unsigned port = VERBS_PORT_DEFAULT;
+	const char *penv = getenv("RCKV_VERBS_PORT");
+	if (penv && (verbs_parse_index(penv, d->dattr.phys_port_cnt, &port) != 0 || port == 0)) {
+		snprintf(err, errlen, "verbs fabric: RCKV_VERBS_PORT='%s' is not a port of %s "
+			 "(1 to %u)", penv, d->name, d->dattr.phys_port_cnt);
+		rc = -EINVAL;
+		goto fail;
+	}
+	d->port = (uint8_t)port;
+	if ((rc = ibv_query_port(d->ctx, d->port, &d->pattr)) != 0) {
+		rc = -verbs_errno(rc);
+		snprintf(err, errlen, "verbs fabric: cannot query %s port %u: %s", d->name, d->port,
+			 strerror(-rc));
+		goto fail;
+	}
+	d->roce = d->pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
+	if ((rc = check_caps(d, err, errlen)) != 0 || (rc = pick_gid(d, err, errlen)) != 0)
+		goto fail;
+	d->pd = ibv_alloc_pd(d->ctx);
+	if (!d->pd) {
+		rc = -verbs_errno(-1);
+		snprintf(err, errlen, "verbs fabric: cannot allocate a protection domain on %s: %s",
+			 d->name, strerror(-rc));
+		goto fail;
+	}
+	d->resp_cq = ibv_create_cq(d->ctx, VERBS_RESP_CQ_CQE, NULL, NULL, 0);
+	if (!d->resp_cq) {
+		rc = -verbs_errno(-1);
+		snprintf(err, errlen, "verbs fabric: cannot create a CQ on %s: %s", d->name,
+			 strerror(-rc));
+		goto fail;
+	}
+	return 0;
+fail:
+	verbs_close(f);
+	return rc;
 }
 
-static int verbs_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, size_t errlen)
+/* ---- regions and peers ---- */
+
+static int verbs_attach_self(struct fab *f, char *err, size_t errlen)
 {
-	return -ENODEV;
+	struct verbs_dev *d = f->bdata;
+	struct fab_peer *p = &f->peers[f->cfg.self];
+	if ((uintptr_t)p->base & 7) {
+		snprintf(err, errlen, "verbs fabric: region at %p is not 8-aligned", p->base);
+		return -EINVAL;
+	}
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_ATOMIC;
+	struct ibv_mr *mr = ibv_reg_mr(d->pd, p->base, p->size, access);
+	if (!mr) {
+		/* The two usual causes: the pinned-memory limit (ENOMEM, EPERM),
+		 * and kernels that refuse long-term pins of writable shared
+		 * mappings of files on disk file systems (EFAULT). */
+		int e = verbs_errno(-1);
+		snprintf(err, errlen,
+			 "verbs fabric: cannot register the %llu-byte region with %s: %s (%s; "
+			 "see README 'Running on RDMA hardware')",
+			 (unsigned long long)p->size, d->name, strerror(e),
+			 e == EFAULT ? "a region file on a disk file system cannot be pinned "
+				       "by this kernel: use persistence none, or a dir on tmpfs"
+				     : "raise the locked-memory limit: ulimit -l unlimited");
+		return -e;
+	}
+	pthread_mutex_lock(&d->lock);
+	struct ibv_mr *old = d->region_mr;
+	d->region_mr = mr;
+	pthread_mutex_unlock(&d->lock);
+	if (old)
+		ibv_dereg_mr(old);
+	return 0;
 }
 
-static int verbs_post(struct fab_worker *fw, struct fab_part *part) { return -ENODEV; }
+static int verbs_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err,
+			     size_t errlen)
+{
+	struct fab_peer *p = &f->peers[pi->node];
+	p->direct = false;
+	p->base = NULL;
+	if (pi->region_size == 0) {
+		snprintf(err, errlen, "verbs fabric: node %u announced an empty region", pi->node);
+		return -EINVAL;
+	}
+	if (!f->cfg.ctl_call) {
+		snprintf(err, errlen, "verbs fabric: no control-plane channel to exchange queue "
+			 "pairs with node %u", pi->node);
+		return -ENOTCONN;
+	}
+	return 0;
+}
+
+/* ---- queue pairs ---- */
+
+/* The far end of a QP as the bootstrap exchange described it. */
+struct verbs_far {
+	uint16_t lid;
+	const uint8_t *gid;
+	uint32_t qpn;
+	uint32_t psn;
+	uint8_t mtu;
+};
+
+static struct ibv_qp *qp_create(struct verbs_dev *d, struct ibv_cq *cq, uint32_t send_wr)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 0, /* invariant (2): we choose which WRs signal */
+		.cap = { .max_send_wr = send_wr, .max_recv_wr = VERBS_RECV_WR,
+			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0 },
+	};
+	return ibv_create_qp(d->pd, &ia);
+}
+
+/* RESET -> INIT. Returns 0 or a positive errno. */
+static int qp_init(struct verbs_dev *d, struct ibv_qp *qp, int access)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = VERBS_PKEY_INDEX,
+				 .port_num = d->port, .qp_access_flags = (unsigned)access };
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_ACCESS_FLAGS);
+	return rc ? verbs_errno(rc) : 0;
+}
+
+/*
+ * INIT -> RTR -> RTS against the far end. dest_rd_atomic: READ/atomic
+ * requests this QP serves at once; rd_atomic: those it issues at once.
+ * Returns 0 or a positive errno.
+ */
+static int qp_connect(struct verbs_dev *d, struct ibv_qp *qp, const struct verbs_far *far,
+		      uint32_t my_psn, uint8_t dest_rd_atomic, uint8_t rd_atomic)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = far->mtu < d->pattr.active_mtu ? (enum ibv_mtu)far->mtu
+							    : d->pattr.active_mtu,
+		.dest_qp_num = far->qpn,
+		.rq_psn = far->psn,
+		.max_dest_rd_atomic = dest_rd_atomic,
+		.min_rnr_timer = VERBS_MIN_RNR_TIMER,
+		.ah_attr = { .dlid = far->lid, .sl = VERBS_SL, .src_path_bits = 0,
+			     .port_num = d->port },
+	};
+	if (d->roce) {
+		a.ah_attr.is_global = 1;
+		memcpy(a.ah_attr.grh.dgid.raw, far->gid, 16);
+		a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
+		a.ah_attr.grh.hop_limit = VERBS_HOP_LIMIT;
+		a.ah_attr.grh.traffic_class = VERBS_TRAFFIC_CLASS;
+	}
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (rc)
+		return verbs_errno(rc);
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = VERBS_ACK_TIMEOUT,
+				  .retry_cnt = VERBS_RETRY_CNT, .rnr_retry = VERBS_RNR_RETRY,
+				  .sq_psn = my_psn, .max_rd_atomic = rd_atomic };
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return rc ? verbs_errno(rc) : 0;
+}
+
+/* ---- target side: the bootstrap responder ---- */
+
+/* Remember r's QP as the responder of (from, worker), destroying the one a
+ * previous incarnation of that worker used. Caller holds d->lock. */
+static void resp_insert_locked(struct verbs_dev *d, struct verbs_resp *r)
+{
+	for (struct verbs_resp **pp = &d->resp; *pp; pp = &(*pp)->next) {
+		struct verbs_resp *o = *pp;
+		if (o->from == r->from && o->worker == r->worker) {
+			*pp = o->next;
+			ibv_destroy_qp(o->qp);
+			free(o);
+			break;
+		}
+	}
+	r->next = d->resp;
+	d->resp = r;
+}
+
+/* Destroy the responder QP of (from, worker), if any (own workers' fini). */
+static void resp_drop(struct verbs_dev *d, uint16_t from, uint16_t worker)
+{
+	pthread_mutex_lock(&d->lock);
+	for (struct verbs_resp **pp = &d->resp; *pp; pp = &(*pp)->next) {
+		struct verbs_resp *o = *pp;
+		if (o->from == from && o->worker == worker) {
+			*pp = o->next;
+			ibv_destroy_qp(o->qp);
+			free(o);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Create and connect the responder QP for the requester rq. */
+static void respond(struct verbs_dev *d, const struct verbs_qp_req *rq, struct verbs_qp_rep *rp)
+{
+	memset(rp, 0, sizeof(*rp));
+	if (d->roce ? gid_is_zero(rq->gid) : rq->lid == 0) {
+		rp->status = VERBS_ST_LINK;
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (!d->region_mr) {
+		rp->status = VERBS_ST_NOREGION;
+		goto out;
+	}
+	struct verbs_resp *r = calloc(1, sizeof(*r));
+	struct ibv_qp *qp = r ? qp_create(d, d->resp_cq, VERBS_RESP_SEND_WR) : NULL;
+	int e = 0;
+	uint32_t psn = random_psn();
+	uint8_t grant = min_u8(rq->rd_atomic, (unsigned)d->dattr.max_qp_rd_atom);
+	if (!qp) {
+		e = r ? verbs_errno(-1) : ENOMEM;
+	} else {
+		e = qp_init(d, qp, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_ATOMIC);
+		struct verbs_far far = { .lid = rq->lid, .gid = rq->gid, .qpn = rq->qpn,
+					 .psn = rq->psn, .mtu = rq->mtu };
+		if (!e)
+			e = qp_connect(d, qp, &far, psn, grant, VERBS_IDLE_RD_ATOMIC);
+	}
+	if (e) {
+		if (qp)
+			ibv_destroy_qp(qp);
+		free(r);
+		rp->status = VERBS_ST_QP;
+		rp->err = (uint32_t)e;
+		goto out;
+	}
+	r->qp = qp;
+	r->from = rq->from;
+	r->worker = rq->worker;
+	resp_insert_locked(d, r);
+	rp->status = VERBS_ST_OK;
+	rp->lid = d->pattr.lid;
+	memcpy(rp->gid, d->gid.raw, 16);
+	rp->qpn = qp->qp_num;
+	rp->psn = psn;
+	rp->mtu = (uint8_t)d->pattr.active_mtu;
+	rp->rd_atomic = grant;
+	rp->rkey = d->region_mr->rkey;
+	rp->base = (uint64_t)(uintptr_t)d->region_mr->addr;
+	rp->size = d->region_mr->length;
+out:
+	pthread_mutex_unlock(&d->lock);
+}
+
+/*
+ * The ctl hook: answer a queue-pair request relayed by the control plane.
+ * *resp_len is the capacity of resp on entry and the reply's size on
+ * return. Returns 0 with a reply (whose status may be an error), -EPROTO if
+ * req is not a verbs bootstrap request, -ENOBUFS if resp is too small.
+ */
+static int verbs_ctl(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len)
+{
+	struct verbs_dev *d = f->bdata;
+	if (*resp_len < VERBS_REP_BYTES)
+		return -ENOBUFS;
+	struct verbs_qp_req rq;
+	struct verbs_qp_rep rp = { 0 };
+	int rc = verbs_req_decode(req, len, &rq, NULL);
+	if (rc == -EBADMSG || (rc == -EMSGSIZE && len < 6))
+		return -EPROTO;
+	if (rc == -EPROTONOSUPPORT)
+		rp.status = VERBS_ST_VERSION;
+	else if (rc)
+		rp.status = VERBS_ST_BADREQ;
+	else
+		respond(d, &rq, &rp);
+	verbs_rep_encode(&rp, resp);
+	*resp_len = VERBS_REP_BYTES;
+	return 0;
+}
+
+/* ---- initiator side: endpoints ---- */
+
+static void flight_release(struct verbs_ep *ep, struct verbs_flight *fl)
+{
+	if (fl->own_mr) {
+		ibv_dereg_mr(fl->own_mr);
+		free(fl->area);
+	} else {
+		verbs_ring_free(&ep->ring, fl->consumed);
+	}
+	ep->sq_used -= fl->nwr;
+}
+
+/* Invariant (4): fail everything of ep; returns the parts completed. */
+static int ep_fail(struct verbs_worker *vw, struct verbs_ep *ep, int err, const char *why)
+{
+	if (!ep->broken) {
+		ep->broken = true;
+		ep->fail_err = err;
+		/* A QP whose WR failed is in the error state already; one given up
+		 * for another reason is put there, so that the NIC stops. */
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
+		if (why) /* once per endpoint: there is no logger below the server */
+			fprintf(stderr,
+				"verbs fabric: node %u worker %d: queue pair to node %u failed: %s; "
+				"its operations now fail with %s\n",
+				vw->fw->f->cfg.self, vw->fw->id, ep->node, why, strerror(-err));
+	}
+	int done = 0;
+	while (ep->fl_n) {
+		struct verbs_flight fl = ep->fl[ep->fl_head];
+		ep->fl_head = (ep->fl_head + 1) % ep->sq_depth;
+		ep->fl_n--;
+		flight_release(ep, &fl);
+		fab_part_done(fl.part, err);
+		done++;
+	}
+	struct fab_part *p;
+	while ((p = ep->wait_head)) {
+		ep->wait_head = p->next;
+		fab_part_done(p, err);
+		done++;
+	}
+	ep->wait_tail = NULL;
+	return done;
+}
+
+/*
+ * Post part as one chain of WRs (one doorbell). Returns 0 when posted,
+ * -EAGAIN when the send queue or the bounce ring has no room now, -ENOMEM
+ * when an oversize part gets no buffer (the endpoint stays usable), or the
+ * endpoint's error after a failed ibv_post_send broke it. In every case but
+ * 0, the caller completes part.
+ */
+static int ep_start(struct verbs_worker *vw, struct verbs_ep *ep, struct fab_part *part)
+{
+	int n = part->n;
+	if (ep->sq_used + (uint32_t)n > ep->sq_depth)
+		return -EAGAIN;
+	uint64_t need = verbs_part_bounce(part->ops, n);
+	struct verbs_flight fl = { .part = part, .nwr = (uint32_t)n };
+	uint32_t lkey;
+	if (need > ep->ring.cap) {
+		void *buf;
+		if (posix_memalign(&buf, VERBS_PAGE, need) != 0)
+			return -ENOMEM;
+		fl.own_mr = ibv_reg_mr(vw->d->pd, buf, need, IBV_ACCESS_LOCAL_WRITE);
+		if (!fl.own_mr) {
+			free(buf);
+			return -ENOMEM;
+		}
+		fl.area = buf;
+		lkey = fl.own_mr->lkey;
+	} else {
+		uint64_t off;
+		if (verbs_ring_alloc(&ep->ring, need, &off, &fl.consumed) != 0)
+			return -EAGAIN;
+		fl.area = ep->bounce + off;
+		lkey = vw->bounce_mr->lkey;
+	}
+	verbs_bounce_fill(fl.area, part->ops, n);
+	verbs_plan_fences(part->ops, n, vw->fence);
+	char *slot = fl.area;
+	for (int i = 0; i < n; i++) {
+		const struct fab_op *op = part->ops[i];
+		struct ibv_send_wr *wr = &vw->wr[i];
+		struct ibv_sge *sge = &vw->sge[i];
+		bool data = op->kind == FAB_READ || op->kind == FAB_WRITE;
+		*sge = (struct ibv_sge){ .addr = (uint64_t)(uintptr_t)slot,
+					 .length = data ? op->len : 8, .lkey = lkey };
+		*wr = (struct ibv_send_wr){ .wr_id = (uint64_t)(uintptr_t)part,
+					    .next = i + 1 < n ? &vw->wr[i + 1] : NULL,
+					    .sg_list = sge, .num_sge = 1 };
+		uint64_t remote = ep->rbase + op->off;
+		switch (op->kind) {
+		case FAB_READ:
+		case FAB_WRITE:
+			wr->opcode = op->kind == FAB_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+			wr->wr.rdma.remote_addr = remote;
+			wr->wr.rdma.rkey = ep->rkey;
+			break;
+		case FAB_CAS:
+			wr->opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+			wr->wr.atomic.remote_addr = remote;
+			wr->wr.atomic.compare_add = op->cmp;
+			wr->wr.atomic.swap = op->swp;
+			wr->wr.atomic.rkey = ep->rkey;
+			break;
+		default: /* FAB_FAA */
+			wr->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+			wr->wr.atomic.remote_addr = remote;
+			wr->wr.atomic.compare_add = op->swp;
+			wr->wr.atomic.rkey = ep->rkey;
+			break;
+		}
+		wr->send_flags = (vw->fence[i] ? IBV_SEND_FENCE : 0) |
+				 (i + 1 == n ? IBV_SEND_SIGNALED : 0);
+		slot += verbs_op_bounce(op);
+	}
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(ep->qp, vw->wr, &bad);
+	if (rc) {
+		/* WRs before `bad` may be on the queue, unsignaled: nothing would
+		 * ever complete them, so the endpoint is given up. */
+		char why[96];
+		snprintf(why, sizeof(why), "ibv_post_send: %s", strerror(verbs_errno(rc)));
+		if (fl.own_mr) {
+			ibv_dereg_mr(fl.own_mr);
+			free(fl.area);
+		}
+		ep_fail(vw, ep, -EIO, why);
+		return -EIO;
+	}
+	ep->fl[(ep->fl_head + ep->fl_n) % ep->sq_depth] = fl;
+	ep->fl_n++;
+	ep->sq_used += (uint32_t)n;
+	return 0;
+}
+
+/* Post the waiting parts that fit now, in order; returns parts completed
+ * (with an error) here. */
+static int ep_drain_wait(struct verbs_worker *vw, struct verbs_ep *ep)
+{
+	int done = 0;
+	while (ep->wait_head && !ep->broken) {
+		struct fab_part *p = ep->wait_head;
+		ep->wait_head = p->next;
+		if (!ep->wait_head)
+			ep->wait_tail = NULL;
+		p->next = NULL;
+		int rc = ep_start(vw, ep, p);
+		if (rc == -EAGAIN) {
+			/* An empty endpoint always has room for a part (the queue
+			 * holds FAB_BATCH_MAX WRs, a part needing more bounce than
+			 * the ring gets its own), so this is only waiting. */
+			p->next = ep->wait_head;
+			ep->wait_head = p;
+			if (!ep->wait_tail)
+				ep->wait_tail = p;
+			break;
+		}
+		if (rc) {
+			fab_part_done(p, rc);
+			done++;
+		}
+	}
+	return done;
+}
+
+static int ep_connect(struct verbs_worker *vw, uint16_t node, char *err, size_t errlen)
+{
+	struct fab *f = vw->fw->f;
+	struct verbs_dev *d = vw->d;
+	struct verbs_ep *ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		goto oom;
+	ep->node = node;
+	ep->sq_depth = vw->sq_depth;
+	ep->fl = calloc(vw->sq_depth, sizeof(*ep->fl));
+	ep->bounce = vw->bounce + (size_t)vw->nep * VERBS_EP_BOUNCE_BYTES;
+	verbs_ring_init(&ep->ring, VERBS_EP_BOUNCE_BYTES);
+	vw->eps[node] = ep;
+	vw->list[vw->nep++] = ep; /* from here worker_fini frees it */
+	if (!ep->fl)
+		goto oom;
+	ep->qp = qp_create(d, vw->cq, vw->sq_depth);
+	int e = ep->qp ? qp_init(d, ep->qp, 0) : verbs_errno(-1);
+	if (e) {
+		snprintf(err, errlen, "verbs fabric: cannot create a queue pair to node %u on %s: %s",
+			 node, d->name, strerror(e));
+		return -e;
+	}
+
+	struct verbs_qp_req rq = { .from = f->cfg.self, .worker = (uint16_t)vw->fw->id,
+				   .lid = d->pattr.lid, .qpn = ep->qp->qp_num, .psn = random_psn(),
+				   .mtu = (uint8_t)d->pattr.active_mtu,
+				   .rd_atomic = min_u8(VERBS_RD_ATOMIC_WANT,
+						       (unsigned)d->dattr.max_qp_init_rd_atom) };
+	memcpy(rq.gid, d->gid.raw, 16);
+	uint8_t req[VERBS_REQ_BYTES], rep[2 * VERBS_REP_BYTES];
+	size_t replen = sizeof(rep);
+	verbs_req_encode(&rq, req);
+	int rc;
+	if (node == f->cfg.self)
+		rc = verbs_ctl(f, req, sizeof(req), rep, &replen); /* loopback: no network */
+	else if (f->cfg.ctl_call)
+		rc = f->cfg.ctl_call(f->cfg.ctl_ctx, node, req, sizeof(req), rep, &replen);
+	else
+		rc = -ENOTCONN;
+	if (rc) {
+		snprintf(err, errlen, "verbs fabric: queue-pair exchange with node %u failed: %s",
+			 node, strerror(rc < 0 ? -rc : rc));
+		return rc < 0 ? rc : -rc;
+	}
+	struct verbs_qp_rep rp;
+	uint16_t ver = 0;
+	rc = verbs_rep_decode(rep, replen, &rp, &ver);
+	if (rc == -EPROTONOSUPPORT) {
+		snprintf(err, errlen, "verbs fabric: node %u speaks queue-pair bootstrap version %u, "
+			 "this node version %u: run the same rckv on every node",
+			 node, ver, VERBS_WIRE_VERSION);
+		return rc;
+	}
+	if (rc) {
+		snprintf(err, errlen, "verbs fabric: node %u sent a malformed queue-pair reply "
+			 "(%zu bytes: %s)", node, replen, strerror(-rc));
+		return -EPROTO;
+	}
+	if (rp.status != VERBS_ST_OK) {
+		snprintf(err, errlen, "verbs fabric: node %u refused a queue pair for worker %d: "
+			 "%s%s%s", node, vw->fw->id, verbs_status_str(rp.status),
+			 rp.err ? ": " : "", rp.err ? strerror((int)rp.err) : "");
+		return rp.status == VERBS_ST_NOREGION ? -EAGAIN : -ECONNREFUSED;
+	}
+	if (d->roce ? gid_is_zero(rp.gid) : rp.lid == 0) {
+		snprintf(err, errlen, "verbs fabric: node %u answered without a %s; are both "
+			 "nodes on the same link layer (InfiniBand or RoCE)?",
+			 node, d->roce ? "GID" : "LID");
+		return -EPROTO;
+	}
+	if (rp.size < f->peers[node].size) {
+		snprintf(err, errlen, "verbs fabric: node %u registered %llu bytes of region but "
+			 "announced %llu", node, (unsigned long long)rp.size,
+			 (unsigned long long)f->peers[node].size);
+		return -EPROTO;
+	}
+	struct verbs_far far = { .lid = rp.lid, .gid = rp.gid, .qpn = rp.qpn, .psn = rp.psn,
+				 .mtu = rp.mtu };
+	e = qp_connect(d, ep->qp, &far, rq.psn, VERBS_IDLE_RD_ATOMIC,
+		       min_u8(rq.rd_atomic, rp.rd_atomic));
+	if (e) {
+		snprintf(err, errlen, "verbs fabric: cannot connect the queue pair to node %u: %s",
+			 node, strerror(e));
+		return -e;
+	}
+	ep->rkey = rp.rkey;
+	ep->rbase = rp.base;
+	ep->rsize = rp.size;
+	return 0;
+oom:
+	snprintf(err, errlen, "verbs fabric: out of memory");
+	return -ENOMEM;
+}
+
+/* ---- worker hooks ---- */
+
+static void verbs_worker_fini(struct fab_worker *fw)
+{
+	struct verbs_worker *vw = fw->bdata;
+	if (!vw)
+		return;
+	struct verbs_dev *d = vw->d;
+	for (int i = 0; i < vw->nep; i++) {
+		struct verbs_ep *ep = vw->list[i];
+		if (ep->qp) {
+			if (ep->fl)
+				ep_fail(vw, ep, -ESHUTDOWN, NULL);
+			ibv_destroy_qp(ep->qp);
+		}
+		free(ep->fl);
+		free(ep);
+	}
+	if (fw->f->peers[fw->f->cfg.self].attached)
+		resp_drop(d, fw->f->cfg.self, (uint16_t)fw->id);
+	if (vw->cq)
+		ibv_destroy_cq(vw->cq); /* every event was acknowledged in poll */
+	if (vw->bounce_mr)
+		ibv_dereg_mr(vw->bounce_mr);
+	free(vw->bounce);
+	if (vw->ch)
+		ibv_destroy_comp_channel(vw->ch);
+	free(vw);
+	fw->bdata = NULL;
+}
+
+static int verbs_worker_init(struct fab_worker *fw, char *err, size_t errlen)
+{
+	struct fab *f = fw->f;
+	struct verbs_dev *d = f->bdata;
+	uint16_t nodes[FAB_MAX_NODES];
+	int nep = 0;
+	for (int i = 0; i < FAB_MAX_NODES; i++)
+		if (f->peers[i].attached && !f->peers[i].direct)
+			nodes[nep++] = (uint16_t)i;
+	if (nep == 0) {
+		snprintf(err, errlen, "verbs fabric: no region attached before the worker started");
+		return -EINVAL;
+	}
+	struct verbs_worker *vw = calloc(1, sizeof(*vw));
+	if (!vw) {
+		snprintf(err, errlen, "verbs fabric: out of memory");
+		return -ENOMEM;
+	}
+	fw->bdata = vw;
+	vw->fw = fw;
+	vw->d = d;
+	int rc;
+
+	/* Queue depths from the device's limits, invariant (5). */
+	uint32_t depth = VERBS_SQ_DEPTH_WANT;
+	if ((int)depth > d->dattr.max_qp_wr)
+		depth = (uint32_t)d->dattr.max_qp_wr;
+	if ((uint64_t)depth * (uint64_t)nep > (uint64_t)d->dattr.max_cqe)
+		depth = (uint32_t)(d->dattr.max_cqe / nep);
+	if (depth < FAB_BATCH_MAX) {
+		snprintf(err, errlen, "verbs fabric: %s allows %d CQEs per CQ; a worker with %d "
+			 "endpoints needs %d", d->name, d->dattr.max_cqe, nep, nep * FAB_BATCH_MAX);
+		rc = -ENOSPC;
+		goto fail;
+	}
+	vw->sq_depth = depth;
+
+	vw->ch = ibv_create_comp_channel(d->ctx);
+	if (!vw->ch)
+		goto fail_errno;
+	/* Non-blocking, so that poll() consumes events without sleeping. */
+	int fl = fcntl(vw->ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(vw->ch->fd, F_SETFL, fl | O_NONBLOCK) != 0)
+		goto fail_errno;
+	vw->cq = ibv_create_cq(d->ctx, (int)(depth * (uint32_t)nep), vw, vw->ch, 0);
+	if (!vw->cq)
+		goto fail_errno;
+	vw->bounce_bytes = (size_t)nep * VERBS_EP_BOUNCE_BYTES;
+	if (posix_memalign((void **)&vw->bounce, VERBS_PAGE, vw->bounce_bytes) != 0) {
+		vw->bounce = NULL;
+		errno = ENOMEM;
+		goto fail_errno;
+	}
+	vw->bounce_mr = ibv_reg_mr(d->pd, vw->bounce, vw->bounce_bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (!vw->bounce_mr)
+		goto fail_errno;
+	for (int i = 0; i < nep; i++)
+		if ((rc = ep_connect(vw, nodes[i], err, errlen)) != 0)
+			goto fail;
+	/* Invariant (6): armed before the first post. */
+	if ((rc = ibv_req_notify_cq(vw->cq, 0)) != 0) {
+		errno = verbs_errno(rc);
+		goto fail_errno;
+	}
+	vw->armed = true;
+	return 0;
+fail_errno:
+	rc = -verbs_errno(-1);
+	snprintf(err, errlen, "verbs fabric: worker %d setup on %s failed: %s", fw->id, d->name,
+		 strerror(-rc));
+fail:
+	verbs_worker_fini(fw);
+	return rc;
+}
+
+static int verbs_post(struct fab_worker *fw, struct fab_part *part)
+{
+	struct verbs_worker *vw = fw->bdata;
+	struct verbs_ep *ep = vw->eps[part->node];
+	if (!ep)
+		return -EHOSTDOWN;
+	if (ep->broken)
+		return ep->fail_err;
+	uint32_t max_msg = vw->d->pattr.max_msg_sz;
+	for (int i = 0; i < part->n; i++)
+		if (max_msg && part->ops[i]->len > max_msg)
+			return -EMSGSIZE;
+	part->next = NULL;
+	if (!ep->wait_head) { /* invariant (1) */
+		int rc = ep_start(vw, ep, part);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	if (ep->wait_tail)
+		ep->wait_tail->next = part;
+	else
+		ep->wait_head = part;
+	ep->wait_tail = part;
+	return 0;
+}
+
+static struct verbs_ep *ep_of_qpn(struct verbs_worker *vw, uint32_t qpn)
+{
+	for (int i = 0; i < vw->nep; i++)
+		if (vw->list[i]->qp && vw->list[i]->qp->qp_num == qpn)
+			return vw->list[i];
+	return NULL;
+}
+
+/* One work completion; returns the parts it completed. */
+static int wc_handle(struct verbs_worker *vw, const struct ibv_wc *wc)
+{
+	struct verbs_ep *ep = ep_of_qpn(vw, wc->qp_num);
+	if (!ep || ep->broken)
+		return 0; /* invariant (4): a flush of a broken QP */
+	if (wc->status != IBV_WC_SUCCESS) {
+		char why[128];
+		snprintf(why, sizeof(why), "%s (vendor error 0x%x)", ibv_wc_status_str(wc->status),
+			 wc->vendor_err);
+		return ep_fail(vw, ep, verbs_wc_errno(wc->status), why);
+	}
+	struct fab_part *part = (struct fab_part *)(uintptr_t)wc->wr_id;
+	if (ep->fl_n == 0 || ep->fl[ep->fl_head].part != part) /* breaks invariant (2) */
+		return ep_fail(vw, ep, -EPROTO, "a completion out of posting order");
+	struct verbs_flight fl = ep->fl[ep->fl_head];
+	ep->fl_head = (ep->fl_head + 1) % ep->sq_depth;
+	ep->fl_n--;
+	verbs_bounce_drain(fl.area, part->ops, part->n);
+	flight_release(ep, &fl);
+	fab_part_done(part, 0);
+	return 1;
+}
+
+static int verbs_poll(struct fab_worker *fw)
+{
+	struct verbs_worker *vw = fw->bdata;
+	/* Consume the channel's events (the fd is non-blocking), invariant (6). */
+	unsigned nev = 0;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	while (ibv_get_cq_event(vw->ch, &ev_cq, &ev_ctx) == 0)
+		nev++;
+	if (nev) {
+		ibv_ack_cq_events(vw->cq, nev);
+		vw->armed = false;
+	}
+	int done = 0;
+	for (;;) {
+		struct ibv_wc wc[VERBS_POLL_BATCH];
+		int k;
+		do {
+			k = ibv_poll_cq(vw->cq, VERBS_POLL_BATCH, wc);
+			for (int i = 0; i < k; i++)
+				done += wc_handle(vw, &wc[i]);
+		} while (k == VERBS_POLL_BATCH);
+		if (k < 0) {
+			for (int i = 0; i < vw->nep; i++)
+				done += ep_fail(vw, vw->list[i], -EIO, "ibv_poll_cq failed");
+			break;
+		}
+		if (vw->armed)
+			break;
+		/* Found empty: arm, then look once more for what came in between. */
+		if (ibv_req_notify_cq(vw->cq, 0) != 0)
+			break; /* tried again on the next poll */
+		vw->armed = true;
+	}
+	for (int i = 0; i < vw->nep; i++)
+		if (vw->list[i]->wait_head)
+			done += ep_drain_wait(vw, vw->list[i]);
+	return done;
+}
+
+static int verbs_worker_fds(struct fab_worker *fw, int *fds, int max)
+{
+	struct verbs_worker *vw = fw->bdata;
+	if (!vw || max < 1)
+		return 0;
+	fds[0] = vw->ch->fd;
+	return 1;
+}
 
 const struct fab_backend fab_verbs_backend = {
 	.name = "verbs",
 	.open = verbs_open,
+	.close = verbs_close,
+	.attach_self = verbs_attach_self,
 	.attach_peer = verbs_attach_peer,
+	.worker_init = verbs_worker_init,
+	.worker_fini = verbs_worker_fini,
 	.post = verbs_post,
+	.poll = verbs_poll,
+	.worker_fds = verbs_worker_fds,
+	.ctl = verbs_ctl,
 };

@@ -8,7 +8,7 @@ PKGS=(
   build-essential cmake pkg-config
   libhiredis-dev libpmem-dev libck-dev libboost-context-dev
   libibverbs-dev librdmacm-dev
-  redis-tools redis-server python3 python3-redis python3-pytest
+  redis-tools redis-server python3 python3-redis python3-pytest gnuplot-nox
 )
 
 missing=()

@@ -30,6 +30,7 @@
 #include "cc/txn.h"
 #include "resp/resp.h"
 #include "server/client.h"
+#include "server/cluster.h"
 #include "server/command.h"
 #include "server/node.h"
 #include "server/strutil.h"
@@ -168,10 +169,16 @@ static void collect_init(struct key_collect *kc, struct cmd_ctx *c)
 	resp_w_init(&kc->buf, c->out->proto);
 }
 
+/* cluster_key_fn adapters over the st_scan-style visitors above */
+static int collect_key_c(void *arg, const char *key, size_t klen)
+{
+	return collect_key(arg, key, (uint32_t)klen, NULL);
+}
+
 int cmd_keys(struct cmd_ctx *c)
 {
 	struct key_collect kc;
-	uint64_t cursor = 0;
+	char err[256];
 
 	collect_init(&kc, c);
 	kc.pat = c->argv[1].p;
@@ -180,9 +187,13 @@ int cmd_keys(struct cmd_ctx *c)
 	 * any other pattern goes through the matcher, which never matches
 	 * the empty key with a non-empty pattern (strutil.h). */
 	kc.use_pattern = !(kc.plen == 1 && kc.pat[0] == '*');
-	do
-		st_scan(c->node->region, &cursor, SCAN_ALL_STEP, collect_key, &kc);
-	while (cursor != 0);
+	/* Every node's keys: this node's region, then each peer's. */
+	if (cluster_keys(c->node, c->w, kc.use_pattern ? kc.pat : "", kc.use_pattern ? kc.plen : 0,
+			 collect_key_c, &kc, err, sizeof(err)) != 0) {
+		resp_errorf(c->out, "ERR KEYS: %s", err);
+		resp_w_free(&kc.buf);
+		return 0;
+	}
 	resp_array(c->out, kc.n);
 	resp_w_append(c->out, &kc.buf);
 	resp_w_free(&kc.buf);
@@ -276,9 +287,14 @@ int cmd_scan(struct cmd_ctx *c)
 	maxiter = count > LLONG_MAX / 10 ? LLONG_MAX : count * 10;
 	if (maxiter < SCAN_MIN_BUCKETS)
 		maxiter = SCAN_MIN_BUCKETS;
-	do
-		st_scan(c->node->region, &cursor, 1, collect_key, &kc);
-	while (cursor != 0 && --maxiter > 0 && kc.visited < (uint64_t)count);
+	/* One step over one node (this one or a peer): its cursor carries the
+	 * node in its high bits (cluster.h). */
+	char err[256];
+	if (cluster_scan(c->node, c->w, &cursor, (uint64_t)maxiter, collect_key_c, &kc, err,
+			 sizeof(err)) != 0) {
+		resp_errorf(c->out, "ERR SCAN: %s", err);
+		goto out;
+	}
 
 	snprintf(curtxt, sizeof(curtxt), "%llu", (unsigned long long)cursor);
 	resp_array(c->out, 2);
@@ -292,7 +308,13 @@ out:
 
 int cmd_dbsize(struct cmd_ctx *c)
 {
-	resp_int(c->out, (long long)st_count(c->node->region));
+	uint64_t n;
+	char err[256];
+	if (cluster_count(c->node, c->w, &n, err, sizeof(err)) != 0) {
+		resp_errorf(c->out, "ERR DBSIZE: %s", err);
+		return 0;
+	}
+	resp_int(c->out, (long long)n);
 	return 0;
 }
 
@@ -339,6 +361,11 @@ static int list_key(void *arg, const char *key, uint32_t klen, const struct st_i
 	kl->keys[kl->n].len = klen;
 	kl->n++;
 	return 0;
+}
+
+static int list_key_c(void *arg, const char *key, size_t klen)
+{
+	return list_key(arg, key, (uint32_t)klen, NULL);
 }
 
 static void key_list_free(struct key_list *kl)
@@ -396,13 +423,15 @@ static int flush_queued_keys(struct cmd_ctx *c)
 static int flush_in_txn(struct cmd_ctx *c)
 {
 	struct key_list kl = { 0 };
-	uint64_t cursor = 0;
+	char err[256];
 	size_t i;
 	int rc;
 
-	do
-		st_scan(c->node->region, &cursor, SCAN_ALL_STEP, list_key, &kl);
-	while (cursor != 0 && !kl.oom);
+	if (cluster_keys(c->node, c->w, "", 0, list_key_c, &kl, err, sizeof(err)) != 0) {
+		key_list_free(&kl);
+		resp_errorf(c->out, "ERR FLUSH: %s", err);
+		return 0;
+	}
 	if (kl.oom) {
 		key_list_free(&kl);
 		resp_error(c->out, "ERR out of memory");
@@ -434,7 +463,15 @@ static int flush_cmd(struct cmd_ctx *c)
 	}
 	if (c->txn)
 		return flush_in_txn(c);
-	cc_quiesce_run(c->node, c->w, flush_region, NULL);
+	if (c->node->cops) { /* every node of the cluster */
+		char err[256] = "";
+		if (c->node->cops->flush_all(c->node, c->w, err, sizeof(err)) != 0) {
+			resp_errorf(c->out, "ERR FLUSH failed: %s", err);
+			return 0;
+		}
+	} else {
+		cc_quiesce_run(c->node, c->w, flush_region, NULL);
+	}
 	resp_status(c->out, "OK");
 	return 0;
 }

@@ -49,6 +49,7 @@ enum opt_type {
 	OT_BIND,   /* bind: 1..SRV_MAX_BIND addresses */
 	OT_PROTO,  /* char *, a name of the cc protocol table (stored as listed) */
 	OT_PSEUDO, /* not an rckv option: a fixed CONFIG GET answer for Redis tools */
+	OT_CNODE,  /* cluster-node <id> <client host:port> <fabric host:port>, repeatable */
 };
 
 struct opt {
@@ -63,8 +64,7 @@ struct opt {
 
 static const char *const persistence_choices[] = { "none", "process", "power", NULL };
 static const char *const loglevel_choices[] = { "debug", "verbose", "notice", "warning", NULL };
-/* Only the shm backend exists until the cluster issue adds tcp and verbs. */
-static const char *const fabric_choices[] = { "shm", NULL };
+static const char *const fabric_choices[] = { "shm", "tcp", "verbs", NULL };
 
 /*
  * An item (header, key and value) must fit the largest size class, one
@@ -109,6 +109,8 @@ static const struct opt options[] = {
 	{ "node", OT_INT, false, OFF(node_id), 1, FAB_MAX_NODES - 1, NULL, "1" },
 	{ "fabric", OT_ENUM, false, OFF(fabric), 0, 0, fabric_choices, "shm" },
 	{ "fabric-delay-us", OT_INT, false, OFF(fabric_delay_us), 0, 1000000, NULL, "0" },
+	{ "fabric-device", OT_STR, false, OFF(fabric_device), 0, 0, NULL, "" },
+	{ "cluster-node", OT_CNODE, false, OFF(cluster_nodes), 0, 0, NULL, "" },
 	/* operations */
 	{ "loglevel", OT_ENUM, true, OFF(loglevel), 0, 0, loglevel_choices, "notice" },
 	{ "logfile", OT_STR, false, OFF(logfile), 0, 0, NULL, "" },
@@ -233,6 +235,41 @@ static const char *proto_name(const char *a, char *err, size_t errlen)
 	return NULL;
 }
 
+/* host:port with a port in 1..65535 */
+static bool is_host_port(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s)
+		return false;
+	long long port;
+	return srv_str2ll(colon + 1, strlen(colon + 1), &port) == 0 && port >= 1 && port <= 65535;
+}
+
+static int set_cluster_node(struct srv_config *c, int argc, char **argv, char *err,
+			    size_t errlen)
+{
+	long long id;
+	if (argc != 3)
+		return fail(err, errlen,
+			    "wrong number of arguments (want: cluster-node <id> <client host:port> "
+			    "<fabric host:port>)");
+	if (srv_str2ll(argv[0], strlen(argv[0]), &id) != 0 || id < 1 || id >= FAB_MAX_NODES)
+		return fail(err, errlen, "node id must be between 1 and %d", FAB_MAX_NODES - 1);
+	for (int i = 1; i < 3; i++)
+		if (!is_host_port(argv[i]) || strlen(argv[i]) >= sizeof(c->cluster_nodes[0].client))
+			return fail(err, errlen, "'%s' is not a host:port address", argv[i]);
+	for (int i = 0; i < c->ncluster_nodes; i++)
+		if (c->cluster_nodes[i].id == id)
+			return fail(err, errlen, "node %lld is listed twice", id);
+	if (c->ncluster_nodes == SRV_MAX_CLUSTER_NODES)
+		return fail(err, errlen, "too many cluster nodes (max %d)", SRV_MAX_CLUSTER_NODES);
+	struct cfg_cluster_node *cn = &c->cluster_nodes[c->ncluster_nodes++];
+	cn->id = (int)id;
+	snprintf(cn->client, sizeof(cn->client), "%s", argv[1]);
+	snprintf(cn->fabric, sizeof(cn->fabric), "%s", argv[2]);
+	return 0;
+}
+
 /* Parse one value of `o` and store it. Returns 0 or -1 with the reason. */
 static int set_value(struct srv_config *c, const struct opt *o, int argc, char **argv, char *err,
 		     size_t errlen)
@@ -267,6 +304,8 @@ static int set_value(struct srv_config *c, const struct opt *o, int argc, char *
 		c->nbind = argc;
 		return 0;
 	}
+	if (o->type == OT_CNODE)
+		return set_cluster_node(c, argc, argv, err, errlen);
 	if (argc != 1)
 		return fail(err, errlen, "wrong number of arguments");
 
@@ -332,8 +371,8 @@ void cfg_defaults(struct srv_config *c)
 	memset(c, 0, sizeof(*c));
 	for (size_t i = 0; i < NOPTIONS; i++) {
 		const struct opt *o = &options[i];
-		if (o->type == OT_PSEUDO)
-			continue;
+		if (o->type == OT_PSEUDO || o->type == OT_CNODE)
+			continue; /* no cluster nodes: a standalone node */
 		char *arg = (char *)o->def;
 		/* A default that does not parse is a bug in the table above, and
 		 * the unit test exercises every one of them. */
@@ -605,6 +644,15 @@ static void format_value(const struct srv_config *c, const struct opt *o, char *
 	case OT_PSEUDO:
 		snprintf(buf, cap, "%s", o->def);
 		break;
+	case OT_CNODE: {
+		size_t len = 0;
+		buf[0] = '\0';
+		for (int i = 0; i < c->ncluster_nodes && len < cap; i++)
+			len += (size_t)snprintf(buf + len, cap - len, "%s%d %s %s", i ? " " : "",
+						c->cluster_nodes[i].id, c->cluster_nodes[i].client,
+						c->cluster_nodes[i].fabric);
+		break;
+	}
 	}
 }
 
@@ -619,8 +667,8 @@ void cfg_get(const struct srv_config *c, const char *pattern, cfg_visit_fn fn, v
 			/* No copy: a string option may be of any length. */
 			const char *s = *(char *const *)((const char *)c + o->off);
 			fn(arg, o->name, s ? s : "");
-		} else if (o->type == OT_BIND) {
-			size_t cap = 1;
+		} else if (o->type == OT_BIND || o->type == OT_CNODE) {
+			size_t cap = 1 + (size_t)c->ncluster_nodes * 300;
 			for (int k = 0; k < c->nbind; k++)
 				cap += strlen(c->bind[k]) + 1;
 			char *buf = malloc(cap);

@@ -18,6 +18,14 @@
 #include <stdint.h>
 
 #define SRV_MAX_BIND 16
+#define SRV_MAX_CLUSTER_NODES 63
+
+/* One `cluster-node <id> <client host:port> <fabric host:port>` line. */
+struct cfg_cluster_node {
+	int id;
+	char client[128];
+	char fabric[128];
+};
 
 struct srv_config {
 	/* network */
@@ -48,8 +56,11 @@ struct srv_config {
 
 	/* fabric and cluster */
 	int node_id;                    /* node 1 */
-	char *fabric;                   /* fabric shm */
+	char *fabric;                   /* fabric shm: shm|tcp|verbs */
 	int fabric_delay_us;            /* fabric-delay-us 0 */
+	char *fabric_device;            /* fabric-device "": verbs device, "" = the first */
+	struct cfg_cluster_node cluster_nodes[SRV_MAX_CLUSTER_NODES]; /* cluster-node lines */
+	int ncluster_nodes;             /* 0: a standalone node */
 
 	/* operations */
 	char *loglevel;                 /* loglevel notice: debug|verbose|notice|warning (mutable) */

@@ -16,6 +16,7 @@
 
 #include "cc/cc.h"
 #include "server/log.h"
+#include "server/cluster.h"
 #include "server/node.h"
 #include "server/slots.h"
 #include "server/srv.h"
@@ -111,9 +112,38 @@ static uint64_t protocol_id(const struct cc_protocol *p)
 	return 0;
 }
 
+/* A cluster member serves clients at its cluster-node line's address. */
+static int apply_cluster_self(struct node *n, char *err, size_t errlen)
+{
+	struct srv_config *c = &n->cfg;
+	for (int i = 0; i < c->ncluster_nodes; i++) {
+		if (c->cluster_nodes[i].id != c->node_id)
+			continue;
+		const char *addr = c->cluster_nodes[i].client;
+		const char *colon = strrchr(addr, ':');
+		char host[128];
+		if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
+			snprintf(err, errlen, "bad client address '%s' of node %d", addr, c->node_id);
+			return -1;
+		}
+		memcpy(host, addr, (size_t)(colon - addr));
+		host[colon - addr] = '\0';
+		char *argv[1] = { host };
+		char cerr[200];
+		if (cfg_set(c, "bind", 1, argv, cerr, sizeof(cerr)) != 0) {
+			snprintf(err, errlen, "client address of node %d: %s", c->node_id, cerr);
+			return -1;
+		}
+		c->port = atoi(colon + 1);
+		return 0;
+	}
+	return 0; /* standalone, or not listed: cluster_start says so */
+}
+
 int srv_node_start(struct node *n, char *err, size_t errlen)
 {
 	pthread_mutex_init(&n->cfg_lock, NULL);
+	pthread_mutex_init(&n->switch_lock, NULL);
 	n->start_time = time(NULL);
 	make_run_id(n);
 	if (srv_log_open(n) != 0) {
@@ -131,6 +161,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	srv_log(n, LOG_NOTICE, "rckv-server starting: node %d, pid %d, port %d, cc %s",
 		n->cfg.node_id, (int)getpid(), n->cfg.port, proto->name);
 
+	if (apply_cluster_self(n, err, errlen) != 0)
+		return -1;
 	int rc = mkdir_p(n->cfg.dir);
 	if (rc) {
 		snprintf(err, errlen, "can't create dir '%s': %s", n->cfg.dir, strerror(-rc));
@@ -139,7 +171,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	struct st_config sc = {
 		.dir = n->cfg.dir,
 		.node_id = (uint16_t)n->cfg.node_id,
-		.cluster_id = 0,
+		.cluster_id = cluster_id_of(n),
 		.size = (uint64_t)n->cfg.memory,
 		.persistence = persistence_of(n->cfg.persistence),
 	};
@@ -174,10 +206,14 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->proto_epoch = h->protocol_epoch;
 
 	struct fab_config fc = { .backend = n->cfg.fabric, .self = (uint16_t)n->cfg.node_id,
-				 .delay_us = (uint32_t)n->cfg.fabric_delay_us };
+				 .delay_us = (uint32_t)n->cfg.fabric_delay_us,
+				 .device = n->cfg.fabric_device,
+				 .ctl_call = cluster_fab_bridge(), .ctl_ctx = n };
 	if (fab_open(&fc, &n->fab, err, errlen) != 0)
 		goto fail_region;
-	fab_attach(n->fab, fc.self, st_region_base(n->region), n->layout->size);
+	if (fab_attach_err(n->fab, fc.self, st_region_base(n->region), n->layout->size, err,
+			   errlen) != 0)
+		goto fail_listen;
 
 	for (int i = 0; i < n->cfg.nbind; i++)
 		if (listen_on(n, n->cfg.bind[i], err, errlen) != 0)
@@ -189,6 +225,10 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	}
 	slot_map_single(sm, n->cfg.node_id, n->cfg.bind[0], n->cfg.port);
 	n->slots = sm;
+	/* A cluster member waits here for every peer, then publishes the
+	 * cluster's slot map in place of the single-node one. */
+	if (cluster_start(n, err, errlen) != 0)
+		goto fail_listen;
 
 	n->nworkers = n->cfg.threads;
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
@@ -197,10 +237,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		goto fail_listen;
 	}
 	for (int i = 0; i < n->nworkers; i++) {
-		if (worker_start(n, i, &n->workers[i]) != 0) {
-			snprintf(err, errlen, "can't set up worker %d", i);
+		if (worker_start(n, i, &n->workers[i], err, errlen) != 0)
 			goto fail_workers;
-		}
 	}
 	for (int i = 0; i < n->nworkers; i++)
 		worker_run(n->workers[i]);
@@ -214,6 +252,7 @@ fail_workers:
 	free(n->workers);
 	n->workers = NULL;
 fail_listen:
+	cluster_stop(n);
 	for (int i = 0; i < n->nlisten; i++)
 		close(n->listen_fds[i]);
 	n->nlisten = 0;
@@ -243,6 +282,7 @@ void srv_node_stop(struct node *n)
 		worker_destroy(n->workers[i]);
 	free(n->workers);
 	n->workers = NULL;
+	cluster_stop(n);
 	fab_close(n->fab);
 	free((void *)n->slots);
 	n->slots = NULL;

@@ -18,6 +18,16 @@
 struct worker;
 struct cc_protocol;
 struct slot_map;
+struct node;
+
+/* Cluster-wide operations (server/cluster.c); NULL on a standalone node. */
+struct node_cluster_ops {
+	/* Switch every node to `to` (quiesce all, switch all, resume all). */
+	int (*switch_all)(struct node *n, struct worker *w, const struct cc_protocol *to,
+			  char *err, size_t errlen);
+	/* Empty every node's MemStore (FLUSHALL). */
+	int (*flush_all)(struct node *n, struct worker *w, char *err, size_t errlen);
+};
 
 /*
  * Per-worker statistics. Written by the owner worker only with plain
@@ -68,6 +78,10 @@ struct node {
 	 * `quiesce`; the switcher waits until inflight drops to 0. */
 	int quiesce;
 	uint64_t inflight;
+	pthread_mutex_t switch_lock;  /* one quiesce at a time (cc/switch.c) */
+
+	const struct node_cluster_ops *cops; /* NULL: standalone */
+	struct cluster *cluster;      /* control plane state (server/cluster.c) */
 
 	int shutdown;                 /* set by SHUTDOWN or a signal; workers exit */
 	int exit_code;

@@ -15,6 +15,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -33,7 +34,7 @@
 #define CORO_STACK (256 * 1024)
 
 /* epoll tags that are not clients */
-static char tag_wake, tag_listen[SRV_MAX_BIND];
+static char tag_wake, tag_fab, tag_listen[SRV_MAX_BIND];
 
 struct handoff {
 	struct ck_ring ring;
@@ -154,6 +155,8 @@ static void *worker_main(void *arg)
 			void *tag = evs[i].data.ptr;
 			if (tag == &tag_wake) {
 				drain_handoff(w);
+			} else if (tag == &tag_fab) {
+				fab_worker_poll(w->fw); /* completions unpark coroutines */
 			} else if (tag >= (void *)&tag_listen[0] &&
 				   tag < (void *)&tag_listen[SRV_MAX_BIND]) {
 				int idx = (int)((char *)tag - tag_listen);
@@ -182,7 +185,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int worker_start(struct node *n, int id, struct worker **out)
+int worker_start(struct node *n, int id, struct worker **out, char *err, size_t errlen)
 {
 	struct worker *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -195,15 +198,25 @@ int worker_start(struct node *n, int id, struct worker **out)
 	struct handoff *h = calloc(1, sizeof(*h));
 	w->handoff = h;
 	w->sched = sched_create(n->cfg.coroutines, CORO_STACK);
-	w->fw = fab_worker_create(n->fab, id);
-	if (w->epfd < 0 || w->wakefd < 0 || !h || !w->sched || !w->fw)
+	if (w->epfd < 0 || w->wakefd < 0 || !h || !w->sched) {
+		snprintf(err, errlen, "worker %d: out of memory or file descriptors", id);
 		return -ENOMEM;
+	}
+	w->fw = fab_worker_create_err(n->fab, id, err, errlen);
+	if (!w->fw)
+		return -EHOSTUNREACH;
 	ck_ring_init(&h->ring, HANDOFF_SLOTS);
 	w->ccw = cc_worker_create(n, w);
 	if (!w->ccw)
 		return -ENOMEM;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_wake };
 	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &ev);
+	int ffds[8];
+	int nf = fab_worker_fds(w->fw, ffds, 8);
+	for (int i = 0; i < nf; i++) {
+		struct epoll_event fev = { .events = EPOLLIN, .data.ptr = &tag_fab };
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, ffds[i], &fev);
+	}
 	for (int i = 0; i < n->nlisten; i++) {
 		struct epoll_event lev = { .events = EPOLLIN | EPOLLEXCLUSIVE,
 					   .data.ptr = &tag_listen[i] };

@@ -34,8 +34,9 @@ struct worker {
 	struct client *ready_head, *ready_tail; /* clients with requests to run */
 };
 
-/* Create worker `id` of n (listening sockets must exist). 0 or -ENOMEM. */
-int worker_start(struct node *n, int id, struct worker **out);
+/* Create worker `id` of n (listening sockets and fabric peers must exist).
+ * 0, or -errno with err filled. */
+int worker_start(struct node *n, int id, struct worker **out, char *err, size_t errlen);
 /* Start its thread. */
 int worker_run(struct worker *w);
 /* Wake its epoll loop (new connection, shutdown). Any thread. */

@@ -405,6 +405,10 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 	}
 	if (rc)
 		goto fail;
+	/* Peers map the file by this path (shm fabric): make it absolute. */
+	char abs[PATH_MAX];
+	if (realpath(r->path, abs))
+		snprintf(r->path, sizeof(r->path), "%s", abs);
 	*out = r;
 	return 0;
 fail:
@@ -431,4 +435,9 @@ void st_region_close(struct st_region *r, bool clean)
 	if (r->fd >= 0)
 		close(r->fd); /* drops the flock (invariant (3)) */
 	free(r);
+}
+
+const char *st_region_path(struct st_region *r)
+{
+	return r->path;
 }

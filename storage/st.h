@@ -159,6 +159,8 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 /* Unmap; with clean=true, persist and mark the header clean first. */
 void st_region_close(struct st_region *r, bool clean);
 void *st_region_base(struct st_region *r);
+/* The region file's path (absolute when it could be resolved). */
+const char *st_region_path(struct st_region *r);
 const struct st_layout *st_region_layout(struct st_region *r);
 struct st_header *st_region_header(struct st_region *r);
 /* True when the file existed and held data at open (a restart). */

@@ -162,15 +162,17 @@ def _fmt_list(vals, keep=4):
     return "[(%d more), %s]" % (len(vals) - keep, ", ".join(vals[-keep:]))
 
 
-def _fmt_txn(t, t0):
+def _fmt_txn(t, t0, max_ops=8):
     ops = []
-    for op in t.ops:
+    for op in t.ops[:max_ops]:
         if op[0] == "append":
             ops.append("append %s %s" % (op[1], op[2]))
         elif op[0] == "r":
             ops.append("r %s %s" % (op[1], _fmt_list(op[2])))
         else:
             ops.append(" ".join(str(x) for x in op))
+    if len(t.ops) > max_ops:
+        ops.append("(%d more ops)" % (len(t.ops) - max_ops))
     status = {OK: "ok", FAIL: "failed", INFO: "unknown outcome"}[t.outcome]
     return "    T%s (client %s, %s%s, %s..%s): %s" % (
         t.id, t.client, status, ", final read" if t.final else "",
@@ -225,27 +227,40 @@ def tarjan(nodes, succ):
     return comps
 
 
+EDGE_BITS = {"ww": 1, "wr": 2, "rw": 4, "rt": 8}
+
+
+def _mask(types):
+    m = 0
+    for t in types:
+        m |= EDGE_BITS[t]
+    return m
+
+
 class Graph:
-    """Dependency graph over committed transactions (by index). An edge
-    keeps, per type, the first reason found for it."""
+    """Dependency graph over committed transactions (by index). An edge is a
+    bit mask of its types; why an edge exists is worked out again from the
+    history only for the edges a report explains (_explain_edge), which
+    keeps a history of 10^5 transactions and 10^6 edges in memory."""
 
     def __init__(self, n):
         self.succ = [dict() for _ in range(n)]
         self.count = collections.Counter()
 
-    def add(self, a, b, typ, why):
+    def add(self, a, b, typ):
         if a == b:
             return
-        e = self.succ[a].get(b)
-        if e is None:
-            e = self.succ[a][b] = {}
-        if typ not in e:
-            e[typ] = why
+        bit = EDGE_BITS[typ]
+        d = self.succ[a]
+        m = d.get(b, 0)
+        if not m & bit:
+            d[b] = m | bit
             self.count[typ] += 1
 
     def succ_of(self, v, types, inside=None):
+        m = _mask(types)
         for w, e in self.succ[v].items():
-            if (inside is None or w in inside) and any(t in e for t in types):
+            if e & m and (inside is None or w in inside):
                 yield w
 
     def bfs_path(self, src, dst, types, inside, deadline):
@@ -253,6 +268,7 @@ class Graph:
         as a node list, or None (also when the deadline passes)."""
         if src == dst:
             return [src]
+        m = _mask(types)
         prev = {src: None}
         frontier = [src]
         steps = 0
@@ -260,7 +276,7 @@ class Graph:
             nxt = []
             for v in frontier:
                 for w, e in self.succ[v].items():
-                    if w in prev or w not in inside or not any(t in e for t in types):
+                    if not e & m or w in prev or w not in inside:
                         continue
                     prev[w] = v
                     if w == dst:
@@ -274,6 +290,25 @@ class Graph:
                     return None
             frontier = nxt
         return None
+
+
+def _ext_reads(t, writer):
+    """(key, full list, external part) for each list read of t. The
+    external part is what t saw of other transactions: the list without
+    t's own earlier appends to the key at its end."""
+    own = collections.defaultdict(list)
+    for op in t.ops:
+        if op[0] == "append":
+            own[op[1]].append(op[2])
+        elif op[0] == "r" and isinstance(op[2], list):
+            k, L = op[1], op[2]
+            mine = own.get(k)
+            if not mine:
+                yield k, L, L
+            elif L[-len(mine):] == mine:
+                yield k, L, L[:-len(mine)]
+            else:
+                yield k, L, [v for v in L if writer.get((k, v)) is not t]
 
 
 # ------------------------------------------------------- list-append check
@@ -379,6 +414,7 @@ def check_list_append(records, realtime=False):
 
     # Version order per key: the longest read; every read must be a prefix.
     order = {}
+    more_bad = 0
     for k, rs in reads.items():
         longest = max(rs, key=lambda r: len(r[1]))
         O = longest[1]
@@ -397,9 +433,11 @@ def check_list_append(records, realtime=False):
                                _fmt_list(O[:i + 1], 6), i, L[i], O[i],
                                _fmt_txn(r[0], t0), _fmt_txn(longest[0], t0)),
                             [r[0].id, longest[0].id])
-        if bad > 1:
-            res.notes.append("%s: %d reads incompatible with the longest read" % (k, bad))
+        more_bad += max(0, bad - 1)
         order[k] = O
+    if more_bad:
+        res.notes.append("%d more reads incompatible with their key's longest read (one "
+                         "reported per key)" % more_bad)
 
     # G1b: a read ends in the middle of another transaction's appends.
     for k, rs in reads.items():
@@ -458,7 +496,7 @@ def check_list_append(records, realtime=False):
             cur = writer.get((k, O[j]))
             if prev is not None and cur is not None and prev is not cur and \
                     prev.committed and cur.committed:
-                g.add(prev.idx, cur.idx, "ww", (k, O[j - 1], O[j]))
+                g.add(prev.idx, cur.idx, "ww")
             prev = cur
     for k, rs in reads.items():
         O = order[k]
@@ -466,11 +504,11 @@ def check_list_append(records, realtime=False):
             if ext:
                 w = writer.get((k, ext[-1]))
                 if w is not None and w is not t and w.committed:
-                    g.add(w.idx, t.idx, "wr", (k, ext[-1]))
+                    g.add(w.idx, t.idx, "wr")
             if usable and len(ext) < len(O):
                 w = writer.get((k, O[len(ext)]))
                 if w is not None and w is not t and w.committed:
-                    g.add(t.idx, w.idx, "rw", (k, ext[-1] if ext else None, O[len(ext)]))
+                    g.add(t.idx, w.idx, "rw")
     if realtime:
         _add_realtime(nodes, g)
 
@@ -489,7 +527,7 @@ def check_list_append(records, realtime=False):
         ", ".join("%s %d" % (k, g.count[k]) for k in ("ww", "wr", "rw", "rt") if k in g.count)
         or "none")
     res.stats["realtime"] = "yes" if realtime else "no"
-    _find_cycles(nodes, g, res, realtime, t0)
+    _find_cycles((nodes, g, writer, order, t0), res, realtime)
     return res
 
 
@@ -512,35 +550,45 @@ def _add_realtime(nodes, g):
         if kind == 1:
             preds[i] = list(frontier)
             for p in frontier:
-                g.add(p, i, "rt", (nodes[p].complete, nodes[i].invoke))
+                g.add(p, i, "rt")
         else:
             frontier.difference_update(preds.pop(i, ()))
             frontier.add(i)
 
 
-def _explain_edge(nodes, g, a, b, allowed, t0):
+def _explain_edge(ctx, a, b, allowed):
+    """Why a -> b: the first of its types in `allowed` (ww, wr, rw, rt in
+    that order), found again from the history: (type, sentence)."""
+    nodes, g, writer, order, t0 = ctx
     e = g.succ[a][b]
     ta, tb = nodes[a], nodes[b]
     for typ in ("ww", "wr", "rw", "rt"):
-        if typ not in allowed or typ not in e:
+        if typ not in allowed or not e & EDGE_BITS[typ]:
             continue
-        why = e[typ]
         if typ == "ww":
-            k, v1, v2 = why
-            return typ, "T%s appended %s to %s right after T%s appended %s (ww)" % (
-                tb.id, v2, k, ta.id, v1)
-        if typ == "wr":
-            k, v = why
-            return typ, "T%s read %s ending with %s, which T%s appended (wr)" % (tb.id, k, v, ta.id)
-        if typ == "rw":
-            k, last, nxt = why
-            seen = "ending with %s" % last if last is not None else "empty"
-            return typ, "T%s read %s %s, and T%s appended the next element %s (rw)" % (
-                ta.id, k, seen, tb.id, nxt)
-        c, i = why
-        return typ, "T%s completed at %s, before T%s was invoked at %s (realtime)" % (
-            ta.id, _secs(c, t0), tb.id, _secs(i, t0))
-    raise AssertionError("no allowed edge")
+            for k in ta.appends:
+                O = order.get(k, ())
+                for j in range(len(O) - 1):
+                    if writer.get((k, O[j])) is ta and writer.get((k, O[j + 1])) is tb:
+                        return typ, "T%s appended %s to %s right after T%s appended %s (ww)" % (
+                            tb.id, O[j + 1], k, ta.id, O[j])
+        elif typ == "wr":
+            for k, L, ext in _ext_reads(tb, writer):
+                if ext and writer.get((k, ext[-1])) is ta:
+                    return typ, "T%s read %s ending with %s, which T%s appended (wr)" % (
+                        tb.id, k, ext[-1], ta.id)
+        elif typ == "rw":
+            for k, L, ext in _ext_reads(ta, writer):
+                O = order.get(k, ())
+                if len(ext) < len(O) and O[:len(L)] == L and \
+                        writer.get((k, O[len(ext)])) is tb:
+                    seen = "ending with %s" % ext[-1] if ext else "empty"
+                    return typ, "T%s read %s %s, and T%s appended the next element %s (rw)" % (
+                        ta.id, k, seen, tb.id, O[len(ext)])
+        else:
+            return typ, "T%s completed at %s, before T%s was invoked at %s (realtime)" % (
+                ta.id, _secs(ta.complete, t0), tb.id, _secs(tb.invoke, t0))
+    raise AssertionError("edge T%s -> T%s has no explainable type in %s" % (ta.id, tb.id, allowed))
 
 
 def _classify(types):
@@ -552,12 +600,13 @@ def _classify(types):
     return kind + ("-realtime" if "rt" in types else "")
 
 
-def _describe_cycle(nodes, g, cyc, allowed, t0, comp_size):
+def _describe_cycle(ctx, cyc, allowed, comp_size):
     """cyc: node list [a, b, ..., a]."""
+    nodes, t0 = ctx[0], ctx[4]
     steps = []
     types = []
     for a, b in zip(cyc, cyc[1:]):
-        typ, text = _explain_edge(nodes, g, a, b, allowed, t0)
+        typ, text = _explain_edge(ctx, a, b, allowed)
         types.append(typ)
         steps.append((typ, text))
     kind = _classify(types)
@@ -606,7 +655,8 @@ def _cycle_through(g, comp, edge_type, back_types, deadline, tries=64):
     return best
 
 
-def _find_cycles(nodes, g, res, realtime, t0):
+def _find_cycles(ctx, res, realtime):
+    nodes, g = ctx[0], ctx[1]
     dep = ("ww", "wr", "rw")
     comps = tarjan(range(len(nodes)), lambda v: g.succ_of(v, dep))
     in_dep_comp = set()
@@ -637,7 +687,7 @@ def _find_cycles(nodes, g, res, realtime, t0):
                         len(comp), ", ".join("T%s" % nodes[v].id for v in comp[:20])),
                     [nodes[v].id for v in comp[:20]])
             continue
-        kind, text, ids = _describe_cycle(nodes, g, cyc, allowed, t0, len(comp))
+        kind, text, ids = _describe_cycle(ctx, cyc, allowed, len(comp))
         res.add(kind, text, ids)
     if not realtime:
         return
@@ -652,7 +702,7 @@ def _find_cycles(nodes, g, res, realtime, t0):
                     % (len(comp), ", ".join("T%s" % nodes[v].id for v in comp[:20])),
                     [nodes[v].id for v in comp[:20]])
             continue
-        kind, text, ids = _describe_cycle(nodes, g, cyc, every, t0, len(comp))
+        kind, text, ids = _describe_cycle(ctx, cyc, every, len(comp))
         res.add(kind, text, ids)
 
 
@@ -699,6 +749,9 @@ def check_bank(records):
                                                        _secs(t.complete, t0))),
                     [t.id])
     res.stats["transactions"] = len(txns)
+    res.stats["ok"] = sum(1 for t in txns if t.outcome == OK)
+    res.stats["failed"] = sum(1 for t in txns if t.outcome == FAIL)
+    res.stats["unknown"] = sum(1 for t in txns if t.outcome == INFO)
     res.stats["transfers committed"] = ntransfers
     res.stats["total reads checked"] = nreads
     res.stats["accounts"] = len(accounts)
@@ -740,7 +793,7 @@ def check_file(path, realtime=False):
     res = check(txns, realtime=realtime)
     for m in metas:
         ev = {k: v for k, v in m.items() if k not in ("type", "time")}
-        if res.t0 and "time" in m:
+        if res.t0 and "time" in m and "event" in m:
             ev["at"] = _secs(m["time"], res.t0)
         res.notes.append("run: " + json.dumps(ev, sort_keys=True))
     return res

@@ -74,6 +74,12 @@ class Recorder:
             self._f.write(line + "\n")
             self.counts[outcome] += 1
 
+    @property
+    def total(self):
+        """Transactions recorded so far (a progress counter)."""
+        with self._lock:
+            return sum(self.counts.values())
+
     def meta(self, **fields):
         """A non-transaction line: run parameters or an event."""
         rec = {"type": "meta", "time": time.monotonic_ns()}

@@ -22,6 +22,7 @@ find anomalies.
 import argparse
 import os
 import re
+import signal
 import sys
 import tempfile
 import threading
@@ -45,9 +46,13 @@ BROKEN_PROTOCOL = "none"
 # flight, and a per-round-trip fabric delay so that the coroutines of a
 # worker interleave inside transactions (without it a transaction of a
 # single-node shm fabric runs to its end without yielding).
+# RCKV_CHECKER_FABRIC_DELAY_US overrides the delay, for `make test` too.
 DEFAULT_CLIENTS = 8
-DEFAULT_FABRIC_DELAY_US = 20
+DEFAULT_FABRIC_DELAY_US = int(os.environ.get("RCKV_CHECKER_FABRIC_DELAY_US", "20"))
 DEFAULT_THREADS = 2
+# A run fails when no transaction completes for this long (a restart after
+# kill -9 takes a second or two).
+STALL_SECONDS = 20.0
 
 
 # ------------------------------------------------------------ topologies
@@ -154,8 +159,15 @@ class RunSpec:
         return s + ", seed %d" % self.seed
 
 
+class RunError(RuntimeError):
+    """A run that could not complete (server stalled, unreachable, ...),
+    with the server's log tail in its message."""
+
+
 class RunResult:
-    def __init__(self, spec, history, result, elapsed, events, reconnects, client_errors):
+    def __init__(self, spec, history, result, elapsed, events, reconnects, client_errors,
+                 server_log=""):
+        self.server_log = server_log
         self.spec = spec
         self.history = history
         self.result = result
@@ -170,9 +182,11 @@ class RunResult:
 
     def line(self):
         st = self.result.stats
-        return "%-28s %-7s %7d txns (ok %s, failed %s, unknown %s) %s" % (
+        sv = getattr(self, "server_stats", {})
+        abort = " server abort rate %s" % sv["abort_rate"] if "abort_rate" in sv else ""
+        return "%-22s %-7s %7d txns (ok %s, failed %s, unknown %s)%s: %s" % (
             self.spec.name, self.spec.protocol, self.checked, st.get("ok", "-"),
-            st.get("failed", "-"), st.get("unknown", "-"), self.result.summary())
+            st.get("failed", "-"), st.get("unknown", "-"), abort, self.result.summary())
 
 
 def run(spec, history_path, log=print):
@@ -184,6 +198,8 @@ def run(spec, history_path, log=print):
     events = []
     rec = Recorder(history_path)
     ctx = None
+    server_log = ""
+    server_stats = {}
     started = time.monotonic()
     try:
         topo.start()
@@ -204,19 +220,41 @@ def run(spec, history_path, log=print):
         for t in threads:
             t.join(timeout=rckvtest.STOP_DEADLINE + 20)
         if any(t.is_alive() for t in threads):
-            raise RuntimeError("client threads did not stop\n" + topo.log_tail())
+            raise RuntimeError("client threads did not stop")
         wl.final_reads(ctx, topo.endpoints()[0], deadline=time.monotonic() + 30)
         rec.flush()
+        server_stats = _server_stats(topo)
+    except Exception as e:
+        raise RunError("%s\n%s" % (e, topo.log_tail())) from None
     finally:
         if ctx is not None:
             ctx.stop.set()
         rec.close()
+        server_log = topo.log_tail()
         reports = topo.stop()
         if reports:
-            raise RuntimeError("sanitizer reports in the server log:\n" + "\n".join(reports[:20]))
+            raise RunError("sanitizer reports in the server log:\n" + "\n".join(reports[:20]))
     elapsed = time.monotonic() - started
     result = checker.check_file(history_path, realtime=spec.realtime)
-    return RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors)
+    r = RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors,
+                  server_log)
+    r.server_stats = server_stats
+    return r
+
+
+def _server_stats(topo):
+    """Commit/abort counters of the (last) server, for the run's line."""
+    try:
+        admin = topo.admin()
+        try:
+            cc = admin.info("cc")
+            st = admin.info("stats")
+        finally:
+            admin.close()
+        return {"commits": cc.get("cc_txn_committed"), "aborts": cc.get("cc_aborts"),
+                "abort_rate": cc.get("cc_abort_rate"), "timeouts": st.get("txn_timeouts")}
+    except Exception as e:  # stats are informative only
+        return {"error": repr(e)}
 
 
 def _guarded(fn, cid, ctx):
@@ -232,6 +270,7 @@ def _drive(spec, topo, rec, events, log):
     even intervals, then wait for the end of the run."""
     start = time.monotonic()
     end = start + spec.duration
+    watch = _StallWatch(rec)
     plan = []
     if spec.switch:
         n = len(spec.switch)
@@ -243,6 +282,7 @@ def _drive(spec, topo, rec, events, log):
     for when, kind, arg in plan:
         while time.monotonic() < when:
             time.sleep(min(0.1, max(0.0, when - time.monotonic())))
+            watch.check()
         if kind == "switch":
             admin = topo.admin()
             try:
@@ -263,31 +303,65 @@ def _drive(spec, topo, rec, events, log):
             rec.meta(event="node %d restarted" % arg)
     while time.monotonic() < end:
         time.sleep(min(0.2, max(0.0, end - time.monotonic())))
+        watch.check()
+
+
+class _StallWatch:
+    """Fails the run when no transaction completes for STALL_SECONDS (a
+    server that hangs would otherwise hold every client for its socket
+    timeout, again and again)."""
+
+    def __init__(self, rec):
+        self.rec = rec
+        self.last = rec.total
+        self.since = time.monotonic()
+
+    def check(self):
+        n = self.rec.total
+        if n != self.last:
+            self.last, self.since = n, time.monotonic()
+        elif time.monotonic() - self.since > STALL_SECONDS:
+            raise RuntimeError("no transaction completed for %.0f s: the server is stalled"
+                               % STALL_SECONDS)
 
 
 # ---------------------------------------------------------------- suites
 
-def suite(protocols, duration, long_mode, topology="single"):
-    """The runs of `make check-serializable` (long) or of a quick check."""
+def suite(protocols, duration, long_mode, topology="single", with_none=True):
+    """The runs of `make check-serializable` (long) or of a quick check.
+
+    Per protocol: list-append at high contention (zipf 0.99 over 8 keys)
+    and, in the long suite, also low contention (zipf 0.0) and 64 keys; all
+    with the fabric delay that makes a worker's coroutines interleave
+    inside transactions, plus one run without it (far more transactions,
+    parallel only across worker threads); the bank; kill -9 faults. Then one
+    run that switches protocols in the middle, and the runs under `none`
+    that must find anomalies."""
     specs = []
     zipfs = (0.0, 0.99) if long_mode else (0.99,)
     keyss = (8, 64) if long_mode else (8,)
+    t = dict(topology=topology)
     for p in protocols:
         for z in zipfs:
             for k in keyss:
                 specs.append(RunSpec("append-z%.2f-k%d" % (z, k), p, keys=k, zipf=z,
-                                     duration=duration, topology=topology))
-        specs.append(RunSpec("bank", p, workload="bank", duration=duration / 2,
-                             topology=topology))
+                                     duration=duration, **t))
+        specs.append(RunSpec("bank", p, workload="bank", duration=duration / 2, **t))
         if long_mode:
-            specs.append(RunSpec("fault-kill9", p, duration=duration, faults=2,
-                                 topology=topology))
+            specs.append(RunSpec("append-nodelay-z0.99-k8", p, duration=duration / 2,
+                                 fabric_delay_us=0, **t))
+            specs.append(RunSpec("fault-kill9", p, duration=duration, faults=2, **t))
             specs.append(RunSpec("bank-fault-kill9", p, workload="bank", duration=duration / 2,
-                                 faults=1, topology=topology))
+                                 faults=1, **t))
     if len(protocols) > 1:
         specs.append(RunSpec("switch", protocols[0], duration=duration,
-                             switch=list(protocols) * (3 if long_mode else 1),
-                             topology=topology))
+                             switch=list(protocols) * (3 if long_mode else 1), **t))
+    if with_none:
+        specs.append(RunSpec("must-find-anomalies", BROKEN_PROTOCOL,
+                             duration=min(duration, 15.0), **t))
+        if long_mode:
+            specs.append(RunSpec("bank-must-find-anomalies", BROKEN_PROTOCOL, workload="bank",
+                                 duration=min(duration, 15.0), **t))
     return specs
 
 
@@ -314,12 +388,15 @@ def main(argv=None):
                     help="a single run of this workload instead of a suite")
     ap.add_argument("--keys", type=int, default=8, help="hot keys (single run)")
     ap.add_argument("--zipf", type=float, default=0.99, help="zipf exponent (single run)")
-    ap.add_argument("--clients", type=int, default=DEFAULT_CLIENTS)
+    ap.add_argument("--clients", type=int, default=None,
+                    help="client threads per run (default %d)" % DEFAULT_CLIENTS)
     ap.add_argument("--fault", type=int, nargs="?", const=1, default=0, metavar="N",
                     help="kill -9 and restart the node N times during a single run")
     ap.add_argument("--switch", action="store_true",
                     help="single run: cycle CONFIG SET cc through the protocols mid-run")
-    ap.add_argument("--fabric-delay-us", type=int, default=DEFAULT_FABRIC_DELAY_US)
+    ap.add_argument("--fabric-delay-us", type=int, default=None,
+                    help="the server's per-round-trip fabric delay (default %d; the long suite "
+                         "also has a run with 0)" % DEFAULT_FABRIC_DELAY_US)
     ap.add_argument("--no-realtime", action="store_true",
                     help="check serializability only, not strict serializability")
     ap.add_argument("--no-none", action="store_true",
@@ -337,31 +414,31 @@ def main(argv=None):
     if note:
         print("note: %s" % note)
     protocols = args.protocol or offered
-    print("protocols offered by the server: %s; checking: %s" % (
-        ", ".join(offered), ", ".join(protocols)))
+    print("topology: %s; protocols offered by the server: %s; checking: %s" % (
+        args.topology, ", ".join(offered), ", ".join(protocols)))
 
     if args.workload or args.fault or args.switch:
         specs = [RunSpec("%s%s%s" % (args.workload or "append", "-fault" if args.fault else "",
                                      "-switch" if args.switch else ""),
                          protocols[0], workload=args.workload or "append", duration=duration,
-                         clients=args.clients, keys=args.keys, zipf=args.zipf,
+                         clients=args.clients or DEFAULT_CLIENTS, keys=args.keys, zipf=args.zipf,
                          switch=list(protocols) if args.switch else None, faults=args.fault,
-                         fabric_delay_us=args.fabric_delay_us, realtime=not args.no_realtime,
+                         fabric_delay_us=DEFAULT_FABRIC_DELAY_US if args.fabric_delay_us is None
+                         else args.fabric_delay_us, realtime=not args.no_realtime,
                          seed=args.seed, topology=args.topology)]
         if not args.switch:
             specs = [_with(specs[0], protocol=p) for p in protocols]
     else:
-        specs = suite(protocols, duration, args.long, args.topology)
+        specs = suite(protocols, duration, args.long, args.topology,
+                      with_none=not args.no_none)
         for s in specs:
-            s.fabric_delay_us = args.fabric_delay_us
+            if args.fabric_delay_us is not None:
+                s.fabric_delay_us = args.fabric_delay_us
+            if args.clients is not None:
+                s.clients = args.clients
             s.realtime = not args.no_realtime
-            s.clients = args.clients
             if args.seed is not None:
                 s.seed = args.seed
-    if not args.no_none:
-        specs.append(RunSpec("must-find-anomalies", BROKEN_PROTOCOL,
-                             duration=min(duration, 15.0), topology=args.topology,
-                             fabric_delay_us=args.fabric_delay_us))
 
     failures = 0
     results = []
@@ -394,7 +471,8 @@ def main(argv=None):
                      " --realtime" if spec.realtime else ""))
         elif expect_anomalies:
             print("   (expected) first anomaly under `none`:")
-            kind = sorted(r.result.details)[0]
+            kinds = [k for k in checker.CYCLE_KINDS if k in r.result.details]
+            kind = (kinds or sorted(r.result.details))[0]
             print("   " + r.result.details[kind][0]["text"].replace("\n", "\n   "))
             if not args.keep:
                 os.remove(path)
@@ -419,5 +497,12 @@ def _with(spec, **kw):
     return RunSpec(**d)
 
 
+def _exit_on_sigterm(signum, frame):
+    # SystemExit unwinds through run()'s finally and rckvtest's atexit, so a
+    # terminated run still stops its servers.
+    raise SystemExit(128 + signum)
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     sys.exit(main())

@@ -253,10 +253,13 @@ class AppendWorkload:
                 except LINK_ERRORS:
                     _drop_link(conn)
                     conn = None
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("final reads: no reply from the server")
                     continue
                 except ResponseError as e:
                     if time.monotonic() > deadline:
-                        raise RuntimeError("final reads keep failing: %s" % e)
+                        raise RuntimeError("final reads keep failing: %s" % e) from None
+                    time.sleep(0.1)
                     continue
                 t1 = time.monotonic_ns()
                 ctx.rec.record(tid, cid, t0, t1, OK,
@@ -340,10 +343,13 @@ class BankWorkload:
                 ops = [["transfer", a, b, x]]
                 cmds = [("DECRBY", a, x), ("INCRBY", b, x)]
                 if rnd.random() < 0.5:
-                    conn.send_command("WATCH", a, b)
-                    conn.read_response()
-                    conn.send_command("GET", a)
-                    va = conn.read_response()
+                    try:
+                        conn.send_command("WATCH", a, b)
+                        conn.read_response()
+                        conn.send_command("GET", a)
+                        va = conn.read_response()
+                    except ResponseError:
+                        va = None  # e.g. WATCH kept aborting: try another transfer
                     if va is None or int(va) < x:
                         conn.send_command("UNWATCH")
                         conn.read_response()

@@ -236,7 +236,10 @@ static void test_set_errors(void)
 	CHECK_STR(c.persistence, "power"); /* stored in canonical spelling */
 	CHECK(set1(&c, "loglevel", "loud", err, sizeof(err)) == -1);
 	CHECK_STR(err, "argument(s) must be one of the following: debug, verbose, notice, warning");
-	CHECK(set1(&c, "fabric", "verbs", err, sizeof(err)) == -1); /* shm only for now */
+	CHECK(set1(&c, "fabric", "rdma", err, sizeof(err)) == -1);
+	CHECK_STR(err, "argument(s) must be one of the following: shm, tcp, verbs");
+	CHECK(set1(&c, "fabric", "TCP", err, sizeof(err)) == 0);
+	CHECK_STR(c.fabric, "tcp");
 	CHECK(set1(&c, "node", "0", err, sizeof(err)) == -1);
 	CHECK(set1(&c, "threads", "0", err, sizeof(err)) == -1);
 	CHECK(set1(&c, "prot", "1", err, sizeof(err)) == -1);
@@ -444,7 +447,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 26);
+	CHECK(all.n == 28);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
@@ -519,13 +522,14 @@ static void test_shipped_conf(void)
 		failures++;
 	}
 
-	/* And every real option is in it (the three pseudo options are
-	 * documented in comments only: they cannot be set). */
+	/* And every real option is in it (the three pseudo options, and
+	 * cluster-node, which has no default, are documented in comments). */
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&def, "*", names_visit, &all);
 	for (char *tok = strtok(all.buf, " "); tok; tok = strtok(NULL, " ")) {
-		if (!strcmp(tok, "save") || !strcmp(tok, "appendonly") || !strcmp(tok, "databases"))
+		if (!strcmp(tok, "save") || !strcmp(tok, "appendonly") || !strcmp(tok, "databases") ||
+		    !strcmp(tok, "cluster-node"))
 			continue;
 		bool found = false;
 		for (int i = 0; i < nseen && !found; i++)
@@ -615,6 +619,35 @@ static void test_command_table(void)
 	CHECK(cmd_get_keys(NULL, 2, idx, 8) == 0);
 }
 
+/* cluster-node lines: parsed, checked, listed by CONFIG GET. */
+static void test_cluster_nodes(void)
+{
+	struct srv_config c;
+	char err[256];
+	cfg_defaults(&c);
+	CHECK(c.ncluster_nodes == 0);
+	char *n1[] = { "1", "127.0.0.1:7001", "127.0.0.1:17001" };
+	char *n2[] = { "2", "127.0.0.1:7002", "127.0.0.1:17002" };
+	CHECK(cfg_set(&c, "cluster-node", 3, n1, err, sizeof(err)) == 0);
+	CHECK(cfg_set(&c, "cluster-node", 3, n2, err, sizeof(err)) == 0);
+	CHECK(c.ncluster_nodes == 2 && c.cluster_nodes[1].id == 2);
+	CHECK_STR(c.cluster_nodes[1].fabric, "127.0.0.1:17002");
+	CHECK(cfg_set(&c, "cluster-node", 3, n1, err, sizeof(err)) == -1);
+	CHECK_STR(err, "node 1 is listed twice");
+	char *bad_id[] = { "0", "127.0.0.1:7001", "127.0.0.1:17001" };
+	CHECK(cfg_set(&c, "cluster-node", 3, bad_id, err, sizeof(err)) == -1);
+	char *bad_addr[] = { "3", "127.0.0.1", "127.0.0.1:17003" };
+	CHECK(cfg_set(&c, "cluster-node", 3, bad_addr, err, sizeof(err)) == -1);
+	CHECK_STR(err, "'127.0.0.1' is not a host:port address");
+	CHECK(cfg_set(&c, "cluster-node", 2, n1, err, sizeof(err)) == -1);
+	CHECK(c.ncluster_nodes == 2);
+	struct dump d;
+	dump(&c, &d);
+	CHECK(strstr(d.buf, "cluster-node=1 127.0.0.1:7001 127.0.0.1:17001 2 127.0.0.1:7002 "
+			    "127.0.0.1:17002\n") != NULL);
+	cfg_free(&c);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -628,6 +661,7 @@ int main(void)
 	test_file_errors();
 	test_argv();
 	test_glob();
+	test_cluster_nodes();
 	test_shipped_conf();
 	test_command_table();
 

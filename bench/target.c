@@ -1,0 +1,268 @@
+/*
+ * target.c: servers under test (target.h).
+ */
+#include "bench/target.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static bool is_loopback(const char *host)
+{
+	return !strcmp(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "::1");
+}
+
+void bench_target_close(struct bench_target *t)
+{
+	for (int i = 0; i < t->nctl; i++)
+		if (t->ctl[i])
+			redisFree(t->ctl[i]);
+	if (t->have_keyspace)
+		bench_keyspace_free(&t->ks);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The address to reach map node i: the cluster file's entry for its id
+ * when there is one (the file says how this client reaches the node),
+ * else what the node publishes. */
+static void node_addr(const struct rckv_map *m, int i, const struct rckv_cluster_file *cf,
+		      struct bench_addr *a)
+{
+	for (int k = 0; cf && k < cf->n; k++) {
+		if (cf->nodes[k].id == m->nodes[i].id) {
+			snprintf(a->host, sizeof(a->host), "%s", cf->nodes[k].host);
+			a->port = cf->nodes[k].port;
+			return;
+		}
+	}
+	snprintf(a->host, sizeof(a->host), "%s", m->nodes[i].host);
+	a->port = m->nodes[i].port;
+}
+
+int bench_target_open(struct bench_target *t, const char *host, int port,
+		      const char *cluster_file, int timeout_ms, char *err, size_t errlen)
+{
+	struct rckv_cluster_file *cf = NULL;
+	redisContext *c = NULL;
+	char why[512] = "";
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	t->timeout_ms = timeout_ms;
+	if (cluster_file) {
+		cf = malloc(sizeof(*cf));
+		if (!cf) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		if (rckv_cluster_file_read(cluster_file, cf, why, sizeof(why))) {
+			snprintf(err, errlen, "%s", why);
+			goto fail;
+		}
+		snprintf(t->name, sizeof(t->name), "%s", cluster_file);
+		/* any node will do to learn the map: the first that answers */
+		rc = -1;
+		for (int i = 0; i < cf->n && rc; i++) {
+			c = rckv_connect(cf->nodes[i].host, cf->nodes[i].port, timeout_ms, why,
+					 sizeof(why));
+			if (!c)
+				continue;
+			rc = rckv_map_fetch(c, &t->map, why, sizeof(why));
+			if (rc) {
+				redisFree(c);
+				c = NULL;
+			}
+		}
+		if (rc) {
+			snprintf(err, errlen, "%s: no node gave its slot map (last: %s)", cluster_file,
+				 why);
+			goto fail;
+		}
+		t->is_rckv = true;
+	} else {
+		snprintf(t->name, sizeof(t->name), "%s:%d", host, port);
+		c = rckv_connect(host, port, timeout_ms, why, sizeof(why));
+		if (!c) {
+			snprintf(err, errlen, "%s", why);
+			goto fail;
+		}
+		rc = rckv_map_fetch(c, &t->map, why, sizeof(why));
+		if (rc == RCKV_ENOTRCKV) {
+			t->is_rckv = false;
+			rckv_map_single(&t->map, host, port);
+		} else if (rc) {
+			snprintf(err, errlen, "%s: %s", t->name, why);
+			goto fail;
+		} else {
+			t->is_rckv = true;
+		}
+	}
+
+	if (cluster_file) {
+		t->naddrs = t->map.nnodes;
+		for (int i = 0; i < t->map.nnodes; i++)
+			node_addr(&t->map, i, cf, &t->addrs[i]);
+	} else {
+		t->naddrs = 1;
+		snprintf(t->addrs[0].host, sizeof(t->addrs[0].host), "%s", host);
+		t->addrs[0].port = port;
+	}
+	/* control: the contact node itself when it is the only node */
+	if (!cluster_file && t->map.nnodes == 1) {
+		t->nctl = 1;
+		t->ctl_addrs[0] = t->addrs[0];
+		t->ctl[0] = c;
+		c = NULL;
+	} else {
+		t->nctl = t->map.nnodes;
+		for (int i = 0; i < t->map.nnodes; i++) {
+			node_addr(&t->map, i, cf, &t->ctl_addrs[i]);
+			t->ctl[i] = rckv_connect(t->ctl_addrs[i].host, t->ctl_addrs[i].port,
+						 timeout_ms, why, sizeof(why));
+			if (!t->ctl[i]) {
+				snprintf(err, errlen, "%s: node %d of the slot map: %s", t->name,
+					 t->map.nodes[i].id, why);
+				goto fail;
+			}
+		}
+	}
+	if (c)
+		redisFree(c);
+	c = NULL;
+	struct bench_info info;
+	if (bench_info_fetch(t->ctl[0], &info, why, sizeof(why))) {
+		snprintf(err, errlen, "%s: %s", t->name, why);
+		goto fail;
+	}
+	snprintf(t->version, sizeof(t->version), "%s", info.version);
+	snprintf(t->cc, sizeof(t->cc), "%s", info.cc);
+	free(cf);
+	return 0;
+fail:
+	if (c)
+		redisFree(c);
+	free(cf);
+	bench_target_close(t);
+	return -1;
+}
+
+static int set_cc(struct bench_target *t, const char *cc, char *err, size_t errlen)
+{
+	redisReply *r = redisCommand(t->ctl[0], "CONFIG SET cc %s", cc);
+	struct bench_info info;
+	char why[256];
+
+	if (!r) {
+		snprintf(err, errlen, "%s: CONFIG SET cc %s: %s", t->name, cc, t->ctl[0]->errstr);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%s: CONFIG SET cc %s: %s", t->name, cc, r->str);
+		freeReplyObject(r);
+		return -1;
+	}
+	freeReplyObject(r);
+	/* the switch is cluster-wide; read back what is in force */
+	if (bench_info_fetch(t->ctl[0], &info, why, sizeof(why)) == 0)
+		snprintf(t->cc, sizeof(t->cc), "%s", info.cc);
+	return 0;
+}
+
+int bench_target_prepare(struct bench_target *t, const struct bench_config *cfg, char *err,
+			 size_t errlen)
+{
+	char why[512];
+	int rc;
+
+	if (cfg->cc[0] && t->is_rckv && strcmp(t->cc, cfg->cc) != 0 &&
+	    set_cc(t, cfg->cc, err, errlen))
+		return -1;
+	if (t->have_keyspace) {
+		bench_keyspace_free(&t->ks);
+		t->have_keyspace = false;
+	}
+	/* inserts continue past earlier points' inserts rather than redo them */
+	if (t->next_insert < cfg->records)
+		t->next_insert = cfg->records;
+	t->nodes_per_txn = cfg->nodes_per_txn;
+	if (cfg->workload == BW_YCSB_T) {
+		/* Redis is one node: the key chooser sees a one-node map, so
+		 * ycsb-t runs there as a plain standalone run */
+		if (!t->is_rckv)
+			t->nodes_per_txn = 1;
+		rc = bench_keyspace_build(&t->ks, &t->map, cfg->records, cfg->zipf, cfg->zipf_head);
+		if (rc) {
+			snprintf(err, errlen, "cannot build the keyspace: %s", rckv_strerror(rc));
+			return -1;
+		}
+		t->have_keyspace = true;
+		if (bench_keyspace_check(&t->ks, t->nodes_per_txn, cfg->ops, why, sizeof(why))) {
+			snprintf(err, errlen, "%s: %s", t->name, why);
+			return -1;
+		}
+	} else if (cfg->workload != BW_LOAD) {
+		rc = bench_zipf_init(&t->zipf, cfg->records, cfg->zipf, cfg->zipf_head);
+		if (rc) {
+			snprintf(err, errlen, "bad Zipf parameters");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int bench_target_snapshot(struct bench_target *t, struct bench_info *sum, char *err,
+			  size_t errlen)
+{
+	for (int i = 0; i < t->nctl; i++) {
+		struct bench_info x;
+		char why[256];
+
+		if (bench_info_fetch(t->ctl[i], &x, why, sizeof(why))) {
+			snprintf(err, errlen, "%s:%d: %s", t->ctl_addrs[i].host, t->ctl_addrs[i].port,
+				 why);
+			return -1;
+		}
+		if (!x.has_cpu && x.pid > 0 && is_loopback(t->ctl_addrs[i].host) &&
+		    bench_proc_cpu(x.pid, &x.cpu_s) == 0)
+			x.has_cpu = true;
+		bench_info_add(sum, &x, i == 0);
+	}
+	return 0;
+}
+
+#define LOAD_SAMPLE 32
+
+int bench_target_loaded(struct bench_target *t, const struct bench_config *cfg, char *err,
+			size_t errlen)
+{
+	redisContext *c = t->ctl[0];
+	struct bench_rng rng;
+	char key[BENCH_KEY_LEN + 1];
+	int n = cfg->records < LOAD_SAMPLE ? (int)cfg->records : LOAD_SAMPLE;
+	int ok = 1;
+
+	bench_rng_seed(&rng, cfg->seed, 0x10ad);
+	for (int i = 0; i < n; i++) {
+		uint64_t id = i == 0 ? 0 : i == 1 ? cfg->records - 1
+					: bench_rng_below(&rng, cfg->records);
+		bench_key(key, id);
+		redisAppendCommand(c, "STRLEN %s", key);
+	}
+	for (int i = 0; i < n; i++) {
+		redisReply *r = NULL;
+		if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+			snprintf(err, errlen, "%s: STRLEN: %s", t->name, c->errstr);
+			return -1;
+		}
+		if (r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "%s: STRLEN: %s", t->name, r->str);
+			freeReplyObject(r);
+			return -1;
+		}
+		if (r->type != REDIS_REPLY_INTEGER || r->integer != cfg->value_size)
+			ok = 0;
+		freeReplyObject(r);
+	}
+	return ok;
+}

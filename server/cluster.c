@@ -1,0 +1,1046 @@
+/*
+ * cluster.c: membership and control plane (see cluster.h for the message
+ * list). Control traffic is rare (startup, protocol switches, FLUSHALL,
+ * KEYS/SCAN/DBSIZE), so it is simple: blocking threads on the serving side,
+ * one short-lived connection per operation on the calling side, and a
+ * calling coroutine yields while it waits for replies.
+ *
+ * Cluster-wide quiesce (protocol switch, FLUSHALL), driven by the node
+ * that received the command:
+ *   0. take the cluster's switch lock: a CAS on a word of the lowest node's
+ *      region header, through the fabric (one switch at a time anywhere);
+ *   1. quiesce itself, then send QUIESCE to every peer and wait for all
+ *      (each peer's control thread quiesces its node);
+ *   2. SWITCH (or FLUSH) every node, itself included;
+ *   3. RESUME every node; release the lock.
+ * A peer whose initiator disappears mid-way (connection closed) resumes by
+ * itself, so a dead initiator never leaves a node frozen.
+ *
+ * Invariant (1): between phase 1 and phase 3 no transaction runs anywhere,
+ * because transactions reach remote items only through their own node's
+ * executor, and every executor is quiesced.
+ */
+#include "server/cluster.h"
+
+#include <arpa/inet.h>
+#include <ck_pr.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cc/cc.h"
+#include "cc/exec.h"
+#include "cc/sched.h"
+#include "cc/switch.h"
+#include "rdma/tcp_wire.h"
+#include "server/log.h"
+#include "server/node.h"
+#include "server/slots.h"
+#include "server/strutil.h"
+#include "server/worker.h"
+
+enum ctl_type {
+	CTL_HELLO = 1,
+	CTL_FAB,
+	CTL_QUIESCE,
+	CTL_SWITCH,
+	CTL_RESUME,
+	CTL_FLUSH,
+	CTL_COUNT,
+	CTL_KEYS,
+	CTL_SCAN,
+};
+
+#define CTL_MAX_PAYLOAD (64u << 20)
+#define CTL_HELLO_MAGIC "RCKVCTL1"
+
+struct ctl_req_hdr {
+	uint32_t type;
+	uint32_t len;
+};
+
+struct ctl_resp_hdr {
+	int32_t status;
+	uint32_t len;
+};
+
+/* What nodes tell each other at join. Fixed layout, little-endian. */
+struct ctl_hello {
+	char magic[8];
+	uint64_t cluster_id;
+	uint32_t node;
+	uint32_t reserved;
+	uint64_t incarnation;
+	uint64_t region_size;
+	struct st_layout layout;
+	char region_path[256];
+	char backend[16];
+	char proto[32];
+	char fabric_addr[128];
+};
+
+struct peer {
+	int id;
+	char client[128];
+	char fabric[128];
+	struct ctl_hello hello; /* as received at join */
+};
+
+struct cluster {
+	struct node *n;
+	uint64_t id;
+	int self_id;
+	int listen_fd;
+	pthread_t listener;
+	bool listening;
+	int stop;
+	int npeers;
+	struct peer peers[SRV_MAX_CLUSTER_NODES];
+	int lock_node; /* lowest node id: holds the switch lock word */
+};
+
+/* The switch lock word: the first reserved word of the region header. */
+#define SWITCH_LOCK_OFF offsetof(struct st_header, reserved)
+
+/* ---- helpers ---- */
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+uint64_t cluster_id_of(const struct node *n)
+{
+	const struct srv_config *c = &n->cfg;
+	if (c->ncluster_nodes == 0)
+		return 0;
+	/* Order-independent: nodes in id order. */
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (int id = 1; id < FAB_MAX_NODES; id++)
+		for (int i = 0; i < c->ncluster_nodes; i++)
+			if (c->cluster_nodes[i].id == id) {
+				char line[300];
+				snprintf(line, sizeof(line), "%d %s %s;", id, c->cluster_nodes[i].client,
+					 c->cluster_nodes[i].fabric);
+				h = fnv1a(h, line);
+			}
+	return h ? h : 1;
+}
+
+static int split_host_port(const char *addr, char *host, size_t cap, int *port)
+{
+	const char *colon = strrchr(addr, ':');
+	if (!colon || (size_t)(colon - addr) >= cap)
+		return -1;
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	long long p;
+	if (srv_str2ll(colon + 1, strlen(colon + 1), &p) != 0 || p < 1 || p > 65535)
+		return -1;
+	*port = (int)p;
+	return 0;
+}
+
+static int write_all(int fd, const void *p, size_t len)
+{
+	const char *q = p;
+	while (len) {
+		ssize_t k = send(fd, q, len, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		q += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t len)
+{
+	char *q = p;
+	while (len) {
+		ssize_t k = recv(fd, q, len, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		q += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+/* ---- calling side: a connection for one operation ---- */
+
+struct ctl_conn {
+	int fd;
+	int peer;
+};
+
+/* Wait until fd is ready for `events`; a coroutine yields, a thread polls. */
+static int wait_fd(struct worker *w, int fd, short events, uint64_t deadline_ns)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = events };
+		int k = poll(&pfd, 1, w ? 0 : 50);
+		if (k > 0)
+			return 0;
+		if (k < 0 && errno != EINTR)
+			return -errno;
+		if (sched_now_ns() > deadline_ns)
+			return -ETIMEDOUT;
+		if (w)
+			sched_sleep(w->sched, 200000);
+	}
+}
+
+static int ctl_open(struct node *n, int peer, struct ctl_conn *cc, char *err, size_t errlen)
+{
+	struct cluster *cl = n->cluster;
+	const char *addr = NULL;
+	for (int i = 0; i < cl->npeers; i++)
+		if (cl->peers[i].id == peer)
+			addr = cl->peers[i].fabric;
+	if (!addr) {
+		snprintf(err, errlen, "node %d is not a peer", peer);
+		return -EINVAL;
+	}
+	int fd = fab_tcp_connect(addr, 2000, err, errlen);
+	if (fd < 0)
+		return fd;
+	struct tcp_hello h;
+	tcp_hello_encode(&h, TCP_HELLO_CTL, (uint16_t)n->cfg.node_id, 0);
+	if (write_all(fd, &h, sizeof(h)) != 0) {
+		snprintf(err, errlen, "control connection to node %d: %s", peer, strerror(errno));
+		close(fd);
+		return -EIO;
+	}
+	ioctl_nonblock(fd, 1);
+	cc->fd = fd;
+	cc->peer = peer;
+	return 0;
+}
+
+static void ctl_close(struct ctl_conn *cc)
+{
+	if (cc->fd >= 0)
+		close(cc->fd);
+	cc->fd = -1;
+}
+
+/* Non-blocking full send/recv with yields (w) or polls (no w). */
+static int io_all(struct worker *w, int fd, void *p, size_t len, bool out, uint64_t deadline)
+{
+	char *q = p;
+	while (len) {
+		ssize_t k = out ? send(fd, q, len, MSG_NOSIGNAL) : recv(fd, q, len, 0);
+		if (k > 0) {
+			q += k;
+			len -= (size_t)k;
+			continue;
+		}
+		if (k == 0 && !out)
+			return -ECONNRESET;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		int rc = wait_fd(w, fd, out ? POLLOUT : POLLIN, deadline);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int ctl_send(struct worker *w, struct ctl_conn *cc, uint32_t type, const void *req,
+		    size_t len, uint64_t deadline)
+{
+	struct ctl_req_hdr h = { .type = type, .len = (uint32_t)len };
+	int rc = io_all(w, cc->fd, &h, sizeof(h), true, deadline);
+	if (rc == 0 && len)
+		rc = io_all(w, cc->fd, (void *)req, len, true, deadline);
+	return rc;
+}
+
+/* Receive a response; *resp is malloc'ed (caller frees). Returns the
+ * peer's status (0 or -errno), or a transport error. */
+static int ctl_recv(struct worker *w, struct ctl_conn *cc, void **resp, size_t *resp_len,
+		    uint64_t deadline)
+{
+	struct ctl_resp_hdr h;
+	*resp = NULL;
+	*resp_len = 0;
+	int rc = io_all(w, cc->fd, &h, sizeof(h), false, deadline);
+	if (rc)
+		return rc;
+	if (h.len > CTL_MAX_PAYLOAD)
+		return -EPROTO;
+	if (h.len) {
+		*resp = malloc(h.len + 1);
+		if (!*resp)
+			return -ENOMEM;
+		rc = io_all(w, cc->fd, *resp, h.len, false, deadline);
+		if (rc) {
+			free(*resp);
+			*resp = NULL;
+			return rc;
+		}
+		((char *)*resp)[h.len] = '\0';
+	}
+	*resp_len = h.len;
+	return h.status;
+}
+
+/* One request, one response, on a fresh connection. */
+static int ctl_call(struct node *n, struct worker *w, int peer, uint32_t type, const void *req,
+		    size_t len, void **resp, size_t *resp_len, char *err, size_t errlen)
+{
+	struct ctl_conn cc = { .fd = -1 };
+	int rc = ctl_open(n, peer, &cc, err, errlen);
+	if (rc)
+		return rc;
+	uint64_t deadline = sched_now_ns() + 30ull * 1000000000ull;
+	rc = ctl_send(w, &cc, type, req, len, deadline);
+	if (rc == 0)
+		rc = ctl_recv(w, &cc, resp, resp_len, deadline);
+	if (rc && err[0] == '\0')
+		snprintf(err, errlen, "node %d: %s", peer, strerror(-rc));
+	ctl_close(&cc);
+	return rc;
+}
+
+/* For fab_config.ctl_call: backends' setup exchange (verbs). Threads only. */
+static int fab_ctl_bridge(void *ctx, uint16_t node, const void *req, size_t len, void *resp,
+			  size_t *resp_len)
+{
+	struct node *n = ctx;
+	void *r = NULL;
+	size_t rl = 0;
+	char err[256] = "";
+	int rc = ctl_call(n, NULL, node, CTL_FAB, req, len, &r, &rl, err, sizeof(err));
+	if (rc == 0) {
+		if (rl > *resp_len)
+			rc = -EMSGSIZE;
+		else {
+			memcpy(resp, r, rl);
+			*resp_len = rl;
+		}
+	}
+	free(r);
+	return rc;
+}
+
+/* ---- serving side ---- */
+
+static void fill_hello(struct node *n, struct ctl_hello *h)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, CTL_HELLO_MAGIC, 8);
+	h->cluster_id = n->cluster->id;
+	h->node = (uint32_t)n->cfg.node_id;
+	h->incarnation = st_region_header(n->region)->incarnation;
+	h->region_size = n->layout->size;
+	h->layout = *n->layout;
+	snprintf(h->region_path, sizeof(h->region_path), "%s", st_region_path(n->region));
+	snprintf(h->backend, sizeof(h->backend), "%s", fab_backend_name(n->fab));
+	const struct cc_protocol *p = ck_pr_load_ptr(&n->proto);
+	snprintf(h->proto, sizeof(h->proto), "%s", p->name);
+	for (int i = 0; i < n->cfg.ncluster_nodes; i++)
+		if (n->cfg.cluster_nodes[i].id == n->cfg.node_id)
+			snprintf(h->fabric_addr, sizeof(h->fabric_addr), "%s",
+				 n->cfg.cluster_nodes[i].fabric);
+}
+
+struct keybuf {
+	char *p;
+	size_t len, cap;
+	const char *pattern;
+	size_t plen;
+	uint64_t count;
+};
+
+static int keybuf_add(struct keybuf *kb, const char *key, uint32_t klen)
+{
+	if (kb->len + 4 + klen > CTL_MAX_PAYLOAD - 16)
+		return 1; /* full: the caller reports what fits */
+	if (kb->len + 4 + klen > kb->cap) {
+		size_t cap = kb->cap ? kb->cap * 2 : 4096;
+		while (cap < kb->len + 4 + klen)
+			cap *= 2;
+		char *p = realloc(kb->p, cap);
+		if (!p)
+			return 1;
+		kb->p = p;
+		kb->cap = cap;
+	}
+	memcpy(kb->p + kb->len, &klen, 4);
+	memcpy(kb->p + kb->len + 4, key, klen);
+	kb->len += 4 + klen;
+	kb->count++;
+	return 0;
+}
+
+static int scan_collect(void *arg, const char *key, uint32_t klen, const struct st_item *it)
+{
+	(void)it;
+	struct keybuf *kb = arg;
+	if (kb->plen && !srv_strmatch(kb->pattern, kb->plen, key, klen, false))
+		return 0;
+	return keybuf_add(kb, key, klen);
+}
+
+/* What the listener hands a control thread. */
+struct ctl_box {
+	int fd;
+	struct node *n;
+};
+
+/* Serve one control connection until it closes. */
+static void *ctl_conn_main(void *arg)
+{
+	struct ctl_box *box = arg;
+	int fd = box->fd;
+	struct node *n = box->n;
+	free(box);
+
+	bool quiesced = false;
+	for (;;) {
+		struct ctl_req_hdr h;
+		if (read_all(fd, &h, sizeof(h)) != 0)
+			break;
+		if (h.len > CTL_MAX_PAYLOAD)
+			break;
+		char *req = malloc(h.len + 1);
+		if (!req || read_all(fd, req, h.len) != 0) {
+			free(req);
+			break;
+		}
+		req[h.len] = '\0';
+		int32_t status = 0;
+		void *resp = NULL;
+		size_t rlen = 0;
+
+		switch (h.type) {
+		case CTL_HELLO: {
+			struct ctl_hello *in = (void *)req, *out = malloc(sizeof(*out));
+			if (!out) {
+				status = -ENOMEM;
+				break;
+			}
+			resp = out;
+			if (h.len != sizeof(*in) || memcmp(in->magic, CTL_HELLO_MAGIC, 8) != 0) {
+				status = -EPROTO;
+				break;
+			}
+			fill_hello(n, out);
+			rlen = sizeof(*out);
+			if (in->cluster_id != out->cluster_id)
+				status = -EXDEV; /* caller reports the mismatch */
+			break;
+		}
+		case CTL_FAB: {
+			resp = malloc(64 * 1024);
+			rlen = 64 * 1024;
+			status = resp ? fab_ctl(n->fab, req, h.len, resp, &rlen) : -ENOMEM;
+			if (status)
+				rlen = 0;
+			break;
+		}
+		case CTL_QUIESCE:
+			if (!quiesced) {
+				cc_quiesce_begin(n, NULL);
+				quiesced = true;
+			}
+			break;
+		case CTL_SWITCH: {
+			char err[256];
+			const struct cc_protocol *p = cc_switch_lookup(n, req, err, sizeof(err));
+			if (!quiesced || !p) {
+				status = -EINVAL;
+				break;
+			}
+			cc_switch_apply(n, p);
+			srv_log(n, LOG_NOTICE, "protocol switched to %s (cluster-wide)", p->name);
+			break;
+		}
+		case CTL_FLUSH:
+			if (!quiesced) {
+				status = -EINVAL;
+				break;
+			}
+			st_flush(n->region);
+			break;
+		case CTL_RESUME:
+			if (quiesced) {
+				cc_quiesce_end(n);
+				quiesced = false;
+			}
+			break;
+		case CTL_COUNT: {
+			uint64_t *c = malloc(8);
+			if (!c) {
+				status = -ENOMEM;
+				break;
+			}
+			*c = st_count(n->region);
+			resp = c;
+			rlen = 8;
+			break;
+		}
+		case CTL_KEYS: {
+			struct keybuf kb = { .pattern = req, .plen = h.len };
+			uint64_t cursor = 0;
+			do {
+				st_scan(n->region, &cursor, 4096, scan_collect, &kb);
+			} while (cursor);
+			resp = kb.p;
+			rlen = kb.len;
+			break;
+		}
+		case CTL_SCAN: {
+			uint64_t in[2];
+			if (h.len < 16) {
+				status = -EPROTO;
+				break;
+			}
+			memcpy(in, req, 16);
+			struct keybuf kb = { .pattern = req + 16, .plen = h.len - 16 };
+			uint64_t cursor = in[0];
+			st_scan(n->region, &cursor, in[1] ? in[1] : 1, scan_collect, &kb);
+			char *out = malloc(8 + kb.len);
+			if (!out) {
+				free(kb.p);
+				status = -ENOMEM;
+				break;
+			}
+			memcpy(out, &cursor, 8);
+			if (kb.len)
+				memcpy(out + 8, kb.p, kb.len);
+			rlen = 8 + kb.len;
+			free(kb.p);
+			resp = out;
+			break;
+		}
+		default:
+			status = -ENOTSUP;
+		}
+		free(req);
+		struct ctl_resp_hdr rh = { .status = status, .len = (uint32_t)rlen };
+		int wrc = write_all(fd, &rh, sizeof(rh));
+		if (wrc == 0 && rlen)
+			wrc = write_all(fd, resp, rlen);
+		free(resp);
+		if (wrc)
+			break;
+	}
+	if (quiesced) { /* the initiator went away mid-switch: never stay frozen */
+		srv_log(n, LOG_WARNING, "a cluster-wide quiesce was abandoned; resuming");
+		cc_quiesce_end(n);
+	}
+	close(fd);
+	return NULL;
+}
+
+static void *listener_main(void *arg)
+{
+	struct node *n = arg;
+	struct cluster *cl = n->cluster;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (!ck_pr_load_int(&cl->stop)) {
+		struct pollfd pfd = { .fd = cl->listen_fd, .events = POLLIN };
+		if (poll(&pfd, 1, 200) <= 0)
+			continue;
+		int fd = accept4(cl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct timeval tv = { .tv_sec = 2 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		struct tcp_hello h;
+		if (read_all(fd, &h, sizeof(h)) != 0 || tcp_hello_check(&h) != 0) {
+			close(fd);
+			continue;
+		}
+		struct timeval none = { 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+		if (h.type == TCP_HELLO_DATA) {
+			if (fab_adopt(n->fab, fd) != 0)
+				close(fd);
+			continue;
+		}
+		struct ctl_box *box = malloc(sizeof(*box));
+		pthread_t th;
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (!box) {
+			close(fd);
+		} else {
+			box->fd = fd;
+			box->n = n;
+			if (pthread_create(&th, &at, ctl_conn_main, box) != 0) {
+				close(fd);
+				free(box);
+			}
+		}
+		pthread_attr_destroy(&at);
+	}
+	return NULL;
+}
+
+static int listen_fabric(struct node *n, const char *addr, char *err, size_t errlen)
+{
+	char host[128];
+	int port;
+	if (split_host_port(addr, host, sizeof(host), &port) != 0) {
+		snprintf(err, errlen, "bad fabric address '%s'", addr);
+		return -1;
+	}
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *res;
+	char ps[16];
+	snprintf(ps, sizeof(ps), "%d", port);
+	if (getaddrinfo(host, ps, &hints, &res) != 0) {
+		snprintf(err, errlen, "fabric address '%s': cannot resolve", addr);
+		return -1;
+	}
+	int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 128) != 0) {
+		snprintf(err, errlen, "Could not listen on fabric address %s: %s", addr,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(res);
+		return -1;
+	}
+	freeaddrinfo(res);
+	n->cluster->listen_fd = fd;
+	return 0;
+}
+
+static bool stop_requested(void)
+{
+	sigset_t pend;
+	sigpending(&pend);
+	return sigismember(&pend, SIGINT) || sigismember(&pend, SIGTERM);
+}
+
+/* Connect to one peer, retrying until it answers; HELLO; attach. */
+static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
+{
+	uint64_t start = sched_now_ns(), last_log = 0;
+	for (;;) {
+		char cerr[256] = "";
+		struct ctl_hello mine, *theirs = NULL;
+		fill_hello(n, &mine);
+		size_t rl = 0;
+		int rc = ctl_call(n, NULL, p->id, CTL_HELLO, &mine, sizeof(mine), (void **)&theirs,
+				  &rl, cerr, sizeof(cerr));
+		if (rc == -EXDEV || (rc == 0 && (rl != sizeof(*theirs) ||
+						  theirs->cluster_id != mine.cluster_id))) {
+			snprintf(err, errlen,
+				 "node %d at %s belongs to another cluster (its cluster file differs "
+				 "from this one)", p->id, p->fabric);
+			free(theirs);
+			return -1;
+		}
+		if (rc == 0 && rl == sizeof(*theirs)) {
+			if (theirs->node != (uint32_t)p->id ||
+			    strcmp(theirs->backend, mine.backend) != 0) {
+				snprintf(err, errlen, "node %d at %s answers as node %u with fabric '%s' "
+					 "(this node: fabric '%s')", p->id, p->fabric, theirs->node,
+					 theirs->backend, mine.backend);
+				free(theirs);
+				return -1;
+			}
+			p->hello = *theirs;
+			free(theirs);
+			struct fab_peer_info pi = { .node = (uint16_t)p->id,
+						    .region_size = p->hello.region_size };
+			snprintf(pi.region_path, sizeof(pi.region_path), "%s", p->hello.region_path);
+			snprintf(pi.addr, sizeof(pi.addr), "%s", p->fabric);
+			if (fab_attach_peer(n->fab, &pi, err, errlen) != 0)
+				return -1;
+			srv_log(n, LOG_NOTICE, "joined node %d at %s (protocol %s)", p->id, p->fabric,
+				p->hello.proto);
+			return 0;
+		}
+		free(theirs);
+		if (stop_requested()) {
+			snprintf(err, errlen, "interrupted while waiting for node %d", p->id);
+			return -1;
+		}
+		uint64_t now = sched_now_ns();
+		if (now - last_log > 2000000000ull) {
+			srv_log(n, LOG_NOTICE, "waiting for node %d at %s (%llu s): %s", p->id,
+				p->fabric, (unsigned long long)((now - start) / 1000000000ull),
+				cerr[0] ? cerr : "no answer");
+			last_log = now;
+		}
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---- cluster-wide operations ---- */
+
+static int switch_lock(struct node *n, struct worker *w, bool take, char *err, size_t errlen)
+{
+	struct cluster *cl = n->cluster;
+	struct fab_batch b;
+	cc_batch_init(&b, w, NULL);
+	uint64_t me = (uint64_t)n->cfg.node_id;
+	uint64_t deadline = sched_now_ns() + 60ull * 1000000000ull;
+	for (;;) {
+		uint64_t old = 0;
+		int rc = fab_cas1(&b, (uint16_t)cl->lock_node, SWITCH_LOCK_OFF, take ? 0 : me,
+				  take ? me : 0, &old);
+		if (rc) {
+			snprintf(err, errlen, "cluster switch lock on node %d: %s", cl->lock_node,
+				 strerror(-rc));
+			return rc;
+		}
+		if (old == (take ? 0 : me))
+			return 0;
+		if (!take) {
+			srv_log(n, LOG_WARNING, "cluster switch lock held by node %llu, not us",
+				(unsigned long long)old);
+			return 0;
+		}
+		if (sched_now_ns() > deadline) {
+			snprintf(err, errlen, "another node (%llu) has held the cluster switch lock "
+				 "for a minute", (unsigned long long)old);
+			return -EBUSY;
+		}
+		sched_sleep(w->sched, 2000000);
+	}
+}
+
+enum quiet_step { STEP_SWITCH, STEP_FLUSH };
+
+static int cluster_quiet_op(struct node *n, struct worker *w, enum quiet_step step,
+			    const struct cc_protocol *to, char *err, size_t errlen)
+{
+	struct cluster *cl = n->cluster;
+	struct ctl_conn conns[SRV_MAX_CLUSTER_NODES];
+	int nopen = 0, rc;
+	uint64_t deadline = sched_now_ns() + 120ull * 1000000000ull;
+
+	rc = switch_lock(n, w, true, err, errlen);
+	if (rc)
+		return rc;
+	for (int i = 0; i < cl->npeers; i++) {
+		conns[i].fd = -1;
+		rc = ctl_open(n, cl->peers[i].id, &conns[i], err, errlen);
+		if (rc)
+			goto out_close;
+		nopen++;
+	}
+	/* Phase 1: quiesce here, then everywhere. */
+	cc_quiesce_begin(n, w);
+	for (int i = 0; i < nopen && rc == 0; i++)
+		rc = ctl_send(w, &conns[i], CTL_QUIESCE, NULL, 0, deadline);
+	for (int i = 0; i < nopen && rc == 0; i++) {
+		void *r;
+		size_t rl;
+		rc = ctl_recv(w, &conns[i], &r, &rl, deadline);
+		free(r);
+	}
+	/* Phase 2: the quiet step everywhere. */
+	if (rc == 0) {
+		uint32_t type = step == STEP_SWITCH ? CTL_SWITCH : CTL_FLUSH;
+		const char *arg = step == STEP_SWITCH ? to->name : "";
+		for (int i = 0; i < nopen && rc == 0; i++)
+			rc = ctl_send(w, &conns[i], type, arg, strlen(arg), deadline);
+		for (int i = 0; i < nopen && rc == 0; i++) {
+			void *r;
+			size_t rl;
+			rc = ctl_recv(w, &conns[i], &r, &rl, deadline);
+			free(r);
+		}
+		if (step == STEP_SWITCH)
+			cc_switch_apply(n, to);
+		else
+			st_flush(n->region);
+	}
+	if (rc && err[0] == '\0')
+		snprintf(err, errlen, "a peer failed during the cluster-wide %s: %s",
+			 step == STEP_SWITCH ? "protocol switch" : "flush", strerror(-rc));
+	/* Phase 3: resume everywhere (also after a failure). */
+	for (int i = 0; i < nopen; i++) {
+		if (ctl_send(w, &conns[i], CTL_RESUME, NULL, 0, deadline) == 0) {
+			void *r;
+			size_t rl;
+			(void)ctl_recv(w, &conns[i], &r, &rl, deadline);
+			free(r);
+		}
+	}
+	cc_quiesce_end(n);
+out_close:
+	for (int i = 0; i < nopen; i++)
+		ctl_close(&conns[i]);
+	char uerr[128];
+	switch_lock(n, w, false, uerr, sizeof(uerr));
+	return rc;
+}
+
+static int switch_all(struct node *n, struct worker *w, const struct cc_protocol *to, char *err,
+		      size_t errlen)
+{
+	int rc = cluster_quiet_op(n, w, STEP_SWITCH, to, err, errlen);
+	if (rc == 0)
+		srv_log(n, LOG_NOTICE, "protocol switched to %s on every node", to->name);
+	return rc;
+}
+
+static int flush_all(struct node *n, struct worker *w, char *err, size_t errlen)
+{
+	return cluster_quiet_op(n, w, STEP_FLUSH, NULL, err, errlen);
+}
+
+static const struct node_cluster_ops cluster_ops = {
+	.switch_all = switch_all,
+	.flush_all = flush_all,
+};
+
+/* ---- keyspace administration ---- */
+
+static int visit_keybuf(const char *p, size_t len, cluster_key_fn fn, void *arg)
+{
+	size_t off = 0;
+	while (off + 4 <= len) {
+		uint32_t kl;
+		memcpy(&kl, p + off, 4);
+		if (off + 4 + kl > len)
+			break;
+		if (fn(arg, p + off + 4, kl))
+			return 1;
+		off += 4 + kl;
+	}
+	return 0;
+}
+
+struct local_visit {
+	const char *pattern;
+	size_t plen;
+	cluster_key_fn fn;
+	void *arg;
+	int stopped;
+};
+
+static int local_visit(void *arg, const char *key, uint32_t klen, const struct st_item *it)
+{
+	(void)it;
+	struct local_visit *lv = arg;
+	if (lv->plen && !srv_strmatch(lv->pattern, lv->plen, key, klen, false))
+		return 0;
+	if (lv->fn(lv->arg, key, klen))
+		lv->stopped = 1;
+	return lv->stopped;
+}
+
+int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t plen,
+		 cluster_key_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct local_visit lv = { pattern, plen, fn, arg, 0 };
+	uint64_t cursor = 0;
+	do {
+		st_scan(n->region, &cursor, 4096, local_visit, &lv);
+	} while (cursor && !lv.stopped);
+	struct cluster *cl = n->cluster;
+	for (int i = 0; cl && i < cl->npeers && !lv.stopped; i++) {
+		void *r = NULL;
+		size_t rl = 0;
+		err[0] = '\0';
+		int rc = ctl_call(n, w, cl->peers[i].id, CTL_KEYS, pattern, plen, &r, &rl, err, errlen);
+		if (rc) {
+			free(r);
+			return -1;
+		}
+		lv.stopped = visit_keybuf(r, rl, fn, arg);
+		free(r);
+	}
+	return 0;
+}
+
+int cluster_count(struct node *n, struct worker *w, uint64_t *count, char *err, size_t errlen)
+{
+	*count = st_count(n->region);
+	struct cluster *cl = n->cluster;
+	for (int i = 0; cl && i < cl->npeers; i++) {
+		void *r = NULL;
+		size_t rl = 0;
+		err[0] = '\0';
+		int rc = ctl_call(n, w, cl->peers[i].id, CTL_COUNT, NULL, 0, &r, &rl, err, errlen);
+		if (rc || rl != 8) {
+			free(r);
+			return -1;
+		}
+		uint64_t c;
+		memcpy(&c, r, 8);
+		*count += c;
+		free(r);
+	}
+	return 0;
+}
+
+#define SCAN_NODE_SHIFT 48
+
+int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t count,
+		 cluster_key_fn fn, void *arg, char *err, size_t errlen)
+{
+	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
+	uint64_t idx = *cursor >> SCAN_NODE_SHIFT;
+	uint64_t local = *cursor & ((1ull << SCAN_NODE_SHIFT) - 1);
+	if (idx >= (uint64_t)m->nnodes) {
+		*cursor = 0;
+		return 0;
+	}
+	int id = m->nodes[idx].id;
+	if (id == n->cfg.node_id) {
+		struct local_visit lv = { NULL, 0, fn, arg, 0 };
+		st_scan(n->region, &local, count, local_visit, &lv);
+	} else {
+		uint64_t in[2] = { local, count };
+		void *r = NULL;
+		size_t rl = 0;
+		err[0] = '\0';
+		int rc = ctl_call(n, w, id, CTL_SCAN, in, sizeof(in), &r, &rl, err, errlen);
+		if (rc || rl < 8) {
+			free(r);
+			return -1;
+		}
+		memcpy(&local, r, 8);
+		visit_keybuf((char *)r + 8, rl - 8, fn, arg);
+		free(r);
+	}
+	if (local == 0)
+		idx++;
+	*cursor = idx >= (uint64_t)m->nnodes ? 0 : (idx << SCAN_NODE_SHIFT) | local;
+	return 0;
+}
+
+/* ---- start and stop ---- */
+
+static int build_slot_map(struct node *n, char *err, size_t errlen)
+{
+	struct slot_map *m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int id = 1; id < FAB_MAX_NODES; id++)
+		for (int i = 0; i < n->cfg.ncluster_nodes; i++) {
+			const struct cfg_cluster_node *cn = &n->cfg.cluster_nodes[i];
+			if (cn->id != id)
+				continue;
+			struct slot_node *sn = &m->nodes[m->nnodes++];
+			sn->id = id;
+			if (split_host_port(cn->client, sn->host, sizeof(sn->host), &sn->port) != 0) {
+				snprintf(err, errlen, "bad client address '%s'", cn->client);
+				free(m);
+				return -1;
+			}
+			snprintf(sn->fabric_addr, sizeof(sn->fabric_addr), "%s", cn->fabric);
+		}
+	slot_map_spread(m);
+	free((void *)n->slots);
+	n->slots = m;
+	return 0;
+}
+
+int cluster_start(struct node *n, char *err, size_t errlen)
+{
+	const struct srv_config *c = &n->cfg;
+	if (c->ncluster_nodes == 0)
+		return 0;
+	const struct cfg_cluster_node *self = NULL;
+	for (int i = 0; i < c->ncluster_nodes; i++)
+		if (c->cluster_nodes[i].id == c->node_id)
+			self = &c->cluster_nodes[i];
+	if (!self) {
+		snprintf(err, errlen, "this node (node %d) is not listed in the cluster-node lines "
+			 "(start each node with --node <id>)", c->node_id);
+		return -1;
+	}
+	struct cluster *cl = calloc(1, sizeof(*cl));
+	if (!cl) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	cl->n = n;
+	cl->id = cluster_id_of(n);
+	cl->self_id = c->node_id;
+	cl->listen_fd = -1;
+	cl->lock_node = FAB_MAX_NODES;
+	for (int i = 0; i < c->ncluster_nodes; i++) {
+		const struct cfg_cluster_node *cn = &c->cluster_nodes[i];
+		if (cn->id < cl->lock_node)
+			cl->lock_node = cn->id;
+		if (cn->id == c->node_id)
+			continue;
+		struct peer *p = &cl->peers[cl->npeers++];
+		p->id = cn->id;
+		snprintf(p->client, sizeof(p->client), "%s", cn->client);
+		snprintf(p->fabric, sizeof(p->fabric), "%s", cn->fabric);
+	}
+	n->cluster = cl;
+	if (listen_fabric(n, self->fabric, err, errlen) != 0)
+		goto fail;
+	if (pthread_create(&cl->listener, NULL, listener_main, n) != 0) {
+		snprintf(err, errlen, "can't start the fabric listener");
+		goto fail;
+	}
+	cl->listening = true;
+	srv_log(n, LOG_NOTICE, "node %d of a %d-node cluster; fabric %s at %s; waiting for peers",
+		c->node_id, c->ncluster_nodes, fab_backend_name(n->fab), self->fabric);
+	for (int i = 0; i < cl->npeers; i++)
+		if (join_peer(n, &cl->peers[i], err, errlen) != 0)
+			goto fail;
+	if (build_slot_map(n, err, errlen) != 0)
+		goto fail;
+	n->cops = &cluster_ops;
+	srv_log(n, LOG_NOTICE, "all %d peers joined", cl->npeers);
+	return 0;
+fail:
+	cluster_stop(n);
+	return -1;
+}
+
+void cluster_stop(struct node *n)
+{
+	struct cluster *cl = n->cluster;
+	if (!cl)
+		return;
+	n->cops = NULL;
+	ck_pr_store_int(&cl->stop, 1);
+	if (cl->listening)
+		pthread_join(cl->listener, NULL);
+	if (cl->listen_fd >= 0)
+		close(cl->listen_fd);
+	n->cluster = NULL;
+	free(cl);
+}
+
+/* For node.c: the control-plane bridge handed to the fabric. */
+fab_ctl_call_fn cluster_fab_bridge(void) { return fab_ctl_bridge; }

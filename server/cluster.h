@@ -1,0 +1,65 @@
+/*
+ * cluster: membership and the control plane of a node (DESIGN.md section
+ * 7). Every node listens on its fabric address. A connection there starts
+ * with a tcp_hello (rdma/tcp_wire.h): DATA connections are the tcp fabric's
+ * and are handed to it; CTL connections carry control requests, each
+ * answered by a control thread of the receiving node:
+ *   HELLO     exchange region facts (cluster id, layout, region file, ...)
+ *   FAB       a backend's setup message (verbs queue-pair exchange)
+ *   QUIESCE / SWITCH / RESUME   the phases of an online protocol switch
+ *   FLUSH     empty the MemStore (FLUSHALL), between QUIESCE and RESUME
+ *   COUNT / KEYS / SCAN         keyspace administration
+ * Data never goes through the control plane: transactions reach other
+ * nodes' MemStores only through one-sided fabric operations.
+ */
+#ifndef RCKV_SRV_CLUSTER_H
+#define RCKV_SRV_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdma/fab.h"
+
+struct node;
+struct worker;
+
+/*
+ * cluster_start - with cfg.cluster_nodes listed: check that this node is
+ * one of them, listen on its fabric address, connect to every other node
+ * (waiting, and logging what it waits for, until each answers), exchange
+ * HELLOs, attach every peer to the fabric and publish the slot map. Main
+ * thread, after the region and the fabric are open and before workers
+ * start. Returns 0, or -1 with err.
+ */
+int cluster_start(struct node *n, char *err, size_t errlen);
+/* Stop the listener and control threads. */
+void cluster_stop(struct node *n);
+
+/* The control-plane call given to the fabric (fab_config.ctl_call, with the
+ * node as its ctx): backends' setup exchanges with peers. */
+fab_ctl_call_fn cluster_fab_bridge(void);
+
+/* The cluster id derived from the node list (0 for a standalone node). */
+uint64_t cluster_id_of(const struct node *n);
+
+/*
+ * Keyspace administration across the cluster (KEYS, SCAN, DBSIZE, and the
+ * transactional FLUSH inside MULTI). Not transactional: see cmd_keys.c.
+ * Each visits this node's keys and asks every peer for its own.
+ * fn returns non-zero to stop. Returns 0 or -1 with err (a peer is gone).
+ */
+typedef int (*cluster_key_fn)(void *arg, const char *key, size_t klen);
+int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t plen,
+		 cluster_key_fn fn, void *arg, char *err, size_t errlen);
+int cluster_count(struct node *n, struct worker *w, uint64_t *count, char *err, size_t errlen);
+/*
+ * One SCAN step across nodes: the cursor's high 16 bits index the node (in
+ * slot-map order), the rest is that node's st_scan cursor. Visits up to
+ * about `count` buckets' worth of keys and returns the next cursor (0 when
+ * done).
+ */
+int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t count,
+		 cluster_key_fn fn, void *arg, char *err, size_t errlen);
+
+#endif
