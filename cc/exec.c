@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cc/cache.h"
 #include "cc/cc.h"
 #include "cc/exec_internal.h"
 #include "cc/sched.h"
@@ -95,6 +96,11 @@ struct cc_worker *cc_worker_create(struct node *n, struct worker *w)
 	ccw->w = w;
 	ccw->worker_id = w->id;
 	ccw->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)w->id << 32) ^ now_us();
+	ccw->cache = cc_cache_create(1u << 16);
+	if (!ccw->cache) {
+		free(ccw);
+		return NULL;
+	}
 	return ccw;
 }
 
@@ -114,6 +120,7 @@ void cc_worker_destroy(struct cc_worker *ccw)
 	free(ccw->tab);
 	while (ccw->nscratch)
 		free(ccw->scratch[--ccw->nscratch]);
+	cc_cache_destroy(ccw->cache);
 	free(ccw);
 }
 
@@ -225,6 +232,8 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		}
 		t.proto->abort(&t);
 		txn_after_abort(&t);
+		if (t.cause == CC_CAUSE_STALE)
+			txn_forget_addresses(&t); /* a cached address went stale */
 		cc_leave(ccw);
 		txn_release(&t);
 		st->txn_aborts++;

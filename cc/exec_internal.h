@@ -17,6 +17,7 @@ struct cc_worker {
 	struct cc_access *free_acc; /* pool, linked by hnext */
 	/* ST_SLAB_BYTES lookup targets: a stack of spares, because several
 	 * coroutines of the worker may be resolving keys at once (txn.c). */
+	struct cc_cache *cache;      /* address cache (cc/cache.h) */
 	void *scratch[64];
 	int nscratch;
 	/* access arrays lent to each transaction in turn (txn.c) */
@@ -30,6 +31,7 @@ struct cc_worker {
 void txn_after_commit(struct txn *t); /* reap tombstones, free spare blocks */
 void txn_after_abort(struct txn *t);  /* free blocks reserved for relocation */
 void txn_release(struct txn *t);      /* return accesses to the pool */
+void txn_forget_addresses(struct txn *t); /* drop its keys from the address cache */
 
 /* A lookup buffer of ST_SLAB_BYTES for the calling coroutine, and back. */
 struct st_item *cc_scratch_get(struct cc_worker *ccw);

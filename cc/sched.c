@@ -171,6 +171,18 @@ int sched_timeout_ms(struct sched *s)
 	return ms > 1000 ? 1000 : (int)ms;
 }
 
+int64_t sched_timeout_ns(struct sched *s)
+{
+	if (s->ready_head)
+		return 0;
+	if (!s->sleepers)
+		return -1;
+	uint64_t now = sched_now_ns();
+	if (s->sleepers->deadline <= now)
+		return 0;
+	return (int64_t)(s->sleepers->deadline - now);
+}
+
 bool sched_idle(struct sched *s) { return s->busy == 0; }
 
 int sched_free_count(struct sched *s) { return s->n - s->busy; }

@@ -32,6 +32,8 @@ int sched_run(struct sched *s);
 
 /* Milliseconds until the next sleeper is due (-1: none; 0: some are ready). */
 int sched_timeout_ms(struct sched *s);
+/* The same in nanoseconds (-1: none; 0: some are ready or due). */
+int64_t sched_timeout_ns(struct sched *s);
 
 /* True when no coroutine is running, ready or sleeping. */
 bool sched_idle(struct sched *s);

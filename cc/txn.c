@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc/cache.h"
 #include "cc/cc.h"
 #include "cc/exec_internal.h"
 #include "server/node.h"
+#include "server/worker.h"
 #include "server/slots.h"
 
 const char *cc_strerror(int rc)
@@ -38,6 +40,19 @@ static uint16_t key_node(struct txn *t, const char *key, size_t klen)
 	if (!m || m->nnodes <= 1)
 		return fab_self(t->node->fab);
 	return (uint16_t)m->nodes[slot_map_node_of(m, key, klen)].id;
+}
+
+static int img_reserve_acc(struct cc_access *a, uint8_t cls)
+{
+	uint32_t csz = st_class_size(cls);
+	if (a->img_cap >= csz)
+		return 0;
+	struct st_item *img = realloc(a->img, csz);
+	if (!img)
+		return -ENOMEM;
+	a->img = img;
+	a->img_cap = csz;
+	return 0;
 }
 
 static struct cc_access *acc_alloc(struct txn *t)
@@ -128,35 +143,45 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 	a->has_nref = false;
 	a->p[0] = a->p[1] = 0;
 
-	/* Resolve: find the item, or create an ABSENT placeholder for it. The
-	 * lookup may yield, so its buffer is this coroutine's own. */
-	struct st_item *buf = cc_scratch_get(t->ccw);
-	if (!buf) {
-		a->hnext = t->ccw->free_acc;
-		t->ccw->free_acc = a;
-		return CC_EINTERNAL;
-	}
-	int rc = st_create(&t->batch, t->node->layout, a->node, key, (uint32_t)klen, h, &a->ref, buf);
-	if (rc) {
-		cc_scratch_put(t->ccw, buf);
-		a->hnext = t->ccw->free_acc;
-		t->ccw->free_acc = a;
-		return rc == ST_EFULL ? CC_EFULL : CC_EFAB;
-	}
-	uint32_t csz = st_class_size(a->ref.cls);
-	if (a->img_cap < csz) {
-		struct st_item *img = realloc(a->img, csz);
-		if (!img) {
-			cc_scratch_put(t->ccw, buf);
+	/* Resolve: the address cache, else the owner's index (finding the
+	 * item, or creating an ABSENT placeholder for it). */
+	if (cc_cache_get(t->ccw->cache, key, klen, h, &a->ref) && a->ref.node == a->node) {
+		t->w->stats.addr_cache_hits++;
+		if (img_reserve_acc(a, a->ref.cls) != 0) {
 			a->hnext = t->ccw->free_acc;
 			t->ccw->free_acc = a;
 			return CC_EINTERNAL;
 		}
-		a->img = img;
-		a->img_cap = csz;
+		/* Not read yet: a header the protocol's first read replaces. A
+		 * blind write installs it as is, so ident and key must be right;
+		 * the block's identity is checked by the protocol (cc/prim.c). */
+		memset(a->img, 0, sizeof(*a->img));
+		a->img->ident = st_make_ident(a->ref.gen, (uint32_t)klen, a->ref.cls);
+		a->img->data = st_make_data(0, ST_F_ABSENT);
+		memcpy(a->img + 1, key, klen);
+	} else {
+		t->w->stats.addr_cache_misses++;
+		/* The lookup may yield, so its buffer is this coroutine's own. */
+		struct st_item *buf = cc_scratch_get(t->ccw);
+		if (!buf) {
+			a->hnext = t->ccw->free_acc;
+			t->ccw->free_acc = a;
+			return CC_EINTERNAL;
+		}
+		int rc = st_create(&t->batch, t->node->layout, a->node, key, (uint32_t)klen, h,
+				   &a->ref, buf);
+		if (rc == 0 && img_reserve_acc(a, a->ref.cls) != 0)
+			rc = -ENOMEM;
+		if (rc) {
+			cc_scratch_put(t->ccw, buf);
+			a->hnext = t->ccw->free_acc;
+			t->ccw->free_acc = a;
+			return rc == ST_EFULL ? CC_EFULL : rc == -ENOMEM ? CC_EINTERNAL : CC_EFAB;
+		}
+		memcpy(a->img, buf, st_class_size(a->ref.cls));
+		cc_scratch_put(t->ccw, buf);
+		cc_cache_put(t->ccw->cache, key, klen, h, &a->ref);
 	}
-	memcpy(a->img, buf, csz);
-	cc_scratch_put(t->ccw, buf);
 
 	t->acc[t->nacc++] = a;
 	uint32_t b = (uint32_t)h & t->tab_mask;
@@ -392,11 +417,19 @@ void txn_after_commit(struct txn *t)
 			(void)st_free(&t->batch, t->node->layout, &a->nref);
 			a->has_nref = false;
 		}
+		if (!a->mode)
+			continue; /* resolved only: its image was never read */
 		bool absent = (a->mode & ACC_W) ? a->wdel
 						: (st_data_flags(a->img->data) & ST_F_ABSENT);
-		if (absent)
-			(void)st_reap(&t->batch, t->node->layout, a->hash, &a->ref, t->owner);
+		if (absent && st_reap(&t->batch, t->node->layout, a->hash, &a->ref, t->owner) == 0)
+			cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
 	}
+}
+
+void txn_forget_addresses(struct txn *t)
+{
+	for (int i = 0; i < t->nacc; i++)
+		cc_cache_drop(t->ccw->cache, t->acc[i]->key, t->acc[i]->klen, t->acc[i]->hash);
 }
 
 void txn_after_abort(struct txn *t)

@@ -42,6 +42,7 @@ struct srv_stats {
 	uint64_t proto_errors;        /* total_error_replies of protocol kind */
 	uint64_t error_replies;       /* total_error_replies */
 	uint64_t keyspace_hits, keyspace_misses;
+	uint64_t addr_cache_hits, addr_cache_misses; /* key-to-address cache (cc/cache.c) */
 	uint64_t txn_committed;       /* transactions that committed */
 	uint64_t txn_aborts;          /* attempts that aborted (each retry counts) */
 	uint64_t txn_retries;         /* re-runs after an abort */

@@ -143,14 +143,17 @@ static void *worker_main(void *arg)
 		}
 		if (stopping && sched_idle(w->sched))
 			break;
-		int timeout = sched_timeout_ms(w->sched);
+		/* Nanosecond timeouts (epoll_pwait2): a coroutine backing off
+		 * for 2 us must not sleep a whole millisecond. */
+		int64_t timeout = sched_timeout_ns(w->sched);
 		if (w->ready_head && sched_free_count(w->sched) > 0)
 			timeout = 0;
-		if (n->cfg.timeout > 0 && (timeout < 0 || timeout > 1000))
-			timeout = 1000;
-		if (stopping && (timeout < 0 || timeout > 10))
-			timeout = 10;
-		int k = epoll_wait(w->epfd, evs, 256, timeout);
+		if (n->cfg.timeout > 0 && (timeout < 0 || timeout > 1000000000))
+			timeout = 1000000000;
+		if (stopping && (timeout < 0 || timeout > 10000000))
+			timeout = 10000000;
+		struct timespec ts = { .tv_sec = timeout / 1000000000, .tv_nsec = timeout % 1000000000 };
+		int k = epoll_pwait2(w->epfd, evs, 256, timeout < 0 ? NULL : &ts, NULL);
 		for (int i = 0; i < k; i++) {
 			void *tag = evs[i].data.ptr;
 			if (tag == &tag_wake) {

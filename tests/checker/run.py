@@ -166,8 +166,9 @@ class RunError(RuntimeError):
 
 class RunResult:
     def __init__(self, spec, history, result, elapsed, events, reconnects, client_errors,
-                 server_log=""):
+                 server_log="", server_stats=None):
         self.server_log = server_log
+        self.server_stats = server_stats or {}
         self.spec = spec
         self.history = history
         self.result = result
@@ -182,14 +183,14 @@ class RunResult:
 
     def line(self):
         st = self.result.stats
-        sv = getattr(self, "server_stats", {})
+        sv = self.server_stats
         abort = " server abort rate %s" % sv["abort_rate"] if "abort_rate" in sv else ""
         return "%-22s %-7s %7d txns (ok %s, failed %s, unknown %s)%s: %s" % (
             self.spec.name, self.spec.protocol, self.checked, st.get("ok", "-"),
             st.get("failed", "-"), st.get("unknown", "-"), abort, self.result.summary())
 
 
-def run(spec, history_path, log=print):
+def run(spec, history_path):
     """Run one spec, write its history to history_path, check it. Always
     stops the servers it started. Returns a RunResult."""
     topo = TOPOLOGIES[spec.topology](protocol=spec.protocol,
@@ -215,7 +216,7 @@ def run(spec, history_path, log=print):
                                     name="client-%d" % i) for i in range(spec.clients)]
         for t in threads:
             t.start()
-        _drive(spec, topo, rec, events, log)
+        _drive(spec, topo, rec, events)
         ctx.stop.set()
         for t in threads:
             t.join(timeout=rckvtest.STOP_DEADLINE + 20)
@@ -236,10 +237,8 @@ def run(spec, history_path, log=print):
             raise RunError("sanitizer reports in the server log:\n" + "\n".join(reports[:20]))
     elapsed = time.monotonic() - started
     result = checker.check_file(history_path, realtime=spec.realtime)
-    r = RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors,
-                  server_log)
-    r.server_stats = server_stats
-    return r
+    return RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors,
+                     server_log, server_stats)
 
 
 def _server_stats(topo):
@@ -265,7 +264,7 @@ def _guarded(fn, cid, ctx):
         ctx.stop.set()
 
 
-def _drive(spec, topo, rec, events, log):
+def _drive(spec, topo, rec, events):
     """The main thread during the load: protocol switches and faults at
     even intervals, then wait for the end of the run."""
     start = time.monotonic()

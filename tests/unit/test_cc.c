@@ -256,17 +256,25 @@ struct one_shot {
 	void *arg;
 };
 
+static int shot_worker;
+
 static void one_shot_job(struct sched *s, void *arg)
 {
 	struct one_shot *o = arg;
-	CHECK(cc_run(N.workers[0]->ccw, o->fn, o->arg) == 0);
+	CHECK(cc_run(N.workers[shot_worker]->ccw, o->fn, o->arg) == 0);
+}
+
+static void run_one_on(int w, cc_body_fn fn, void *arg)
+{
+	struct one_shot o = { fn, arg };
+	shot_worker = w;
+	CHECK(sched_spawn(N.workers[w]->sched, one_shot_job, &o) == 0);
+	drive(N.workers[w]);
 }
 
 static void run_one(cc_body_fn fn, void *arg)
 {
-	struct one_shot o = { fn, arg };
-	CHECK(sched_spawn(N.workers[0]->sched, one_shot_job, &o) == 0);
-	drive(N.workers[0]);
+	run_one_on(0, fn, arg);
 }
 
 static void test_increments(const char *proto, bool switching)
@@ -391,6 +399,71 @@ static void test_grow_and_delete(const char *proto)
 	printf("  %s: grow to 12000 bytes and delete ok\n", proto);
 }
 
+/* ---- stale addresses: one worker's cache, another worker's changes ---- */
+
+struct kv {
+	const char *key;
+	const char *val; /* NULL: delete */
+	size_t len;      /* value length (the value is val repeated) */
+	char got[64];
+	bool found;
+};
+
+static int kv_set(struct txn *t, void *arg)
+{
+	struct kv *kv = arg;
+	bool existed;
+	if (!kv->val)
+		return txn_del(t, kv->key, strlen(kv->key), &existed);
+	char *v = malloc(kv->len);
+	for (size_t i = 0; i < kv->len; i++)
+		v[i] = kv->val[i % strlen(kv->val)];
+	int rc = txn_set(t, kv->key, strlen(kv->key), v, kv->len);
+	free(v);
+	return rc;
+}
+
+static int kv_get(struct txn *t, void *arg)
+{
+	struct kv *kv = arg;
+	const char *v;
+	size_t vl;
+	int rc = txn_get(t, kv->key, strlen(kv->key), &v, &vl, &kv->found);
+	if (rc == CC_OK && kv->found) {
+		size_t n = vl < sizeof(kv->got) - 1 ? vl : sizeof(kv->got) - 1;
+		memcpy(kv->got, v, n);
+		kv->got[n] = 0;
+		kv->len = vl;
+	}
+	return rc;
+}
+
+static void test_stale_addresses(const char *proto)
+{
+	node_up(proto);
+	struct kv a = { .key = "moving", .val = "one", .len = 3 }, r = { .key = "moving" };
+	run_one_on(0, kv_set, &a);            /* worker 0 caches the block */
+	run_one_on(0, kv_get, &r);
+	CHECK(r.found && strcmp(r.got, "one") == 0);
+	struct kv del = { .key = "moving" };
+	run_one_on(1, kv_set, &del);          /* worker 1 deletes: block reaped */
+	struct kv b = { .key = "moving", .val = "two", .len = 3 };
+	run_one_on(1, kv_set, &b);            /* ... and re-creates it elsewhere */
+	run_one_on(0, kv_get, &r);            /* worker 0's cached address is stale */
+	CHECK(r.found && strcmp(r.got, "two") == 0);
+	struct kv big = { .key = "moving", .val = "3", .len = 5000 };
+	run_one_on(1, kv_set, &big);          /* relocation to a bigger block */
+	run_one_on(0, kv_get, &r);
+	CHECK(r.found && r.len == 5000 && r.got[0] == '3');
+	struct kv blind = { .key = "moving", .val = "four", .len = 4 };
+	run_one_on(0, kv_set, &blind);        /* a blind write through the stale entry */
+	run_one_on(1, kv_get, &r);
+	CHECK(r.found && strcmp(r.got, "four") == 0);
+	CHECK(st_count(N.region) == 1);
+	node_down();
+	printf("  %s: stale cached addresses detected\n", proto);
+}
+
 int main(void)
 {
 	CHECK(mkdtemp(dir));
@@ -399,6 +472,7 @@ int main(void)
 		test_increments(protos[i], false);
 		test_bank(protos[i], false);
 		test_grow_and_delete(protos[i]);
+		test_stale_addresses(protos[i]);
 	}
 	test_increments("nowait", true);
 	test_bank("silo", true);

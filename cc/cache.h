@@ -1,0 +1,35 @@
+/*
+ * cache: a worker's address cache, key -> (node, offset, class, gen) of its
+ * item block (DESIGN.md section 9), on a Concurrency Kit ck_ht. A hit skips
+ * the remote cuckoo index (one to three READs); a stale entry (the block
+ * was retired, reused, or relocated) is detected by the protocol's own
+ * reads of the block (key bytes, generation, DEAD flag: cc/prim.c) and the
+ * entry dropped. Owner worker only (one writer and reader, the _st rule).
+ */
+#ifndef RCKV_CC_CACHE_H
+#define RCKV_CC_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/st.h"
+
+struct cc_cache;
+
+/* A cache of at most max_entries keys (full: it starts over). NULL on OOM. */
+struct cc_cache *cc_cache_create(size_t max_entries);
+void cc_cache_destroy(struct cc_cache *c);
+
+/* `hash` is st_hash(key): the cache reuses it rather than hashing again. */
+bool cc_cache_get(struct cc_cache *c, const char *key, size_t klen, uint64_t hash,
+		  struct st_ref *out);
+void cc_cache_put(struct cc_cache *c, const char *key, size_t klen, uint64_t hash,
+		  const struct st_ref *ref);
+void cc_cache_drop(struct cc_cache *c, const char *key, size_t klen, uint64_t hash);
+void cc_cache_clear(struct cc_cache *c);
+
+/* Hits and misses since creation. */
+void cc_cache_stats(const struct cc_cache *c, uint64_t *hits, uint64_t *misses);
+
+#endif
