@@ -31,7 +31,9 @@
 #include "server/command.h"
 #include "server/config.h"
 #include "server/log.h"
+#include "server/cluster.h"
 #include "server/node.h"
+#include "server/slots.h"
 #include "server/srv.h"
 #include "server/strutil.h"
 #include "server/worker.h"
@@ -934,7 +936,9 @@ static void info_cc(struct info_ctx *x)
 		  "cc_writes_per_txn:%.2f\r\n"
 		  "cc_cas_per_txn:%.2f\r\n"
 		  "cc_faa_per_txn:%.2f\r\n"
-		  "cc_round_trips_per_txn:%.2f\r\n",
+		  "cc_round_trips_per_txn:%.2f\r\n"
+		  "cc_addr_cache_hits:%llu\r\n"
+		  "cc_addr_cache_misses:%llu\r\n",
 		  name, (unsigned long long)ck_pr_load_64(&n->proto_epoch),
 		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts,
 		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_LOCK],
@@ -946,7 +950,8 @@ static void info_cc(struct info_ctx *x)
 		  ratio(s->fab.verbs[FAB_WRITE], s->fab_txns),
 		  ratio(s->fab.verbs[FAB_CAS], s->fab_txns),
 		  ratio(s->fab.verbs[FAB_FAA], s->fab_txns),
-		  ratio(s->fab.round_trips, s->fab_txns));
+		  ratio(s->fab.round_trips, s->fab_txns),
+		  (unsigned long long)s->addr_cache_hits, (unsigned long long)s->addr_cache_misses);
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 
@@ -976,12 +981,35 @@ static void info_fabric(struct info_ctx *x)
 
 static void info_cluster(struct info_ctx *x)
 {
-	/* rckv shows every node as a standalone Redis (DESIGN.md section 7). */
+	/* rckv shows every node as a standalone Redis (DESIGN.md section 7):
+	 * cluster_enabled stays 0 so that cluster-aware clients do not refuse
+	 * cross-slot MULTI; the layout is in the rckv_ fields and RCKV NODES. */
+	struct node *n = x->n;
+	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
 	sb_printf(x->b,
 		  "# Cluster\r\n"
 		  "cluster_enabled:0\r\n"
-		  "rckv_node:%d\r\n",
-		  x->n->cfg.node_id);
+		  "rckv_node:%d\r\n"
+		  "rckv_cluster_size:%d\r\n"
+		  "rckv_cluster_id:%016llx\r\n"
+		  "rckv_fabric:%s\r\n",
+		  n->cfg.node_id, m ? m->nnodes : 1,
+		  (unsigned long long)cluster_id_of(n), fab_backend_name(n->fab));
+	for (int i = 0; m && i < m->nnodes; i++) {
+		const struct slot_node *sn = &m->nodes[i];
+		unsigned first = SLOT_COUNT, last = 0, count = 0;
+		for (unsigned sl = 0; sl < SLOT_COUNT; sl++)
+			if (m->owner[sl] == i) {
+				if (first == SLOT_COUNT)
+					first = sl;
+				last = sl;
+				count++;
+			}
+		sb_printf(x->b, "rckv_node%d:addr=%s:%d,fabric=%s,slots=%u,first_slot=%u,last_slot=%u%s\r\n",
+			  sn->id, sn->host, sn->port, sn->fabric_addr[0] ? sn->fabric_addr : "-",
+			  count, count ? first : 0, count ? last : 0,
+			  sn->id == n->cfg.node_id ? ",self" : "");
+	}
 }
 
 static void info_keyspace(struct info_ctx *x)

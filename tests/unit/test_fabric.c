@@ -1,0 +1,1403 @@
+/*
+ * test_fabric: the fabric conformance suite (DESIGN.md section 8, the
+ * contract in rdma/fab.h). Every case runs on each software backend, shm
+ * and tcp, so a new backend inherits all of them. Nodes live in this
+ * process (several struct fab side by side, tcp ones reached over loopback
+ * through a tiny fabric listener) or in forked processes (contention, a
+ * dying peer).
+ *
+ * What each case checks, as a user of the fabric would notice it:
+ *  errors      out-of-range offsets (also ones whose off+len wraps past
+ *              2^64) -> -EFAULT and nothing touched; misaligned CAS/FAA ->
+ *              -EINVAL; unknown node -> -EHOSTDOWN; the batch is usable after.
+ *  order       inside one batch a READ/CAS/FAA sees an earlier WRITE of the
+ *              same word; a run of WRITEs leaves the last; a multi-word WRITE
+ *              then READ round-trips (ragged byte edges too); the same with
+ *              ops to two remote nodes and the own node interleaved in one
+ *              batch (two parts, one direct path).
+ *  outstanding several coroutines post batches on one endpoint before any
+ *              completes: the target applies them in posting order (FAA old
+ *              values) and they complete in posting order (unpark order).
+ *  contention  4 processes x 2 threads do FAA on one word, CAS-increment
+ *              loops on another, both mixed on a third: final values exact
+ *              and the old values returned form exactly 0..total-1 (no two
+ *              atomics saw the same value). On tcp the owner's threads use
+ *              CPU atomics while the NIC thread applies remote ones.
+ *  torn        a raw READ of a 64-byte block that a writer keeps rewriting:
+ *              every word is whole and never goes back in time; mixed
+ *              images are counted and reported (not asserted: the contract
+ *              allows, not requires, them).
+ *  double-read cc/prim.c's prim_read_consistent on a real MemStore item
+ *              whose writer installs through prim_post_install: an install
+ *              caught half-way is rejected (deterministic), and under a
+ *              racing writer every accepted image is one the writer wrote
+ *              (self-describing values) with versions that never go back.
+ *  peer death  (tcp) the process owning a peer's region and NIC is killed
+ *              with an op in flight: that op and later ops on any worker
+ *              fail with an error instead of hanging. (shm has no such
+ *              failure: the mapping outlives its owner.)
+ *
+ * Time: every wait is bounded; a watchdog alarm kills the children and
+ * fails the test if anything hangs. Children die with the parent
+ * (PR_SET_PDEATHSIG) and are killed on any failure.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "cc/cc.h"
+#include "cc/sched.h"
+#include "rdma/fab.h"
+#include "rdma/tcp_wire.h"
+#include "storage/st.h"
+
+/* ---- failing, cleaning up, bounding time ---- */
+
+static bool in_child;
+static pid_t children[8];
+static int nchildren;
+static char tmp_paths[16][256];
+
+static void kill_children(void)
+{
+	for (int i = 0; i < nchildren; i++) {
+		if (children[i] > 0) {
+			kill(children[i], SIGKILL);
+			waitpid(children[i], NULL, 0);
+			children[i] = 0;
+		}
+	}
+	nchildren = 0;
+}
+
+static void remove_tmp(void)
+{
+	for (int i = 0; i < 16; i++)
+		if (tmp_paths[i][0]) {
+			unlink(tmp_paths[i]);
+			tmp_paths[i][0] = '\0';
+		}
+}
+
+static void fail(const char *file, int line, const char *what)
+{
+	fprintf(stderr, "%s%s:%d: check failed: %s\n", in_child ? "child: " : "", file, line,
+		what);
+	if (in_child)
+		_exit(3);
+	kill_children();
+	remove_tmp();
+	exit(1);
+}
+
+#define CHECK(c)                                                                   \
+	do {                                                                       \
+		if (!(c))                                                          \
+			fail(__FILE__, __LINE__, #c);                              \
+	} while (0)
+/* The same with the values involved printed first. */
+#define CHECKV(c, fmt, ...)                                                        \
+	do {                                                                       \
+		if (!(c)) {                                                        \
+			fprintf(stderr, fmt "\n", __VA_ARGS__);                    \
+			fail(__FILE__, __LINE__, #c);                              \
+		}                                                                  \
+	} while (0)
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "test_fabric: watchdog: a case hung\n";
+	ssize_t r = write(2, msg, sizeof(msg) - 1);
+	(void)r;
+	for (int i = 0; i < nchildren; i++)
+		if (children[i] > 0)
+			kill(children[i], SIGKILL);
+	for (int i = 0; i < 16; i++)
+		if (tmp_paths[i][0])
+			unlink(tmp_paths[i]);
+	_exit(2);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000); }
+
+/* ---- nodes: a region, a fabric, and for tcp a fabric listener ---- */
+
+struct tnode {
+	uint16_t id;
+	struct fab *f;
+	char *base;
+	uint64_t size;
+	char path[256];
+	int tmp_slot;          /* tmp_paths index of path, or -1 */
+	struct st_region *st;  /* when the region is a MemStore */
+	int lfd;               /* tcp: listening socket, or -1 */
+	pthread_t lth;
+	int lstop;             /* written by the owner, read by the listener */
+	char addr[64];
+};
+
+static int tmp_register(const char *path)
+{
+	for (int i = 0; i < 16; i++)
+		if (!tmp_paths[i][0]) {
+			snprintf(tmp_paths[i], sizeof(tmp_paths[i]), "%s", path);
+			return i;
+		}
+	return -1;
+}
+
+/* A shared file mapping in /dev/shm: what shm peers map by path. */
+static char *region_create(char *path, size_t pathlen, uint64_t size, int *slot)
+{
+	snprintf(path, pathlen, "/dev/shm/rckv-test-fabric-%d-XXXXXX", (int)getpid());
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	*slot = tmp_register(path);
+	CHECK(ftruncate(fd, (off_t)size) == 0);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+/* Listen on 127.0.0.1, any port; fills addr. Returns the socket. */
+static int listen_any(char *addr, size_t addrlen)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0);
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CHECK(listen(fd, 64) == 0);
+	socklen_t sl = sizeof(sa);
+	CHECK(getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
+	snprintf(addr, addrlen, "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+	return fd;
+}
+
+static int read_full(int fd, void *p, size_t n)
+{
+	char *q = p;
+	while (n) {
+		ssize_t k = read(fd, q, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		q += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* The fabric listener, as server/cluster.c's does it for data
+ * connections: accept, read the 16-byte hello, hand the fd to the NIC. */
+static void *listener_main(void *arg)
+{
+	struct tnode *n = arg;
+	while (!__atomic_load_n(&n->lstop, __ATOMIC_ACQUIRE)) {
+		struct pollfd pfd = { .fd = n->lfd, .events = POLLIN };
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		int fd = accept4(n->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct timeval tv = { .tv_sec = 2 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		struct tcp_hello h;
+		if (read_full(fd, &h, sizeof(h)) != 0 || tcp_hello_check(&h) != 0 ||
+		    h.type != TCP_HELLO_DATA) {
+			close(fd);
+			continue;
+		}
+		struct timeval none = { 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+		if (fab_adopt(n->f, fd) != 0)
+			close(fd);
+	}
+	return NULL;
+}
+
+static void listener_start(struct tnode *n)
+{
+	if (n->lfd < 0)
+		n->lfd = listen_any(n->addr, sizeof(n->addr));
+	n->lstop = 0;
+	CHECK(pthread_create(&n->lth, NULL, listener_main, n) == 0);
+}
+
+static void fabric_open(struct tnode *n, const char *be, uint16_t id)
+{
+	char err[256] = "";
+	struct fab_config fc = { .backend = be, .self = id };
+	int rc = fab_open(&fc, &n->f, err, sizeof(err));
+	CHECKV(rc == 0, "fab_open(%s): %d %s", be, rc, err);
+	rc = fab_attach_err(n->f, id, n->base, n->size, err, sizeof(err));
+	CHECKV(rc == 0, "fab_attach: %d %s", rc, err);
+	if (strcmp(be, "tcp") == 0)
+		listener_start(n);
+}
+
+/* A node on a plain shared file of `size` bytes. */
+static void node_up(struct tnode *n, const char *be, uint16_t id, uint64_t size)
+{
+	memset(n, 0, sizeof(*n));
+	n->id = id;
+	n->lfd = -1;
+	n->size = size;
+	n->base = region_create(n->path, sizeof(n->path), size, &n->tmp_slot);
+	fabric_open(n, be, id);
+}
+
+/* A node on a MemStore region (persistence none: /dev/shm, removed at close). */
+static void node_up_st(struct tnode *n, const char *be, uint16_t id, uint64_t size)
+{
+	memset(n, 0, sizeof(*n));
+	n->id = id;
+	n->lfd = -1;
+	n->tmp_slot = -1;
+	char err[256] = "";
+	struct st_config sc = { .node_id = id, .size = size, .persistence = ST_PERSIST_NONE };
+	int rc = st_region_open(&sc, &n->st, err, sizeof(err));
+	CHECKV(rc == 0, "st_region_open: %d %s", rc, err);
+	n->base = st_region_base(n->st);
+	n->size = st_region_layout(n->st)->size;
+	snprintf(n->path, sizeof(n->path), "%s", st_region_path(n->st));
+	n->tmp_slot = tmp_register(n->path); /* in case a check fails before close */
+	fabric_open(n, be, id);
+}
+
+static void node_down(struct tnode *n)
+{
+	if (n->lfd >= 0) {
+		__atomic_store_n(&n->lstop, 1, __ATOMIC_RELEASE);
+		pthread_join(n->lth, NULL);
+		close(n->lfd);
+		n->lfd = -1;
+	}
+	fab_close(n->f);
+	if (n->st) {
+		st_region_close(n->st, false);
+	} else {
+		munmap(n->base, n->size);
+		unlink(n->path);
+	}
+	if (n->tmp_slot >= 0)
+		tmp_paths[n->tmp_slot][0] = '\0';
+}
+
+static struct fab_peer_info peer_info(const struct tnode *n)
+{
+	struct fab_peer_info pi = { .node = n->id, .region_size = n->size };
+	snprintf(pi.region_path, sizeof(pi.region_path), "%s", n->path);
+	snprintf(pi.addr, sizeof(pi.addr), "%s", n->addr);
+	return pi;
+}
+
+/* Make `to` reachable from `from`. */
+static void link_peer(struct tnode *from, const struct tnode *to)
+{
+	char err[256] = "";
+	struct fab_peer_info pi = peer_info(to);
+	int rc = fab_attach_peer(from->f, &pi, err, sizeof(err));
+	CHECKV(rc == 0, "fab_attach_peer %u -> %u: %d %s", from->id, to->id, rc, err);
+}
+
+/* A worker thread's endpoints and a polling batch (no coroutine). */
+struct tworker {
+	struct fab_worker *fw;
+	struct fab_batch b;
+};
+
+static void tw_init(struct tworker *w, struct tnode *n, int id)
+{
+	char err[256] = "";
+	w->fw = fab_worker_create_err(n->f, id, err, sizeof(err));
+	CHECKV(w->fw != NULL, "fab_worker_create: %s", err);
+	fab_batch_init(&w->b, w->fw, (struct fab_waiter){ 0 }, NULL);
+}
+
+static void tw_fini(struct tworker *w) { fab_worker_destroy(w->fw); }
+
+static uint64_t get_word(struct tworker *w, uint16_t node, uint64_t off)
+{
+	uint64_t v = 0;
+	int rc = fab_read1(&w->b, node, off, &v, 8);
+	CHECKV(rc == 0, "read of %u:%llu: %d", node, (unsigned long long)off, rc);
+	return v;
+}
+
+static void put_word(struct tworker *w, uint16_t node, uint64_t off, uint64_t v)
+{
+	int rc = fab_write1(&w->b, node, off, &v, 8);
+	CHECKV(rc == 0, "write of %u:%llu: %d", node, (unsigned long long)off, rc);
+}
+
+/* Shared memory between this process and its forked children. */
+static void *shared_alloc(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+static pid_t spawn(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		in_child = true;
+		nchildren = 0;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60); /* a child never outlives a minute, whatever happens */
+		return 0;
+	}
+	children[nchildren++] = pid;
+	return pid;
+}
+
+/* Wait for every child until the deadline; each must exit 0. */
+static void reap_children(uint64_t deadline_ns)
+{
+	for (int i = 0; i < nchildren; i++) {
+		int st = 0;
+		pid_t r;
+		while ((r = waitpid(children[i], &st, WNOHANG)) == 0) {
+			CHECKV(now_ns() < deadline_ns, "child %d did not finish in time",
+			       (int)children[i]);
+			sleep_ms(5);
+		}
+		CHECK(r == children[i]);
+		children[i] = 0;
+		CHECKV(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child exited with status 0x%x", st);
+	}
+	nchildren = 0;
+}
+
+/* ---- errors ---- */
+
+static void test_errors(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode t, i;
+	node_up(&t, be, 1, size);
+	node_up(&i, be, 2, size);
+	link_peer(&i, &t);
+	struct tworker w;
+	tw_init(&w, &i, 0);
+
+	uint64_t word = 0, old = 0;
+	char buf[64];
+	put_word(&w, 1, 0, 42);
+	put_word(&w, 1, size - 8, 43);
+
+	/* Out of range: past the end, straddling it, and offsets whose
+	 * off + len wraps around 2^64 (that must not slip past the check
+	 * and land before the region). */
+	CHECK(fab_read1(&w.b, 1, size, buf, 8) == -EFAULT);
+	CHECK(fab_read1(&w.b, 1, size - 8, buf, 16) == -EFAULT);
+	CHECK(fab_write1(&w.b, 1, size - 4, buf, 8) == -EFAULT);
+	CHECK(fab_read1(&w.b, 1, UINT64_MAX - 3, buf, 8) == -EFAULT);
+	CHECK(fab_write1(&w.b, 1, UINT64_MAX - 7, buf, 16) == -EFAULT);
+	CHECK(fab_cas1(&w.b, 1, UINT64_MAX - 7, 0, 1, &old) == -EFAULT);
+	CHECK(fab_faa1(&w.b, 1, UINT64_MAX - 7, 1, &old) == -EFAULT);
+	CHECK(fab_faa1(&w.b, 1, size, 1, &old) == -EFAULT);
+	/* The same against the own node (the direct path). */
+	CHECK(fab_read1(&w.b, 2, size, buf, 8) == -EFAULT);
+	CHECK(fab_cas1(&w.b, 2, UINT64_MAX - 7, 0, 1, &old) == -EFAULT);
+
+	/* Misaligned atomics. */
+	CHECK(fab_cas1(&w.b, 1, 4, 42, 7, &old) == -EINVAL);
+	CHECK(fab_faa1(&w.b, 1, 1, 1, &old) == -EINVAL);
+	CHECK(fab_cas1(&w.b, 2, 12, 0, 7, &old) == -EINVAL);
+
+	/* Unknown nodes: never attached, and beyond the id space. */
+	CHECK(fab_read1(&w.b, 5, 0, buf, 8) == -EHOSTDOWN);
+	CHECK(fab_faa1(&w.b, 5, 0, 1, &old) == -EHOSTDOWN);
+	CHECK(fab_read1(&w.b, FAB_MAX_NODES + 3, 0, buf, 8) == -EHOSTDOWN);
+
+	/* A bad op anywhere in a batch fails the exec. */
+	fab_write(&w.b, 1, 8, &word, 8);
+	fab_cas(&w.b, 1, 3, 0, 1, &old);
+	CHECK(fab_exec(&w.b) == -EINVAL);
+
+	/* Nothing was touched, and the batch works afterwards. */
+	CHECK(get_word(&w, 1, 0) == 42);
+	CHECK(get_word(&w, 1, size - 8) == 43);
+	CHECK(get_word(&w, 2, 0) == 0);
+	CHECK(fab_faa1(&w.b, 1, 0, 1, &old) == 0 && old == 42);
+	CHECK(get_word(&w, 1, 0) == 43);
+
+	tw_fini(&w);
+	node_down(&i);
+	node_down(&t);
+	printf("  %s errors: ok\n", be);
+}
+
+/* ---- ordering inside a batch, across batches, across nodes ---- */
+
+static void order_on(struct tworker *w, uint16_t node, uint64_t base, uint64_t seed)
+{
+	struct fab_batch *b = &w->b;
+	uint64_t v = seed, got = 0, old = 0;
+
+	/* WRITE then READ of one word. */
+	fab_write(b, node, base, &v, 8);
+	fab_read(b, node, base, &got, 8);
+	CHECK(fab_exec(b) == 0);
+	CHECKV(got == v, "node %u: read after write saw %llu, want %llu", node,
+	       (unsigned long long)got, (unsigned long long)v);
+
+	/* WRITE then CAS expecting the written value, then READ. */
+	uint64_t a = seed * 3 + 1, c = seed * 5 + 2;
+	fab_write(b, node, base, &a, 8);
+	fab_cas(b, node, base, a, c, &old);
+	fab_read(b, node, base, &got, 8);
+	CHECK(fab_exec(b) == 0);
+	CHECKV(old == a && got == c, "node %u: CAS after WRITE: old %llu read %llu", node,
+	       (unsigned long long)old, (unsigned long long)got);
+
+	/* WRITE, FAA, FAA, READ. */
+	uint64_t ten = 10, old2 = 0;
+	fab_write(b, node, base + 8, &ten, 8);
+	fab_faa(b, node, base + 8, 5, &old);
+	fab_faa(b, node, base + 8, 7, &old2);
+	fab_read(b, node, base + 8, &got, 8);
+	CHECK(fab_exec(b) == 0);
+	CHECK(old == 10 && old2 == 15 && got == 22);
+
+	/* A run of WRITEs of increasing values, then a READ: the last wins. */
+	uint64_t vals[40];
+	for (int k = 0; k < 40; k++) {
+		vals[k] = seed + (uint64_t)k + 1;
+		fab_write(b, node, base + 16, &vals[k], 8);
+	}
+	fab_read(b, node, base + 16, &got, 8);
+	CHECK(fab_exec(b) == 0);
+	CHECK(got == seed + 40);
+
+	/* A failed CAS leaves the word and reports what it saw. */
+	fab_cas(b, node, base + 16, 1, 2, &old);
+	fab_read(b, node, base + 16, &got, 8);
+	CHECK(fab_exec(b) == 0);
+	CHECK(old == seed + 40 && got == seed + 40);
+
+	/* Multi-word: 1 KiB WRITE then READ; then one word inside it. */
+	static char out[1024], in[1024];
+	for (int k = 0; k < 1024; k++)
+		out[k] = (char)(seed * 7 + (uint64_t)k);
+	memset(in, 0, sizeof(in));
+	fab_write(b, node, base + 1024, out, 1024);
+	fab_read(b, node, base + 1024, in, 1024);
+	CHECK(fab_exec(b) == 0);
+	CHECK(memcmp(in, out, 1024) == 0);
+	uint64_t mark = 0xfeedfacecafebeefull;
+	fab_write(b, node, base + 1024 + 512, &mark, 8);
+	fab_read(b, node, base + 1024, in, 1024);
+	CHECK(fab_exec(b) == 0);
+	memcpy(out + 512, &mark, 8);
+	CHECK(memcmp(in, out, 1024) == 0);
+
+	/* Ragged edges: 13 bytes at an odd offset, neighbours untouched. */
+	char odd[13], back[15];
+	for (int k = 0; k < 13; k++)
+		odd[k] = (char)(0xa0 + k);
+	uint64_t zero[4] = { 0 };
+	fab_write(b, node, base + 2048, zero, 32);
+	fab_write(b, node, base + 2048 + 3, odd, 13);
+	fab_read(b, node, base + 2048 + 2, back, 15);
+	CHECK(fab_exec(b) == 0);
+	CHECK(back[0] == 0 && memcmp(back + 1, odd, 13) == 0 && back[14] == 0);
+}
+
+static void test_order(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode n1, n2, me;
+	node_up(&n1, be, 1, size);
+	node_up(&n2, be, 2, size);
+	node_up(&me, be, 3, size);
+	link_peer(&me, &n1);
+	link_peer(&me, &n2);
+	struct tworker w;
+	tw_init(&w, &me, 0);
+
+	/* Each target alone: two remote nodes and the own one. */
+	for (uint64_t s = 1; s <= 3; s++) {
+		order_on(&w, 1, 4096, s);
+		order_on(&w, 2, 4096, s + 100);
+		order_on(&w, 3, 4096, s + 200);
+	}
+
+	/* One batch, interleaved over three nodes (two parts + direct ops). */
+	for (uint64_t r = 1; r <= 200; r++) {
+		struct fab_batch *b = &w.b;
+		uint64_t a[3] = { r * 10 + 1, r * 10 + 2, r * 10 + 3 };
+		uint64_t old[3] = { 0 }, faa_old = 0, got[3] = { 0 };
+		for (int k = 0; k < 3; k++)
+			fab_write(b, (uint16_t)(k + 1), 64, &a[k], 8);
+		for (int k = 0; k < 3; k++)
+			fab_cas(b, (uint16_t)(k + 1), 64, a[k], a[k] + 1000, &old[k]);
+		fab_faa(b, 2, 64, 5, &faa_old);
+		for (int k = 0; k < 3; k++)
+			fab_read(b, (uint16_t)(k + 1), 64, &got[k], 8);
+		CHECK(fab_exec(b) == 0);
+		for (int k = 0; k < 3; k++)
+			CHECKV(old[k] == a[k], "round %llu node %d: CAS saw %llu", (unsigned long long)r,
+			       k + 1, (unsigned long long)old[k]);
+		CHECK(faa_old == a[1] + 1000);
+		CHECK(got[0] == a[0] + 1000 && got[1] == a[1] + 1005 && got[2] == a[2] + 1000);
+
+		/* The next batch sees the previous one complete on both peers. */
+		uint64_t nxt[2] = { 0 };
+		fab_read(b, 1, 64, &nxt[0], 8);
+		fab_read(b, 2, 64, &nxt[1], 8);
+		CHECK(fab_exec(b) == 0);
+		CHECK(nxt[0] == got[0] && nxt[1] == got[1]);
+	}
+
+	/* Batches filled past FAB_BATCH_MAX execute in order too. */
+	uint64_t seq[FAB_BATCH_MAX * 2 + 5];
+	for (int k = 0; k < FAB_BATCH_MAX * 2 + 5; k++) {
+		seq[k] = 5000 + (uint64_t)k;
+		fab_write(&w.b, (uint16_t)(1 + (k & 1)), 128, &seq[k], 8);
+	}
+	CHECK(fab_exec(&w.b) == 0);
+	CHECK(get_word(&w, 1, 128) == 5000 + FAB_BATCH_MAX * 2 + 4);
+	CHECK(get_word(&w, 2, 128) == 5000 + FAB_BATCH_MAX * 2 + 3);
+
+	tw_fini(&w);
+	node_down(&me);
+	node_down(&n2);
+	node_down(&n1);
+	printf("  %s order: ok\n", be);
+}
+
+/* ---- outstanding batches from coroutines on one endpoint ---- */
+
+#define OUT_CORO 16
+
+struct out_ctx {
+	struct sched *s;
+	struct fab_worker *fw;
+	int posting;                 /* index of the coroutine inside fab_exec's self() */
+	void *handle[OUT_CORO];      /* its scheduler handle */
+	int completed[OUT_CORO * 4]; /* indexes, in unpark order */
+	int ncompleted;
+	uint64_t faa_old[OUT_CORO];
+	uint64_t mine[OUT_CORO];     /* what its READ after its WRITE saw */
+	int rc[OUT_CORO];
+	int idx_seq;
+	int round;                   /* 0: one endpoint; 1: alternating over two */
+};
+
+struct out_arg {
+	struct out_ctx *c;
+	int idx;
+};
+
+static void *out_self(void *ctx)
+{
+	struct out_ctx *c = ctx;
+	void *h = sched_self(c->s);
+	c->handle[c->posting] = h;
+	return h;
+}
+
+static void out_park(void *ctx) { sched_park(((struct out_ctx *)ctx)->s); }
+
+static void out_unpark(void *ctx, void *handle)
+{
+	struct out_ctx *c = ctx;
+	for (int i = 0; i < OUT_CORO; i++)
+		if (c->handle[i] == handle && c->ncompleted < OUT_CORO * 4)
+			c->completed[c->ncompleted++] = i;
+	sched_unpark(c->s, handle);
+}
+
+static void out_wait(void *ctx, uint64_t ns) { sched_sleep(((struct out_ctx *)ctx)->s, ns); }
+
+static void out_coro(struct sched *s, void *arg)
+{
+	struct out_arg *a = arg;
+	struct out_ctx *c = a->c;
+	struct fab_batch b;
+	fab_batch_init(&b, c->fw,
+		       (struct fab_waiter){ .wait = out_wait, .ctx = c, .self = out_self,
+					    .park = out_park, .unpark = out_unpark },
+		       NULL);
+	uint16_t node = c->round == 0 ? 1 : (uint16_t)(1 + (a->idx & 1));
+	uint64_t v = 1000 + (uint64_t)a->idx;
+	fab_faa(&b, node, 0, 1, &c->faa_old[a->idx]);
+	fab_write(&b, node, 8, &v, 8);
+	fab_read(&b, node, 8, &c->mine[a->idx], 8);
+	c->posting = a->idx;
+	c->rc[a->idx] = fab_exec(&b);
+	(void)s;
+}
+
+static void test_outstanding(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode n1, n2, me;
+	node_up(&n1, be, 1, size);
+	node_up(&n2, be, 2, size);
+	node_up(&me, be, 3, size);
+	link_peer(&me, &n1);
+	link_peer(&me, &n2);
+	struct tworker w;
+	tw_init(&w, &me, 0);
+
+	for (int round = 0; round < 2; round++) {
+		struct out_ctx *c = calloc(1, sizeof(*c));
+		CHECK(c);
+		c->s = sched_create(OUT_CORO, 64 * 1024);
+		CHECK(c->s);
+		c->fw = w.fw;
+		c->round = round;
+		put_word(&w, 1, 0, 0);
+		put_word(&w, 2, 0, 0);
+		struct out_arg args[OUT_CORO];
+		for (int i = 0; i < OUT_CORO; i++) {
+			args[i] = (struct out_arg){ c, i };
+			CHECK(sched_spawn(c->s, out_coro, &args[i]) == 0);
+		}
+		/* The worker's loop: run coroutines, poll completions. The first
+		 * sched_run lets every coroutine post before any completion is
+		 * polled, so all batches are outstanding together. */
+		uint64_t deadline = now_ns() + 10ull * 1000000000ull;
+		while (!sched_idle(c->s)) {
+			CHECK(now_ns() < deadline);
+			if (sched_run(c->s) > 0)
+				continue;
+			if (fab_worker_poll(w.fw) > 0)
+				continue;
+			int fds[FAB_MAX_NODES];
+			int k = fab_worker_fds(w.fw, fds, FAB_MAX_NODES);
+			struct pollfd pfd[FAB_MAX_NODES];
+			for (int j = 0; j < k; j++)
+				pfd[j] = (struct pollfd){ .fd = fds[j], .events = POLLIN };
+			if (k > 0)
+				poll(pfd, (nfds_t)k, 10);
+			else
+				sleep_ms(1);
+		}
+		/* Applied in posting order: coroutine i was the i-th (per node)
+		 * to post, so its FAA saw i earlier increments, and its READ saw
+		 * its own WRITE (later posts had not run yet). */
+		int per_node[3] = { 0 };
+		for (int i = 0; i < OUT_CORO; i++) {
+			uint16_t node = round == 0 ? 1 : (uint16_t)(1 + (i & 1));
+			CHECK(c->rc[i] == 0);
+			CHECKV(c->faa_old[i] == (uint64_t)per_node[node],
+			       "round %d coro %d: FAA saw %llu, want %d", round, i,
+			       (unsigned long long)c->faa_old[i], per_node[node]);
+			CHECKV(c->mine[i] == 1000 + (uint64_t)i, "round %d coro %d: read %llu", round, i,
+			       (unsigned long long)c->mine[i]);
+			per_node[node]++;
+		}
+		/* Completed in posting order per endpoint. shm completes every
+		 * batch inside fab_exec and never parks, so there is nothing to
+		 * order there. */
+		if (c->ncompleted > 0) {
+			CHECKV(c->ncompleted == OUT_CORO, "%d completions", c->ncompleted);
+			int lastidx[3] = { -1, -1, -1 };
+			for (int j = 0; j < c->ncompleted; j++) {
+				int i = c->completed[j];
+				int node = round == 0 ? 1 : 1 + (i & 1);
+				CHECKV(i > lastidx[node], "round %d: coro %d completed after %d", round, i,
+				       lastidx[node]);
+				lastidx[node] = i;
+			}
+		}
+		CHECK(get_word(&w, 1, 8) == 1000 + (round == 0 ? OUT_CORO - 1 : OUT_CORO - 2));
+		printf("  %s outstanding (%s): %d batches in flight, %d parked completions in order\n",
+		       be, round == 0 ? "one endpoint" : "two endpoints", OUT_CORO, c->ncompleted);
+		sched_destroy(c->s);
+		free(c);
+	}
+
+	tw_fini(&w);
+	node_down(&me);
+	node_down(&n2);
+	node_down(&n1);
+}
+
+/* ---- CAS and FAA atomicity under contention from several processes ---- */
+
+#define CT_PROCS 4   /* the region's owner and three peers */
+#define CT_THREADS 2 /* per process */
+
+enum { CT_WORD_FAA = 0, CT_WORD_CAS = 64, CT_WORD_MIX = 128 }; /* offsets, own cache lines */
+
+struct ct_shared {
+	int ready;          /* children whose workers are connected */
+	int go;             /* set by the parent when every process is ready */
+	uint64_t retries;   /* CAS attempts that lost a race */
+	char addr[64];      /* the owner's fabric listener (tcp) */
+	char path[256];     /* the owner's region file (shm) */
+	uint64_t size;
+	/* followed by the per-thread old values: [proc][thread][3][n] */
+};
+
+struct ct_job {
+	struct tnode *n;
+	struct ct_shared *sh;
+	uint64_t *olds; /* this thread's [3][n] slice */
+	int n_ops;
+	int worker_id;
+};
+
+/* One thread: n FAAs on word A, n CAS increments on word B, and n ops
+ * alternating FAA and CAS increment on word C. Records every old value an
+ * atomic returned that took effect. */
+static void *ct_thread(void *arg)
+{
+	struct ct_job *j = arg;
+	struct tworker w;
+	tw_init(&w, j->n, j->worker_id);
+	__atomic_fetch_add(&j->sh->ready, 1, __ATOMIC_ACQ_REL);
+	while (!__atomic_load_n(&j->sh->go, __ATOMIC_ACQUIRE))
+		sleep_ms(1);
+	uint64_t *fa = j->olds, *cs = j->olds + j->n_ops, *mx = j->olds + 2 * j->n_ops;
+	uint64_t retries = 0;
+	for (int i = 0; i < j->n_ops; i++) {
+		CHECK(fab_faa1(&w.b, 1, CT_WORD_FAA, 1, &fa[i]) == 0);
+	}
+	uint64_t guess = 0;
+	for (int i = 0; i < j->n_ops; i++) {
+		for (;;) {
+			uint64_t old = 0;
+			CHECK(fab_cas1(&w.b, 1, CT_WORD_CAS, guess, guess + 1, &old) == 0);
+			if (old == guess) {
+				cs[i] = old;
+				guess = old + 1;
+				break;
+			}
+			guess = old;
+			retries++;
+		}
+	}
+	guess = 0;
+	for (int i = 0; i < j->n_ops; i++) {
+		if (i & 1) {
+			CHECK(fab_faa1(&w.b, 1, CT_WORD_MIX, 1, &mx[i]) == 0);
+			continue;
+		}
+		for (;;) {
+			uint64_t old = 0;
+			CHECK(fab_cas1(&w.b, 1, CT_WORD_MIX, guess, guess + 1, &old) == 0);
+			if (old == guess) {
+				mx[i] = old;
+				guess = old + 1;
+				break;
+			}
+			guess = old;
+			retries++;
+		}
+	}
+	__atomic_fetch_add(&j->sh->retries, retries, __ATOMIC_RELAXED);
+	tw_fini(&w);
+	return NULL;
+}
+
+static void ct_run_threads(struct tnode *n, struct ct_shared *sh, uint64_t *olds, int proc,
+			   int n_ops)
+{
+	pthread_t th[CT_THREADS];
+	struct ct_job jobs[CT_THREADS];
+	for (int t = 0; t < CT_THREADS; t++) {
+		jobs[t] = (struct ct_job){ n, sh, olds + ((size_t)proc * CT_THREADS + t) * 3 * n_ops,
+					   n_ops, t };
+		CHECK(pthread_create(&th[t], NULL, ct_thread, &jobs[t]) == 0);
+	}
+	for (int t = 0; t < CT_THREADS; t++)
+		pthread_join(th[t], NULL);
+}
+
+/* The old values of one word must be exactly 0..total-1, each once. */
+static void ct_check_perm(uint64_t *olds, int n_ops, int word, const char *what)
+{
+	size_t total = (size_t)CT_PROCS * CT_THREADS * n_ops;
+	uint8_t *seen = calloc(total, 1);
+	CHECK(seen);
+	for (int p = 0; p < CT_PROCS * CT_THREADS; p++) {
+		uint64_t *o = olds + ((size_t)p * 3 + (size_t)word) * n_ops;
+		for (int i = 0; i < n_ops; i++) {
+			CHECKV(o[i] < total, "%s: old value %llu out of 0..%zu", what,
+			       (unsigned long long)o[i], total - 1);
+			CHECKV(!seen[o[i]], "%s: old value %llu returned twice", what,
+			       (unsigned long long)o[i]);
+			seen[o[i]] = 1;
+		}
+	}
+	free(seen);
+}
+
+static void test_contention(const char *be, int n_ops)
+{
+	bool tcp = strcmp(be, "tcp") == 0;
+	size_t olds_bytes = (size_t)CT_PROCS * CT_THREADS * 3 * n_ops * sizeof(uint64_t);
+	struct ct_shared *sh = shared_alloc(sizeof(*sh) + olds_bytes);
+	uint64_t *olds = (uint64_t *)(sh + 1);
+
+	/* The owner's region and listening socket exist before fork; its
+	 * threads (NIC, listener, workers) start after, so no child
+	 * inherits a half-held lock. */
+	struct tnode owner;
+	memset(&owner, 0, sizeof(owner));
+	owner.id = 1;
+	owner.lfd = -1;
+	owner.size = 1 << 20;
+	owner.base = region_create(owner.path, sizeof(owner.path), owner.size, &owner.tmp_slot);
+	if (tcp)
+		owner.lfd = listen_any(owner.addr, sizeof(owner.addr));
+	snprintf(sh->addr, sizeof(sh->addr), "%s", owner.addr);
+	snprintf(sh->path, sizeof(sh->path), "%s", owner.path);
+	sh->size = owner.size;
+
+	for (int p = 1; p < CT_PROCS; p++) {
+		if (spawn() != 0)
+			continue;
+		/* Child: node p+1 with a small private region of its own. */
+		if (owner.lfd >= 0)
+			close(owner.lfd);
+		struct tnode me;
+		memset(&me, 0, sizeof(me));
+		me.id = (uint16_t)(p + 1);
+		me.lfd = -1;
+		me.size = 64 * 1024;
+		me.base = mmap(NULL, me.size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(me.base != MAP_FAILED);
+		char err[256] = "";
+		struct fab_config fc = { .backend = be, .self = me.id };
+		CHECK(fab_open(&fc, &me.f, err, sizeof(err)) == 0);
+		CHECK(fab_attach(me.f, me.id, me.base, me.size) == 0);
+		struct fab_peer_info pi = { .node = 1, .region_size = sh->size };
+		snprintf(pi.region_path, sizeof(pi.region_path), "%s", sh->path);
+		snprintf(pi.addr, sizeof(pi.addr), "%s", sh->addr);
+		CHECK(fab_attach_peer(me.f, &pi, err, sizeof(err)) == 0);
+		ct_run_threads(&me, sh, olds, p, n_ops);
+		fab_close(me.f);
+		_exit(0);
+	}
+	fabric_open(&owner, be, 1); /* starts the listener for tcp */
+
+	/* The owner's own threads use the direct path while the peers come
+	 * through the fabric; all start together on sh->go. */
+	pthread_t th[CT_THREADS];
+	struct ct_job jobs[CT_THREADS];
+	for (int t = 0; t < CT_THREADS; t++) {
+		jobs[t] = (struct ct_job){ &owner, sh, olds + (size_t)t * 3 * n_ops, n_ops, t };
+		CHECK(pthread_create(&th[t], NULL, ct_thread, &jobs[t]) == 0);
+	}
+	uint64_t t0, deadline = now_ns() + 20ull * 1000000000ull;
+	while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < CT_PROCS * CT_THREADS) {
+		CHECKV(now_ns() < deadline, "only %d of %d workers ready", sh->ready,
+		       CT_PROCS * CT_THREADS);
+		sleep_ms(2);
+	}
+	t0 = now_ns();
+	__atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+	for (int t = 0; t < CT_THREADS; t++)
+		pthread_join(th[t], NULL);
+	reap_children(now_ns() + 60ull * 1000000000ull);
+	double secs = (double)(now_ns() - t0) / 1e9;
+
+	struct tworker w;
+	tw_init(&w, &owner, 9);
+	uint64_t total = (uint64_t)CT_PROCS * CT_THREADS * n_ops;
+	uint64_t a = get_word(&w, 1, CT_WORD_FAA), b = get_word(&w, 1, CT_WORD_CAS),
+		 m = get_word(&w, 1, CT_WORD_MIX);
+	CHECKV(a == total, "FAA word %llu, want %llu", (unsigned long long)a,
+	       (unsigned long long)total);
+	CHECKV(b == total, "CAS word %llu, want %llu", (unsigned long long)b,
+	       (unsigned long long)total);
+	CHECKV(m == total, "mixed word %llu, want %llu", (unsigned long long)m,
+	       (unsigned long long)total);
+	ct_check_perm(olds, n_ops, 0, "FAA");
+	ct_check_perm(olds, n_ops, 1, "CAS");
+	ct_check_perm(olds, n_ops, 2, "FAA+CAS");
+	tw_fini(&w);
+	printf("  %s contention: %d processes x %d threads x %d ops on 3 words exact; "
+	       "%llu CAS retries; %.2f s\n",
+	       be, CT_PROCS, CT_THREADS, n_ops, (unsigned long long)sh->retries, secs);
+	node_down(&owner);
+	munmap(sh, sizeof(*sh) + olds_bytes);
+}
+
+/* ---- torn reads: raw ---- */
+
+#define TORN_OFF 4096 /* a 64-byte block on its own cache line */
+
+struct torn_writer {
+	struct tnode *n;
+	int stop;
+	uint64_t writes;
+};
+
+/* Every word of image v is (v << 32 | v): a half-written word would show
+ * as halves that differ. */
+static uint64_t torn_word(uint64_t v) { return (v << 32) | (v & 0xffffffffu); }
+
+static void *torn_writer_main(void *arg)
+{
+	struct torn_writer *tw = arg;
+	struct tworker w;
+	tw_init(&w, tw->n, 7);
+	uint64_t blk[8];
+	uint64_t v = 1;
+	while (!__atomic_load_n(&tw->stop, __ATOMIC_ACQUIRE)) {
+		v++;
+		for (int k = 0; k < 8; k++)
+			blk[k] = torn_word(v);
+		CHECK(fab_write1(&w.b, tw->n->id, TORN_OFF, blk, 64) == 0);
+	}
+	__atomic_store_n(&tw->writes, v - 1, __ATOMIC_RELEASE);
+	tw_fini(&w);
+	return NULL;
+}
+
+static void test_torn_raw(const char *be, double budget_s)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode t, r;
+	node_up(&t, be, 1, size);
+	node_up(&r, be, 2, size);
+	link_peer(&r, &t);
+	struct tworker w;
+	tw_init(&w, &r, 0);
+	uint64_t init[8];
+	for (int k = 0; k < 8; k++)
+		init[k] = torn_word(1);
+	CHECK(fab_write1(&w.b, 1, TORN_OFF, init, 64) == 0);
+
+	/* The writer is the owner's own worker (direct CPU stores), the
+	 * reader a peer: shm's copy or tcp's NIC thread reads concurrently. */
+	struct torn_writer wr = { &t, 0, 0 };
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, torn_writer_main, &wr) == 0);
+	uint64_t last[8] = { 0 }, reads = 0, torn = 0, first_torn_at = 0;
+	uint64_t t0 = now_ns(), budget = (uint64_t)(budget_s * 1e9);
+	uint64_t blk[8];
+	for (;;) {
+		CHECK(fab_read1(&w.b, 1, TORN_OFF, blk, 64) == 0);
+		reads++;
+		bool mixed = false;
+		for (int k = 0; k < 8; k++) {
+			uint64_t v = blk[k] & 0xffffffffu;
+			CHECKV((blk[k] >> 32) == v, "word %d torn inside itself: %016llx", k,
+			       (unsigned long long)blk[k]);
+			CHECKV(v >= last[k], "word %d went back from %llu to %llu", k,
+			       (unsigned long long)last[k], (unsigned long long)v);
+			last[k] = v;
+			if (blk[k] != blk[0])
+				mixed = true;
+		}
+		if (mixed && torn++ == 0)
+			first_torn_at = reads;
+		uint64_t el = now_ns() - t0;
+		/* Stop at the budget, or early once a fair sample holds tears. */
+		if (el >= budget || (torn >= 100 && el >= budget / 4))
+			break;
+	}
+	double secs = (double)(now_ns() - t0) / 1e9;
+	__atomic_store_n(&wr.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	printf("  %s torn raw READ 64 B: %llu of %llu reads mixed (%.4f%%), first at read %llu; "
+	       "%llu writes in %.2f s\n",
+	       be, (unsigned long long)torn, (unsigned long long)reads,
+	       reads ? 100.0 * (double)torn / (double)reads : 0.0,
+	       (unsigned long long)first_torn_at, (unsigned long long)wr.writes, secs);
+	if (torn == 0)
+		printf("  %s torn raw READ: NOTE no mixed image seen within %.1f s (allowed by the "
+		       "contract, but the Double-Read case below then ran without real tears)\n",
+		       be, budget_s);
+	tw_fini(&w);
+	node_down(&r);
+	node_down(&t);
+}
+
+/* ---- torn reads caught by the Double-Read of cc/prim.c ---- */
+
+#define DR_KEY "torn:item"
+#define DR_VLEN 256
+#define DR_WRITER_OWNER 0x0100000000000003ull /* a lock-owner word, odd as cc.h's are */
+#define DR_READER_OWNER 0x0200000000000005ull
+
+/* A transaction and one access as prim.c sees them: only the batch, the
+ * owner word and the cause are used by the primitives exercised here. */
+struct dr_txn {
+	struct txn t;
+	struct cc_access a;
+};
+
+static void dr_txn_init(struct dr_txn *d, struct fab_worker *fw, uint64_t owner,
+			const struct st_ref *ref)
+{
+	memset(d, 0, sizeof(*d));
+	d->t.owner = owner;
+	fab_batch_init(&d->t.batch, fw, (struct fab_waiter){ 0 }, &d->t.fstats);
+	d->a.key = strdup(DR_KEY);
+	CHECK(d->a.key);
+	d->a.klen = (uint32_t)strlen(DR_KEY);
+	d->a.kcap = d->a.klen + 1;
+	d->a.node = ref->node;
+	d->a.ref = *ref;
+	d->a.mode = ACC_R;
+}
+
+static void dr_txn_fini(struct dr_txn *d)
+{
+	free(d->a.key);
+	free(d->a.img);
+	free(d->a.wval);
+}
+
+/* Give the writer's access an image holding ident and key (prim_post_install
+ * rewrites words 2.. from it) and a value buffer. */
+static void dr_writer_prepare(struct dr_txn *d)
+{
+	uint32_t cap = st_class_size(d->a.ref.cls);
+	d->a.img = calloc(1, cap);
+	d->a.img_cap = cap;
+	d->a.wval = malloc(DR_VLEN);
+	d->a.wcap = DR_VLEN;
+	d->a.wvlen = DR_VLEN;
+	d->a.mode = ACC_W;
+	CHECK(d->a.img && d->a.wval);
+	d->a.img->ident = st_make_ident(d->a.ref.gen, d->a.klen, d->a.ref.cls);
+	memcpy(d->a.img + 1, DR_KEY, d->a.klen);
+}
+
+/* Value of version v: every 8-byte word is v. */
+static void dr_fill(struct dr_txn *d, uint64_t v)
+{
+	for (int k = 0; k < DR_VLEN / 8; k++)
+		memcpy(d->a.wval + 8 * k, &v, 8);
+}
+
+/* Is the image one the writer wrote? Returns 0, or which rule it broke. */
+static int dr_image_bad(const struct st_item *it, uint64_t *vout)
+{
+	uint64_t v = it->ver;
+	*vout = v;
+	if (st_data_vlen(it->data) != DR_VLEN || st_data_flags(it->data) != 0)
+		return 1;
+	if (it->meta[0] != v || it->meta[1] != ~v)
+		return 2;
+	const char *val = st_item_val(it);
+	for (int k = 0; k < DR_VLEN / 8; k++) {
+		uint64_t x;
+		memcpy(&x, val + 8 * k, 8);
+		if (x != v)
+			return 3;
+	}
+	return 0;
+}
+
+/* Are the value words of the image not all equal (a mixed, torn image)? */
+static bool dr_image_mixed(const struct st_item *it)
+{
+	const char *val = (const char *)(it + 1) + strlen(DR_KEY);
+	uint64_t x0;
+	memcpy(&x0, val, 8);
+	for (int k = 1; k < DR_VLEN / 8; k++) {
+		uint64_t x;
+		memcpy(&x, val + 8 * k, 8);
+		if (x != x0)
+			return true;
+	}
+	return false;
+}
+
+/* One install of version v exactly as a protocol does it: take the lock
+ * word by CAS, then prim_post_install (words 2.., ver, lock) in one batch. */
+static void dr_install(struct dr_txn *d, uint64_t v)
+{
+	uint64_t old = 1;
+	prim_post_cas_item(&d->t, &d->a, W_LOCK, 0, d->t.owner, &old);
+	CHECK(prim_exec(&d->t) == CC_OK);
+	CHECKV(old == 0, "writer's lock CAS saw %llx", (unsigned long long)old);
+	dr_fill(d, v);
+	uint64_t meta[2] = { v, ~v };
+	prim_post_install(&d->t, &d->a, v, meta, 0);
+	CHECK(prim_exec(&d->t) == CC_OK);
+}
+
+struct dr_writer {
+	struct tnode *n;
+	struct st_ref ref;
+	int stop;
+	uint64_t last_ver;
+};
+
+static void *dr_writer_main(void *arg)
+{
+	struct dr_writer *wr = arg;
+	struct tworker w;
+	tw_init(&w, wr->n, 7);
+	struct dr_txn d;
+	dr_txn_init(&d, w.fw, DR_WRITER_OWNER, &wr->ref);
+	dr_writer_prepare(&d);
+	uint64_t v = 100;
+	while (!__atomic_load_n(&wr->stop, __ATOMIC_ACQUIRE))
+		dr_install(&d, ++v);
+	__atomic_store_n(&wr->last_ver, v, __ATOMIC_RELEASE);
+	dr_txn_fini(&d);
+	tw_fini(&w);
+	return NULL;
+}
+
+static void test_double_read(const char *be, double budget_s)
+{
+	struct tnode t, r;
+	node_up_st(&t, be, 1, 32ull << 20);
+	node_up(&r, be, 2, 1 << 20);
+	link_peer(&r, &t);
+	const struct st_layout *L = st_region_layout(t.st);
+
+	/* The item: a block from the MemStore allocator, written whole. */
+	struct tworker tw;
+	tw_init(&tw, &t, 0);
+	struct st_ref ref;
+	uint32_t klen = (uint32_t)strlen(DR_KEY);
+	CHECK(st_alloc(&tw.b, L, 1, klen, DR_VLEN, &ref) == 0);
+	CHECK(ref.node == 1 && st_class_size(ref.cls) >= sizeof(struct st_item) + klen + DR_VLEN);
+	struct dr_txn wd;
+	dr_txn_init(&wd, tw.fw, DR_WRITER_OWNER, &ref);
+	dr_writer_prepare(&wd);
+	dr_install(&wd, 100);
+
+	struct tworker rw;
+	tw_init(&rw, &r, 0);
+	struct dr_txn rd;
+	dr_txn_init(&rd, rw.fw, DR_READER_OWNER, &ref);
+	uint64_t v = 0;
+	CHECK(prim_read_consistent(&rd.t, &rd.a) == CC_OK);
+	CHECK(dr_image_bad(rd.a.img, &v) == 0 && v == 100);
+
+	/* Deterministic: an install caught half-way (lock held, the first
+	 * half of the value new) is a torn image, and it is refused. */
+	uint64_t old = 1;
+	prim_post_cas_item(&wd.t, &wd.a, W_LOCK, 0, DR_WRITER_OWNER, &old);
+	CHECK(prim_exec(&wd.t) == CC_OK && old == 0);
+	uint64_t half[DR_VLEN / 16];
+	for (int k = 0; k < DR_VLEN / 16; k++)
+		half[k] = 101;
+	CHECK(fab_write1(&tw.b, 1, ref.off + sizeof(struct st_item) + klen, half, sizeof(half)) == 0);
+	CHECK(prim_read_consistent(&rd.t, &rd.a) == CC_ABORT);
+	CHECK(dr_image_mixed(rd.a.img)); /* what it refused was really torn */
+	CHECK(rd.t.cause == CC_CAUSE_LOCK);
+	/* The rest of the install; then the new image is accepted. */
+	dr_fill(&wd, 101);
+	uint64_t meta[2] = { 101, ~101ull };
+	prim_post_install(&wd.t, &wd.a, 101, meta, 0);
+	CHECK(prim_exec(&wd.t) == CC_OK);
+	CHECK(prim_read_consistent(&rd.t, &rd.a) == CC_OK);
+	CHECK(dr_image_bad(rd.a.img, &v) == 0 && v == 101);
+	dr_txn_fini(&wd);
+
+	/* Racing: the owner's worker installs versions 102, 103, ... while the
+	 * peer alternates a raw READ of the block (tears counted) and a
+	 * Double-Read (every accepted image must be a written one). */
+	struct dr_writer wr = { &t, ref, 0, 0 };
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, dr_writer_main, &wr) == 0);
+	uint64_t accepted = 0, refused = 0, refused_mixed = 0, raw = 0, raw_mixed = 0;
+	uint64_t last_ver = 101;
+	uint32_t bsize = st_class_size(ref.cls);
+	struct st_item *blk = malloc(bsize);
+	CHECK(blk);
+	uint64_t t0 = now_ns(), budget = (uint64_t)(budget_s * 1e9);
+	while (now_ns() - t0 < budget) {
+		CHECK(fab_read1(&rw.b, 1, ref.off, blk, bsize) == 0);
+		raw++;
+		if (dr_image_mixed(blk))
+			raw_mixed++;
+		int rc = prim_read_consistent(&rd.t, &rd.a);
+		if (rc == CC_ABORT) {
+			refused++;
+			if (dr_image_mixed(rd.a.img))
+				refused_mixed++;
+			continue;
+		}
+		CHECKV(rc == CC_OK, "prim_read_consistent: %d", rc);
+		accepted++;
+		int bad = dr_image_bad(rd.a.img, &v);
+		CHECKV(bad == 0, "accepted image of ver %llu was never written (rule %d)",
+		       (unsigned long long)v, bad);
+		CHECKV(rd.a.img->lock == 0, "accepted image with lock %llx",
+		       (unsigned long long)rd.a.img->lock);
+		CHECKV(v >= last_ver, "accepted ver %llu after %llu", (unsigned long long)v,
+		       (unsigned long long)last_ver);
+		last_ver = v;
+	}
+	__atomic_store_n(&wr.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	CHECK(accepted > 0);
+	printf("  %s double-read: %llu images accepted, all written ones (vers up to %llu of %llu "
+	       "installed); %llu refused (%llu visibly torn); raw READs of the same block: %llu of "
+	       "%llu torn\n",
+	       be, (unsigned long long)accepted, (unsigned long long)last_ver,
+	       (unsigned long long)wr.last_ver, (unsigned long long)refused,
+	       (unsigned long long)refused_mixed, (unsigned long long)raw_mixed,
+	       (unsigned long long)raw);
+	free(blk);
+	dr_txn_fini(&rd);
+	tw_fini(&rw);
+	tw_fini(&tw);
+	node_down(&r);
+	node_down(&t);
+}
+
+/* ---- a dying peer (tcp) ---- */
+
+struct pd_shared {
+	int ready;
+	char addr[64];
+	char path[256]; /* the peer's region file, removed by the parent */
+};
+
+struct pd_pending {
+	struct tworker *w;
+	int done;
+	int rc;
+	uint64_t old;
+};
+
+static void *pd_pending_main(void *arg)
+{
+	struct pd_pending *p = arg;
+	p->rc = fab_faa1(&p->w->b, 1, 0, 1, &p->old);
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_peer_death(const char *be)
+{
+	struct pd_shared *sh = shared_alloc(sizeof(*sh));
+	pid_t pid = spawn();
+	if (pid == 0) {
+		/* The peer: node 1, its region, NIC thread and listener. */
+		struct tnode n;
+		node_up(&n, be, 1, 1 << 20);
+		snprintf(sh->addr, sizeof(sh->addr), "%s", n.addr);
+		snprintf(sh->path, sizeof(sh->path), "%s", n.path);
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
+		for (;;)
+			pause(); /* until killed (or the child alarm) */
+	}
+	uint64_t deadline = now_ns() + 10ull * 1000000000ull;
+	while (!__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE)) {
+		CHECK(now_ns() < deadline);
+		sleep_ms(2);
+	}
+	int peer_slot = tmp_register(sh->path); /* it cannot clean up after SIGKILL */
+	struct tnode me;
+	node_up(&me, be, 2, 1 << 20);
+	struct fab_peer_info pi = { .node = 1, .region_size = 1 << 20 };
+	snprintf(pi.addr, sizeof(pi.addr), "%s", sh->addr);
+	char err[256] = "";
+	CHECK(fab_attach_peer(me.f, &pi, err, sizeof(err)) == 0);
+	struct tworker w1, w2;
+	tw_init(&w1, &me, 0);
+	tw_init(&w2, &me, 1);
+	uint64_t old = 99;
+	CHECK(fab_faa1(&w1.b, 1, 0, 1, &old) == 0 && old == 0);
+	CHECK(fab_faa1(&w2.b, 1, 0, 1, &old) == 0 && old == 1);
+
+	/* Freeze the peer so an op is certainly in flight, then kill it. */
+	CHECK(kill(pid, SIGSTOP) == 0);
+	struct pd_pending pend = { &w1, 0, 0, 0 };
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, pd_pending_main, &pend) == 0);
+	sleep_ms(200);
+	CHECK(!__atomic_load_n(&pend.done, __ATOMIC_ACQUIRE)); /* pending indeed */
+	CHECK(kill(pid, SIGKILL) == 0);
+	CHECK(waitpid(pid, NULL, 0) == pid);
+	children[--nchildren] = 0;
+	uint64_t t0 = now_ns();
+	deadline = t0 + 10ull * 1000000000ull;
+	while (!__atomic_load_n(&pend.done, __ATOMIC_ACQUIRE)) {
+		CHECKV(now_ns() < deadline, "%s", "the pending op hangs after its peer died");
+		sleep_ms(2);
+	}
+	pthread_join(th, NULL);
+	CHECKV(pend.rc < 0, "pending op returned %d", pend.rc);
+	double pend_ms = (double)(now_ns() - t0) / 1e6;
+
+	/* Later ops fail too, on the worker that saw it and on one that did
+	 * not have an op in flight; neither hangs (the watchdog would fire). */
+	char buf[8];
+	int rc1 = fab_read1(&w1.b, 1, 0, buf, 8);
+	int rc2 = fab_read1(&w2.b, 1, 0, buf, 8);
+	int rc3 = fab_read1(&w2.b, 1, 0, buf, 8);
+	CHECKV(rc1 < 0 && rc2 < 0 && rc3 < 0, "after death: %d %d %d", rc1, rc2, rc3);
+	/* The own node still works. */
+	CHECK(fab_faa1(&w1.b, 2, 0, 1, &old) == 0);
+	printf("  %s peer death: pending op failed with %d after %.1f ms; later ops %d, %d, %d\n",
+	       be, pend.rc, pend_ms, rc1, rc2, rc3);
+	tw_fini(&w2);
+	tw_fini(&w1);
+	node_down(&me);
+	unlink(sh->path);
+	if (peer_slot >= 0)
+		tmp_paths[peer_slot][0] = '\0';
+	munmap(sh, sizeof(*sh));
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGALRM, on_alarm);
+	alarm(110); /* under ctest's 120 s, so children are killed by us */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* `test_fabric shm` or `test_fabric tcp` runs one backend. */
+	const char *only = argc > 1 ? argv[1] : NULL;
+	static const char *backends[] = { "shm", "tcp" };
+	for (int i = 0; i < 2; i++) {
+		const char *be = backends[i];
+		if (only && strcmp(only, be) != 0)
+			continue;
+		bool tcp = strcmp(be, "tcp") == 0;
+		printf("backend %s\n", be);
+		test_errors(be);
+		test_order(be);
+		test_outstanding(be);
+		test_contention(be, tcp ? 1500 : 20000);
+		test_torn_raw(be, 2.0);
+		test_double_read(be, 3.0);
+		if (tcp)
+			test_peer_death(be);
+	}
+	remove_tmp();
+	printf("test_fabric: all passed\n");
+	return 0;
+}
