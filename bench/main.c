@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "bench/config.h"
+#include "bench/fabric.h"
 #include "bench/report.h"
 #include "bench/run.h"
 #include "bench/target.h"
@@ -199,6 +200,8 @@ int main(int argc, char **argv)
 	int ntargets = 1, status = 1;
 	FILE *json = NULL;
 
+	if (argc > 1 && strcmp(argv[1], "fabric") == 0)
+		return bench_fabric_main(argc - 1, argv + 1);
 	int rc = bench_config_parse(&cfg, argc, argv, err, sizeof(err));
 	if (rc == 1)
 		return 0;

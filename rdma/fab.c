@@ -267,7 +267,10 @@ int fab_exec(struct fab_batch *b)
 		struct fab_op *op = &b->ops[i];
 		if (op->node >= FAB_MAX_NODES || !f->peers[op->node].attached)
 			return -EHOSTDOWN;
-		if (op->len == 0 || op->off + op->len > f->peers[op->node].size)
+		/* Not off + len > size: that sum wraps for off near 2^64 and let
+		 * such an op reach memory before the region. */
+		uint64_t size = f->peers[op->node].size;
+		if (op->len == 0 || op->off > size || op->len > size - op->off)
 			return -EFAULT;
 		if ((op->kind == FAB_CAS || op->kind == FAB_FAA) && (op->off & 7))
 			return -EINVAL;

@@ -77,7 +77,10 @@ int fab_apply_local(char *base, uint64_t size, struct fab_op *const *ops, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct fab_op *op = ops[i];
-		if (op->len == 0 || op->off + op->len > size)
+		/* Written so that off + len cannot wrap past 2^64: the tcp NIC
+		 * applies peers' requests here, and a wrapped sum would let one
+		 * read or write memory before the region. */
+		if (op->len == 0 || op->off > size || op->len > size - op->off)
 			return -EFAULT;
 		char *p = base + op->off;
 		uint64_t old;

@@ -367,6 +367,7 @@ struct nic_conn {
 	int fd;
 	struct buf r, w;
 	bool want_out;
+	struct nic_conn *prev, *next; /* tcp_nic.conns; NIC thread only */
 };
 
 #define NIC_RING 256
@@ -380,10 +381,20 @@ struct tcp_nic {
 	struct ck_ring ring; /* adopted fds, from the control plane's thread */
 	struct ck_ring_buffer ringbuf[NIC_RING];
 	pthread_mutex_t adopt_lock; /* one producer at a time (spsc ring) */
+	/* Open connections: the NIC thread's while it runs, tcp_close's after
+	 * it joined it. Kept so that close can shut them: a connection left
+	 * open to a stopped NIC makes its initiator wait forever. */
+	struct nic_conn *conns;
 };
 
 static void nic_close(struct tcp_nic *nic, struct nic_conn *c)
 {
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		nic->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	epoll_ctl(nic->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	free(c->r.p);
@@ -471,6 +482,10 @@ static void *nic_main(void *arg)
 						continue;
 					}
 					c->fd = (int)(intptr_t)p;
+					c->next = nic->conns;
+					if (c->next)
+						c->next->prev = c;
+					nic->conns = c;
 					struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 					epoll_ctl(nic->epfd, EPOLL_CTL_ADD, c->fd, &ev);
 				}
@@ -554,6 +569,13 @@ static void tcp_close(struct fab *f)
 		(void)r;
 		pthread_join(nic->thread, NULL);
 	}
+	/* Shut the peers' connections: they see EOF and fail what they
+	 * have in flight instead of waiting for a NIC that is gone. */
+	while (nic->conns)
+		nic_close(nic, nic->conns);
+	void *p;
+	while (ck_ring_dequeue_spsc(&nic->ring, nic->ringbuf, &p)) /* adopted, never served */
+		close((int)(intptr_t)p);
 	close(nic->epfd);
 	close(nic->wakefd);
 	pthread_mutex_destroy(&nic->adopt_lock);

@@ -124,12 +124,23 @@ int srv_ld2str(char *buf, size_t cap, long double v)
 	return n;
 }
 
+/* By hand: INCR and friends call this on every request. */
 int srv_ll2str(char *buf, size_t cap, long long v)
 {
-	int n = snprintf(buf, cap, "%lld", v);
-
-	if (n < 0 || (size_t)n >= cap)
+	char tmp[24];
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		tmp[n++] = '-';
+	if ((size_t)n >= cap)
 		return -ENOSPC;
+	for (int i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
 	return n;
 }
 

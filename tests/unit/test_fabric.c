@@ -736,8 +736,14 @@ static void test_outstanding(const char *be)
 			}
 		}
 		CHECK(get_word(&w, 1, 8) == 1000 + (round == 0 ? OUT_CORO - 1 : OUT_CORO - 2));
-		printf("  %s outstanding (%s): %d batches in flight, %d parked completions in order\n",
-		       be, round == 0 ? "one endpoint" : "two endpoints", OUT_CORO, c->ncompleted);
+		if (c->ncompleted)
+			printf("  %s outstanding (%s): %d batches in flight at once, applied and "
+			       "completed in posting order\n",
+			       be, round == 0 ? "one endpoint" : "two endpoints", OUT_CORO);
+		else
+			printf("  %s outstanding (%s): %d batches applied in posting order (each "
+			       "completes inside fab_exec)\n",
+			       be, round == 0 ? "one endpoint" : "two endpoints", OUT_CORO);
 		sched_destroy(c->s);
 		free(c);
 	}
@@ -752,88 +758,98 @@ static void test_outstanding(const char *be)
 
 #define CT_PROCS 4   /* the region's owner and three peers */
 #define CT_THREADS 2 /* per process */
+#define CT_SLOTS (CT_PROCS * CT_THREADS)
 
 enum { CT_WORD_FAA = 0, CT_WORD_CAS = 64, CT_WORD_MIX = 128 }; /* offsets, own cache lines */
 
 struct ct_shared {
-	int ready;          /* children whose workers are connected */
-	int go;             /* set by the parent when every process is ready */
-	uint64_t retries;   /* CAS attempts that lost a race */
-	char addr[64];      /* the owner's fabric listener (tcp) */
-	char path[256];     /* the owner's region file (shm) */
+	int ready;              /* workers connected, all processes */
+	int go;                 /* set by the parent once every worker is ready */
+	int peers_done;         /* peer threads finished */
+	uint64_t retries;       /* CAS attempts that lost a race */
+	uint64_t done[CT_SLOTS]; /* iterations each thread completed */
+	char addr[64];          /* the owner's fabric listener (tcp) */
+	char path[256];         /* the owner's region file (shm) */
 	uint64_t size;
-	/* followed by the per-thread old values: [proc][thread][3][n] */
+	/* followed by the old values: [slot][3][cap] */
 };
 
 struct ct_job {
 	struct tnode *n;
 	struct ct_shared *sh;
-	uint64_t *olds; /* this thread's [3][n] slice */
-	int n_ops;
+	int slot;      /* proc * CT_THREADS + thread */
+	uint64_t *olds; /* this thread's [3][cap] */
+	int cap;
+	int n_ops;     /* iterations; 0: until every peer thread finished (owner, tcp) */
 	int worker_id;
 };
 
-/* One thread: n FAAs on word A, n CAS increments on word B, and n ops
- * alternating FAA and CAS increment on word C. Records every old value an
- * atomic returned that took effect. */
+/* CAS-increment *word once; returns the old value it installed over. */
+static uint64_t ct_cas_inc(struct tworker *w, uint64_t off, uint64_t *guess, uint64_t *retries)
+{
+	for (;;) {
+		uint64_t old = 0;
+		CHECK(fab_cas1(&w->b, 1, off, *guess, *guess + 1, &old) == 0);
+		if (old == *guess) {
+			*guess = old + 1;
+			return old;
+		}
+		*guess = old;
+		(*retries)++;
+	}
+}
+
+/* One thread: per iteration an FAA on word A, a CAS increment on word B,
+ * and on word C an FAA or a CAS increment by turns. Records every old
+ * value an atomic that took effect returned. */
 static void *ct_thread(void *arg)
 {
 	struct ct_job *j = arg;
 	struct tworker w;
 	tw_init(&w, j->n, j->worker_id);
+	if (!j->n_ops)
+		prctl(PR_SET_TIMERSLACK, 1000UL); /* 1 us: short sleeps stay short */
 	__atomic_fetch_add(&j->sh->ready, 1, __ATOMIC_ACQ_REL);
 	while (!__atomic_load_n(&j->sh->go, __ATOMIC_ACQUIRE))
 		sleep_ms(1);
-	uint64_t *fa = j->olds, *cs = j->olds + j->n_ops, *mx = j->olds + 2 * j->n_ops;
-	uint64_t retries = 0;
-	for (int i = 0; i < j->n_ops; i++) {
+	uint64_t *fa = j->olds, *cs = j->olds + j->cap, *mx = j->olds + 2 * (size_t)j->cap;
+	uint64_t retries = 0, gb = 0, gm = 0;
+	const int peer_threads = (CT_PROCS - 1) * CT_THREADS;
+	int i;
+	for (i = 0; i < j->cap; i++) {
+		if (j->n_ops ? i == j->n_ops
+			     : __atomic_load_n(&j->sh->peers_done, __ATOMIC_ACQUIRE) == peer_threads)
+			break;
 		CHECK(fab_faa1(&w.b, 1, CT_WORD_FAA, 1, &fa[i]) == 0);
-	}
-	uint64_t guess = 0;
-	for (int i = 0; i < j->n_ops; i++) {
-		for (;;) {
-			uint64_t old = 0;
-			CHECK(fab_cas1(&w.b, 1, CT_WORD_CAS, guess, guess + 1, &old) == 0);
-			if (old == guess) {
-				cs[i] = old;
-				guess = old + 1;
-				break;
-			}
-			guess = old;
-			retries++;
-		}
-	}
-	guess = 0;
-	for (int i = 0; i < j->n_ops; i++) {
-		if (i & 1) {
+		cs[i] = ct_cas_inc(&w, CT_WORD_CAS, &gb, &retries);
+		if (i & 1)
 			CHECK(fab_faa1(&w.b, 1, CT_WORD_MIX, 1, &mx[i]) == 0);
-			continue;
-		}
-		for (;;) {
-			uint64_t old = 0;
-			CHECK(fab_cas1(&w.b, 1, CT_WORD_MIX, guess, guess + 1, &old) == 0);
-			if (old == guess) {
-				mx[i] = old;
-				guess = old + 1;
-				break;
-			}
-			guess = old;
-			retries++;
+		else
+			mx[i] = ct_cas_inc(&w, CT_WORD_MIX, &gm, &retries);
+		if (!j->n_ops) {
+			/* Pace the owner's threads (a few us per iteration) so their
+			 * atomics spread over the whole run instead of hogging the
+			 * cores the NIC thread and the peers need. */
+			struct timespec ts = { 0, 5000 };
+			nanosleep(&ts, NULL);
 		}
 	}
+	j->sh->done[j->slot] = (uint64_t)i;
 	__atomic_fetch_add(&j->sh->retries, retries, __ATOMIC_RELAXED);
+	if (j->slot >= CT_THREADS)
+		__atomic_fetch_add(&j->sh->peers_done, 1, __ATOMIC_ACQ_REL);
 	tw_fini(&w);
 	return NULL;
 }
 
 static void ct_run_threads(struct tnode *n, struct ct_shared *sh, uint64_t *olds, int proc,
-			   int n_ops)
+			   int cap, int n_ops)
 {
 	pthread_t th[CT_THREADS];
 	struct ct_job jobs[CT_THREADS];
 	for (int t = 0; t < CT_THREADS; t++) {
-		jobs[t] = (struct ct_job){ n, sh, olds + ((size_t)proc * CT_THREADS + t) * 3 * n_ops,
-					   n_ops, t };
+		int slot = proc * CT_THREADS + t;
+		jobs[t] = (struct ct_job){ n, sh, slot, olds + (size_t)slot * 3 * cap, cap, n_ops, t };
 		CHECK(pthread_create(&th[t], NULL, ct_thread, &jobs[t]) == 0);
 	}
 	for (int t = 0; t < CT_THREADS; t++)
@@ -841,16 +857,16 @@ static void ct_run_threads(struct tnode *n, struct ct_shared *sh, uint64_t *olds
 }
 
 /* The old values of one word must be exactly 0..total-1, each once. */
-static void ct_check_perm(uint64_t *olds, int n_ops, int word, const char *what)
+static void ct_check_perm(const struct ct_shared *sh, const uint64_t *olds, int cap, int word,
+			  uint64_t total, const char *what)
 {
-	size_t total = (size_t)CT_PROCS * CT_THREADS * n_ops;
 	uint8_t *seen = calloc(total, 1);
 	CHECK(seen);
-	for (int p = 0; p < CT_PROCS * CT_THREADS; p++) {
-		uint64_t *o = olds + ((size_t)p * 3 + (size_t)word) * n_ops;
-		for (int i = 0; i < n_ops; i++) {
-			CHECKV(o[i] < total, "%s: old value %llu out of 0..%zu", what,
-			       (unsigned long long)o[i], total - 1);
+	for (int sl = 0; sl < CT_SLOTS; sl++) {
+		const uint64_t *o = olds + ((size_t)sl * 3 + (size_t)word) * cap;
+		for (uint64_t i = 0; i < sh->done[sl]; i++) {
+			CHECKV(o[i] < total, "%s: old value %llu out of 0..%llu", what,
+			       (unsigned long long)o[i], (unsigned long long)total - 1);
 			CHECKV(!seen[o[i]], "%s: old value %llu returned twice", what,
 			       (unsigned long long)o[i]);
 			seen[o[i]] = 1;
@@ -859,10 +875,17 @@ static void ct_check_perm(uint64_t *olds, int n_ops, int word, const char *what)
 	free(seen);
 }
 
-static void test_contention(const char *be, int n_ops)
+/*
+ * n_ops iterations per peer thread. On tcp the owner's threads run until
+ * the peers finished (at most owner_cap iterations), so that their CPU
+ * atomics overlap the NIC thread's for the whole run; on shm every thread
+ * does n_ops.
+ */
+static void test_contention(const char *be, int n_ops, int owner_cap)
 {
 	bool tcp = strcmp(be, "tcp") == 0;
-	size_t olds_bytes = (size_t)CT_PROCS * CT_THREADS * 3 * n_ops * sizeof(uint64_t);
+	int cap = tcp ? owner_cap : n_ops;
+	size_t olds_bytes = (size_t)CT_SLOTS * 3 * (size_t)cap * sizeof(uint64_t);
 	struct ct_shared *sh = shared_alloc(sizeof(*sh) + olds_bytes);
 	uint64_t *olds = (uint64_t *)(sh + 1);
 
@@ -903,7 +926,7 @@ static void test_contention(const char *be, int n_ops)
 		snprintf(pi.region_path, sizeof(pi.region_path), "%s", sh->path);
 		snprintf(pi.addr, sizeof(pi.addr), "%s", sh->addr);
 		CHECK(fab_attach_peer(me.f, &pi, err, sizeof(err)) == 0);
-		ct_run_threads(&me, sh, olds, p, n_ops);
+		ct_run_threads(&me, sh, olds, p, cap, n_ops);
 		fab_close(me.f);
 		_exit(0);
 	}
@@ -914,13 +937,13 @@ static void test_contention(const char *be, int n_ops)
 	pthread_t th[CT_THREADS];
 	struct ct_job jobs[CT_THREADS];
 	for (int t = 0; t < CT_THREADS; t++) {
-		jobs[t] = (struct ct_job){ &owner, sh, olds + (size_t)t * 3 * n_ops, n_ops, t };
+		jobs[t] = (struct ct_job){ &owner, sh, t, olds + (size_t)t * 3 * cap, cap,
+					   tcp ? 0 : n_ops, t };
 		CHECK(pthread_create(&th[t], NULL, ct_thread, &jobs[t]) == 0);
 	}
 	uint64_t t0, deadline = now_ns() + 20ull * 1000000000ull;
-	while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < CT_PROCS * CT_THREADS) {
-		CHECKV(now_ns() < deadline, "only %d of %d workers ready", sh->ready,
-		       CT_PROCS * CT_THREADS);
+	while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < CT_SLOTS) {
+		CHECKV(now_ns() < deadline, "only %d of %d workers ready", sh->ready, CT_SLOTS);
 		sleep_ms(2);
 	}
 	t0 = now_ns();
@@ -930,24 +953,33 @@ static void test_contention(const char *be, int n_ops)
 	reap_children(now_ns() + 60ull * 1000000000ull);
 	double secs = (double)(now_ns() - t0) / 1e9;
 
+	uint64_t total = 0, owner_ops = 0;
+	for (int sl = 0; sl < CT_SLOTS; sl++) {
+		total += sh->done[sl];
+		if (sl < CT_THREADS)
+			owner_ops += sh->done[sl];
+		else
+			CHECKV(sh->done[sl] == (uint64_t)n_ops, "peer thread %d did %llu", sl,
+			       (unsigned long long)sh->done[sl]);
+	}
 	struct tworker w;
 	tw_init(&w, &owner, 9);
-	uint64_t total = (uint64_t)CT_PROCS * CT_THREADS * n_ops;
 	uint64_t a = get_word(&w, 1, CT_WORD_FAA), b = get_word(&w, 1, CT_WORD_CAS),
 		 m = get_word(&w, 1, CT_WORD_MIX);
 	CHECKV(a == total, "FAA word %llu, want %llu", (unsigned long long)a,
 	       (unsigned long long)total);
 	CHECKV(b == total, "CAS word %llu, want %llu", (unsigned long long)b,
 	       (unsigned long long)total);
-	CHECKV(m == total, "mixed word %llu, want %llu", (unsigned long long)m,
+	CHECKV(m == total, "FAA+CAS word %llu, want %llu", (unsigned long long)m,
 	       (unsigned long long)total);
-	ct_check_perm(olds, n_ops, 0, "FAA");
-	ct_check_perm(olds, n_ops, 1, "CAS");
-	ct_check_perm(olds, n_ops, 2, "FAA+CAS");
+	ct_check_perm(sh, olds, cap, 0, total, "FAA");
+	ct_check_perm(sh, olds, cap, 1, total, "CAS");
+	ct_check_perm(sh, olds, cap, 2, total, "FAA+CAS");
 	tw_fini(&w);
-	printf("  %s contention: %d processes x %d threads x %d ops on 3 words exact; "
-	       "%llu CAS retries; %.2f s\n",
-	       be, CT_PROCS, CT_THREADS, n_ops, (unsigned long long)sh->retries, secs);
+	printf("  %s contention: %d processes x %d threads, %llu iterations (%llu by the owner's "
+	       "threads) x 3 words exact; %llu CAS retries; %.2f s\n",
+	       be, CT_PROCS, CT_THREADS, (unsigned long long)total, (unsigned long long)owner_ops,
+	       (unsigned long long)sh->retries, secs);
 	node_down(&owner);
 	munmap(sh, sizeof(*sh) + olds_bytes);
 }
@@ -1373,6 +1405,37 @@ static void test_peer_death(const char *be)
 	munmap(sh, sizeof(*sh));
 }
 
+/* A peer that shuts its fabric down (fab_close) while its process lives
+ * on: its connections must go with it, so that an initiator's next op
+ * fails instead of waiting forever for a NIC that no longer runs. */
+static void test_peer_close(const char *be)
+{
+	struct tnode t, me;
+	node_up(&t, be, 1, 1 << 20);
+	node_up(&me, be, 2, 1 << 20);
+	link_peer(&me, &t);
+	struct tworker w;
+	tw_init(&w, &me, 0);
+	uint64_t old = 9;
+	CHECK(fab_faa1(&w.b, 1, 0, 1, &old) == 0 && old == 0);
+	node_down(&t);
+
+	struct pd_pending pend = { &w, 0, 0, 0 };
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, pd_pending_main, &pend) == 0);
+	uint64_t t0 = now_ns(), deadline = t0 + 5ull * 1000000000ull;
+	while (!__atomic_load_n(&pend.done, __ATOMIC_ACQUIRE)) {
+		CHECKV(now_ns() < deadline, "%s", "an op to a closed peer hangs");
+		sleep_ms(2);
+	}
+	pthread_join(th, NULL);
+	CHECKV(pend.rc < 0, "op to a closed peer returned %d", pend.rc);
+	printf("  %s peer close: op failed with %d after %.1f ms\n", be, pend.rc,
+	       (double)(now_ns() - t0) / 1e6);
+	tw_fini(&w);
+	node_down(&me);
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -1391,11 +1454,13 @@ int main(int argc, char **argv)
 		test_errors(be);
 		test_order(be);
 		test_outstanding(be);
-		test_contention(be, tcp ? 1500 : 20000);
+		test_contention(be, tcp ? 1500 : 100000, 400000);
 		test_torn_raw(be, 2.0);
 		test_double_read(be, 3.0);
-		if (tcp)
+		if (tcp) {
 			test_peer_death(be);
+			test_peer_close(be);
+		}
 	}
 	remove_tmp();
 	printf("test_fabric: all passed\n");

@@ -1,0 +1,397 @@
+/*
+ * fabric.c: `rckv-bench fabric`, the fabric microbenchmark (see fabric.h).
+ *
+ * Two nodes live in this process: node 1 owns a 1 MiB region (a shared file
+ * in /dev/shm, so that shm can map it by path), node 2 is the initiator with
+ * one worker whose batch polls (no coroutines: the calling thread blocks in
+ * fab_exec's poll, as a control thread would). On tcp node 1 runs the NIC
+ * thread, fed by a minimal fabric listener here (accept, 16-byte hello,
+ * fab_adopt: what server/cluster.c's listener does for data connections).
+ *
+ * Each cell of the table runs N operations after N/10 of warm-up and
+ * reports wall time / N. Operations rotate over 64 targets a cache line
+ * apart (1 KiB apart for READ 1 KiB) so that a batch does not hit one line
+ * B times. CAS always succeeds (it installs expected + 1 on its own word),
+ * as a lock acquisition does; the words are checked at the end.
+ * No fabric-delay-us is injected: these are the software fabric's own costs.
+ */
+#include "bench/fabric.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdma/fab.h"
+#include "rdma/tcp_wire.h"
+
+#define BF_REGION (1u << 20)
+#define BF_TARGETS 64
+#define BF_SMALL_STRIDE 64u  /* bytes between targets: one cache line */
+#define BF_LARGE_STRIDE 1024u
+#define BF_WORDS_OFF (BF_TARGETS * BF_LARGE_STRIDE) /* CAS/FAA words after the 1 KiB slots */
+
+enum bf_op { BF_READ64, BF_READ1K, BF_CAS, BF_FAA, BF_OPS };
+static const char *const bf_op_names[BF_OPS] = { "READ 64 B", "READ 1 KiB", "CAS", "FAA" };
+
+struct bf_node {
+	struct fab *f;
+	void *base;
+	uint64_t size;
+	char path[256]; /* region file (node 1) */
+	int lfd;        /* tcp listener (node 1), or -1 */
+	pthread_t lth;
+	int lstop;      /* set by the main thread, read by the listener */
+	char addr[64];
+};
+
+struct bf_run {
+	struct fab_worker *fw;
+	struct fab_batch b;
+	uint64_t cas_expect[BF_TARGETS]; /* value each CAS word holds */
+	uint64_t faa_sum[BF_TARGETS];    /* what FAA added to each word */
+	char rbuf[FAB_BATCH_MAX][BF_LARGE_STRIDE];
+	uint64_t olds[FAB_BATCH_MAX];
+};
+
+static uint64_t bf_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int bf_read_full(int fd, void *p, size_t n)
+{
+	char *q = p;
+	while (n) {
+		ssize_t k = read(fd, q, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		q += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Node 1's fabric listener: hand data connections to its NIC thread. */
+static void *bf_listener(void *arg)
+{
+	struct bf_node *n = arg;
+	while (!__atomic_load_n(&n->lstop, __ATOMIC_ACQUIRE)) {
+		struct pollfd pfd = { .fd = n->lfd, .events = POLLIN };
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		int fd = accept4(n->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct timeval tv = { .tv_sec = 2 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		struct tcp_hello h;
+		if (bf_read_full(fd, &h, sizeof(h)) != 0 || tcp_hello_check(&h) != 0 ||
+		    h.type != TCP_HELLO_DATA) {
+			close(fd);
+			continue;
+		}
+		struct timeval none = { 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+		if (fab_adopt(n->f, fd) != 0)
+			close(fd);
+	}
+	return NULL;
+}
+
+static int bf_listen(struct bf_node *n, char *err, size_t errlen)
+{
+	n->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (n->lfd < 0)
+		goto fail;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	if (bind(n->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(n->lfd, 16) != 0 ||
+	    getsockname(n->lfd, (struct sockaddr *)&sa, &sl) != 0)
+		goto fail;
+	snprintf(n->addr, sizeof(n->addr), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+	n->lstop = 0;
+	if (pthread_create(&n->lth, NULL, bf_listener, n) != 0)
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errlen, "fabric listener: %s", strerror(errno));
+	if (n->lfd >= 0)
+		close(n->lfd);
+	n->lfd = -1;
+	return -1;
+}
+
+static void bf_node_down(struct bf_node *n, bool file)
+{
+	if (n->lfd >= 0) {
+		__atomic_store_n(&n->lstop, 1, __ATOMIC_RELEASE);
+		pthread_join(n->lth, NULL);
+		close(n->lfd);
+		n->lfd = -1;
+	}
+	if (n->f)
+		fab_close(n->f);
+	if (n->base && n->base != MAP_FAILED)
+		munmap(n->base, n->size);
+	if (file && n->path[0])
+		unlink(n->path);
+}
+
+/* Node `id` on a fresh region: a shared file for node 1, anonymous else. */
+static int bf_node_up(struct bf_node *n, const char *be, uint16_t id, bool file, char *err,
+		      size_t errlen)
+{
+	memset(n, 0, sizeof(*n));
+	n->lfd = -1;
+	n->size = BF_REGION;
+	int fd = -1;
+	if (file) {
+		snprintf(n->path, sizeof(n->path), "/dev/shm/rckv-bench-fabric-%d-XXXXXX",
+			 (int)getpid());
+		fd = mkstemp(n->path);
+		if (fd < 0 || ftruncate(fd, (off_t)n->size) != 0) {
+			snprintf(err, errlen, "region file %s: %s", n->path, strerror(errno));
+			if (fd < 0)
+				n->path[0] = '\0';
+			goto fail;
+		}
+	}
+	n->base = mmap(NULL, n->size, PROT_READ | PROT_WRITE,
+		       file ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	if (n->base == MAP_FAILED) {
+		snprintf(err, errlen, "mmap: %s", strerror(errno));
+		goto fail;
+	}
+	struct fab_config fc = { .backend = be, .self = id };
+	if (fab_open(&fc, &n->f, err, errlen) != 0)
+		goto fail;
+	if (fab_attach_err(n->f, id, n->base, n->size, err, errlen) != 0)
+		goto fail;
+	if (strcmp(be, "tcp") == 0 && bf_listen(n, err, errlen) != 0)
+		goto fail;
+	return 0;
+fail:
+	bf_node_down(n, file);
+	return -1;
+}
+
+/* Queue op number i of kind k. */
+static void bf_queue(struct bf_run *r, enum bf_op k, uint64_t i, int slot)
+{
+	unsigned t = (unsigned)(i % BF_TARGETS);
+	switch (k) {
+	case BF_READ64:
+		fab_read(&r->b, 1, (uint64_t)t * BF_SMALL_STRIDE, r->rbuf[slot], 64);
+		break;
+	case BF_READ1K:
+		fab_read(&r->b, 1, (uint64_t)t * BF_LARGE_STRIDE, r->rbuf[slot], BF_LARGE_STRIDE);
+		break;
+	case BF_CAS:
+		fab_cas(&r->b, 1, BF_WORDS_OFF + (uint64_t)t * BF_SMALL_STRIDE, r->cas_expect[t],
+			r->cas_expect[t] + 1, &r->olds[slot]);
+		r->cas_expect[t]++;
+		break;
+	case BF_FAA:
+		fab_faa(&r->b, 1, BF_WORDS_OFF + BF_TARGETS * BF_SMALL_STRIDE +
+					  (uint64_t)t * BF_SMALL_STRIDE,
+			1, &r->olds[slot]);
+		r->faa_sum[t]++;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Run n ops of kind k, `batch` per fab_exec; returns ns per op, or -1. */
+static double bf_cell(struct bf_run *r, enum bf_op k, uint64_t n, int batch)
+{
+	uint64_t t0 = bf_now_ns();
+	uint64_t i = 0;
+	while (i < n) {
+		int m = 0;
+		for (; m < batch && i < n; m++, i++)
+			bf_queue(r, k, i, m);
+		int rc = fab_exec(&r->b);
+		if (rc) {
+			fprintf(stderr, "rckv-bench fabric: %s failed: %s\n", bf_op_names[k],
+				strerror(-rc));
+			return -1;
+		}
+	}
+	return (double)(bf_now_ns() - t0) / (double)n;
+}
+
+/* The CAS and FAA words hold what the run put there (every CAS won). */
+static int bf_verify(struct bf_run *r)
+{
+	for (unsigned t = 0; t < BF_TARGETS; t++) {
+		uint64_t c = 0, a = 0;
+		fab_read(&r->b, 1, BF_WORDS_OFF + (uint64_t)t * BF_SMALL_STRIDE, &c, 8);
+		fab_read(&r->b, 1, BF_WORDS_OFF + BF_TARGETS * BF_SMALL_STRIDE +
+					   (uint64_t)t * BF_SMALL_STRIDE,
+			 &a, 8);
+		if (fab_exec(&r->b) != 0 || c != r->cas_expect[t] || a != r->faa_sum[t]) {
+			fprintf(stderr, "rckv-bench fabric: word %u holds CAS %llu / FAA %llu, "
+					"expected %llu / %llu\n",
+				t, (unsigned long long)c, (unsigned long long)a,
+				(unsigned long long)r->cas_expect[t],
+				(unsigned long long)r->faa_sum[t]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int bf_backend(const char *be, uint64_t n, int batch)
+{
+	char err[256] = "";
+	struct bf_node target, init;
+	struct bf_run *r = NULL;
+	int status = 1;
+	if (bf_node_up(&target, be, 1, true, err, sizeof(err)) != 0) {
+		fprintf(stderr, "rckv-bench fabric: %s node 1: %s\n", be, err);
+		return 1;
+	}
+	if (bf_node_up(&init, be, 2, false, err, sizeof(err)) != 0) {
+		fprintf(stderr, "rckv-bench fabric: %s node 2: %s\n", be, err);
+		goto out_target;
+	}
+	struct fab_peer_info pi = { .node = 1, .region_size = target.size };
+	snprintf(pi.region_path, sizeof(pi.region_path), "%s", target.path);
+	snprintf(pi.addr, sizeof(pi.addr), "%s", target.addr);
+	if (fab_attach_peer(init.f, &pi, err, sizeof(err)) != 0) {
+		fprintf(stderr, "rckv-bench fabric: %s attach: %s\n", be, err);
+		goto out_init;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto out_init;
+	r->fw = fab_worker_create_err(init.f, 0, err, sizeof(err));
+	if (!r->fw) {
+		fprintf(stderr, "rckv-bench fabric: %s worker: %s\n", be, err);
+		goto out_run;
+	}
+	fab_batch_init(&r->b, r->fw, (struct fab_waiter){ 0 }, NULL);
+
+	uint64_t warm = n / 10 ? n / 10 : 1;
+	for (int k = 0; k < BF_OPS; k++) {
+		double one, many;
+		if (bf_cell(r, (enum bf_op)k, warm, batch) < 0 ||
+		    (one = bf_cell(r, (enum bf_op)k, n, 1)) < 0 ||
+		    (many = bf_cell(r, (enum bf_op)k, n, batch)) < 0)
+			goto out_worker;
+		printf("%-7s  %-10s  %14.1f  %14.1f  %8.1fx\n", be, bf_op_names[k], one, many,
+		       many > 0 ? one / many : 0.0);
+		fflush(stdout);
+	}
+	status = bf_verify(r) ? 1 : 0;
+out_worker:
+	fab_worker_destroy(r->fw);
+out_run:
+	free(r);
+out_init:
+	bf_node_down(&init, false);
+out_target:
+	bf_node_down(&target, true);
+	return status;
+}
+
+static void bf_usage(FILE *f)
+{
+	fprintf(f, "usage: rckv-bench fabric [--backend shm|tcp] [--ops N] [--batch B]\n"
+		   "  ns per one-sided op (READ 64 B, READ 1 KiB, CAS, FAA) between two nodes\n"
+		   "  in this process; unbatched (1 op per fab_exec) and B per fab_exec.\n"
+		   "  --backend  one backend (default: shm, then tcp)\n"
+		   "  --ops      ops per cell (default: 1000000 on shm, 20000 on tcp)\n"
+		   "  --batch    ops per fab_exec in the batched column, 1..%d (default 16)\n",
+		FAB_BATCH_MAX);
+}
+
+int bench_fabric_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "ops", required_argument, NULL, 'n' },
+		{ "batch", required_argument, NULL, 'B' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *only = NULL;
+	long long ops = 0;
+	long batch = 16;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		char *end = NULL;
+		switch (c) {
+		case 'b':
+			only = optarg;
+			if (strcmp(only, "shm") != 0 && strcmp(only, "tcp") != 0) {
+				fprintf(stderr, "rckv-bench fabric: --backend is shm or tcp\n");
+				return 2;
+			}
+			break;
+		case 'n':
+			ops = strtoll(optarg, &end, 10);
+			if (!end || *end || ops < 1) {
+				fprintf(stderr, "rckv-bench fabric: --ops wants a positive count\n");
+				return 2;
+			}
+			break;
+		case 'B':
+			batch = strtol(optarg, &end, 10);
+			if (!end || *end || batch < 1 || batch > FAB_BATCH_MAX) {
+				fprintf(stderr, "rckv-bench fabric: --batch is 1..%d\n", FAB_BATCH_MAX);
+				return 2;
+			}
+			break;
+		case 'h':
+			bf_usage(stdout);
+			return 0;
+		default:
+			bf_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		bf_usage(stderr);
+		return 2;
+	}
+
+	printf("fabric microbenchmark: 2 nodes in one process, no injected delay; ns/op = wall "
+	       "time / ops\n");
+	char bcol[32];
+	snprintf(bcol, sizeof(bcol), "%ld per exec", batch);
+	printf("%-7s  %-10s  %14s  %14s  %9s\n", "backend", "op", "1 per exec", bcol, "");
+	printf("%-7s  %-10s  %14s  %14s  %9s\n", "", "", "ns/op", "ns/op", "speedup");
+	static const char *const backends[] = { "shm", "tcp" };
+	int status = 0;
+	for (int i = 0; i < 2; i++) {
+		if (only && strcmp(only, backends[i]) != 0)
+			continue;
+		uint64_t n = ops ? (uint64_t)ops : (i == 0 ? 1000000u : 20000u);
+		int rc = bf_backend(backends[i], n, (int)batch);
+		if (rc)
+			status = rc;
+	}
+	return status;
+}
