@@ -167,7 +167,7 @@ static int bf_node_up(struct bf_node *n, const char *be, uint16_t id, bool file,
 			 (int)getpid());
 		fd = mkstemp(n->path);
 		if (fd < 0 || ftruncate(fd, (off_t)n->size) != 0) {
-			snprintf(err, errlen, "region file %s: %s", n->path, strerror(errno));
+			snprintf(err, errlen, "region file in /dev/shm: %s", strerror(errno));
 			if (fd < 0)
 				n->path[0] = '\0';
 			goto fail;

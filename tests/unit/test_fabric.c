@@ -19,10 +19,12 @@
  *              completes: the target applies them in posting order (FAA old
  *              values) and they complete in posting order (unpark order).
  *  contention  4 processes x 2 threads do FAA on one word, CAS-increment
- *              loops on another, both mixed on a third: final values exact
- *              and the old values returned form exactly 0..total-1 (no two
- *              atomics saw the same value). On tcp the owner's threads use
- *              CPU atomics while the NIC thread applies remote ones.
+ *              loops on another, both by turns on a third: final values
+ *              exact and the old values returned form exactly 0..total-1 (no
+ *              two atomics saw the same value). The owner's threads use CPU
+ *              atomics on the direct path; on tcp they keep going, paced,
+ *              until the peers are done, so that they race the NIC thread's
+ *              atomics for the whole run.
  *  torn        a raw READ of a 64-byte block that a writer keeps rewriting:
  *              every word is whole and never goes back in time; mixed
  *              images are counted and reported (not asserted: the contract
@@ -36,17 +38,19 @@
  *              with an op in flight: that op and later ops on any worker
  *              fail with an error instead of hanging. (shm has no such
  *              failure: the mapping outlives its owner.)
+ *  peer close  (tcp) a peer closes its fabric while its process lives on:
+ *              an initiator's next op fails instead of hanging.
+ *
+ * `test_fabric shm` or `test_fabric tcp` runs one backend.
  *
  * Time: every wait is bounded; a watchdog alarm kills the children and
  * fails the test if anything hangs. Children die with the parent
  * (PR_SET_PDEATHSIG) and are killed on any failure.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
