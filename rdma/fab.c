@@ -129,7 +129,7 @@ uint64_t fab_region_size(const struct fab *f, uint16_t node)
 
 struct fab_worker *fab_worker_create_err(struct fab *f, int worker_id, char *err, size_t errlen)
 {
-	char dummy[8];
+	char dummy[128];
 	if (!err) {
 		err = dummy;
 		errlen = sizeof(dummy);
@@ -240,8 +240,8 @@ static void wait_polling(struct fab_batch *b)
 {
 	struct fab_worker *fw = b->fw;
 	while (b->pending) {
-		if (fab_worker_poll(fw) > 0)
-			continue;
+		if (fab_worker_poll(fw) > 0 || !b->pending)
+			continue; /* progress, or parts failed by the poll */
 		struct pollfd pfd[FAB_MAX_NODES];
 		int fds[FAB_MAX_NODES];
 		int k = fab_worker_fds(fw, fds, FAB_MAX_NODES);

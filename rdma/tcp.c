@@ -15,8 +15,8 @@
  * through the control plane's fabric listener (fab_adopt).
  *
  * Wire format, little-endian (all nodes of a cluster are x86-64 here):
- *   hello    "RCKVDATA" u16 from-node u16 worker u32 reserved  (sent by the
- *            control plane's connect helper before the first request)
+ *   hello    struct tcp_hello (tcp_wire.h): "RCKVFAB1", type DATA, from-node,
+ *            worker; sent by the initiator before its first request
  *   request  u32 frame bytes (after this field), u32 nops, nops x op
  *            {u8 kind, u8 pad[3], u32 len, u64 off, u64 cmp, u64 swp},
  *            then the WRITE payloads in op order

@@ -66,7 +66,7 @@ int tcp_request_decode(const char *q, uint32_t flen, struct fab_op *ops, uint32_
 	const char *w = q + 8;
 	const char *payload = q + 4 + head;
 	const char *end = q + 4 + flen;
-	uint32_t r = 0;
+	uint64_t r = 0; /* 64-bit: a malformed request must not wrap the sum */
 	for (uint32_t i = 0; i < nops; i++) {
 		struct tcp_wire_op wo;
 		memcpy(&wo, w + (size_t)i * sizeof(wo), sizeof(wo));
@@ -87,9 +87,9 @@ int tcp_request_decode(const char *q, uint32_t flen, struct fab_op *ops, uint32_
 			r += 8;
 		}
 	}
-	if (payload != end)
+	if (payload != end || r > UINT32_MAX - 8)
 		return -EPROTO;
-	*resp = r;
+	*resp = (uint32_t)r;
 	return 0;
 }
 

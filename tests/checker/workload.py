@@ -55,19 +55,34 @@ class KeySpace:
     "<prefix><slot>:<generation>" and moves to a fresh generation after
     max_writes appends, so lists stay short (a read returns the whole list,
     and the checker stores every read) while contention stays on nkeys
-    keys. Thread-safe."""
+    keys. Thread-safe.
 
-    def __init__(self, prefix, nkeys, s, max_writes):
+    On a cluster, `tags` gives each slot a hash tag ("{tag}:<generation>")
+    chosen so that the slot's keys, whatever their generation, live on a
+    known node (run.py picks the tags with RCKV KEYNODE, slot i on the
+    i-th node modulo the node count); node_of maps the tag to that node."""
+
+    def __init__(self, prefix, nkeys, s, max_writes, tags=None):
         self.prefix = prefix
         self.zipf = Zipf(nkeys, s)
         self.max_writes = max_writes
         self.gen = [0] * nkeys
         self.writes = [0] * nkeys
+        self.tags = tags  # [(tag, node id)] per slot, or None
+        self._node = dict(tags or ())
         self._lock = threading.Lock()
         self._all = set()
 
     def _name(self, slot):
+        if self.tags:
+            return "{%s}:%d" % (self.tags[slot][0], self.gen[slot])
         return "%s%d:%d" % (self.prefix, slot, self.gen[slot])
+
+    def node_of(self, key):
+        """The node a key of this space lives on (None without tags)."""
+        if not self.tags or not key.startswith("{"):
+            return None
+        return self._node.get(key[1:key.index("}")])
 
     def pick(self, rnd):
         return self.zipf.sample(rnd)
@@ -287,8 +302,11 @@ class BankWorkload:
 
     name = "bank"
 
-    def __init__(self, prefix, accounts=8, balance=100, read_ratio=0.2):
-        self.accounts = ["%s%d" % (prefix, i) for i in range(accounts)]
+    def __init__(self, prefix, accounts=8, balance=100, read_ratio=0.2, names=None):
+        # names: the account keys, when the caller placed them (on a
+        # cluster, spread over the nodes); else "<prefix><i>".
+        self.accounts = list(names) if names else ["%s%d" % (prefix, i)
+                                                   for i in range(accounts)]
         self.balance = balance
         self.read_ratio = read_ratio
 

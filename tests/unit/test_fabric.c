@@ -122,11 +122,15 @@ static void fail(const char *file, int line, const char *what)
 		}                                                                  \
 	} while (0)
 
+/* The watchdog (SIGALRM), and SIGTERM/SIGINT/SIGHUP from whoever stops
+ * the test: kill the children, remove the region files, leave. Only
+ * async-signal-safe calls. */
 static void on_alarm(int sig)
 {
-	(void)sig;
-	static const char msg[] = "test_fabric: watchdog: a case hung\n";
-	ssize_t r = write(2, msg, sizeof(msg) - 1);
+	static const char hung[] = "test_fabric: watchdog: a case hung\n";
+	static const char stopped[] = "test_fabric: stopped by a signal\n";
+	ssize_t r = sig == SIGALRM ? write(2, hung, sizeof(hung) - 1)
+				   : write(2, stopped, sizeof(stopped) - 1);
 	(void)r;
 	for (int i = 0; i < nchildren; i++)
 		if (children[i] > 0)
@@ -135,6 +139,20 @@ static void on_alarm(int sig)
 		if (tmp_paths[i][0])
 			unlink(tmp_paths[i]);
 	_exit(2);
+}
+
+/* A crash (a fabric op that strays outside its region, say): clean up as
+ * above, then die of the same signal so the crash stays visible. */
+static void on_crash(int sig)
+{
+	for (int i = 0; i < nchildren; i++)
+		if (children[i] > 0)
+			kill(children[i], SIGKILL);
+	for (int i = 0; i < 16; i++)
+		if (tmp_paths[i][0])
+			unlink(tmp_paths[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 static uint64_t now_ns(void)
@@ -377,6 +395,14 @@ static pid_t spawn(void)
 	if (pid == 0) {
 		in_child = true;
 		nchildren = 0;
+		/* The parent's files are the parent's to remove: default actions. */
+		signal(SIGALRM, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGBUS, SIG_DFL);
+		signal(SIGABRT, SIG_DFL);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		alarm(60); /* a child never outlives a minute, whatever happens */
 		return 0;
@@ -763,32 +789,86 @@ static void test_outstanding(const char *be)
 #define CT_PROCS 4   /* the region's owner and three peers */
 #define CT_THREADS 2 /* per process */
 #define CT_SLOTS (CT_PROCS * CT_THREADS)
+#define CT_BATCH 8   /* a peer's atomics per word per fab_exec */
 
-enum { CT_WORD_FAA = 0, CT_WORD_CAS = 64, CT_WORD_MIX = 128 }; /* offsets, own cache lines */
+/* The three words, on their own cache lines: FAA only, CAS-increment only,
+ * and both by turns. */
+static const uint64_t ct_off[3] = { 0, 64, 128 };
+static const char *const ct_name[3] = { "FAA", "CAS", "FAA+CAS" };
 
 struct ct_shared {
-	int ready;              /* workers connected, all processes */
-	int go;                 /* set by the parent once every worker is ready */
-	int peers_done;         /* peer threads finished */
-	uint64_t retries;       /* CAS attempts that lost a race */
-	uint64_t done[CT_SLOTS]; /* iterations each thread completed */
-	char addr[64];          /* the owner's fabric listener (tcp) */
-	char path[256];         /* the owner's region file (shm) */
+	int ready;                  /* workers connected, all processes */
+	int go;                     /* set by the parent once every worker is ready */
+	int peers_done;             /* peer threads finished */
+	uint64_t retries;           /* CAS attempts that lost a race */
+	uint64_t done[CT_SLOTS][3]; /* atomics that took effect, per thread and word */
+	char addr[64];              /* the owner's fabric listener (tcp) */
+	char path[256];             /* the owner's region file (shm) */
 	uint64_t size;
-	/* followed by the old values: [slot][3][cap] */
+	/* followed by the old values: [slot][word][cap] */
 };
 
 struct ct_job {
 	struct tnode *n;
 	struct ct_shared *sh;
-	int slot;      /* proc * CT_THREADS + thread */
+	int slot;       /* proc * CT_THREADS + thread; the owner's are 0.. */
 	uint64_t *olds; /* this thread's [3][cap] */
 	int cap;
-	int n_ops;     /* iterations; 0: until every peer thread finished (owner, tcp) */
+	int n_ops;      /* a peer's atomics per word */
 	int worker_id;
+	bool yield;     /* owner on tcp: yield each iteration (see ct_owner) */
 };
 
-/* CAS-increment *word once; returns the old value it installed over. */
+/* Is op k of a round on `word` a CAS (else an FAA)? */
+static bool ct_is_cas(int word, int k) { return word == 1 || (word == 2 && !(k & 1)); }
+
+/*
+ * A peer thread: rounds of one fab_exec holding up to CT_BATCH atomics per
+ * word, so the target applies many atomics back to back (on tcp: the NIC
+ * thread, racing the owner's CPU atomics). The CASes of a round form a
+ * chain expecting guess, guess+1, ... (an FAA in the chain adds the 1); a
+ * CAS took effect iff it returned its expected value.
+ */
+static void ct_peer(struct tworker *w, struct ct_job *j, uint64_t *retries)
+{
+	uint64_t guess[3] = { 0 }, got[3] = { 0 };
+	uint64_t old[3][CT_BATCH], cmp[3][CT_BATCH];
+	int m[3];
+	while (got[0] < (uint64_t)j->n_ops || got[1] < (uint64_t)j->n_ops ||
+	       got[2] < (uint64_t)j->n_ops) {
+		for (int wd = 0; wd < 3; wd++) {
+			uint64_t left = (uint64_t)j->n_ops - got[wd];
+			m[wd] = left < CT_BATCH ? (int)left : CT_BATCH;
+			for (int k = 0; k < m[wd]; k++) {
+				cmp[wd][k] = guess[wd] + (uint64_t)k;
+				if (ct_is_cas(wd, k))
+					fab_cas(&w->b, 1, ct_off[wd], cmp[wd][k], cmp[wd][k] + 1,
+						&old[wd][k]);
+				else
+					fab_faa(&w->b, 1, ct_off[wd], 1, &old[wd][k]);
+			}
+		}
+		CHECK(fab_exec(&w->b) == 0);
+		for (int wd = 0; wd < 3; wd++) {
+			uint64_t *o = j->olds + (size_t)wd * j->cap;
+			for (int k = 0; k < m[wd]; k++) {
+				if (!ct_is_cas(wd, k) || old[wd][k] == cmp[wd][k])
+					o[got[wd]++] = old[wd][k];
+				else
+					(*retries)++;
+			}
+			if (m[wd]) { /* what the word holds after our last op */
+				int k = m[wd] - 1;
+				bool took = !ct_is_cas(wd, k) || old[wd][k] == cmp[wd][k];
+				guess[wd] = took ? old[wd][k] + 1 : old[wd][k];
+			}
+		}
+	}
+	for (int wd = 0; wd < 3; wd++)
+		j->sh->done[j->slot][wd] = got[wd];
+}
+
+/* CAS-increment a word once, one op per exec; returns the old value. */
 static uint64_t ct_cas_inc(struct tworker *w, uint64_t off, uint64_t *guess, uint64_t *retries)
 {
 	for (;;) {
@@ -803,45 +883,52 @@ static uint64_t ct_cas_inc(struct tworker *w, uint64_t off, uint64_t *guess, uin
 	}
 }
 
-/* One thread: per iteration an FAA on word A, a CAS increment on word B,
- * and on word C an FAA or a CAS increment by turns. Records every old
- * value an atomic that took effect returned. */
+/*
+ * An owner thread (direct path, CPU atomics, one op per exec): per
+ * iteration an FAA, a CAS increment, and one of the two by turns, until
+ * every peer thread finished (or cap), so its atomics race the peers' for
+ * the whole run. On tcp it yields each iteration to leave the NIC thread
+ * and the peers their share of the 2 cores; on shm the peers' atomics are
+ * CPU atomics too and need no such room.
+ */
+static void ct_owner(struct tworker *w, struct ct_job *j, uint64_t *retries)
+{
+	uint64_t *fa = j->olds, *cs = j->olds + j->cap, *mx = j->olds + 2 * (size_t)j->cap;
+	uint64_t gb = 0, gm = 0;
+	const int peer_threads = (CT_PROCS - 1) * CT_THREADS;
+	int i;
+	for (i = 0; i < j->cap; i++) {
+		if (__atomic_load_n(&j->sh->peers_done, __ATOMIC_ACQUIRE) == peer_threads)
+			break;
+		CHECK(fab_faa1(&w->b, 1, ct_off[0], 1, &fa[i]) == 0);
+		cs[i] = ct_cas_inc(w, ct_off[1], &gb, retries);
+		if (i & 1)
+			CHECK(fab_faa1(&w->b, 1, ct_off[2], 1, &mx[i]) == 0);
+		else
+			mx[i] = ct_cas_inc(w, ct_off[2], &gm, retries);
+		if (j->yield)
+			sched_yield();
+	}
+	for (int wd = 0; wd < 3; wd++)
+		j->sh->done[j->slot][wd] = (uint64_t)i;
+}
+
 static void *ct_thread(void *arg)
 {
 	struct ct_job *j = arg;
 	struct tworker w;
 	tw_init(&w, j->n, j->worker_id);
-	if (!j->n_ops)
-		prctl(PR_SET_TIMERSLACK, 1000UL); /* 1 us: short sleeps stay short */
 	__atomic_fetch_add(&j->sh->ready, 1, __ATOMIC_ACQ_REL);
 	while (!__atomic_load_n(&j->sh->go, __ATOMIC_ACQUIRE))
 		sleep_ms(1);
-	uint64_t *fa = j->olds, *cs = j->olds + j->cap, *mx = j->olds + 2 * (size_t)j->cap;
-	uint64_t retries = 0, gb = 0, gm = 0;
-	const int peer_threads = (CT_PROCS - 1) * CT_THREADS;
-	int i;
-	for (i = 0; i < j->cap; i++) {
-		if (j->n_ops ? i == j->n_ops
-			     : __atomic_load_n(&j->sh->peers_done, __ATOMIC_ACQUIRE) == peer_threads)
-			break;
-		CHECK(fab_faa1(&w.b, 1, CT_WORD_FAA, 1, &fa[i]) == 0);
-		cs[i] = ct_cas_inc(&w, CT_WORD_CAS, &gb, &retries);
-		if (i & 1)
-			CHECK(fab_faa1(&w.b, 1, CT_WORD_MIX, 1, &mx[i]) == 0);
-		else
-			mx[i] = ct_cas_inc(&w, CT_WORD_MIX, &gm, &retries);
-		if (!j->n_ops) {
-			/* Pace the owner's threads (a few us per iteration) so their
-			 * atomics spread over the whole run instead of hogging the
-			 * cores the NIC thread and the peers need. */
-			struct timespec ts = { 0, 5000 };
-			nanosleep(&ts, NULL);
-		}
-	}
-	j->sh->done[j->slot] = (uint64_t)i;
-	__atomic_fetch_add(&j->sh->retries, retries, __ATOMIC_RELAXED);
-	if (j->slot >= CT_THREADS)
+	uint64_t retries = 0;
+	if (j->slot < CT_THREADS) {
+		ct_owner(&w, j, &retries);
+	} else {
+		ct_peer(&w, j, &retries);
 		__atomic_fetch_add(&j->sh->peers_done, 1, __ATOMIC_ACQ_REL);
+	}
+	__atomic_fetch_add(&j->sh->retries, retries, __ATOMIC_RELAXED);
 	tw_fini(&w);
 	return NULL;
 }
@@ -853,7 +940,8 @@ static void ct_run_threads(struct tnode *n, struct ct_shared *sh, uint64_t *olds
 	struct ct_job jobs[CT_THREADS];
 	for (int t = 0; t < CT_THREADS; t++) {
 		int slot = proc * CT_THREADS + t;
-		jobs[t] = (struct ct_job){ n, sh, slot, olds + (size_t)slot * 3 * cap, cap, n_ops, t };
+		jobs[t] = (struct ct_job){ n, sh, slot, olds + (size_t)slot * 3 * cap, cap, n_ops, t,
+					   false };
 		CHECK(pthread_create(&th[t], NULL, ct_thread, &jobs[t]) == 0);
 	}
 	for (int t = 0; t < CT_THREADS; t++)
@@ -862,16 +950,16 @@ static void ct_run_threads(struct tnode *n, struct ct_shared *sh, uint64_t *olds
 
 /* The old values of one word must be exactly 0..total-1, each once. */
 static void ct_check_perm(const struct ct_shared *sh, const uint64_t *olds, int cap, int word,
-			  uint64_t total, const char *what)
+			  uint64_t total)
 {
-	uint8_t *seen = calloc(total, 1);
+	uint8_t *seen = calloc(total ? total : 1, 1);
 	CHECK(seen);
 	for (int sl = 0; sl < CT_SLOTS; sl++) {
 		const uint64_t *o = olds + ((size_t)sl * 3 + (size_t)word) * cap;
-		for (uint64_t i = 0; i < sh->done[sl]; i++) {
-			CHECKV(o[i] < total, "%s: old value %llu out of 0..%llu", what,
+		for (uint64_t i = 0; i < sh->done[sl][word]; i++) {
+			CHECKV(o[i] < total, "%s: old value %llu out of 0..%llu", ct_name[word],
 			       (unsigned long long)o[i], (unsigned long long)total - 1);
-			CHECKV(!seen[o[i]], "%s: old value %llu returned twice", what,
+			CHECKV(!seen[o[i]], "%s: old value %llu returned twice", ct_name[word],
 			       (unsigned long long)o[i]);
 			seen[o[i]] = 1;
 		}
@@ -880,15 +968,13 @@ static void ct_check_perm(const struct ct_shared *sh, const uint64_t *olds, int 
 }
 
 /*
- * n_ops iterations per peer thread. On tcp the owner's threads run until
- * the peers finished (at most owner_cap iterations), so that their CPU
- * atomics overlap the NIC thread's for the whole run; on shm every thread
- * does n_ops.
+ * Peers do n_ops atomics per word in batches; the owner's threads do one
+ * op per exec until the peers finished (at most owner_cap per word).
  */
 static void test_contention(const char *be, int n_ops, int owner_cap)
 {
 	bool tcp = strcmp(be, "tcp") == 0;
-	int cap = tcp ? owner_cap : n_ops;
+	int cap = owner_cap > n_ops ? owner_cap : n_ops;
 	size_t olds_bytes = (size_t)CT_SLOTS * 3 * (size_t)cap * sizeof(uint64_t);
 	struct ct_shared *sh = shared_alloc(sizeof(*sh) + olds_bytes);
 	uint64_t *olds = (uint64_t *)(sh + 1);
@@ -941,8 +1027,7 @@ static void test_contention(const char *be, int n_ops, int owner_cap)
 	pthread_t th[CT_THREADS];
 	struct ct_job jobs[CT_THREADS];
 	for (int t = 0; t < CT_THREADS; t++) {
-		jobs[t] = (struct ct_job){ &owner, sh, t, olds + (size_t)t * 3 * cap, cap,
-					   tcp ? 0 : n_ops, t };
+		jobs[t] = (struct ct_job){ &owner, sh, t, olds + (size_t)t * 3 * cap, cap, 0, t, false };
 		CHECK(pthread_create(&th[t], NULL, ct_thread, &jobs[t]) == 0);
 	}
 	uint64_t t0, deadline = now_ns() + 20ull * 1000000000ull;
@@ -957,33 +1042,30 @@ static void test_contention(const char *be, int n_ops, int owner_cap)
 	reap_children(now_ns() + 60ull * 1000000000ull);
 	double secs = (double)(now_ns() - t0) / 1e9;
 
-	uint64_t total = 0, owner_ops = 0;
-	for (int sl = 0; sl < CT_SLOTS; sl++) {
-		total += sh->done[sl];
-		if (sl < CT_THREADS)
-			owner_ops += sh->done[sl];
-		else
-			CHECKV(sh->done[sl] == (uint64_t)n_ops, "peer thread %d did %llu", sl,
-			       (unsigned long long)sh->done[sl]);
-	}
 	struct tworker w;
 	tw_init(&w, &owner, 9);
-	uint64_t a = get_word(&w, 1, CT_WORD_FAA), b = get_word(&w, 1, CT_WORD_CAS),
-		 m = get_word(&w, 1, CT_WORD_MIX);
-	CHECKV(a == total, "FAA word %llu, want %llu", (unsigned long long)a,
-	       (unsigned long long)total);
-	CHECKV(b == total, "CAS word %llu, want %llu", (unsigned long long)b,
-	       (unsigned long long)total);
-	CHECKV(m == total, "FAA+CAS word %llu, want %llu", (unsigned long long)m,
-	       (unsigned long long)total);
-	ct_check_perm(sh, olds, cap, 0, total, "FAA");
-	ct_check_perm(sh, olds, cap, 1, total, "CAS");
-	ct_check_perm(sh, olds, cap, 2, total, "FAA+CAS");
+	uint64_t totals[3] = { 0 }, owner_ops = 0;
+	for (int wd = 0; wd < 3; wd++) {
+		for (int sl = 0; sl < CT_SLOTS; sl++) {
+			totals[wd] += sh->done[sl][wd];
+			if (sl < CT_THREADS)
+				owner_ops += sh->done[sl][wd];
+			else
+				CHECKV(sh->done[sl][wd] == (uint64_t)n_ops, "peer thread %d: %llu %s",
+				       sl, (unsigned long long)sh->done[sl][wd], ct_name[wd]);
+		}
+		uint64_t v = get_word(&w, 1, ct_off[wd]);
+		CHECKV(v == totals[wd], "%s word holds %llu after %llu increments", ct_name[wd],
+		       (unsigned long long)v, (unsigned long long)totals[wd]);
+		ct_check_perm(sh, olds, cap, wd, totals[wd]);
+	}
 	tw_fini(&w);
-	printf("  %s contention: %d processes x %d threads, %llu iterations (%llu by the owner's "
-	       "threads) x 3 words exact; %llu CAS retries; %.2f s\n",
-	       be, CT_PROCS, CT_THREADS, (unsigned long long)total, (unsigned long long)owner_ops,
-	       (unsigned long long)sh->retries, secs);
+	printf("  %s contention: %d processes x %d threads, %llu atomics that took effect (%llu "
+	       "by the owner's threads, one per exec; the peers' %d per exec per word), 3 words "
+	       "exact; %llu CAS retries; %.2f s\n",
+	       be, CT_PROCS, CT_THREADS,
+	       (unsigned long long)(totals[0] + totals[1] + totals[2]),
+	       (unsigned long long)owner_ops, CT_BATCH, (unsigned long long)sh->retries, secs);
 	node_down(&owner);
 	munmap(sh, sizeof(*sh) + olds_bytes);
 }
@@ -1440,14 +1522,26 @@ static void test_peer_close(const char *be)
 	node_down(&me);
 }
 
+static bool want(const char *only_case, const char *name)
+{
+	return !only_case || strcmp(only_case, name) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGALRM, on_alarm);
+	signal(SIGTERM, on_alarm);
+	signal(SIGINT, on_alarm);
+	signal(SIGHUP, on_alarm);
+	signal(SIGSEGV, on_crash);
+	signal(SIGBUS, on_crash);
+	signal(SIGABRT, on_crash);
 	alarm(110); /* under ctest's 120 s, so children are killed by us */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	/* `test_fabric shm` or `test_fabric tcp` runs one backend. */
-	const char *only = argc > 1 ? argv[1] : NULL;
+	/* `test_fabric [shm|tcp|all] [case]` runs one backend and one case. */
+	const char *only = argc > 1 && strcmp(argv[1], "all") != 0 ? argv[1] : NULL;
+	const char *only_case = argc > 2 ? argv[2] : NULL;
 	static const char *backends[] = { "shm", "tcp" };
 	for (int i = 0; i < 2; i++) {
 		const char *be = backends[i];
@@ -1455,16 +1549,22 @@ int main(int argc, char **argv)
 			continue;
 		bool tcp = strcmp(be, "tcp") == 0;
 		printf("backend %s\n", be);
-		test_errors(be);
-		test_order(be);
-		test_outstanding(be);
-		test_contention(be, tcp ? 1500 : 100000, 400000);
-		test_torn_raw(be, 2.0);
-		test_double_read(be, 3.0);
-		if (tcp) {
+		if (want(only_case, "errors"))
+			test_errors(be);
+		if (want(only_case, "order"))
+			test_order(be);
+		if (want(only_case, "outstanding"))
+			test_outstanding(be);
+		if (want(only_case, "contention"))
+			test_contention(be, tcp ? 10000 : 100000, 400000);
+		if (want(only_case, "torn"))
+			test_torn_raw(be, 2.0);
+		if (want(only_case, "double-read"))
+			test_double_read(be, 3.0);
+		if (tcp && want(only_case, "peer-death"))
 			test_peer_death(be);
+		if (tcp && want(only_case, "peer-close"))
 			test_peer_close(be);
-		}
 	}
 	remove_tmp();
 	printf("test_fabric: all passed\n");
