@@ -29,6 +29,7 @@ enum { ACC_R = 1, ACC_W = 2 };
 enum {
 	ACC_LOCKED = 1u << 0,  /* this txn holds the item's lock word */
 	ACC_BLIND = 1u << 1,   /* written without being read (no version to validate) */
+	ACC_MOVED = 1u << 2,   /* relocated to a bigger block at commit */
 };
 
 struct cc_access {

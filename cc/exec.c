@@ -232,8 +232,11 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		}
 		t.proto->abort(&t);
 		txn_after_abort(&t);
-		if (t.cause == CC_CAUSE_STALE)
-			txn_forget_addresses(&t); /* a cached address went stale */
+		/* A cached address may have gone stale: a reused block shows up as
+		 * STALE, or as a LOCK conflict on another key's lock word. Drop
+		 * the transaction's entries, so the retry resolves them anew. */
+		if (t.cause == CC_CAUSE_STALE || t.cause == CC_CAUSE_LOCK)
+			txn_forget_addresses(&t);
 		cc_leave(ccw);
 		txn_release(&t);
 		st->txn_aborts++;

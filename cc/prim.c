@@ -168,5 +168,6 @@ int prim_relocate(struct txn *t, struct cc_access *a, uint64_t ver, const uint64
 	(void)st_retire(&t->batch, L, &old);
 	a->ref = a->nref;
 	a->has_nref = false;
+	a->pstate |= ACC_MOVED;
 	return CC_OK;
 }

@@ -407,6 +407,12 @@ int txn_del(struct txn *t, const char *key, size_t klen, bool *existed)
 
 void txn_after_commit(struct txn *t)
 {
+	/* Relocated items live in their new blocks now (prim_relocate set
+	 * a->ref): keep the address cache pointing there. */
+	for (int i = 0; i < t->nacc; i++)
+		if (t->acc[i]->pstate & ACC_MOVED)
+			cc_cache_put(t->ccw->cache, t->acc[i]->key, t->acc[i]->klen,
+				     t->acc[i]->hash, &t->acc[i]->ref);
 	/* Items that end absent (deleted, or placeholders only read) are
 	 * removed from the index now that no lock of ours is on them. Best
 	 * effort: a busy item stays and is reaped by whoever leaves it absent

@@ -104,8 +104,8 @@ def test_full_memstore_on_remote_node(cluster, key):
         """A key on node 3 (its hash tag's slot)."""
         return "{%s}:%s" % (tag, i)
 
-    k1 = cluster.key_on(1, key + "n1:")
-    k2 = cluster.key_on(2, key + "n2:")
+    k1, k1x = cluster.keys_on(1, key + "n1:", 2)
+    k2, k2m, k2x = cluster.keys_on(2, key + "n2:", 3)
     assert cluster.keynode(full(0)) == 3
     values = []
     with cluster.raw(1, timeout=30) as c, cluster.raw(2, timeout=30) as other:
@@ -139,21 +139,50 @@ def test_full_memstore_on_remote_node(cluster, key):
         assert other.call_raw("SET", k2, "two") == OK
 
         # MSET is one command: one key on node 2, one on the full node 3.
-        assert c.call_raw("MSET", k2 + "m", "small", full("m"), big) == OOM
-        assert other.call_raw("MGET", k2 + "m", full("m")) == arr(NIL, NIL)
+        assert c.call_raw("MSET", k2m, "small", full("m"), big) == OOM
+        assert other.call_raw("MGET", k2m, full("m")) == arr(NIL, NIL)
         assert c.call_raw("MSET", k2, "changed", full("small"), big) == OOM
         assert other.call_raw("MGET", k2, full("small")) == arr(bulk("two"), bulk("before"))
 
         # MULTI: the failing write alone leaves nothing; the others commit.
         assert c.call_raw("MULTI") == OK
-        assert c.call_raw("SET", k2 + "x", "small") == QUEUED
+        assert c.call_raw("SET", k2x, "small") == QUEUED
         assert c.call_raw("SET", full("x"), big) == QUEUED
-        assert c.call_raw("INCR", k1 + "x") == QUEUED
+        assert c.call_raw("INCR", k1x) == QUEUED
         assert c.call_raw("EXEC") == arr(OK, OOM, b":1\r\n")
-        assert other.call_raw("MGET", k2 + "x", full("x"), k1 + "x") == \
+        assert other.call_raw("MGET", k2x, full("x"), k1x) == \
             arr(bulk("small"), NIL, bulk("1"))
 
         # No node died or froze: each still answers.
         for via in (1, 2, 3):
             with cluster.raw(via) as r:
                 assert r.call_raw("PING") == b"+PONG\r\n"
+
+
+@pytest.mark.time_limit(90)
+def test_reads_of_absent_keys_on_full_node(cluster, key):
+    """Reading a key that does not exist never fails because the node that
+    would own it is full (Redis refuses only commands that may add data
+    under maxmemory; GET, MGET, EXISTS and DEL are not among them). Keys of
+    several lengths: they need blocks of different size classes."""
+    tag = cluster.key_on(3, key + "tag")
+    with cluster.raw(1, timeout=30) as c:
+        reply = None
+        for i in range(FILL_MAX):
+            reply = c.call_raw("SET", "{%s}:%d" % (tag, i), b"v" * FILL_VALUE)
+            if reply != OK:
+                break
+        assert reply == OOM
+    absent = ["{%s}:%s" % (tag, "a" * n) for n in (1, 8, 16, 24, 40, 64, 100, 200, 1000)]
+    bad = []
+    for via in (1, 2, 3):
+        with cluster.raw(via, timeout=30) as r:
+            for k in absent:
+                for cmd, want in (("GET", NIL), ("EXISTS", b":0\r\n"), ("MGET", arr(NIL)),
+                                  ("STRLEN", b":0\r\n"), ("DEL", b":0\r\n")):
+                    got = r.call_raw(cmd, k)
+                    if got != want:
+                        bad.append("via node %d: %s <key of %d bytes> -> %r"
+                                   % (via, cmd, len(k), got))
+    assert not bad, "%d of %d reads failed:\n%s" % (len(bad), 3 * len(absent) * 5,
+                                                    "\n".join(bad[:12]))

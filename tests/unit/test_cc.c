@@ -460,6 +460,14 @@ static void test_stale_addresses(const char *proto)
 	run_one_on(1, kv_get, &r);
 	CHECK(r.found && strcmp(r.got, "four") == 0);
 	CHECK(st_count(N.region) == 1);
+	/* A worker that relocates a key itself keeps its cache right: no
+	 * STALE abort when it reads the key next. */
+	uint64_t stale0 = N.workers[0]->stats.aborts_by_cause[CC_CAUSE_STALE];
+	struct kv grow = { .key = "moving", .val = "5", .len = 20000 };
+	run_one_on(0, kv_set, &grow);
+	run_one_on(0, kv_get, &r);
+	CHECK(r.found && r.len == 20000);
+	CHECK(N.workers[0]->stats.aborts_by_cause[CC_CAUSE_STALE] == stale0);
 	node_down();
 	printf("  %s: stale cached addresses detected\n", proto);
 }
