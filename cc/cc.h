@@ -30,6 +30,7 @@ enum {
 	ACC_LOCKED = 1u << 0,  /* this txn holds the item's lock word */
 	ACC_BLIND = 1u << 1,   /* written without being read (no version to validate) */
 	ACC_MOVED = 1u << 2,   /* relocated to a bigger block at commit */
+	ACC_CASPEND = 1u << 3, /* silo: lock CAS posted, result not yet noted */
 };
 
 struct cc_access {
@@ -94,6 +95,9 @@ struct txn {
 	uint64_t start_ts;
 	uint64_t cts;             /* commit timestamp (protocols that need one) */
 	int cause;                /* enum cc_cause of the last abort */
+	int attempt;              /* 0 for the first try, then 1, 2, ... (cc_run) */
+	int fatal;                /* CC_EFAB once a fabric operation failed: the whole
+				     transaction fails, never one command of it */
 	struct fab_batch batch;
 	struct fab_stats fstats;
 

@@ -159,6 +159,11 @@ void cc_leave(struct cc_worker *ccw)
 static void txn_begin(struct cc_worker *ccw, struct txn *t)
 {
 	struct node *n = ccw->node;
+	uint64_t fe = ck_pr_load_64(&n->flush_epoch);
+	if (fe != ccw->cache_epoch) { /* a flush voided every cached address */
+		cc_cache_clear(ccw->cache);
+		ccw->cache_epoch = fe;
+	}
 	t->node = n;
 	t->w = ccw->w;
 	t->ccw = ccw;
@@ -169,6 +174,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t)
 	t->start_ts = 0; /* protocols that order by start time call cc_txn_start_ts */
 	t->cts = 0;
 	t->cause = CC_CAUSE_OTHER;
+	t->fatal = 0;
 	t->sp_gen = 0;
 	memset(&t->fstats, 0, sizeof(t->fstats));
 	t->acc = ccw->acc;
@@ -218,7 +224,10 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 	for (int attempt = 0;; attempt++) {
 		cc_enter(ccw);
 		txn_begin(ccw, &t);
+		t.attempt = attempt;
 		int rc = body(&t, arg);
+		if (rc == CC_OK && t.fatal)
+			rc = t.fatal; /* a peer failed mid-transaction: abort all of it */
 		if (rc == CC_OK)
 			rc = t.proto->commit(&t);
 		if (rc == CC_OK) {
@@ -232,6 +241,12 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		}
 		t.proto->abort(&t);
 		txn_after_abort(&t);
+		if (rc < 0) { /* an error, not a CC abort: no retry */
+			cc_leave(ccw);
+			txn_release(&t);
+			st->txn_aborts++;
+			return rc;
+		}
 		/* A cached address may have gone stale: a reused block shows up as
 		 * STALE, or as a LOCK conflict on another key's lock word. Drop
 		 * the transaction's entries, so the retry resolves them anew. */

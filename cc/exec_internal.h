@@ -18,6 +18,7 @@ struct cc_worker {
 	/* ST_SLAB_BYTES lookup targets: a stack of spares, because several
 	 * coroutines of the worker may be resolving keys at once (txn.c). */
 	struct cc_cache *cache;      /* address cache (cc/cache.h) */
+	uint64_t cache_epoch;        /* node->flush_epoch the cache is valid for */
 	void *scratch[64];
 	int nscratch;
 	/* access arrays lent to each transaction in turn (txn.c) */

@@ -33,7 +33,11 @@ static int img_reserve(struct cc_access *a, uint8_t cls)
 int prim_exec(struct txn *t)
 {
 	int rc = fab_exec(&t->batch);
-	return rc ? CC_EFAB : CC_OK;
+	if (rc) {
+		t->fatal = CC_EFAB;
+		return CC_EFAB;
+	}
+	return CC_OK;
 }
 
 void prim_post_read_block(struct txn *t, struct cc_access *a)

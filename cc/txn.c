@@ -176,6 +176,8 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 			cc_scratch_put(t->ccw, buf);
 			a->hnext = t->ccw->free_acc;
 			t->ccw->free_acc = a;
+			if (rc != ST_EFULL && rc != -ENOMEM)
+				t->fatal = CC_EFAB;
 			return rc == ST_EFULL ? CC_EFULL : rc == -ENOMEM ? CC_EINTERNAL : CC_EFAB;
 		}
 		memcpy(a->img, buf, st_class_size(a->ref.cls));
@@ -314,6 +316,16 @@ int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_
 	}
 	struct cc_access *a;
 	int rc = acc_get(t, key, klen, &a);
+	if (rc == CC_EFULL) {
+		/* The key is absent and its node has no room for the placeholder
+		 * that would carry its CC metadata: answer "absent" (true at the
+		 * lookup) rather than refuse a read, as Redis never refuses reads
+		 * under maxmemory. Such a read is not validated at commit. */
+		*found = false;
+		*val = NULL;
+		*vlen = 0;
+		return CC_OK;
+	}
 	if (rc == CC_OK)
 		rc = ensure_read(t, a);
 	if (rc != CC_OK)
@@ -330,6 +342,10 @@ int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver)
 	}
 	struct cc_access *a;
 	int rc = acc_get(t, key, klen, &a);
+	if (rc == CC_EFULL) { /* absent, no room for a placeholder: see txn_get */
+		*ver = 0;
+		return CC_OK;
+	}
 	if (rc == CC_OK)
 		rc = ensure_read(t, a);
 	if (rc == CC_OK)
@@ -348,8 +364,11 @@ static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 		return CC_OK;
 	struct st_ref nref;
 	int rc = st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)vlen, &nref);
-	if (rc)
+	if (rc) {
+		if (rc != ST_EFULL)
+			t->fatal = CC_EFAB;
 		return rc == ST_EFULL ? CC_EFULL : CC_EFAB;
+	}
 	if (a->has_nref)
 		(void)st_free(&t->batch, t->node->layout, &a->nref);
 	a->nref = nref;

@@ -35,6 +35,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdma/fab_internal.h"
@@ -120,6 +121,7 @@ struct tcp_ep {
 	int fd;
 	uint16_t node;
 	bool broken;
+	uint64_t retry_at;   /* broken: when to try reconnecting (monotonic ns) */
 	struct fab_part *head, *tail; /* parts awaiting their response */
 	struct buf w, r;
 };
@@ -253,11 +255,58 @@ fail:
 	return -EHOSTUNREACH;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define RECONNECT_EVERY_NS (500ull * 1000 * 1000) /* at most twice a second */
+
+/*
+ * A broken endpoint (the peer restarted, or the network failed) is
+ * reconnected on demand: the first post after RECONNECT_EVERY_NS tries one
+ * short blocking connect (loopback or LAN: refused or accepted at once).
+ * Every part of the old connection has already failed (ep_fail), so the
+ * new stream starts empty and in order.
+ */
+static int ep_reconnect(struct fab_worker *fw, struct tcp_ep *ep)
+{
+	struct tcp_worker *tw = fw->bdata;
+	uint64_t now = mono_ns();
+	if (now < ep->retry_at)
+		return -EHOSTDOWN;
+	ep->retry_at = now + RECONNECT_EVERY_NS;
+	char err[256];
+	int fd = fab_tcp_connect(fw->f->peers[ep->node].info.addr, 200, err, sizeof(err));
+	if (fd < 0)
+		return -EHOSTDOWN;
+	struct tcp_hello h;
+	tcp_hello_encode(&h, TCP_HELLO_DATA, fw->f->cfg.self, (uint16_t)fw->id);
+	if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
+		close(fd);
+		return -EHOSTDOWN;
+	}
+	ioctl_nonblock(fd, 1);
+	epoll_ctl(tw->epfd, EPOLL_CTL_DEL, ep->fd, NULL);
+	close(ep->fd);
+	ep->fd = fd;
+	ep->w.off = ep->w.len = 0;
+	ep->r.off = ep->r.len = 0;
+	ep->broken = false;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = ep };
+	epoll_ctl(tw->epfd, EPOLL_CTL_ADD, fd, &ev);
+	return 0;
+}
+
 static int tcp_post(struct fab_worker *fw, struct fab_part *part)
 {
 	struct tcp_worker *tw = fw->bdata;
 	struct tcp_ep *ep = tw->eps[part->node];
-	if (!ep || ep->broken)
+	if (!ep)
+		return -EHOSTDOWN;
+	if (ep->broken && ep_reconnect(fw, ep) != 0)
 		return -EHOSTDOWN;
 	size_t payload = 0;
 	uint32_t resp = 0;

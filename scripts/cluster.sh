@@ -14,8 +14,11 @@
 # start  launches the nodes that are not running, then waits until each
 #        answers PING (a node answers only once every peer has joined). If
 #        a node exits or does not answer in time, it prints that node's log
-#        tail and fails. Starting some nodes while their peers are down is
-#        allowed: they are left waiting for the others, and start says so.
+#        since its start, stops the nodes this start launched, and exits 1.
+#        Starting some nodes while their peers are down is allowed: they are
+#        left waiting for the others, and start says so. The fabric is
+#        remembered (RUN/fabric) so that a node started later joins with the
+#        same one; asking for another while nodes run is refused.
 # stop   SIGTERM, then SIGKILL after a deadline; removes the pid files.
 # status each node (running or not, pid, client and fabric address, whether
 #        it answers), then the layout one node publishes (RCKV NODES), the
@@ -32,9 +35,12 @@
 #        default RCKV_CLUSTER_RUN, so that they never meet the region file of
 #        a standalone server in ./data; set it empty to keep the file's dir),
 #      RCKV_START_TIMEOUT (seconds, default 30), RCKV_STOP_TIMEOUT (default 10).
-# Relative paths are taken from the repository root, where the nodes run.
+# The nodes run in the repository root: relative paths in the env and in
+# the cluster file are taken from there; --conf FILE from where you are.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$PWD
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+cd "$(dirname "$self")/.."
 
 BIN=${RCKV_SERVER:-build/rckv-server}
 CONF=${RCKV_CLUSTER_CONF:-conf/cluster-3.conf}
@@ -46,7 +52,7 @@ STOP_TIMEOUT=${RCKV_STOP_TIMEOUT:-10}
 me=cluster.sh
 
 usage() {
-  sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '4,7p' "$self" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -80,9 +86,14 @@ while [ $# -gt 0 ]; do
     --conf | -c)
       [ $# -ge 2 ] || die "$1 needs a file"
       CONF=$2
+      [[ $CONF == /* ]] || CONF=$here/$CONF
       shift 2
       ;;
-    --conf=*) CONF=${1#--conf=}; shift ;;
+    --conf=*)
+      CONF=${1#--conf=}
+      [[ $CONF == /* ]] || CONF=$here/$CONF
+      shift
+      ;;
     --)
       shift
       server_args=("$@")
@@ -163,7 +174,8 @@ node_pid() {
     echo "$pid"
     return 0
   fi
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    [[ $(ps -o stat= -p "$pid" 2>/dev/null) != Z* ]]; then
     echo "$me: node $id: removing stale pid file $f (pid $pid is another program)" >&2
   else
     echo "$me: node $id: removing stale pid file $f (process ${pid:-?} is gone)" >&2
@@ -191,11 +203,19 @@ answers_ping() {
   ' _ "$(host_of "$addr")" "$(port_of "$addr")" 2>/dev/null
 }
 
+# The last lines ($2, default 20) of node $1's log since its last start.
 log_tail() {
   local f
   f=$(logfile "$1")
-  echo "--- last lines of $f ---" >&2
-  tail -n "${2:-20}" "$f" >&2 2>/dev/null || echo "(no log)" >&2
+  echo "--- $f (since its last start) ---" >&2
+  awk -v max="${2:-20}" '
+    /^=== / { first = NR }
+    { line[NR] = $0 }
+    END {
+      s = first ? first : 1
+      if (NR - s + 1 > max) s = NR - max + 1
+      for (i = s; i <= NR; i++) print line[i]
+    }' "$f" >&2 2>/dev/null || echo "(no log)" >&2
 }
 
 # ---- start ----
@@ -450,7 +470,7 @@ layout_summary() {
 }
 
 do_status() {
-  local id pid rc=0 answering=""
+  local id pid rc=0 answering="" any=""
   for id in "${IDS[@]}"; do
     pid=$(node_pid "$id")
     if [ -z "$pid" ]; then
@@ -460,13 +480,15 @@ do_status() {
       printf 'node %s: running, pid %s  client %s  fabric %s  answers PING\n' \
         "$id" "$pid" "${CLIENT[$id]}" "${FABADDR[$id]}"
       [ -z "$answering" ] && answering=$id
+      any=1
     else
+      any=1
       printf 'node %s: running, pid %s  client %s  fabric %s  NOT answering (waiting for peers?)\n' \
         "$id" "$pid" "${CLIENT[$id]}" "${FABADDR[$id]}"
       rc=3
     fi
   done
-  if [ -f "$RUN/fabric" ] && [ -n "$(cat "$RUN/fabric")" ]; then
+  if [ -n "$any" ] && [ -f "$RUN/fabric" ]; then
     echo "fabric at start: $(cat "$RUN/fabric")"
   fi
   if [ -n "$answering" ]; then

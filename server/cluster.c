@@ -485,6 +485,7 @@ static void *ctl_conn_main(void *arg)
 				break;
 			}
 			st_flush(n->region);
+			ck_pr_inc_64(&n->flush_epoch);
 			break;
 		case CTL_RESUME:
 			if (quiesced) {
@@ -778,10 +779,12 @@ static int cluster_quiet_op(struct node *n, struct worker *w, enum quiet_step st
 			rc = ctl_recv(w, &conns[i], &r, &rl, deadline);
 			free(r);
 		}
-		if (step == STEP_SWITCH)
+		if (step == STEP_SWITCH) {
 			cc_switch_apply(n, to);
-		else
+		} else {
 			st_flush(n->region);
+			ck_pr_inc_64(&n->flush_epoch);
+		}
 	}
 	if (rc && err[0] == '\0')
 		snprintf(err, errlen, "a peer failed during the cluster-wide %s: %s",

@@ -19,6 +19,7 @@
  * queued in MULTI, delete key by key inside the EXEC transaction (see
  * flush_in_txn for why).
  */
+#include <ck_pr.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -324,6 +325,7 @@ static int flush_region(struct node *n, void *arg)
 {
 	(void)arg;
 	st_flush(n->region);
+	ck_pr_inc_64(&n->flush_epoch); /* address caches are void */
 	return 0;
 }
 

@@ -93,6 +93,16 @@ const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, int arg
 	return def;
 }
 
+void srv_reply_txn_failed(struct resp_w *out, struct node *n, int rc)
+{
+	if (rc == CC_ETIMEOUT)
+		resp_errorf(out, "ERR transaction aborted: %s (txn-timeout %lld ms); nothing was "
+			    "written", cc_strerror(rc), n->cfg.txn_timeout_ms);
+	else
+		resp_errorf(out, "ERR transaction aborted: %s; nothing was written",
+			    rc == CC_EFAB ? "a node did not answer on the fabric" : cc_strerror(rc));
+}
+
 int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx)
 {
 	if (!ctx->txn)
@@ -201,7 +211,6 @@ void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg
 	int rc = cc_run(w->ccw, one_body, &o);
 	if (rc != 0) {
 		out->len = o.mark;
-		resp_errorf(out, "ERR transaction aborted: %s (txn-timeout %lld ms)", cc_strerror(rc),
-			    n->cfg.txn_timeout_ms);
+		srv_reply_txn_failed(out, n, rc);
 	}
 }

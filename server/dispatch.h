@@ -19,6 +19,11 @@ void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg
  * transaction ctx->txn if any. Used by dispatch and EXEC. */
 int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx);
 
+/* The error reply of a transaction that cc_run could not commit (rc from
+ * cc_run: CC_ETIMEOUT, CC_EFAB, ...). */
+struct node;
+void srv_reply_txn_failed(struct resp_w *out, struct node *n, int rc);
+
 /* Resolve a container's subcommand; writes the Redis error and returns NULL
  * when unknown or when arity fails. */
 const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, int argc,

@@ -148,8 +148,7 @@ int cmd_exec(struct cmd_ctx *c)
 	int rc = cc_run(c->w->ccw, exec_body, &r);
 	if (rc != 0) {
 		c->out->len = r.mark;
-		resp_errorf(c->out, "ERR transaction aborted: %s (txn-timeout %lld ms)",
-			    cc_strerror(rc), c->node->cfg.txn_timeout_ms);
+		srv_reply_txn_failed(c->out, c->node, rc);
 	} else if (r.watch_failed) {
 		c->w->stats.txn_watch_failed++;
 	}

@@ -158,11 +158,11 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		return -1;
 	}
 	n->proto = proto;
+	if (apply_cluster_self(n, err, errlen) != 0)
+		return -1;
 	srv_log(n, LOG_NOTICE, "rckv-server starting: node %d, pid %d, port %d, cc %s",
 		n->cfg.node_id, (int)getpid(), n->cfg.port, proto->name);
 
-	if (apply_cluster_self(n, err, errlen) != 0)
-		return -1;
 	int rc = mkdir_p(n->cfg.dir);
 	if (rc) {
 		snprintf(err, errlen, "can't create dir '%s': %s", n->cfg.dir, strerror(-rc));

@@ -80,6 +80,10 @@ struct node {
 	int quiesce;
 	uint64_t inflight;
 	pthread_mutex_t switch_lock;  /* one quiesce at a time (cc/switch.c) */
+	/* Bumped by every flush of this node's MemStore (while quiesced); a
+	 * worker whose address cache is older clears it (cc/exec.c). Every
+	 * node flushes together, so any node's bump means refs are void. */
+	uint64_t flush_epoch;
 
 	const struct node_cluster_ops *cops; /* NULL: standalone */
 	struct cluster *cluster;      /* control plane state (server/cluster.c) */

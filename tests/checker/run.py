@@ -18,7 +18,8 @@ Topologies: `single` (one node), `shm3` and `tcp3` (a 3-node cluster,
 tests/integration/cluster.py, on the shm or the tcp fabric). On a cluster
 the client threads connect to the nodes round-robin, and the hot keys are
 placed with RCKV KEYNODE so that hot key i lives on node i mod 3: the
-hottest keys sit on different nodes and most transactions span nodes.
+hottest keys sit on different nodes and many transactions span nodes
+(each cluster run counts them).
 
 The protocol list is the server's own: `CONFIG SET cc <bogus>` replies
 with the protocols it offers ("one of: ..."), and `none` (no concurrency
@@ -273,10 +274,11 @@ class RunError(RuntimeError):
 
 class RunResult:
     def __init__(self, spec, history, result, elapsed, events, reconnects, client_errors,
-                 server_log="", server_stats=None, span=None):
+                 server_log="", server_stats=None, span=None, keys=None):
         self.server_log = server_log
         self.server_stats = server_stats or {}
         self.span = span or {}  # cluster runs: how transactions spread over nodes
+        self.keys = keys  # the list-append KeySpace (its node_of places keys)
         self.spec = spec
         self.history = history
         self.result = result
@@ -288,6 +290,24 @@ class RunResult:
     @property
     def checked(self):
         return self.result.stats.get("transactions", 0)
+
+    def cross_node_cycles(self):
+        """(cycles, of which spanning nodes) among the dependency cycles the
+        checker kept as examples (up to checker.KEEP_PER_KIND per kind): a
+        cycle spans nodes when its transactions' keys live on two or more
+        nodes. None when the run has no key placement (single node)."""
+        if self.keys is None or not self.keys.tags:
+            return None
+        from history import load
+        ops = {t["id"]: t["ops"] for t in load(self.history)[0]}
+        total = spanning = 0
+        for kind in checker.CYCLE_KINDS:
+            for d in self.result.details.get(kind, ()):
+                nodes = set(self.keys.node_of(op[1]) for tid in d["txns"]
+                            for op in ops.get(tid, ()))
+                total += 1
+                spanning += len(nodes) > 1
+        return total, spanning
 
     def line(self):
         st = self.result.stats
@@ -357,7 +377,8 @@ def run(spec, history_path):
         if keys is not None and keys.tags:
             span = _span(history_path, keys)
     except Exception as e:
-        raise RunError("%s\n%s" % (e, topo.log_tail())) from None
+        raise RunError("%s\nserver counters: %s\n%s"
+                       % (e, _server_stats(topo), topo.log_tail())) from None
     finally:
         if ctx is not None:
             ctx.stop.set()
@@ -369,7 +390,7 @@ def run(spec, history_path):
     elapsed = time.monotonic() - started
     result = checker.check_file(history_path, realtime=spec.realtime)
     return RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors,
-                     server_log, server_stats, span)
+                     server_log, server_stats, span, keys)
 
 
 def _server_stats(topo):
@@ -641,6 +662,9 @@ def main(argv=None):
         except Exception as e:
             failures += 1
             print("   ERROR: %s" % e, flush=True)
+            if os.path.exists(path):
+                print("   history so far kept: %s (replay: /usr/bin/python3 %s %s --realtime)"
+                      % (path, os.path.join(HERE, "checker.py"), path), flush=True)
             continue
         results.append(r)
         expect_anomalies = spec.protocol == BROKEN_PROTOCOL
@@ -666,6 +690,10 @@ def main(argv=None):
                   % (path, os.path.join(HERE, "checker.py"), path,
                      " --realtime" if spec.realtime else ""))
         elif expect_anomalies:
+            cyc = r.cross_node_cycles()
+            if cyc:
+                print("   %d of the %d dependency cycles kept as examples span nodes"
+                      % (cyc[1], cyc[0]))
             print("   (expected) first anomaly under `none`:")
             kinds = [k for k in checker.CYCLE_KINDS if k in r.result.details]
             kind = (kinds or sorted(r.result.details))[0]

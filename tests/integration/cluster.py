@@ -28,6 +28,7 @@ In redis mode (RCKV_TEST_TARGET=redis) every cluster test is skipped:
 Redis has no such cluster.
 """
 
+import atexit
 import contextlib
 import os
 import signal
@@ -54,6 +55,22 @@ CLUSTER_FILE_OPTIONS = {
     "coroutines": 32,
     "cc": "silo",
 }
+
+
+_live = set()
+
+
+def _cleanup_at_exit():
+    # rckvtest's own atexit hook stops the nodes; this removes the cluster
+    # files too. Registered after rckvtest's, so it runs first.
+    for cl in list(_live):
+        try:
+            cl.cleanup()
+        except Exception:
+            pass
+
+
+atexit.register(_cleanup_at_exit)
 
 
 def _servers_by_test():
@@ -125,6 +142,7 @@ class Cluster:
         self.conf = os.path.join(self.tmp, "cluster.conf")
         self.nodes = []
         self._cleaned = False
+        _live.add(self)
         ports = set()
         while len(ports) < 2 * n:
             ports.add(free_port())
@@ -203,6 +221,7 @@ class Cluster:
         finally:
             self._cleaned = True
             shutil.rmtree(self.tmp, ignore_errors=True)
+            _live.discard(self)
         return reports
 
     def __enter__(self):

@@ -63,14 +63,6 @@ def conns(cluster):
             c.close()
 
 
-@pytest.fixture
-def key(request):
-    name = request.node.name
-    for ch in "[]/:- ":
-        name = name.replace(ch, "_")
-    return "t:" + name + ":"
-
-
 def test_layout_is_published_alike_by_every_node(cluster, conns):
     views = [conns[i].call("RCKV", "NODES") for i in (1, 2, 3)]
     assert views[0] == views[1] == views[2], views

@@ -16,9 +16,10 @@ Checked: the total at sampled points during the load (one MGET of every
 account, or one MULTI of 300 GETs, each a single transaction, through
 rotating nodes) and at the end; no negative balance; every final balance
 is its initial balance plus the committed transfers the clients saw; no
-client ever gets an error reply. The second test runs the same load while
-a switcher flips the protocol (CONFIG SET cc nowait/silo, through
-rotating nodes) every second.
+client ever gets an error reply. An error reply to a sampled read does not
+stop the load (the rest of the run is still checked) but fails the test at
+the end. The second test runs the same load while a switcher flips the
+protocol (CONFIG SET cc nowait/silo, through rotating nodes) every second.
 
 rckv only (skipped with RCKV_TEST_TARGET=redis).
 """
@@ -305,16 +306,8 @@ def run_bank(cluster, key, switch):
     # were refused for lack of money, the total was sampled along the way.
     assert all(bank.ledgers), "a client committed nothing: %r" % [len(x) for x in bank.ledgers]
     assert st["checked"] > 0 and st["blind"] > 0 and st["refused"] > 0, st
-    assert st["samples"] >= 5, st
+    assert st["samples"] >= 3, st
     return bank
-
-
-@pytest.fixture
-def key(request):
-    name = request.node.name
-    for ch in "[]/:- ":
-        name = name.replace(ch, "_")
-    return "t:" + name + ":"
 
 
 @pytest.mark.time_limit(120)

@@ -45,14 +45,6 @@ def cluster(fabric):
         yield cl
 
 
-@pytest.fixture
-def key(request):
-    name = request.node.name
-    for ch in "[]/:- ":
-        name = name.replace(ch, "_")
-    return "t:" + name + ":"
-
-
 def test_key_or_value_too_large_on_remote_node(cluster, key):
     """Through node 1, keys owned by nodes 2 and 3."""
     k2 = cluster.key_on(2, key + "a:")

@@ -92,3 +92,36 @@ def test_waiting_node_stops_on_sigterm(make_cluster, fabric):
     # Its own exit, not rckvtest's SIGKILL after the deadline, nor a crash.
     assert status is not None and status >= 0, "status %s\n%s" % (status, nd.log_tail())
     assert "waiting for node" in nd.log_text()
+
+
+@pytest.mark.time_limit(60)
+@pytest.mark.parametrize("how", ["sigterm", "kill9"])
+def test_restarted_node_rejoins(make_cluster, fabric, how):
+    """A node that stops (SIGTERM) or dies (kill -9) and starts again joins
+    the running others: every node then reads and writes keys on every
+    node, and the data written before is there."""
+    cl = make_cluster(fabric)
+    keys = {i: cl.key_on(i, "k%d:" % i) for i in (1, 2, 3)}
+    with cl.raw(1) as c:
+        assert c.call_raw("MSET", keys[1], "a", keys[2], "b", keys[3], "c") == b"+OK\r\n"
+    nd = cl.node(2)
+    if how == "kill9":
+        nd.kill9()
+    else:
+        nd.stop()
+    nd.start()
+    assert cl.alive()
+    bad = []
+    for via in (1, 2, 3):
+        with cl.raw(via) as c:
+            got = c.call_raw("MGET", keys[1], keys[2], keys[3])
+            if got != b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n":
+                bad.append("via node %d: MGET -> %r" % (via, got))
+            c.send(encode("MULTI") + b"".join(encode("INCR", keys[i] + "n") for i in (1, 2, 3)) +
+                   encode("EXEC"))
+            replies = [c.read_raw() for _ in range(4)]
+            ex = c.read_raw()
+            n = b":%d\r\n" % via
+            if ex != b"*3\r\n" + n * 3:
+                bad.append("via node %d: MULTI INCR x3 -> %r %r" % (via, replies, ex))
+    assert not bad, "after node 2 restarted (%s):\n%s" % (how, "\n".join(bad))
