@@ -1451,8 +1451,12 @@ static void test_peer_death(const char *be)
 	CHECK(fab_faa1(&w1.b, 1, 0, 1, &old) == 0 && old == 0);
 	CHECK(fab_faa1(&w2.b, 1, 0, 1, &old) == 0 && old == 1);
 
-	/* Freeze the peer so an op is certainly in flight, then kill it. */
+	/* Freeze the peer so an op is certainly in flight, then kill it.
+	 * SIGSTOP is asynchronous: wait until the peer has really stopped, or
+	 * its NIC thread may still answer the op below. */
 	CHECK(kill(pid, SIGSTOP) == 0);
+	int wst = 0;
+	CHECK(waitpid(pid, &wst, WUNTRACED) == pid && WIFSTOPPED(wst));
 	struct pd_pending pend = { &w1, 0, 0, 0 };
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, pd_pending_main, &pend) == 0);
