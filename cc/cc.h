@@ -96,6 +96,7 @@ struct txn {
 	uint64_t cts;             /* commit timestamp (protocols that need one) */
 	int cause;                /* enum cc_cause of the last abort */
 	int attempt;              /* 0 for the first try, then 1, 2, ... (cc_run) */
+	bool single_read;         /* txn_hint_single_read */
 	int fatal;                /* CC_EFAB once a fabric operation failed: the whole
 				     transaction fails, never one command of it */
 	struct fab_batch batch;

@@ -137,18 +137,21 @@ void cc_enter(struct cc_worker *ccw)
 {
 	struct node *n = ccw->node;
 	for (;;) {
-		ck_pr_inc_64(&n->inflight);
+		/* This worker's own counter: no cache line shared with the other
+		 * workers on the path of every transaction. */
+		ck_pr_store_64(&ccw->w->inflight, ccw->w->inflight + 1);
 		ck_pr_fence_memory(); /* inflight is visible before we read quiesce */
 		if (!ck_pr_load_int(&n->quiesce))
 			return;
-		ck_pr_dec_64(&n->inflight);
+		ck_pr_store_64(&ccw->w->inflight, ccw->w->inflight - 1);
 		sched_sleep(ccw->w->sched, 200000); /* a switch takes milliseconds */
 	}
 }
 
 void cc_leave(struct cc_worker *ccw)
 {
-	ck_pr_dec_64(&ccw->node->inflight);
+	ck_pr_fence_store(); /* the transaction's effects precede the count */
+	ck_pr_store_64(&ccw->w->inflight, ccw->w->inflight - 1);
 }
 
 /* Field by field: a txn holds a batch of FAB_BATCH_MAX ops (kilobytes) that
@@ -175,6 +178,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t)
 	t->cts = 0;
 	t->cause = CC_CAUSE_OTHER;
 	t->fatal = 0;
+	t->single_read = false;
 	t->sp_gen = 0;
 	memset(&t->fstats, 0, sizeof(t->fstats));
 	t->acc = ccw->acc;

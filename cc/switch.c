@@ -38,6 +38,17 @@ static void pause_for(struct worker *w, uint64_t ns)
 	}
 }
 
+/* Transactions in flight on the node: the sum of the workers' counters
+ * (each written only by its worker, see cc_enter). */
+static uint64_t node_inflight(struct node *n)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < n->nworkers; i++)
+		if (n->workers[i])
+			sum += ck_pr_load_64(&n->workers[i]->inflight);
+	return sum;
+}
+
 void cc_quiesce_begin(struct node *n, struct worker *w)
 {
 	/* A coroutine must not block its thread: other coroutines of the same
@@ -50,7 +61,7 @@ void cc_quiesce_begin(struct node *n, struct worker *w)
 	}
 	ck_pr_store_int(&n->quiesce, 1);
 	ck_pr_fence_memory(); /* quiesce is visible before we read inflight */
-	while (ck_pr_load_64(&n->inflight) != 0)
+	while (node_inflight(n) != 0)
 		pause_for(w, 100000);
 }
 

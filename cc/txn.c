@@ -305,9 +305,39 @@ static int ensure_write(struct txn *t, struct cc_access *a)
 	return CC_OK;
 }
 
+void txn_hint_single_read(struct txn *t)
+{
+	t->single_read = true;
+}
+
+/* For a single-key read (txn_hint_single_read): is the key absent? A
+ * lookup with no placeholder; on a hit the normal path runs. */
+static bool single_read_absent(struct txn *t, const char *key, size_t klen)
+{
+	if (!t->single_read || t->nacc != 0)
+		return false;
+	uint64_t h = st_hash(key, klen);
+	struct st_ref ref;
+	if (cc_cache_get(t->ccw->cache, key, klen, h, &ref))
+		return false;
+	struct st_item *buf = cc_scratch_get(t->ccw);
+	if (!buf)
+		return false;
+	int rc = st_lookup(&t->batch, t->node->layout, key_node(t, key, klen), key,
+			   (uint32_t)klen, h, &ref, buf);
+	cc_scratch_put(t->ccw, buf);
+	return rc == ST_ENOTFOUND;
+}
+
 int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_t *vlen,
 	    bool *found)
 {
+	if (single_read_absent(t, key, klen)) {
+		*found = false;
+		*val = NULL;
+		*vlen = 0;
+		return CC_OK;
+	}
 	if (key_too_big(t, klen)) { /* such a key cannot exist */
 		*found = false;
 		*val = NULL;

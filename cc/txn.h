@@ -76,6 +76,14 @@ struct txn_savepoint {
 struct txn_savepoint txn_savepoint(struct txn *t);
 void txn_rollback(struct txn *t, struct txn_savepoint sp);
 
+/*
+ * txn_hint_single_read - the transaction is one read-only command on one key
+ * (a plain GET): reading it absent needs no placeholder item, because the
+ * index lookup that finds it absent is itself a linearizable read of one
+ * key. Call before the first txn_* call.
+ */
+void txn_hint_single_read(struct txn *t);
+
 /* Text for an error code, for logs. */
 const char *cc_strerror(int rc);
 

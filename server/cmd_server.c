@@ -1008,7 +1008,7 @@ static void info_cluster(struct info_ctx *x)
 		sb_printf(x->b, "rckv_node%d:addr=%s:%d,fabric=%s,slots=%u,first_slot=%u,last_slot=%u%s\r\n",
 			  sn->id, sn->host, sn->port, sn->fabric_addr[0] ? sn->fabric_addr : "-",
 			  count, count ? first : 0, count ? last : 0,
-			  sn->id == n->cfg.node_id ? ",self" : "");
+			  sn->id == n->cfg.node_id ? ",self=1" : "");
 	}
 }
 

@@ -75,10 +75,10 @@ struct node {
 	uint64_t proto_epoch;
 
 	/* Quiesce (protocol switch, FLUSHALL): `quiesce` is set with ck_pr
-	 * store; a transaction increments `inflight` at begin and re-checks
-	 * `quiesce`; the switcher waits until inflight drops to 0. */
+	 * store; a transaction increments its worker's `inflight` at begin
+	 * and re-checks `quiesce`; the switcher waits until every worker's
+	 * inflight is 0 (cc/exec.c, cc/switch.c). */
 	int quiesce;
-	uint64_t inflight;
 	pthread_mutex_t switch_lock;  /* one quiesce at a time (cc/switch.c) */
 	/* Bumped by every flush of this node's MemStore (while quiesced); a
 	 * worker whose address cache is older clears it (cc/exec.c). Every

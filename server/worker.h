@@ -26,6 +26,8 @@ struct worker {
 	struct fab_worker *fw;        /* fabric endpoints */
 	struct cc_worker *ccw;        /* executor state: address cache, ts clock */
 	struct srv_stats stats;       /* owner writes; see node.h */
+	uint64_t inflight;            /* transactions in flight here: owner stores
+					 (ck_pr), the quiescer sums (cc/switch.c) */
 
 	pthread_mutex_t clients_lock; /* guards the list links for CLIENT LIST */
 	struct client *clients;       /* list of this worker's clients */
