@@ -3,7 +3,7 @@
  * DBSIZE, FLUSHDB and FLUSHALL, with Redis 7.0's replies and error texts.
  *
  * DEL, EXISTS and TYPE run in the command's transaction like every data
- * command (see cmd_string.c for the txn_failed() rule: a failed txn_* call
+ * command (see cmd_string.c for the cmd_txn_failed() rule: a failed txn_* call
  * cuts the partial reply back, CC_ABORT is returned as is, other errors
  * become this command's error reply).
  *
@@ -47,26 +47,6 @@
 /* Fewest index buckets one SCAN call may visit (see cmd_scan). */
 #define SCAN_MIN_BUCKETS 16384
 
-/* Undo this command's partial reply and map the txn result (cmd_string.c). */
-static int txn_failed(struct cmd_ctx *c, size_t mark, int rc)
-{
-	c->out->len = mark;
-	if (rc == CC_ABORT)
-		return CC_ABORT;
-	cmd_reply_txn_error(c, rc);
-	return 0;
-}
-
-static void count_lookup(struct cmd_ctx *c, bool found)
-{
-	if (!c->w)
-		return;
-	if (found)
-		c->w->stats.keyspace_hits++;
-	else
-		c->w->stats.keyspace_misses++;
-}
-
 static bool arg_is(const struct resp_arg *a, const char *word)
 {
 	size_t n = strlen(word);
@@ -89,7 +69,7 @@ int cmd_del(struct cmd_ctx *c)
 
 		rc = txn_del(c->txn, KEY(c, i), &existed);
 		if (rc)
-			return txn_failed(c, mark, rc);
+			return cmd_txn_failed(c, mark, rc);
 		n += existed;
 	}
 	resp_int(c->out, n);
@@ -110,8 +90,8 @@ int cmd_exists(struct cmd_ctx *c)
 
 		rc = txn_get(c->txn, KEY(c, i), &v, &vlen, &found);
 		if (rc)
-			return txn_failed(c, mark, rc);
-		count_lookup(c, found);
+			return cmd_txn_failed(c, mark, rc);
+		cmd_count_lookup(c, found);
 		n += found;
 	}
 	resp_int(c->out, n);
@@ -127,8 +107,8 @@ int cmd_type(struct cmd_ctx *c)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
-	count_lookup(c, found);
+		return cmd_txn_failed(c, c->out->len, rc);
+	cmd_count_lookup(c, found);
 	/* Strings are the only type rckv stores so far. */
 	resp_status(c->out, found ? "string" : "none");
 	return 0;
@@ -447,7 +427,7 @@ static int flush_in_txn(struct cmd_ctx *c)
 	}
 	key_list_free(&kl);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	resp_status(c->out, "OK");
 	return 0;
 }

@@ -5,7 +5,7 @@
  *
  * Every handler runs inside a transaction (command.h) and touches keys only
  * through cc/txn.h. Three rules shape the code:
- *  (1) A txn_* result other than 0 ends the handler through txn_failed():
+ *  (1) A txn_* result other than 0 ends the handler through cmd_txn_failed():
  *      the reply written so far is cut back to where this command started,
  *      then CC_ABORT is returned as is (the executor reruns everything) or
  *      the error becomes this command's error reply.
@@ -40,26 +40,6 @@
 #include "server/worker.h"
 
 #define KEY(c, i) (c)->argv[i].p, (c)->argv[i].len
-
-/* Rule (1): undo this command's partial reply and map the txn result. */
-static int txn_failed(struct cmd_ctx *c, size_t mark, int rc)
-{
-	c->out->len = mark;
-	if (rc == CC_ABORT)
-		return CC_ABORT;
-	cmd_reply_txn_error(c, rc);
-	return 0;
-}
-
-static void count_lookup(struct cmd_ctx *c, bool found)
-{
-	if (!c->w)
-		return;
-	if (found)
-		c->w->stats.keyspace_hits++;
-	else
-		c->w->stats.keyspace_misses++;
-}
 
 /* A mutable limit from the node's config (CONFIG SET writes it under
  * cfg_lock; a racing reader sees the old or the new value, both fine). */
@@ -132,8 +112,8 @@ int cmd_get(struct cmd_ctx *c)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
-	count_lookup(c, found);
+		return cmd_txn_failed(c, c->out->len, rc);
+	cmd_count_lookup(c, found);
 	if (found)
 		resp_bulk(c->out, v, vlen);
 	else
@@ -258,11 +238,11 @@ int cmd_set(struct cmd_ctx *c)
 	if (fl & (SET_NX | SET_XX | SET_GET)) {
 		rc = txn_get(c->txn, KEY(c, 1), &old, &oldlen, &found);
 		if (rc)
-			return txn_failed(c, mark, rc);
+			return cmd_txn_failed(c, mark, rc);
 	}
 	if (fl & SET_GET) {
 		/* Rule (2): quote the old value before overwriting it. */
-		count_lookup(c, found);
+		cmd_count_lookup(c, found);
 		if (found)
 			resp_bulk(c->out, old, oldlen);
 		else
@@ -276,7 +256,7 @@ int cmd_set(struct cmd_ctx *c)
 	}
 	rc = txn_set(c->txn, KEY(c, 1), KEY(c, 2));
 	if (rc)
-		return txn_failed(c, mark, rc);
+		return cmd_txn_failed(c, mark, rc);
 	if (!(fl & SET_GET))
 		resp_status(c->out, "OK");
 	return 0;
@@ -291,14 +271,14 @@ int cmd_setnx(struct cmd_ctx *c)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	if (found) {
 		resp_int(c->out, 0);
 		return 0;
 	}
 	rc = txn_set(c->txn, KEY(c, 1), KEY(c, 2));
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	resp_int(c->out, 1);
 	return 0;
 }
@@ -312,15 +292,15 @@ int cmd_getset(struct cmd_ctx *c)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, mark, rc);
-	count_lookup(c, found);
+		return cmd_txn_failed(c, mark, rc);
+	cmd_count_lookup(c, found);
 	if (found)
 		resp_bulk(c->out, v, vlen); /* rule (2) */
 	else
 		resp_null(c->out);
 	rc = txn_set(c->txn, KEY(c, 1), KEY(c, 2));
 	if (rc)
-		return txn_failed(c, mark, rc);
+		return cmd_txn_failed(c, mark, rc);
 	return 0;
 }
 
@@ -333,8 +313,8 @@ int cmd_getdel(struct cmd_ctx *c)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, mark, rc);
-	count_lookup(c, found);
+		return cmd_txn_failed(c, mark, rc);
+	cmd_count_lookup(c, found);
 	if (!found) {
 		resp_null(c->out);
 		return 0;
@@ -342,7 +322,7 @@ int cmd_getdel(struct cmd_ctx *c)
 	resp_bulk(c->out, v, vlen); /* rule (2) */
 	rc = txn_del(c->txn, KEY(c, 1), &existed);
 	if (rc)
-		return txn_failed(c, mark, rc);
+		return cmd_txn_failed(c, mark, rc);
 	return 0;
 }
 
@@ -361,8 +341,8 @@ int cmd_mget(struct cmd_ctx *c)
 
 		rc = txn_get(c->txn, KEY(c, i), &v, &vlen, &found);
 		if (rc)
-			return txn_failed(c, mark, rc);
-		count_lookup(c, found);
+			return cmd_txn_failed(c, mark, rc);
+		cmd_count_lookup(c, found);
 		if (found)
 			resp_bulk(c->out, v, vlen);
 		else
@@ -397,7 +377,7 @@ static int mset_all(struct cmd_ctx *c, size_t mark)
 	for (i = 1; i < c->argc; i += 2) {
 		rc = txn_set(c->txn, KEY(c, i), KEY(c, i + 1));
 		if (rc)
-			return txn_failed(c, mark, rc) == CC_ABORT ? CC_ABORT : -1;
+			return cmd_txn_failed(c, mark, rc) == CC_ABORT ? CC_ABORT : -1;
 	}
 	return 0;
 }
@@ -431,7 +411,7 @@ int cmd_msetnx(struct cmd_ctx *c)
 
 		rc = txn_get(c->txn, KEY(c, i), &v, &vlen, &found);
 		if (rc)
-			return txn_failed(c, mark, rc);
+			return cmd_txn_failed(c, mark, rc);
 		if (found) {
 			resp_int(c->out, 0);
 			return 0;
@@ -458,7 +438,7 @@ static int incr_by(struct cmd_ctx *c, long long incr)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	if (found && srv_str2ll(v, vlen, &cur) != 0) {
 		cmd_reply_not_int(c);
 		return 0;
@@ -472,7 +452,7 @@ static int incr_by(struct cmd_ctx *c, long long incr)
 	n = srv_ll2str(buf, sizeof(buf), cur);
 	rc = txn_set(c->txn, KEY(c, 1), buf, (size_t)n);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	resp_int(c->out, cur);
 	return 0;
 }
@@ -525,7 +505,7 @@ int cmd_incrbyfloat(struct cmd_ctx *c)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	if ((found && srv_str2ld(v, vlen, &cur) != 0) ||
 	    srv_str2ld(c->argv[2].p, c->argv[2].len, &incr) != 0) {
 		resp_error(c->out, "ERR value is not a valid float");
@@ -541,7 +521,7 @@ int cmd_incrbyfloat(struct cmd_ctx *c)
 		n = 0; /* cannot happen for a finite value (strutil.h) */
 	rc = txn_set(c->txn, KEY(c, 1), buf, (size_t)n);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	resp_bulk(c->out, buf, (size_t)n);
 	return 0;
 }
@@ -559,11 +539,11 @@ int cmd_append(struct cmd_ctx *c)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	if (!found) {
 		rc = txn_set(c->txn, KEY(c, 1), add->p, add->len);
 		if (rc)
-			return txn_failed(c, c->out->len, rc);
+			return cmd_txn_failed(c, c->out->len, rc);
 		resp_int(c->out, (long long)add->len);
 		return 0;
 	}
@@ -582,7 +562,7 @@ int cmd_append(struct cmd_ctx *c)
 	rc = txn_set(c->txn, KEY(c, 1), buf, total);
 	free(buf);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	resp_int(c->out, (long long)total);
 	return 0;
 }
@@ -596,8 +576,8 @@ int cmd_strlen(struct cmd_ctx *c)
 
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
-	count_lookup(c, found);
+		return cmd_txn_failed(c, c->out->len, rc);
+	cmd_count_lookup(c, found);
 	resp_int(c->out, found ? (long long)vlen : 0);
 	return 0;
 }
@@ -616,8 +596,8 @@ int cmd_getrange(struct cmd_ctx *c)
 	}
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
-	count_lookup(c, found);
+		return cmd_txn_failed(c, c->out->len, rc);
+	cmd_count_lookup(c, found);
 	if (!found) {
 		resp_bulk(c->out, "", 0);
 		return 0;
@@ -666,7 +646,7 @@ int cmd_setrange(struct cmd_ctx *c)
 	}
 	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	if (!found)
 		vlen = 0;
 	/* Writing nothing changes nothing: report the current length (and
@@ -693,7 +673,7 @@ int cmd_setrange(struct cmd_ctx *c)
 	rc = txn_set(c->txn, KEY(c, 1), buf, newlen);
 	free(buf);
 	if (rc)
-		return txn_failed(c, c->out->len, rc);
+		return cmd_txn_failed(c, c->out->len, rc);
 	resp_int(c->out, (long long)newlen);
 	return 0;
 }

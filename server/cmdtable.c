@@ -30,6 +30,7 @@
 #include "cc/txn.h"
 #include "server/command.h"
 #include "server/node.h"
+#include "server/worker.h"
 
 /* Flag sets shared by many rows. */
 #define F_CONN (CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN)
@@ -620,4 +621,23 @@ void cmd_reply_txn_error(struct cmd_ctx *c, int rc)
 		resp_errorf(c->out, "ERR %s", cc_strerror(rc));
 		break;
 	}
+}
+
+int cmd_txn_failed(struct cmd_ctx *c, size_t mark, int rc)
+{
+	c->out->len = mark;
+	if (rc == CC_ABORT)
+		return CC_ABORT;
+	cmd_reply_txn_error(c, rc);
+	return 0;
+}
+
+void cmd_count_lookup(struct cmd_ctx *c, bool found)
+{
+	if (!c->w)
+		return;
+	if (found)
+		c->w->stats.keyspace_hits++;
+	else
+		c->w->stats.keyspace_misses++;
 }

@@ -94,6 +94,11 @@ void cmd_reply_wrong_args(struct cmd_ctx *c);        /* ERR wrong number of argu
 void cmd_reply_syntax(struct cmd_ctx *c);            /* ERR syntax error */
 void cmd_reply_not_int(struct cmd_ctx *c);           /* ERR value is not an integer or out of range */
 void cmd_reply_txn_error(struct cmd_ctx *c, int rc); /* OOM / too big / fabric, for a txn_* error */
+/* After a txn_* call failed: cut the command's partial reply back to `mark`;
+ * CC_ABORT is returned for the handler to pass up, an error is replied. */
+int cmd_txn_failed(struct cmd_ctx *c, size_t mark, int rc);
+/* Count a keyspace hit or miss in the worker's stats. */
+void cmd_count_lookup(struct cmd_ctx *c, bool found);
 
 /* Handler prototypes, grouped by file. */
 #define CMD(n) int n(struct cmd_ctx *c)
