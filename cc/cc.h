@@ -172,6 +172,16 @@ void prim_post_install(struct txn *t, struct cc_access *a, uint64_t ver, const u
  */
 int prim_relocate(struct txn *t, struct cc_access *a, uint64_t ver, const uint64_t meta[2]);
 
+/*
+ * prim_commit_writes - the last step every protocol shares: install each
+ * written item with version `ver` (relocating it if it outgrew its block),
+ * release the lock word of every item still locked but not written, all in
+ * one batch, and execute it.
+ */
+int prim_commit_writes(struct txn *t, uint64_t ver);
+/* Release every lock word the transaction holds (abort), one batch. */
+void prim_release_locks(struct txn *t);
+
 /* ---- helpers for protocols ---- */
 
 static inline bool acc_locked(const struct cc_access *a) { return a->pstate & ACC_LOCKED; }

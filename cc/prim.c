@@ -175,3 +175,35 @@ int prim_relocate(struct txn *t, struct cc_access *a, uint64_t ver, const uint64
 	a->pstate |= ACC_MOVED;
 	return CC_OK;
 }
+
+int prim_commit_writes(struct txn *t, uint64_t ver)
+{
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (a->mode & ACC_W) {
+			if (acc_relocates(a)) {
+				int rc = prim_relocate(t, a, ver, NULL);
+				if (rc)
+					return rc;
+			} else {
+				prim_post_install(t, a, ver, NULL, 0);
+			}
+		} else if (acc_locked(a)) {
+			prim_post_write_word(t, a, W_LOCK, 0);
+		}
+		a->pstate &= ~ACC_LOCKED;
+	}
+	return prim_exec(t);
+}
+
+void prim_release_locks(struct txn *t)
+{
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (acc_locked(a)) {
+			prim_post_write_word(t, a, W_LOCK, 0);
+			a->pstate &= ~ACC_LOCKED;
+		}
+	}
+	(void)prim_exec(t);
+}

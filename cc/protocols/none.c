@@ -91,32 +91,12 @@ static int none_commit(struct txn *t)
 		return cc_abort_with(t, CC_CAUSE_STALE);
 
 	t->cts = cc_ts_next(t);
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (!(a->mode & ACC_W))
-			continue;
-		if (acc_relocates(a)) {
-			rc = prim_relocate(t, a, t->cts, NULL);
-			if (rc)
-				return rc;
-		} else {
-			prim_post_install(t, a, t->cts, NULL, 0);
-		}
-		a->pstate &= ~ACC_LOCKED;
-	}
-	return prim_exec(t);
+	return prim_commit_writes(t, t->cts);
 }
 
 static void none_abort(struct txn *t)
 {
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (acc_locked(a)) {
-			prim_post_write_word(t, a, W_LOCK, 0);
-			a->pstate &= ~ACC_LOCKED;
-		}
-	}
-	(void)prim_exec(t);
+	prim_release_locks(t);
 }
 
 const struct cc_protocol cc_none = {

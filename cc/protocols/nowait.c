@@ -56,36 +56,13 @@ static int nowait_write(struct txn *t, struct cc_access *a)
 
 static int nowait_commit(struct txn *t)
 {
-	uint64_t cts = cc_ts_next(t);
-	t->cts = cts;
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (!acc_locked(a))
-			continue;
-		if (!(a->mode & ACC_W)) {
-			prim_post_write_word(t, a, W_LOCK, 0);
-		} else if (acc_relocates(a)) {
-			int rc = prim_relocate(t, a, cts, NULL);
-			if (rc)
-				return rc;
-		} else {
-			prim_post_install(t, a, cts, NULL, 0);
-		}
-		a->pstate &= ~ACC_LOCKED;
-	}
-	return prim_exec(t);
+	t->cts = cc_ts_next(t);
+	return prim_commit_writes(t, t->cts); /* invariant (2): all are locked */
 }
 
 static void nowait_abort(struct txn *t)
 {
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (acc_locked(a)) {
-			prim_post_write_word(t, a, W_LOCK, 0);
-			a->pstate &= ~ACC_LOCKED;
-		}
-	}
-	(void)prim_exec(t);
+	prim_release_locks(t);
 }
 
 const struct cc_protocol cc_nowait = {

@@ -74,18 +74,6 @@ static int silo_read(struct txn *t, struct cc_access *a)
 	return rc;
 }
 
-/* Release the read locks of a pessimistic attempt (items not written). */
-static void release_read_locks(struct txn *t)
-{
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (acc_locked(a) && !(a->mode & ACC_W)) {
-			prim_post_write_word(t, a, W_LOCK, 0);
-			a->pstate &= ~ACC_LOCKED;
-		}
-	}
-}
-
 static int silo_write(struct txn *t, struct cc_access *a)
 {
 	if (a->mode & ACC_R)
@@ -121,8 +109,7 @@ static int silo_commit(struct txn *t)
 		nr += t->acc[i]->mode != 0;
 	}
 	if (nw == 0 && nr <= 1) { /* invariant (5) */
-		release_read_locks(t);
-		return prim_exec(t);
+		return prim_commit_writes(t, 0); /* releases a pessimistic read lock */
 	}
 
 	/* LOCKING, then VALIDATING. When every item lives on one node, both go
@@ -167,34 +154,13 @@ static int silo_commit(struct txn *t)
 			return cc_abort_with(t, CC_CAUSE_VALIDATE);
 	}
 
-	/* INSTALLING. */
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (!(a->mode & ACC_W))
-			continue;
-		if (acc_relocates(a)) {
-			rc = prim_relocate(t, a, t->cts, NULL);
-			if (rc)
-				return rc;
-		} else {
-			prim_post_install(t, a, t->cts, NULL, 0);
-		}
-		a->pstate &= ~ACC_LOCKED;
-	}
-	release_read_locks(t);
-	return prim_exec(t);
+	/* INSTALLING, and the read locks of a pessimistic attempt released. */
+	return prim_commit_writes(t, t->cts);
 }
 
 static void silo_abort(struct txn *t)
 {
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (acc_locked(a)) {
-			prim_post_write_word(t, a, W_LOCK, 0);
-			a->pstate &= ~ACC_LOCKED;
-		}
-	}
-	(void)prim_exec(t);
+	prim_release_locks(t);
 }
 
 const struct cc_protocol cc_silo = {
