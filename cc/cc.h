@@ -31,6 +31,8 @@ enum {
 	ACC_BLIND = 1u << 1,   /* written without being read (no version to validate) */
 	ACC_MOVED = 1u << 2,   /* relocated to a bigger block at commit */
 	ACC_CASPEND = 1u << 3, /* silo: lock CAS posted, result not yet noted */
+	ACC_SWAPPED = 1u << 4, /* relocation: the index points at nref now */
+	ACC_NEEDIMG = 1u << 5, /* silo: blind write, block read with the lock CAS */
 };
 
 struct cc_access {
@@ -86,6 +88,24 @@ struct cc_protocol {
 
 struct cc_worker; /* executor state per worker (cc/exec.c) */
 
+/* A committing transaction's undo log (cc/undo.c, st.h "the undo log"). */
+enum undo_phase {
+	UNDO_NONE,      /* nothing written in place */
+	UNDO_INSTALLED, /* records and installs posted: abort must roll back */
+	UNDO_DECIDED,   /* the decision or a mark is out: committed */
+	UNDO_UNKNOWN,   /* the one written node failed with its mark in flight */
+};
+struct txn_undo {
+	int slot;                 /* coordinator slot, -1 = none held */
+	int phase;                /* enum undo_phase */
+	uint64_t nodes;           /* bitmask of nodes written */
+	char *buf;                /* per written node: st_log_hdr + records */
+	uint32_t cap;
+	uint32_t boff[FAB_MAX_NODES], blen[FAB_MAX_NODES];
+	uint64_t mark;            /* staged words for WRITEs (txn id, zero) */
+	uint64_t zero;
+};
+
 struct txn {
 	struct node *node;
 	struct worker *w;
@@ -107,6 +127,8 @@ struct txn {
 	uint32_t sp_gen;          /* current savepoint generation, 0 = none */
 	struct cc_access **tab;   /* open hash by key hash, tab_mask+1 chains */
 	uint32_t tab_mask;
+
+	struct txn_undo undo;     /* the undo log of the commit (cc/undo.c) */
 };
 
 /* ---- primitives (cc/prim.c): the only way a protocol touches data ----
@@ -157,30 +179,54 @@ void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t
 int prim_exec(struct txn *t);
 
 /*
- * prim_post_install - queue the install of a's pending write (value or
- * delete) with version `ver` and meta words, then the lock word `unlock`,
- * in the order above. In place only: callers first run prim_relocate for
- * accesses with has_nref.
+ * prim_post_install - queue the raw install of a's pending write in place
+ * (words 2.., then ver, then the lock word `unlock`), in the order above.
+ * No undo record: protocols commit through prim_commit_writes.
  */
 void prim_post_install(struct txn *t, struct cc_access *a, uint64_t ver, const uint64_t meta[2],
 		       uint64_t unlock);
-/*
- * prim_relocate - for an access whose value outgrew its block: write the
- * whole new block (unlocked, version `ver`), swap the index slot to it,
- * mark the old block DEAD, release the old lock word and free the old
- * block. Runs its own round trips. The caller holds the old block's lock.
- */
-int prim_relocate(struct txn *t, struct cc_access *a, uint64_t ver, const uint64_t meta[2]);
 
 /*
- * prim_commit_writes - the last step every protocol shares: install each
+ * prim_commit_writes - the last step every protocol shares, once every
+ * written item is locked by the transaction and a->img holds its current
+ * image: write the undo records (st.h, "the undo log"), install each
  * written item with version `ver` (relocating it if it outgrew its block),
- * release the lock word of every item still locked but not written, all in
- * one batch, and execute it.
+ * set the commit mark, release every lock, retire the records. 1 round
+ * trip when one node is written, 3 otherwise (prim.c). Returns CC_OK
+ * (committed), an error or CC_ABORT before the commit point (the abort
+ * hook then rolls back), or CC_EUNKNOWN.
  */
 int prim_commit_writes(struct txn *t, uint64_t ver);
-/* Release every lock word the transaction holds (abort), one batch. */
+/* Abort: roll installs back if any were posted, release every lock word
+ * the transaction holds, retire its records. */
 void prim_release_locks(struct txn *t);
+
+/* ---- the undo log (cc/undo.c), used by prim_commit_writes ---- */
+
+/* Take a coordinator slot for the commit (waits if the worker has none free). */
+void undo_slot_get(struct txn *t);
+/* Give it back; with quarantine, keep it out of use (a peer failed before
+ * its records there were settled). */
+void undo_slot_put(struct txn *t);
+/* Keep the slot out of use until the nodes in `failed` rejoined. */
+void undo_slot_quarantine(struct txn *t, uint64_t failed);
+/* Build the records of every written access; CC_ETXNLOG if a node's
+ * records exceed a slot. */
+int undo_build(struct txn *t);
+/* Queue the header and records of every written node. */
+void undo_post_records(struct txn *t);
+/* Queue the decision record (own region) / one node's mark / retire. */
+void undo_post_decision(struct txn *t);
+void undo_post_mark(struct txn *t, uint16_t node);
+void undo_post_retire(struct txn *t, uint16_t node);
+/* Queue the old images of every in-place write back (abort after
+ * UNDO_INSTALLED). */
+void undo_post_rollback(struct txn *t);
+/* Free the worker's slot pool state. */
+void undo_txn_release(struct txn *t);
+
+/* The node of a lock word's holder (owner words carry it in bits 56..63). */
+int cc_lock_holder_node(uint64_t lockword);
 
 /* ---- helpers for protocols ---- */
 

@@ -120,6 +120,8 @@ void cc_worker_destroy(struct cc_worker *ccw)
 	free(ccw->tab);
 	while (ccw->nscratch)
 		free(ccw->scratch[--ccw->nscratch]);
+	while (ccw->nundo_spare)
+		free(ccw->undo_spare[--ccw->nundo_spare]);
 	cc_cache_destroy(ccw->cache);
 	free(ccw);
 }
@@ -180,6 +182,11 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t)
 	t->fatal = 0;
 	t->single_read = false;
 	t->sp_gen = 0;
+	t->undo.slot = -1;
+	t->undo.phase = UNDO_NONE;
+	t->undo.nodes = 0;
+	t->undo.buf = NULL;
+	t->undo.cap = 0;
 	memset(&t->fstats, 0, sizeof(t->fstats));
 	t->acc = ccw->acc;
 	t->acc_cap = ccw->acc_cap;

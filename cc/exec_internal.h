@@ -26,6 +26,10 @@ struct cc_worker {
 	int acc_cap;
 	struct cc_access **tab;
 	uint32_t tab_mask;
+	uint64_t slots_busy;         /* undo log slots in use (cc/undo.c) */
+	char *undo_spare[8];         /* record buffers lent to transactions */
+	uint32_t undo_spare_cap[8];
+	int nundo_spare;
 };
 
 /* txn.c: end-of-transaction work. */

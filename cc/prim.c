@@ -132,78 +132,215 @@ void prim_post_install(struct txn *t, struct cc_access *a, uint64_t ver, const u
 	prim_post_write_word(t, a, W_LOCK, unlock);
 }
 
-int prim_relocate(struct txn *t, struct cc_access *a, uint64_t ver, const uint64_t meta[2])
+/*
+ * Relocation, in three steps around the commit point (cc.h):
+ *  reloc_post_block  the new block, complete and locked by us, queued with
+ *                    the installs (after its RELOC record);
+ *  reloc_swap        after they completed: the index slot to the new block;
+ *  reloc_post_finish after the commit point: unlock the new block, mark
+ *                    the old one DEAD and unlock it; then st_retire it.
+ * Until the commit point the old block is intact and locked, so a rollback
+ * (cc/undo.c, storage/log.c) only swaps the slot back and frees the new one.
+ */
+static int reloc_post_block(struct txn *t, struct cc_access *a, uint64_t ver)
 {
-	struct node *n = t->node;
-	const struct st_layout *L = n->layout;
-	struct st_ref old = a->ref;
-
-	/* The new block, complete and unlocked, before anyone can reach it. */
 	uint32_t need = st_class_size(a->nref.cls);
-	struct st_item *nb = calloc(1, need);
-	if (!nb)
+	if (img_reserve(a, a->nref.cls) || need < sizeof(struct st_item) + a->klen + a->wvlen)
 		return CC_EINTERNAL;
-	nb->lock = 0;
+	/* a->img is free to reuse: the record already holds the old image. */
+	struct st_item *nb = a->img;
+	nb->lock = t->owner;
 	nb->ver = ver;
-	nb->meta[0] = meta ? meta[0] : 0;
-	nb->meta[1] = meta ? meta[1] : 0;
+	nb->meta[0] = 0;
+	nb->meta[1] = 0;
 	nb->ident = st_make_ident(a->nref.gen, a->klen, a->nref.cls);
 	nb->data = st_make_data(a->wvlen, 0);
-	memcpy(nb + 1, a->key, a->klen);
+	memmove(nb + 1, a->key, a->klen);
 	memcpy((char *)(nb + 1) + a->klen, a->wval, a->wvlen);
 	fab_write(&t->batch, a->nref.node, a->nref.off, nb,
 		  (uint32_t)(sizeof(*nb) + a->klen + a->wvlen));
-	int rc = prim_exec(t);
-	free(nb);
-	if (rc)
-		return rc;
-	rc = st_swap(&t->batch, L, a->hash, &old, &a->nref);
-	if (rc)
-		return CC_EINTERNAL; /* we hold old's lock, so the slot cannot move */
-	/* Old block: DEAD first, then release, so whoever takes the lock next
-	 * sees DEAD and re-resolves; then give it back. */
-	uint64_t dead = st_make_data(0, ST_F_DEAD);
-	prim_post_write_word(t, a, W_DATA, dead);
-	prim_post_write_word(t, a, W_VER, ver);
-	prim_post_write_word(t, a, W_LOCK, 0);
-	rc = prim_exec(t);
-	if (rc)
-		return rc;
-	(void)st_retire(&t->batch, L, &old);
-	a->ref = a->nref;
-	a->has_nref = false;
-	a->pstate |= ACC_MOVED;
 	return CC_OK;
 }
 
+static int reloc_swap(struct txn *t, struct cc_access *a)
+{
+	int rc = st_swap(&t->batch, t->node->layout, a->hash, &a->ref, &a->nref);
+	if (rc == 0) {
+		a->pstate |= ACC_SWAPPED;
+		return CC_OK;
+	}
+	if (rc == ST_EBUSY || rc == ST_ESTALE)
+		return CC_EINTERNAL; /* we hold the old lock: the slot cannot move */
+	t->fatal = CC_EFAB;
+	return CC_EFAB;
+}
+
+static void reloc_post_finish(struct txn *t, struct cc_access *a, uint64_t ver)
+{
+	uint64_t nlock = a->nref.off + (uint64_t)W_LOCK * 8;
+	fab_write(&t->batch, a->nref.node, nlock, &t->undo.zero, 8);
+	/* Old block: DEAD first, then release, so whoever takes the lock next
+	 * sees DEAD and re-resolves. */
+	a->stage[2] = st_make_data(0, ST_F_DEAD);
+	fab_write(&t->batch, a->ref.node, word_off(a, W_DATA), &a->stage[2], 8);
+	prim_post_write_word(t, a, W_VER, ver);
+	prim_post_write_word(t, a, W_LOCK, 0);
+}
+
+/* Install a write in place, keeping its lock: words 2.., then ver. */
+static void post_install_locked(struct txn *t, struct cc_access *a, uint64_t ver)
+{
+	uint32_t len = stage_image(a, NULL); /* after undo_build took the old image */
+	fab_write(&t->batch, a->ref.node, word_off(a, W_META0), &a->img->meta[0], len - 16);
+	prim_post_write_word(t, a, W_VER, ver);
+}
+
+/* Release the lock word of every access still locked (after the commit
+ * point, or on abort). */
+static void post_unlocks(struct txn *t)
+{
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (acc_locked(a) && !(a->pstate & ACC_SWAPPED))
+			prim_post_write_word(t, a, W_LOCK, 0);
+		a->pstate &= ~ACC_LOCKED;
+	}
+}
+
+/*
+ * The commit every protocol ends with, durable per the undo log (st.h):
+ *   one written node, no relocation: records, installs, mark, unlocks,
+ *     retire, in one batch: the node applies them in order, so its mark
+ *     is the commit point and comes before every release on that node;
+ *   otherwise: (B2) records, installs and new blocks everywhere; index
+ *     swaps; (B3) the decision record in our own region: the commit
+ *     point; (B4) marks, unlocks, retires everywhere.
+ * Round trips: 1 for the first case (as without a log), 3 for the second.
+ */
 int prim_commit_writes(struct txn *t, uint64_t ver)
 {
+	uint64_t wnodes = 0;
+	bool reloc = false;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (a->mode & ACC_W) {
-			if (acc_relocates(a)) {
-				int rc = prim_relocate(t, a, ver, NULL);
-				if (rc)
-					return rc;
-			} else {
-				prim_post_install(t, a, ver, NULL, 0);
-			}
-		} else if (acc_locked(a)) {
-			prim_post_write_word(t, a, W_LOCK, 0);
+			wnodes |= 1ull << a->node;
+			reloc |= acc_relocates(a);
 		}
-		a->pstate &= ~ACC_LOCKED;
 	}
-	return prim_exec(t);
-}
-
-void prim_release_locks(struct txn *t)
-{
+	if (!wnodes) {
+		post_unlocks(t);
+		return prim_exec(t);
+	}
+	undo_slot_get(t);
+	int rc = undo_build(t);
+	if (rc)
+		return rc;
+	undo_post_records(t);
+	t->undo.phase = UNDO_INSTALLED;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
-		if (acc_locked(a)) {
-			prim_post_write_word(t, a, W_LOCK, 0);
-			a->pstate &= ~ACC_LOCKED;
+		if (!(a->mode & ACC_W))
+			continue;
+		if (acc_relocates(a)) {
+			if ((rc = reloc_post_block(t, a, ver)))
+				return rc;
+		} else {
+			post_install_locked(t, a, ver);
 		}
 	}
-	(void)prim_exec(t);
+
+	if (!reloc && (wnodes & (wnodes - 1)) == 0) {
+		uint16_t nd = (uint16_t)__builtin_ctzll(wnodes);
+		undo_post_mark(t, nd);
+		post_unlocks(t);
+		undo_post_retire(t, nd);
+		rc = prim_exec(t);
+		if (rc && (t->batch.failed & wnodes)) {
+			/* Its mark may or may not have landed: the node settles it
+			 * when it rejoins; we cannot tell the client which. */
+			t->undo.phase = UNDO_UNKNOWN;
+			undo_slot_quarantine(t, wnodes);
+			return CC_EUNKNOWN;
+		}
+		t->fatal = 0; /* only a read lock's release failed: committed */
+		undo_slot_put(t);
+		return CC_OK;
+	}
+
+	if ((rc = prim_exec(t)))
+		return rc; /* the abort hook rolls back (UNDO_INSTALLED) */
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if ((a->mode & ACC_W) && acc_relocates(a) && (rc = reloc_swap(t, a)))
+			return rc;
+	}
+	undo_post_decision(t);
+	if ((rc = prim_exec(t)))
+		return rc;
+	t->undo.phase = UNDO_DECIDED;
+
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+		if (wnodes & (1ull << nd))
+			undo_post_mark(t, (uint16_t)nd);
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (a->pstate & ACC_SWAPPED)
+			reloc_post_finish(t, a, ver);
+	}
+	post_unlocks(t);
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+		if (wnodes & (1ull << nd))
+			undo_post_retire(t, (uint16_t)nd);
+	rc = prim_exec(t);
+	t->fatal = 0; /* committed whatever fails from here on */
+	if (rc)
+		undo_slot_quarantine(t, t->batch.failed);
+	else
+		undo_slot_put(t);
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->pstate & ACC_SWAPPED))
+			continue;
+		if (!rc)
+			(void)st_retire(&t->batch, t->node->layout, &a->ref);
+		a->ref = a->nref;
+		a->has_nref = false;
+		a->pstate = (uint8_t)((a->pstate & ~ACC_SWAPPED) | ACC_MOVED);
+	}
+	return CC_OK;
+}
+
+/*
+ * The abort every protocol ends with: if installs were posted, put the old
+ * images back (and swapped index slots), then release every lock and
+ * retire the records. A node that fails meanwhile settles our records
+ * itself when it rejoins (the slot waits in quarantine until then).
+ */
+void prim_release_locks(struct txn *t)
+{
+	struct txn_undo *u = &t->undo;
+	uint64_t failed = 0;
+	if (u->phase == UNDO_INSTALLED) {
+		for (int i = 0; i < t->nacc; i++) {
+			struct cc_access *a = t->acc[i];
+			if (!(a->pstate & ACC_SWAPPED))
+				continue;
+			if (st_swap(&t->batch, t->node->layout, a->hash, &a->nref, &a->ref) != 0)
+				failed |= 1ull << a->node;
+			a->pstate &= ~ACC_SWAPPED;
+		}
+		undo_post_rollback(t);
+	}
+	post_unlocks(t);
+	if (u->phase == UNDO_INSTALLED)
+		for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+			if (u->nodes & (1ull << nd))
+				undo_post_retire(t, (uint16_t)nd);
+	if (prim_exec(t) != 0)
+		failed |= t->batch.failed;
+	if (u->slot >= 0 && failed && u->phase == UNDO_INSTALLED)
+		undo_slot_quarantine(t, failed & u->nodes);
+	else
+		undo_slot_put(t);
 }

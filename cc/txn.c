@@ -28,6 +28,10 @@ const char *cc_strerror(int rc)
 	case CC_ETOOBIG: return "key or value too large";
 	case CC_EFAB: return "fabric failure";
 	case CC_ETIMEOUT: return "transaction kept aborting until txn-timeout";
+	case CC_ETXNLOG:
+		return "it changes more data on one node than an undo log slot holds "
+		       "(a larger 'memory' gives larger slots)";
+	case CC_EUNKNOWN: return "outcome unknown: a node failed during the commit";
 	default: return "internal error";
 	}
 }
@@ -501,6 +505,7 @@ void txn_after_abort(struct txn *t)
 void txn_release(struct txn *t)
 {
 	struct cc_worker *ccw = t->ccw;
+	undo_txn_release(t);
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		/* Keep small buffers for reuse; drop big ones. */

@@ -31,6 +31,9 @@
 #define CC_EFAB (-2002)
 #define CC_EINTERNAL (-2003)
 #define CC_ETIMEOUT (-2004) /* cc_run gave up retrying after txn-timeout */
+#define CC_ETXNLOG (-2005)  /* the undo records on one node exceed a log slot */
+#define CC_EUNKNOWN (-2006) /* a peer failed while the commit was in flight: it may
+			       or may not have committed */
 
 struct txn;
 

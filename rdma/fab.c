@@ -231,6 +231,8 @@ void fab_part_done(struct fab_part *p, int err)
 	struct fab_batch *b = p->b;
 	if (err && !b->err)
 		b->err = err;
+	if (err)
+		b->failed |= 1ull << (p->node & 63);
 	if (--b->pending == 0 && b->handle && b->waiter.unpark)
 		b->waiter.unpark(b->waiter.ctx, b->handle);
 }
@@ -262,11 +264,14 @@ int fab_exec(struct fab_batch *b)
 	if (n == 0)
 		return 0;
 	b->n = 0;
+	b->failed = 0;
 	struct fab *f = b->fw->f;
 	for (int i = 0; i < n; i++) {
 		struct fab_op *op = &b->ops[i];
-		if (op->node >= FAB_MAX_NODES || !f->peers[op->node].attached)
+		if (op->node >= FAB_MAX_NODES || !f->peers[op->node].attached) {
+			b->failed |= 1ull << (op->node & 63);
 			return -EHOSTDOWN;
+		}
 		/* Not off + len > size: that sum wraps for off near 2^64 and let
 		 * such an op reach memory before the region. */
 		uint64_t size = f->peers[op->node].size;
@@ -296,6 +301,8 @@ int fab_exec(struct fab_batch *b)
 			int r = fab_apply_local(p->base, p->size, &one, 1);
 			if (r && !rc)
 				rc = r;
+			if (r)
+				b->failed |= 1ull << (op->node & 63);
 			continue;
 		}
 		int j;

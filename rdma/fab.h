@@ -78,6 +78,7 @@ struct fab_batch {
 	/* completion state of the exec in progress (fab.c and backends) */
 	int pending;             /* parts posted and not yet completed */
 	int err;                 /* first error of a part, or 0 */
+	uint64_t failed;         /* bit per node whose part of the last exec failed */
 	void *handle;            /* waiter's handle of the parked coroutine */
 	struct fab_op ops[FAB_BATCH_MAX];
 };

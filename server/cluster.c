@@ -46,6 +46,7 @@
 #include "rdma/tcp_wire.h"
 #include "server/log.h"
 #include "server/node.h"
+#include "server/recovery.h"
 #include "server/slots.h"
 #include "server/strutil.h"
 #include "server/worker.h"
@@ -60,6 +61,7 @@ enum ctl_type {
 	CTL_COUNT,
 	CTL_KEYS,
 	CTL_SCAN,
+	CTL_SETTLED,
 };
 
 #define CTL_MAX_PAYLOAD (64u << 20)
@@ -88,6 +90,10 @@ struct ctl_hello {
 	char backend[16];
 	char proto[32];
 	char fabric_addr[128];
+	/* The undo log (server/recovery.c): the sender's decision records, and
+	 * its slots whose records the receiver must settle (txn, or 0). */
+	uint64_t decided[ST_LOG_SLOTS];
+	uint64_t pending[ST_LOG_SLOTS];
 };
 
 struct peer {
@@ -348,7 +354,7 @@ static int fab_ctl_bridge(void *ctx, uint16_t node, const void *req, size_t len,
 
 /* ---- serving side ---- */
 
-static void fill_hello(struct node *n, struct ctl_hello *h)
+static void fill_hello(struct node *n, struct ctl_hello *h, unsigned to)
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, CTL_HELLO_MAGIC, 8);
@@ -365,6 +371,16 @@ static void fill_hello(struct node *n, struct ctl_hello *h)
 		if (n->cfg.cluster_nodes[i].id == n->cfg.node_id)
 			snprintf(h->fabric_addr, sizeof(h->fabric_addr), "%s",
 				 n->cfg.cluster_nodes[i].fabric);
+	srv_read_decisions(n, h->decided);
+	srv_pending_for(n, to, h->pending);
+}
+
+/* A joining peer's HELLO or HELLO reply: settle what its previous
+ * incarnation, or its failed commits, left here (server/recovery.c). */
+static void settle_from_hello(struct node *n, const struct ctl_hello *h)
+{
+	srv_settle_restarted_peer(n, h->node, h->incarnation, h->decided);
+	srv_settle_pending(n, h->node, h->decided, h->pending);
 }
 
 struct keybuf {
@@ -403,6 +419,22 @@ static int scan_collect(void *arg, const char *key, uint32_t klen, const struct 
 	if (kb->plen && !srv_strmatch(kb->pattern, kb->plen, key, klen, false))
 		return 0;
 	return keybuf_add(kb, key, klen);
+}
+
+/*
+ * A node that restarted cannot still be switching: if it held the cluster's
+ * switch lock (this node's header word), release it, or every later
+ * CONFIG SET cc would wait for a dead node.
+ */
+static void release_dead_switch_lock(struct node *n, uint32_t peer)
+{
+	if (n->cluster->lock_node != n->cfg.node_id)
+		return;
+	uint64_t *word = (uint64_t *)((char *)st_region_header(n->region) + SWITCH_LOCK_OFF);
+	uint64_t held = (uint64_t)peer;
+	if (ck_pr_cas_64(word, held, 0))
+		srv_log(n, LOG_WARNING, "released the cluster switch lock of node %u (it restarted)",
+			peer);
 }
 
 /* What the listener hands a control thread. */
@@ -448,12 +480,25 @@ static void *ctl_conn_main(void *arg)
 				status = -EPROTO;
 				break;
 			}
-			fill_hello(n, out);
+			fill_hello(n, out, in->node);
 			rlen = sizeof(*out);
-			if (in->cluster_id != out->cluster_id)
+			if (in->cluster_id != out->cluster_id) {
 				status = -EXDEV; /* caller reports the mismatch */
+				break;
+			}
+			if (in->node < FAB_MAX_NODES) {
+				settle_from_hello(n, in);
+				release_dead_switch_lock(n, in->node);
+			}
 			break;
 		}
+		case CTL_SETTLED: /* the peer settled the slots we reported to it */
+			if (h.len == sizeof(uint64_t) * (ST_LOG_SLOTS + 1)) {
+				uint64_t *v = (uint64_t *)req;
+				if (v[0] < FAB_MAX_NODES)
+					srv_pending_settled(n, (unsigned)v[0], v + 1);
+			}
+			break;
 		case CTL_FAB: {
 			resp = malloc(64 * 1024);
 			rlen = 64 * 1024;
@@ -653,7 +698,7 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 	for (;;) {
 		char cerr[256] = "";
 		struct ctl_hello mine, *theirs = NULL;
-		fill_hello(n, &mine);
+		fill_hello(n, &mine, (unsigned)p->id);
 		size_t rl = 0;
 		int rc = ctl_call(n, NULL, p->id, CTL_HELLO, &mine, sizeof(mine), (void **)&theirs,
 				  &rl, cerr, sizeof(cerr));
@@ -676,6 +721,22 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 			}
 			p->hello = *theirs;
 			free(theirs);
+			/* They settled what we reported; we settle what they report,
+			 * then tell them. */
+			srv_pending_settled(n, (unsigned)p->id, mine.pending);
+			settle_from_hello(n, &p->hello);
+			uint64_t settled[ST_LOG_SLOTS + 1];
+			bool any = false;
+			settled[0] = (uint64_t)n->cfg.node_id;
+			for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
+				any |= (settled[s + 1] = p->hello.pending[s]) != 0;
+			if (any) {
+				void *r = NULL;
+				size_t rl2 = 0;
+				(void)ctl_call(n, NULL, p->id, CTL_SETTLED, settled, sizeof(settled), &r,
+					       &rl2, cerr, sizeof(cerr));
+				free(r);
+			}
 			struct fab_peer_info pi = { .node = (uint16_t)p->id,
 						    .region_size = p->hello.region_size };
 			snprintf(pi.region_path, sizeof(pi.region_path), "%s", p->hello.region_path);

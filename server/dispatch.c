@@ -98,6 +98,9 @@ void srv_reply_txn_failed(struct resp_w *out, struct node *n, int rc)
 	if (rc == CC_ETIMEOUT)
 		resp_errorf(out, "ERR transaction aborted: %s (txn-timeout %lld ms); nothing was "
 			    "written", cc_strerror(rc), n->cfg.txn_timeout_ms);
+	else if (rc == CC_EUNKNOWN)
+		resp_error(out, "ERR transaction outcome unknown: a node failed while it committed; "
+			   "it took effect either whole or not at all");
 	else
 		resp_errorf(out, "ERR transaction aborted: %s; nothing was written",
 			    rc == CC_EFAB ? "a node did not answer on the fabric" : cc_strerror(rc));

@@ -16,6 +16,7 @@
 
 #include "cc/cc.h"
 #include "server/log.h"
+#include "server/recovery.h"
 #include "server/cluster.h"
 #include "server/node.h"
 #include "server/slots.h"
@@ -103,6 +104,17 @@ static enum st_persistence persistence_of(const char *s)
 	return ST_PERSIST_PROCESS;
 }
 
+/* Coordinator node ids the undo log has slots for: every id of the cluster
+ * file, so every node of a cluster computes the same layout. */
+static unsigned log_nodes_of(const struct node *n)
+{
+	int max = n->cfg.node_id;
+	for (int i = 0; i < n->cfg.ncluster_nodes; i++)
+		if (n->cfg.cluster_nodes[i].id > max)
+			max = n->cfg.cluster_nodes[i].id;
+	return (unsigned)max;
+}
+
 static uint64_t protocol_id(const struct cc_protocol *p)
 {
 	const struct cc_protocol *const *all = cc_protocol_all();
@@ -173,8 +185,10 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		.node_id = (uint16_t)n->cfg.node_id,
 		.cluster_id = cluster_id_of(n),
 		.size = (uint64_t)n->cfg.memory,
+		.log_nodes = log_nodes_of(n),
 		.persistence = persistence_of(n->cfg.persistence),
 	};
+	st_set_self_node((uint16_t)n->cfg.node_id);
 	char serr[512] = "";
 	rc = st_region_open(&sc, &n->region, serr, sizeof(serr));
 	if (rc) {
@@ -187,11 +201,10 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		n->recovered_unclean = !st_region_was_clean(n->region);
 		uint64_t live = 0;
 		if (n->recovered_unclean) {
-			/* The last process died: release the locks of the transactions
-			 * it was running and free blocks that never got published. */
-			st_recover(n->region, &live);
-			srv_log(n, LOG_WARNING, "MemStore was not closed cleanly: recovered, %llu keys",
-				(unsigned long long)live);
+			/* The last process died: roll back the transactions it was
+			 * running and release their locks (recovery.c). */
+			srv_recover_local(n);
+			live = n->recovered_keys;
 		} else {
 			live = st_count(n->region);
 			srv_log(n, LOG_NOTICE, "MemStore reopened after a clean shutdown: %llu keys",

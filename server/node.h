@@ -99,6 +99,13 @@ struct node {
 	int nlisten;
 	int log_fd;                   /* log destination (server/log.c) */
 	uint64_t recovered_keys;      /* live keys found at start */
+	/* Coordinator slots whose records a failed peer still has to settle
+	 * (cc/undo.c invariant 1): the txn id, and the nodes that failed. The
+	 * control plane clears them when those peers have rejoined. */
+	uint64_t log_pending[ST_LOG_SLOTS];
+	uint64_t log_pending_nodes[ST_LOG_SLOTS];
+	struct st_log_stats recovery;  /* what recovery settled at start */
+	uint64_t recovery_ms;
 	bool recovered_unclean;       /* the last stop was not clean */
 };
 

@@ -152,16 +152,26 @@ void st_ways_of_slot(const struct st_layout *L, uint64_t bucket, uint64_t s, str
 
 /* Per-thread owner value for bucket locks: any nonzero value gives mutual
  * exclusion (a coroutine never CASes a lock it holds); a per-thread random
- * one also tells a debugger who holds it. */
+ * one also tells a debugger who holds it. Bits 56..63 are the node, so
+ * that when a node restarts its peers release the bucket locks its dead
+ * inserters held (st_release_locks_of). */
 static __thread uint64_t tls_owner;
+static uint16_t self_node;
+
+void st_set_self_node(uint16_t node)
+{
+	__atomic_store_n(&self_node, node, __ATOMIC_RELAXED);
+}
+
 static uint64_t bucket_owner(void)
 {
-	if (!tls_owner) {
+	if (!tls_owner || (tls_owner >> 56) != __atomic_load_n(&self_node, __ATOMIC_RELAXED)) {
 		uint64_t x = (uint64_t)(uintptr_t)&tls_owner ^ ((uint64_t)getpid() << 32);
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		x ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull;
-		tls_owner = fold(x) | 1;
+		tls_owner = (fold(x) & ((1ull << 56) - 1)) | 1 |
+			    ((uint64_t)__atomic_load_n(&self_node, __ATOMIC_RELAXED) << 56);
 	}
 	return tls_owner;
 }

@@ -61,7 +61,8 @@ const char *st_strerror(int err)
 	}
 }
 
-int st_layout_compute(uint64_t size, struct st_layout *L, char *err, size_t errlen)
+int st_layout_compute(uint64_t size, unsigned log_nodes, struct st_layout *L, char *err,
+		      size_t errlen)
 {
 	size &= ~(PAGE - 1);
 	if (size < ST_MIN_REGION) {
@@ -82,7 +83,20 @@ int st_layout_compute(uint64_t size, struct st_layout *L, char *err, size_t errl
 	/* About 1/16 of the memory for the index: one 8-byte slot per ~146
 	 * bytes of region, enough for items of the smaller classes. */
 	L->index_buckets = size / 16 / 64;
-	L->log_size = align_up(size / 64 > LOG_MIN ? size / 64 : LOG_MIN, PAGE);
+	/* The undo log: 1/32 of the memory, at least LOG_MIN (but at most a
+	 * quarter), split into ST_LOG_SLOTS slots per coordinator node. */
+	if (log_nodes < 1)
+		log_nodes = 1;
+	if (log_nodes >= FAB_MAX_NODES) {
+		snprintf(err, errlen, "node ids go up to %d", FAB_MAX_NODES - 1);
+		return ST_ECORRUPT;
+	}
+	uint64_t lsz = size / 32 > LOG_MIN ? size / 32 : LOG_MIN;
+	if (lsz > size / 4)
+		lsz = size / 4;
+	L->log_nodes = log_nodes;
+	L->log_slot_bytes = (lsz / (log_nodes * ST_LOG_SLOTS)) & ~(uint64_t)63;
+	L->log_size = align_up(L->log_slot_bytes * log_nodes * ST_LOG_SLOTS, PAGE);
 	L->log_off = size - L->log_size;
 	L->slabtab_off = align_up(L->index_off + L->index_buckets * 64, PAGE);
 	uint64_t avail = L->log_off - L->slabtab_off;
@@ -355,7 +369,7 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 	}
 	r->fd = -1;
 	r->persistence = cfg->persistence;
-	int rc = st_layout_compute(cfg->size, &r->layout, err, errlen);
+	int rc = st_layout_compute(cfg->size, cfg->log_nodes, &r->layout, err, errlen);
 	if (rc)
 		goto fail;
 

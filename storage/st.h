@@ -27,7 +27,7 @@
 #include "rdma/fab.h"
 
 #define ST_MAGIC 0x31564b43524b4352ull /* "RCKRCKV1" little-endian */
-#define ST_LAYOUT_VERSION 1
+#define ST_LAYOUT_VERSION 2
 
 enum {
 	ST_ENOTFOUND = -1000, /* key has no item */
@@ -46,6 +46,7 @@ struct st_config {
 	uint16_t node_id;
 	uint64_t cluster_id;      /* 0 for a standalone node */
 	uint64_t size;            /* region bytes ("memory") */
+	unsigned log_nodes;       /* coordinators' node ids are 1..log_nodes */
 	enum st_persistence persistence;
 };
 
@@ -62,6 +63,8 @@ struct st_layout {
 	uint64_t bitmap_off;             /* per slab: ST_SLAB_BITMAP_BYTES of free bits (1 = used) */
 	uint64_t slab_off, slab_count;   /* slabs of ST_SLAB_BYTES */
 	uint64_t log_off, log_size;
+	uint64_t log_nodes;              /* coordinator node ids 1..log_nodes */
+	uint64_t log_slot_bytes;         /* one coordinator slot (storage/log.h) */
 };
 
 #define ST_TXN_BYTES 64
@@ -83,6 +86,10 @@ struct st_header {
 	uint64_t protocol_id;      /* cc protocol whose metadata the items carry */
 	struct st_layout layout;
 	uint64_t reserved[32];
+	/* The incarnation of each peer as this node last saw it at join: a
+	 * different one at the next join means the peer restarted, and its
+	 * transactions left in this region are resolved (storage/log.h). */
+	uint64_t peer_incarnation[FAB_MAX_NODES];
 };
 
 /*
@@ -272,5 +279,117 @@ int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref 
  */
 int st_reap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
 	    const struct st_ref *ref, uint64_t owner);
+
+/* ---- the undo log (DESIGN.md section 9, FORD 4.3) ----
+ *
+ * The log area holds ST_LOG_SLOTS slots per coordinator node (ids 1 ..
+ * log_nodes), each log_slot_bytes long. A coordinator owns its slots on
+ * every node and hands them to its transactions itself (cc/undo.c), so no
+ * one else ever writes them. A slot on node N holds, for the transaction
+ * using it, the old images of the items it changes on N:
+ *
+ *   struct st_log_hdr  (64 bytes)  txn, then mark
+ *   struct st_log_rec + payload     one per changed item, 8-aligned
+ *   ...
+ *
+ * Written by the coordinator through the fabric, in this order per node
+ * (one endpoint, so applied in order): header and records; the in-place
+ * installs; the commit mark (mark := txn); the lock releases; retire
+ * (txn := 0). A record carries its txn and a checksum: a record torn by a
+ * crash fails the checksum, and then its install was never applied either.
+ *
+ * A transaction is committed iff a node holds mark == txn for it, or the
+ * coordinator's decision record (st_txn_rec in the coordinator's own
+ * region, slot of the same number) names it. Recovery keeps committed
+ * transactions and rolls the others back from their records.
+ */
+#define ST_LOG_SLOTS 64 /* coordinator slots per coordinator node */
+
+struct st_log_hdr {
+	uint64_t txn;  /* the transaction whose records follow; 0 = slot free */
+	uint64_t mark; /* == txn once the transaction committed */
+	uint64_t pad[6];
+};
+
+struct st_log_rec {
+	uint64_t txn;      /* the slot's transaction */
+	uint64_t kind_len; /* kind:8 | payload bytes:32 */
+	uint64_t off;      /* IMAGE: the item block; RELOC: the old block */
+	uint64_t aux;      /* IMAGE: block generation; RELOC: the new block */
+	uint64_t sum;      /* st_log_rec_sum of all of the above and the payload */
+	/* payload, padded to 8 bytes */
+};
+
+enum {
+	/* payload: item words 1..5 (ver, meta, ident, data), key, old value.
+	 * Undo: write them back if the block still has the generation. */
+	ST_REC_IMAGE = 1,
+	/* payload: struct st_log_reloc. Undo: point the index slot back at
+	 * the old block, free the new one. Redo (committed): retire the old. */
+	ST_REC_RELOC = 2,
+};
+
+struct st_log_reloc {
+	uint64_t hash;
+	uint64_t old_gen_cls; /* gen:32 | cls:8 */
+	uint64_t new_gen_cls;
+};
+
+/* The decision record of a coordinator slot: in the coordinator's own
+ * region, at txn_off + slot * ST_TXN_BYTES. */
+struct st_txn_rec {
+	uint64_t committed; /* txn id of the slot's last committed multi-node txn */
+	uint64_t pad[7];
+};
+static_assert(sizeof(struct st_txn_rec) == ST_TXN_BYTES, "one txn record per slot");
+
+static inline uint64_t st_log_slot_off(const struct st_layout *L, unsigned coord, unsigned slot)
+{
+	return L->log_off + ((uint64_t)(coord - 1) * ST_LOG_SLOTS + slot) * L->log_slot_bytes;
+}
+static inline uint64_t st_txn_rec_off(const struct st_layout *L, unsigned slot)
+{
+	return L->txn_off + (uint64_t)slot * ST_TXN_BYTES;
+}
+static inline uint32_t st_rec_bytes(uint32_t payload)
+{
+	return (uint32_t)sizeof(struct st_log_rec) + ((payload + 7u) & ~7u);
+}
+uint64_t st_log_rec_sum(const struct st_log_rec *r, const void *payload);
+
+/* What resolving one coordinator's slots did. */
+struct st_log_stats {
+	uint64_t txns_committed;  /* found with a mark or a decision: kept */
+	uint64_t txns_rolled_back;
+	uint64_t records_undone;
+	uint64_t locks_released;
+};
+
+/*
+ * st_log_resolve - settle the transactions of coordinator node `coord`
+ * left in this region's log area: those committed (a mark, or
+ * decided[slot] == txn) are kept, the others rolled back from their
+ * records, newest first; then the slots are retired. decided may be NULL
+ * (only marks count). With `only` non-NULL, only slots whose txn equals
+ * only[slot] are settled (a live coordinator's stuck slots). Safe while
+ * other coordinators run transactions on the region: it touches only
+ * coord's slots and the items their records name, which the dead
+ * transactions still lock. Release the locks afterwards.
+ */
+void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[ST_LOG_SLOTS],
+		    const uint64_t only[ST_LOG_SLOTS], struct st_log_stats *stats);
+
+/*
+ * st_release_locks - clear every item lock word for which match(arg, word)
+ * is true, and every bucket lock held by node `bucket_node` (-1: none).
+ * By CAS, so a lock taken meanwhile by someone else is never touched.
+ * Walks the whole index.
+ */
+typedef bool (*st_lock_match_fn)(void *arg, uint64_t lockword);
+void st_release_locks(struct st_region *r, st_lock_match_fn match, void *arg, int bucket_node,
+		      struct st_log_stats *stats);
+
+/* The node that holds a bucket lock (bucket locks carry it in bits 56..63). */
+void st_set_self_node(uint16_t node);
 
 #endif

@@ -136,7 +136,8 @@ static inline uint32_t st_next_gen(uint64_t old)
 
 /* Layout of a region of `size` bytes. Returns 0, or ST_ECORRUPT with the
  * reason in err when the size cannot hold a region. */
-int st_layout_compute(uint64_t size, struct st_layout *L, char *err, size_t errlen);
+int st_layout_compute(uint64_t size, unsigned log_nodes, struct st_layout *L, char *err,
+		      size_t errlen);
 
 /* Bitmap words the allocator reads per round trip: 512 bytes, 4096
  * blocks of 64 bytes. */

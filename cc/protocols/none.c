@@ -26,7 +26,7 @@
  *   READING  --read: Double-Read (prim_read_consistent)--> READING
  *            --write: nothing (the value is buffered by the executor)
  *   LATCHING --commit: CAS lock 0 -> owner on each written item, then READ
- *              its header, one batch; a busy latch or a moved block ->
+ *              its block (the undo record's old image), one batch; a busy latch or a moved block ->
  *              ABORTED
  *   INSTALLING --per written item: data, ver := cts, lock := 0 --> COMMITTED
  *   ABORTED  --abort: lock := 0 on every item we latched.
@@ -35,9 +35,9 @@
  *  (1) The lock word is set to our owner word only by our CAS from 0 and
  *      cleared only by our install or release, so no two installs into one
  *      block overlap.
- *  (2) A block is written or relocated only while latched and after its
- *      header, read after the latch was taken, showed it is still the
- *      block we resolved (prim_header_same_block), so a retired or reused
+ *  (2) A block is written or relocated only while latched and after the
+ *      block, read after the latch was taken, showed it is still the
+ *      block we resolved (prim_check_block), so a retired or reused
  *      block is never written.
  */
 #include "cc/cc.h"
@@ -65,7 +65,7 @@ static int none_commit(struct txn *t)
 		/* Ordered on the item's endpoint: the header READ sees the block
 		 * after our CAS (invariant 2). */
 		prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
-		prim_post_read_header(t, a, a->vhdr);
+		prim_post_read_block(t, a); /* the image the undo record keeps */
 	}
 	if (nw == 0)
 		return CC_OK;
@@ -82,7 +82,7 @@ static int none_commit(struct txn *t)
 			continue;
 		}
 		a->pstate |= ACC_LOCKED;
-		if (!prim_header_same_block(a, a->vhdr))
+		if (prim_check_block(t, a) != CC_OK)
 			moved = true;
 	}
 	if (busy)

@@ -16,8 +16,9 @@
  *                0 or ours, ver unchanged, block neither retired nor reused;
  *                else ABORTED. (On one node, LOCKING and VALIDATING share
  *                one ordered batch; see silo_commit.)
- *   INSTALLING --per written item: data, ver := cts, lockb := 0 (One-Write)
- *                --> COMMITTED
+ *   INSTALLING --prim_commit_writes: undo records, then per written item
+ *                data, ver := cts (One-Write), then the commit mark, then
+ *                lockb := 0 (cc.h, the durable commit) --> COMMITTED
  *   ABORTED    --abort: lockb := 0 on every item we locked.
  *
  * Invariants:
@@ -125,6 +126,10 @@ static int silo_commit(struct txn *t)
 		if ((a->mode & ACC_W) && !acc_locked(a)) {
 			a->pstate |= ACC_CASPEND;
 			prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
+			/* A blind write was never read: its image for the undo
+			 * record is read under the lock, ordered after the CAS. */
+			if (a->pstate & ACC_BLIND)
+				prim_post_read_block(t, a);
 		}
 	}
 	int rc;
@@ -148,6 +153,8 @@ static int silo_commit(struct txn *t)
 			continue; /* resolved, then rolled back to a savepoint: unused */
 		if (!prim_header_same_block(a, v))
 			return cc_abort_with(t, CC_CAUSE_STALE);
+		if ((a->pstate & ACC_BLIND) && prim_check_block(t, a) != CC_OK)
+			return CC_ABORT;
 		if (v[0] != 0 && v[0] != t->owner)
 			return cc_abort_with(t, CC_CAUSE_LOCK);
 		if (!(a->pstate & ACC_BLIND) && v[1] != a->p[0])

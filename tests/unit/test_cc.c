@@ -261,7 +261,10 @@ static int shot_worker;
 static void one_shot_job(struct sched *s, void *arg)
 {
 	struct one_shot *o = arg;
-	CHECK(cc_run(N.workers[shot_worker]->ccw, o->fn, o->arg) == 0);
+	int rc = cc_run(N.workers[shot_worker]->ccw, o->fn, o->arg);
+	if (rc != 0)
+		fprintf(stderr, "cc_run: %d (%s)\n", rc, cc_strerror(rc));
+	CHECK(rc == 0);
 }
 
 static void run_one_on(int w, cc_body_fn fn, void *arg)

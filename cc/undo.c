@@ -1,0 +1,262 @@
+/*
+ * undo.c: the coordinator's side of the undo log (st.h, "the undo log";
+ * FORD 4.3, coalescent commit with undo logging). The owner's side, which
+ * settles what a dead coordinator left, is storage/log.c.
+ *
+ * Slots: a node owns ST_LOG_SLOTS coordinator slots in every region of the
+ * cluster (its own included) and its decision records (st_txn_rec) in its
+ * own region. Worker w of W uses slots s with s % W == w, so handing them
+ * out needs no sharing between threads; a transaction takes one only when
+ * it commits writes, and waits if its worker has none free.
+ *
+ * Invariants:
+ * (1) A slot is written only by the transaction holding it; it is free in
+ *     the pool only after its records were retired on every node it wrote,
+ *     or settled by that node (a slot whose retire failed stays out of the
+ *     pool until the peer that failed has rejoined: node->log_pending).
+ * (2) Records are posted before the installs they protect, on the same
+ *     endpoint, so a node never holds an install without its record.
+ * (3) The decision record, or the single written node's mark, is written
+ *     only after every install has completed; no lock of the transaction
+ *     is released before it.
+ */
+#include <ck_pr.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc/cc.h"
+#include "cc/exec_internal.h"
+#include "cc/sched.h"
+#include "server/node.h"
+#include "server/worker.h"
+
+int cc_lock_holder_node(uint64_t lockword)
+{
+	return (int)(lockword >> 56);
+}
+
+static unsigned self_node(struct txn *t)
+{
+	return fab_self(t->node->fab);
+}
+
+void undo_slot_get(struct txn *t)
+{
+	struct cc_worker *ccw = t->ccw;
+	struct node *n = t->node;
+	unsigned nw = (unsigned)(n->nworkers > 0 ? n->nworkers : 1);
+	for (;;) {
+		for (unsigned s = (unsigned)ccw->worker_id % nw; s < ST_LOG_SLOTS; s += nw) {
+			uint64_t bit = 1ull << s;
+			if (ccw->slots_busy & bit)
+				continue;
+			if (ck_pr_load_64(&n->log_pending[s]))
+				continue; /* invariant (1): waiting for a peer */
+			ccw->slots_busy |= bit;
+			t->undo.slot = (int)s;
+			return;
+		}
+		sched_sleep(ccw->w->sched, 100000);
+	}
+}
+
+void undo_slot_put(struct txn *t)
+{
+	if (t->undo.slot < 0)
+		return;
+	t->ccw->slots_busy &= ~(1ull << t->undo.slot);
+	t->undo.slot = -1;
+	t->undo.phase = UNDO_NONE;
+	t->undo.nodes = 0;
+}
+
+/* Keep the slot out of use until the nodes in `failed` have rejoined and
+ * settled its records (invariant 1). */
+void undo_slot_quarantine(struct txn *t, uint64_t failed)
+{
+	struct node *n = t->node;
+	int s = t->undo.slot;
+	if (s < 0)
+		return;
+	ck_pr_store_64(&n->log_pending_nodes[s], failed);
+	ck_pr_fence_store();
+	ck_pr_store_64(&n->log_pending[s], t->owner);
+	undo_slot_put(t);
+}
+
+static int buf_reserve(struct txn *t, uint64_t need)
+{
+	struct txn_undo *u = &t->undo;
+	struct cc_worker *ccw = t->ccw;
+	if (!u->buf && ccw->nundo_spare) {
+		ccw->nundo_spare--;
+		u->buf = ccw->undo_spare[ccw->nundo_spare];
+		u->cap = ccw->undo_spare_cap[ccw->nundo_spare];
+	}
+	if (need <= u->cap)
+		return 0;
+	if (need > UINT32_MAX)
+		return -1;
+	char *p = realloc(u->buf, need);
+	if (!p)
+		return -1;
+	u->buf = p;
+	u->cap = (uint32_t)need;
+	return 0;
+}
+
+/* Payload bytes of the record of a written access. */
+static uint32_t rec_payload(const struct cc_access *a)
+{
+	if (acc_relocates(a))
+		return sizeof(struct st_log_reloc);
+	uint32_t vlen = st_data_vlen(a->img->data);
+	if (st_data_flags(a->img->data) & ST_F_ABSENT)
+		vlen = 0;
+	return 40u + a->klen + vlen;
+}
+
+static void rec_fill(struct txn *t, const struct cc_access *a, char *at)
+{
+	struct st_log_rec *rec = (struct st_log_rec *)at;
+	uint32_t len = rec_payload(a);
+	char *pl = (char *)(rec + 1);
+	rec->txn = t->owner;
+	if (acc_relocates(a)) {
+		struct st_log_reloc rl = {
+			.hash = a->hash,
+			.old_gen_cls = ((uint64_t)a->ref.gen << 32) | a->ref.cls,
+			.new_gen_cls = ((uint64_t)a->nref.gen << 32) | a->nref.cls,
+		};
+		rec->kind_len = ((uint64_t)ST_REC_RELOC << 32) | len;
+		rec->off = a->ref.off;
+		rec->aux = a->nref.off;
+		memcpy(pl, &rl, sizeof(rl));
+	} else {
+		/* Words 1..5 as read (ver, meta, ident, data), key, old value. */
+		rec->kind_len = ((uint64_t)ST_REC_IMAGE << 32) | len;
+		rec->off = a->ref.off;
+		rec->aux = a->ref.gen;
+		memcpy(pl, &a->img->ver, 40);
+		memcpy(pl + 40, st_item_key(a->img), len - 40);
+	}
+	uint32_t padded = st_rec_bytes(len) - (uint32_t)sizeof(*rec);
+	if (padded > len)
+		memset(pl + len, 0, padded - len);
+	rec->sum = st_log_rec_sum(rec, pl);
+}
+
+int undo_build(struct txn *t)
+{
+	struct txn_undo *u = &t->undo;
+	const struct st_layout *L = t->node->layout;
+	uint64_t per_node[FAB_MAX_NODES] = { 0 };
+	u->nodes = 0;
+	for (int i = 0; i < t->nacc; i++) {
+		const struct cc_access *a = t->acc[i];
+		if (!(a->mode & ACC_W))
+			continue;
+		if (!(u->nodes & (1ull << a->node)))
+			per_node[a->node] = sizeof(struct st_log_hdr);
+		u->nodes |= 1ull << a->node;
+		per_node[a->node] += st_rec_bytes(rec_payload(a));
+	}
+	uint64_t total = 0;
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++) {
+		if (!(u->nodes & (1ull << nd)))
+			continue;
+		if (per_node[nd] > L->log_slot_bytes)
+			return CC_ETXNLOG;
+		u->boff[nd] = (uint32_t)total;
+		u->blen[nd] = (uint32_t)per_node[nd];
+		total += per_node[nd];
+	}
+	if (buf_reserve(t, total))
+		return CC_ETXNLOG;
+	uint32_t fill[FAB_MAX_NODES];
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++) {
+		if (!(u->nodes & (1ull << nd)))
+			continue;
+		struct st_log_hdr *h = (struct st_log_hdr *)(u->buf + u->boff[nd]);
+		memset(h, 0, sizeof(*h));
+		h->txn = t->owner;
+		fill[nd] = u->boff[nd] + (uint32_t)sizeof(*h);
+	}
+	for (int i = 0; i < t->nacc; i++) {
+		const struct cc_access *a = t->acc[i];
+		if (!(a->mode & ACC_W))
+			continue;
+		rec_fill(t, a, u->buf + fill[a->node]);
+		fill[a->node] += st_rec_bytes(rec_payload(a));
+	}
+	u->mark = t->owner;
+	u->zero = 0;
+	return CC_OK;
+}
+
+void undo_post_records(struct txn *t)
+{
+	struct txn_undo *u = &t->undo;
+	const struct st_layout *L = t->node->layout;
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+		if (u->nodes & (1ull << nd))
+			fab_write(&t->batch, (uint16_t)nd, st_log_slot_off(L, self_node(t), u->slot),
+				  u->buf + u->boff[nd], u->blen[nd]);
+}
+
+void undo_post_decision(struct txn *t)
+{
+	fab_write(&t->batch, (uint16_t)self_node(t), st_txn_rec_off(t->node->layout, t->undo.slot),
+		  &t->undo.mark, 8);
+}
+
+void undo_post_mark(struct txn *t, uint16_t node)
+{
+	uint64_t off = st_log_slot_off(t->node->layout, self_node(t), t->undo.slot);
+	fab_write(&t->batch, node, off + offsetof(struct st_log_hdr, mark), &t->undo.mark, 8);
+}
+
+void undo_post_retire(struct txn *t, uint16_t node)
+{
+	uint64_t off = st_log_slot_off(t->node->layout, self_node(t), t->undo.slot);
+	fab_write(&t->batch, node, off + offsetof(struct st_log_hdr, txn), &t->undo.zero, 8);
+}
+
+void undo_post_rollback(struct txn *t)
+{
+	struct txn_undo *u = &t->undo;
+	uint32_t fill[FAB_MAX_NODES];
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+		if (u->nodes & (1ull << nd))
+			fill[nd] = u->boff[nd] + (uint32_t)sizeof(struct st_log_hdr);
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->mode & ACC_W))
+			continue;
+		const struct st_log_rec *rec = (const struct st_log_rec *)(u->buf + fill[a->node]);
+		uint32_t len = (uint32_t)rec->kind_len;
+		fill[a->node] += st_rec_bytes(len);
+		if ((uint8_t)(rec->kind_len >> 32) != ST_REC_IMAGE)
+			continue; /* relocations are undone by prim_undo_relocations */
+		/* Still locked by us: words 2.. first, then ver (as an install). */
+		const char *pl = (const char *)(rec + 1);
+		fab_write(&t->batch, a->ref.node, a->ref.off + 16, pl + 8, len - 8);
+		fab_write(&t->batch, a->ref.node, a->ref.off + 8, pl, 8);
+	}
+}
+
+void undo_txn_release(struct txn *t)
+{
+	struct txn_undo *u = &t->undo;
+	struct cc_worker *ccw = t->ccw;
+	if (!u->buf)
+		return;
+	if (u->cap <= (64u << 10) && ccw->nundo_spare < 8) {
+		ccw->undo_spare[ccw->nundo_spare] = u->buf;
+		ccw->undo_spare_cap[ccw->nundo_spare++] = u->cap;
+	} else {
+		free(u->buf);
+	}
+	u->buf = NULL;
+	u->cap = 0;
+}

@@ -1,0 +1,163 @@
+/*
+ * recovery.c: what a node does about transactions that died with their
+ * coordinator (DESIGN.md section 9; st.h "the undo log"):
+ *  - at start, after an unclean stop: settle its own coordinator's
+ *    transactions in its own region, release their locks; standalone, also
+ *    reset every lock and rebuild the free bitmaps (st_recover);
+ *  - at a peer's join (server/cluster.c): if the peer has a new
+ *    incarnation, settle the peer's old transactions in this region from
+ *    the peer's decision records, and release their locks;
+ *  - when a live peer reports slots it could not retire here (it saw this
+ *    node fail mid-commit): settle exactly those.
+ */
+#include "server/recovery.h"
+
+#include <ck_pr.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cc/cc.h"
+#include "server/log.h"
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+void srv_read_decisions(struct node *n, uint64_t out[ST_LOG_SLOTS])
+{
+	const char *base = st_region_base(n->region);
+	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
+		const struct st_txn_rec *tr =
+			(const struct st_txn_rec *)(base + st_txn_rec_off(n->layout, s));
+		out[s] = ck_pr_load_64((uint64_t *)&tr->committed);
+	}
+}
+
+static bool held_by_node(void *arg, uint64_t lockword)
+{
+	return cc_lock_holder_node(lockword) == (int)(uintptr_t)arg;
+}
+
+static bool held_by_txn(void *arg, uint64_t lockword)
+{
+	const uint64_t *only = arg;
+	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
+		if (only[s] && only[s] == lockword)
+			return true;
+	return false;
+}
+
+static void log_settled(struct node *n, const char *what, const struct st_log_stats *st,
+			uint64_t ms)
+{
+	if (!st->txns_committed && !st->txns_rolled_back && !st->locks_released)
+		return;
+	srv_log(n, LOG_WARNING,
+		"%s: %" PRIu64 " transactions rolled back (%" PRIu64 " records undone), %" PRIu64
+		" committed ones finished, %" PRIu64 " locks released, in %" PRIu64 " ms",
+		what, st->txns_rolled_back, st->records_undone, st->txns_committed,
+		st->locks_released, ms);
+}
+
+void srv_recover_local(struct node *n)
+{
+	uint64_t t0 = mono_ms();
+	unsigned self = (unsigned)n->cfg.node_id;
+	uint64_t decided[ST_LOG_SLOTS];
+	struct st_log_stats st = { 0 };
+	srv_read_decisions(n, decided);
+	st_log_resolve(n->region, self, decided, NULL, &st);
+	uint64_t t1 = mono_ms();
+	uint64_t live = 0;
+	if (n->cfg.ncluster_nodes == 0) {
+		/* Nobody else maps this region: every lock is a dead one, and
+		 * blocks not reachable from the index can be freed. */
+		st_recover(n->region, &live);
+	} else {
+		/* Peers may be running transactions here right now (shm): only
+		 * our own dead transactions' locks go, and the free bitmaps stay
+		 * (a block a dead transaction allocated and never published
+		 * stays allocated: a leak, never a double use). */
+		st_release_locks(n->region, held_by_node, (void *)(uintptr_t)self, (int)self, &st);
+		live = st_count(n->region);
+	}
+	uint64_t t2 = mono_ms();
+	n->recovery = st;
+	n->recovery_ms = t2 - t0;
+	n->recovered_keys = live;
+	srv_log(n, LOG_WARNING,
+		"MemStore was not closed cleanly: recovered in %" PRIu64 " ms (undo log %" PRIu64
+		" ms: %" PRIu64 " transactions rolled back, %" PRIu64 " records undone, %" PRIu64
+		" committed ones finished; scan %" PRIu64 " ms: %" PRIu64 " locks released%s), "
+		"%" PRIu64 " keys",
+		t2 - t0, t1 - t0, st.txns_rolled_back, st.records_undone, st.txns_committed, t2 - t1,
+		st.locks_released, n->cfg.ncluster_nodes == 0 ? ", free bitmaps rebuilt" : "", live);
+}
+
+void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnation,
+			       const uint64_t decided[ST_LOG_SLOTS])
+{
+	struct st_header *h = st_region_header(n->region);
+	if (peer >= FAB_MAX_NODES)
+		return;
+	uint64_t known = ck_pr_load_64(&h->peer_incarnation[peer]);
+	if (known == incarnation)
+		return;
+	if (known != 0) {
+		uint64_t t0 = mono_ms();
+		struct st_log_stats st = { 0 };
+		st_log_resolve(n->region, peer, decided, NULL, &st);
+		st_release_locks(n->region, held_by_node, (void *)(uintptr_t)peer, (int)peer, &st);
+		char what[96];
+		snprintf(what, sizeof(what), "node %u restarted (incarnation %" PRIu64 ")", peer,
+			 incarnation);
+		log_settled(n, what, &st, mono_ms() - t0);
+	}
+	ck_pr_store_64(&h->peer_incarnation[peer], incarnation);
+	st_region_persist(n->region, (uint64_t)((char *)&h->peer_incarnation[peer] - (char *)h), 8);
+}
+
+void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST_LOG_SLOTS],
+			const uint64_t only[ST_LOG_SLOTS])
+{
+	bool any = false;
+	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
+		any |= only[s] != 0;
+	if (!any)
+		return;
+	uint64_t t0 = mono_ms();
+	struct st_log_stats st = { 0 };
+	st_log_resolve(n->region, peer, decided, only, &st);
+	st_release_locks(n->region, held_by_txn, (void *)only, -1, &st);
+	char what[96];
+	snprintf(what, sizeof(what), "transactions node %u could not finish here", peer);
+	log_settled(n, what, &st, mono_ms() - t0);
+}
+
+void srv_pending_for(struct node *n, unsigned peer, uint64_t out[ST_LOG_SLOTS])
+{
+	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
+		uint64_t txn = ck_pr_load_64(&n->log_pending[s]);
+		uint64_t nodes = ck_pr_load_64(&n->log_pending_nodes[s]);
+		out[s] = txn && (nodes & (1ull << peer)) ? txn : 0;
+	}
+}
+
+void srv_pending_settled(struct node *n, unsigned peer, const uint64_t settled[ST_LOG_SLOTS])
+{
+	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
+		if (!settled[s] || ck_pr_load_64(&n->log_pending[s]) != settled[s])
+			continue;
+		uint64_t left = ck_pr_load_64(&n->log_pending_nodes[s]) & ~(1ull << peer);
+		ck_pr_store_64(&n->log_pending_nodes[s], left);
+		if (!left) {
+			ck_pr_fence_store();
+			ck_pr_store_64(&n->log_pending[s], 0); /* the slot is usable again */
+		}
+	}
+}

@@ -1,0 +1,33 @@
+/*
+ * recovery: settling the transactions of dead coordinators (recovery.c).
+ * All run on a node's own region; see storage/log.c for why each is safe
+ * while other nodes run transactions on it.
+ */
+#ifndef RCKV_SRV_RECOVERY_H
+#define RCKV_SRV_RECOVERY_H
+
+#include <stdint.h>
+
+#include "server/node.h"
+
+/* At start after an unclean stop: this node's own dead transactions. */
+void srv_recover_local(struct node *n);
+
+/* This node's decision records, as sent to peers at join. */
+void srv_read_decisions(struct node *n, uint64_t out[ST_LOG_SLOTS]);
+
+/* A peer joined with `incarnation`: if it is a new one, settle the peer's
+ * previous transactions here (with its decisions) and remember it. */
+void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnation,
+			       const uint64_t decided[ST_LOG_SLOTS]);
+
+/* A live peer's slots (only[s] = txn) that it could not retire here. */
+void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST_LOG_SLOTS],
+			const uint64_t only[ST_LOG_SLOTS]);
+
+/* Our quarantined slots that `peer` must settle (txn per slot, or 0). */
+void srv_pending_for(struct node *n, unsigned peer, uint64_t out[ST_LOG_SLOTS]);
+/* `peer` settled these: release the quarantine where nobody else is left. */
+void srv_pending_settled(struct node *n, unsigned peer, const uint64_t settled[ST_LOG_SLOTS]);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * log.c: the owner node's side of the undo log (st.h, "the undo log"):
+ * settling the transactions a dead coordinator left in this region, and
+ * releasing the locks it held. The coordinator's side, which writes the
+ * records, is cc/undo.c.
+ *
+ * Both run on the node's own mapping while other nodes may be running
+ * transactions on it (a shm peer maps this region and never notices that
+ * its owner restarted). They stay out of those transactions' way:
+ * (1) st_log_resolve touches only the dead coordinator's slots and the
+ *     items its records name; those items are locked by the dead
+ *     transaction until st_release_locks_of, so nobody else writes them,
+ *     and readers refuse them (Double-Read needs the lock free).
+ * (2) st_release_locks clears only words the caller names as the dead
+ *     node's (or the dead transaction's), by CAS, so a lock taken meanwhile by someone else is never touched.
+ * (3) A record is applied only if it is whole (its checksum) and the block
+ *     still has the generation it names.
+ */
+#include <string.h>
+
+#include "storage/st_internal.h"
+
+static inline uint64_t ld(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static inline void st(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static inline bool cas(uint64_t *p, uint64_t cmp, uint64_t swp)
+{
+	return __atomic_compare_exchange_n(p, &cmp, swp, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+uint64_t st_log_rec_sum(const struct st_log_rec *r, const void *payload)
+{
+	uint64_t h = r->txn * 0x9e3779b97f4a7c15ull;
+	h ^= r->kind_len + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+	h ^= r->off + 0x8cb92ba72f3d8dd7ull + (h << 6) + (h >> 2);
+	h ^= r->aux + 0xbf58476d1ce4e5b9ull + (h << 6) + (h >> 2);
+	uint32_t len = (uint32_t)r->kind_len;
+	return h ^ st_hash(payload, len) ^ ((uint64_t)len << 17);
+}
+
+/* The item block at off of class cls, or NULL if that is not a block. */
+static struct st_item *block_at(struct st_region *r, uint64_t off, unsigned cls)
+{
+	uint64_t slab;
+	uint32_t idx;
+	if (st_block_locate(&r->layout, off, cls, &slab, &idx) != 0)
+		return NULL;
+	return (struct st_item *)(r->base + off);
+}
+
+/* Mark a block DEAD and give it back to its bitmap, if it still is
+ * generation gen (invariant 3). */
+static void free_block(struct st_region *r, uint64_t off, unsigned cls, uint32_t gen)
+{
+	const struct st_layout *L = &r->layout;
+	uint64_t slab;
+	uint32_t idx;
+	if (st_block_locate(L, off, cls, &slab, &idx) != 0)
+		return;
+	struct st_item *it = (struct st_item *)(r->base + off);
+	if (st_ident_gen(ld(&it->ident)) != gen)
+		return;
+	uint64_t data = ld(&it->data);
+	if (!(st_data_flags(data) & ST_F_DEAD))
+		st(&it->data, data | ST_F_DEAD);
+	uint64_t *word = (uint64_t *)(r->base + st_bitmap_word_off(L, slab, idx));
+	__atomic_fetch_and(word, ~(1ull << (idx % 64)), __ATOMIC_SEQ_CST);
+	st_region_persist(r, off, 48);
+	st_region_persist(r, (uint64_t)((char *)word - r->base), 8);
+}
+
+static void undo_image(struct st_region *r, const struct st_log_rec *rec, const char *payload)
+{
+	uint32_t len = (uint32_t)rec->kind_len;
+	if (len < 40)
+		return;
+	uint64_t ident;
+	memcpy(&ident, payload + 24, 8);
+	struct st_item *it = block_at(r, rec->off, st_ident_class(ident));
+	if (!it || st_ident_gen(ld(&it->ident)) != (uint32_t)rec->aux ||
+	    8u + len > st_csize(st_ident_class(ident)))
+		return;
+	/* Locked by the dead transaction (invariant 1): data first, ver last,
+	 * as an install does. */
+	memcpy((char *)it + 16, payload + 8, len - 8);
+	uint64_t ver;
+	memcpy(&ver, payload, 8);
+	st(&it->ver, ver);
+	st_region_persist(r, rec->off, 8u + len);
+}
+
+/* The index slot of a key that points at block off, or NULL. */
+static uint64_t *find_slot(struct st_region *r, uint64_t hash, uint64_t off, uint64_t *sword,
+			   unsigned *way)
+{
+	struct st_ways w;
+	st_ways_of(&r->layout, hash, &w);
+	for (unsigned i = 0; i < ST_WAYS; i++) {
+		uint64_t *bw = (uint64_t *)(r->base + st_bucket_off(&r->layout, w.b[i]));
+		for (unsigned j = 1; j <= ST_BUCKET_SLOTS; j++) {
+			uint64_t s = ld(&bw[j]);
+			if (s && st_slot_off(s) == off) {
+				*sword = s;
+				*way = st_slot_way(s);
+				return &bw[j];
+			}
+		}
+	}
+	return NULL;
+}
+
+static void reloc_rec(struct st_region *r, const struct st_log_rec *rec, const char *payload,
+		      bool committed)
+{
+	if ((uint32_t)rec->kind_len < sizeof(struct st_log_reloc))
+		return;
+	struct st_log_reloc rl;
+	memcpy(&rl, payload, sizeof(rl));
+	uint8_t ocls = (uint8_t)rl.old_gen_cls, ncls = (uint8_t)rl.new_gen_cls;
+	uint32_t ogen = (uint32_t)(rl.old_gen_cls >> 32), ngen = (uint32_t)(rl.new_gen_cls >> 32);
+	if (committed) { /* the old block is garbage once the new one is in */
+		free_block(r, rec->off, ocls, ogen);
+		return;
+	}
+	uint64_t s;
+	unsigned way;
+	uint64_t *slot = find_slot(r, rl.hash, rec->aux, &s, &way);
+	if (slot) {
+		uint64_t back = st_slot_make(rec->off, ocls, way, st_slot_tag(s));
+		if (cas(slot, s, back))
+			st_region_persist(r, (uint64_t)((char *)slot - r->base), 8);
+	}
+	free_block(r, rec->aux, ncls, ngen);
+}
+
+#define MAX_RECS 4096
+
+void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[ST_LOG_SLOTS],
+		    const uint64_t only[ST_LOG_SLOTS], struct st_log_stats *stats)
+{
+	const struct st_layout *L = &r->layout;
+	if (coord < 1 || coord > L->log_nodes)
+		return;
+	static __thread uint32_t pos[MAX_RECS];
+	for (unsigned slot = 0; slot < ST_LOG_SLOTS; slot++) {
+		uint64_t soff = st_log_slot_off(L, coord, slot);
+		char *base = r->base + soff;
+		struct st_log_hdr *h = (struct st_log_hdr *)base;
+		uint64_t txn = ld(&h->txn);
+		if (!txn || (only && only[slot] != txn))
+			continue;
+		bool committed = ld(&h->mark) == txn || (decided && decided[slot] == txn);
+		int n = 0;
+		uint64_t p = sizeof(*h);
+		while (n < MAX_RECS && p + sizeof(struct st_log_rec) <= L->log_slot_bytes) {
+			const struct st_log_rec *rec = (const struct st_log_rec *)(base + p);
+			uint32_t len = (uint32_t)rec->kind_len;
+			if (rec->txn != txn || p + st_rec_bytes(len) > L->log_slot_bytes ||
+			    st_log_rec_sum(rec, rec + 1) != rec->sum)
+				break; /* the end, or torn: its install never happened */
+			pos[n++] = (uint32_t)p;
+			p += st_rec_bytes(len);
+		}
+		for (int i = committed ? 0 : n - 1; committed ? i < n : i >= 0; i += committed ? 1 : -1) {
+			const struct st_log_rec *rec = (const struct st_log_rec *)(base + pos[i]);
+			uint8_t kind = (uint8_t)(rec->kind_len >> 32);
+			if (kind == ST_REC_RELOC)
+				reloc_rec(r, rec, (const char *)(rec + 1), committed);
+			else if (kind == ST_REC_IMAGE && !committed)
+				undo_image(r, rec, (const char *)(rec + 1));
+			if (!committed && stats)
+				stats->records_undone++;
+		}
+		if (stats) {
+			if (committed)
+				stats->txns_committed++;
+			else
+				stats->txns_rolled_back++;
+		}
+		st(&h->mark, 0);
+		st(&h->txn, 0);
+		st_region_persist(r, soff, sizeof(*h));
+	}
+}
+
+void st_release_locks(struct st_region *r, st_lock_match_fn match, void *arg, int bucket_node,
+		      struct st_log_stats *stats)
+{
+	const struct st_layout *L = &r->layout;
+	for (uint64_t bkt = 0; bkt < L->index_buckets; bkt++) {
+		uint64_t *bw = (uint64_t *)(r->base + st_bucket_off(L, bkt));
+		uint64_t bl = ld(&bw[0]);
+		if (bl && bucket_node >= 0 && (bl >> 56) == (uint64_t)bucket_node &&
+		    cas(&bw[0], bl, 0) && stats)
+			stats->locks_released++;
+		for (unsigned j = 1; j <= ST_BUCKET_SLOTS; j++) {
+			uint64_t s = ld(&bw[j]);
+			if (!s)
+				continue;
+			struct st_item *it = block_at(r, st_slot_off(s), st_slot_cls(s));
+			if (!it)
+				continue;
+			uint64_t lk = ld(&it->lock);
+			if (lk && match(arg, lk) && cas(&it->lock, lk, 0)) {
+				st_region_persist(r, st_slot_off(s), 8);
+				if (stats)
+					stats->locks_released++;
+			}
+		}
+	}
+}
