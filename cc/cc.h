@@ -210,6 +210,8 @@ void undo_slot_get(struct txn *t);
 void undo_slot_put(struct txn *t);
 /* Keep the slot out of use until the nodes in `failed` rejoined. */
 void undo_slot_quarantine(struct txn *t, uint64_t failed);
+/* Remember that t's lock releases failed on the nodes in `failed`. */
+void undo_locks_pending(struct txn *t, uint64_t failed);
 /* Build the records of every written access; CC_ETXNLOG if a node's
  * records exceed a slot. */
 int undo_build(struct txn *t);
@@ -232,12 +234,25 @@ int cc_lock_holder_node(uint64_t lockword);
 
 static inline bool acc_locked(const struct cc_access *a) { return a->pstate & ACC_LOCKED; }
 
-/* The pending write of a needs its reserved bigger block (else it is
- * installed in place and the reservation is given back after commit). */
-static inline bool acc_relocates(const struct cc_access *a)
+/*
+ * Values longer than this are written out of place (a new block and an
+ * index swap) even when they fit: the undo record of an in-place write
+ * holds the old bytes it overwrites, and a log slot is bounded; a
+ * relocation's record is a few words whatever the value's size.
+ */
+static inline uint32_t cc_inplace_max(const struct st_layout *L)
+{
+	uint64_t m = L->log_slot_bytes / 8;
+	return m < 4096 ? (uint32_t)m : 4096u;
+}
+
+/* The pending write of a goes to its reserved block (else it is installed
+ * in place and the reservation is given back after commit). */
+static inline bool acc_relocates(const struct cc_access *a, const struct st_layout *L)
 {
 	return a->has_nref && !a->wdel &&
-	       sizeof(struct st_item) + a->klen + a->wvlen > st_class_size(a->ref.cls);
+	       (sizeof(struct st_item) + a->klen + a->wvlen > st_class_size(a->ref.cls) ||
+		a->wvlen > cc_inplace_max(L));
 }
 
 /* A fresh, cluster-unique timestamp (DESIGN.md section 5). */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cc/cc.h"
+#include "cc/durable.h"
 #include "server/node.h"
 
 static inline uint64_t word_off(const struct cc_access *a, int word)
@@ -216,33 +217,78 @@ static void post_unlocks(struct txn *t)
  *     swaps; (B3) the decision record in our own region: the commit
  *     point; (B4) marks, unlocks, retires everywhere.
  * Round trips: 1 for the first case (as without a log), 3 for the second.
+ *
+ * With persistence power (t->node->durable), order in memory is not
+ * enough: a power cut keeps any subset of the pages not yet flushed. So
+ * each step waits until what it depends on is durable (durable_wait, group
+ * commit), splitting the single-node batch:
+ *   (P1) the records, before any install is posted: a durable install
+ *        always has its durable record (cc/undo.c invariant (2));
+ *   (P2) the installs, new blocks and index swaps, before the mark or
+ *        decision: a durable commit point never names a lost install;
+ *   (P3) the mark or decision, before any lock is released and before the
+ *        client hears of it: nothing acknowledged, and nothing another
+ *        transaction read, can be rolled back by recovery.
+ * A wait persists every range the worker wrote since its last wait (rdma
+ * fab_dirty), so it also covers what st_create, st_alloc and st_swap
+ * wrote for this transaction (index slots, slab table words: a new key
+ * survives) and the previous transactions' marks and retires. The latter
+ * is why the marks of a multi-node commit need no wait of their own: the
+ * next transaction to reuse the slot overwrites its decision record only
+ * after its own P1 and P2, which the flusher serves after those marks
+ * (durable.h invariant (1)); until then the decision stands for them.
+ * Round trips are unchanged except the single-node case (3); durable
+ * waits: 3 per committing transaction with writes. The single-node case's
+ * releases (locks, retire) are not noted for persistence at all
+ * (untracked): recovery releases every lock and keeps a marked
+ * transaction, retired or not.
  */
+static int persist_step(struct txn *t, bool commit)
+{
+	int rc = durable_wait(t, commit);
+	if (rc) {
+		t->fatal = CC_EFAB;
+		return CC_EFAB;
+	}
+	return CC_OK;
+}
+
 int prim_commit_writes(struct txn *t, uint64_t ver)
 {
+	int rc;
 	uint64_t wnodes = 0;
 	bool reloc = false;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (a->mode & ACC_W) {
 			wnodes |= 1ull << a->node;
-			reloc |= acc_relocates(a);
+			reloc |= acc_relocates(a, t->node->layout);
 		}
 	}
+	const bool power = t->node->durable != NULL;
 	if (!wnodes) {
 		post_unlocks(t);
-		return prim_exec(t);
+		t->batch.untracked = power; /* lock words need no persistence */
+		rc = prim_exec(t);
+		t->batch.untracked = false;
+		if (rc)
+			undo_locks_pending(t, t->batch.failed);
+		return rc;
 	}
+	bool unsure = false; /* power: the commit point's flush failed */
 	undo_slot_get(t);
-	int rc = undo_build(t);
+	rc = undo_build(t);
 	if (rc)
 		return rc;
 	undo_post_records(t);
 	t->undo.phase = UNDO_INSTALLED;
+	if (power && ((rc = prim_exec(t)) || (rc = persist_step(t, false))))
+		return rc; /* (P1) */
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (!(a->mode & ACC_W))
 			continue;
-		if (acc_relocates(a)) {
+		if (acc_relocates(a, t->node->layout)) {
 			if ((rc = reloc_post_block(t, a, ver)))
 				return rc;
 		} else {
@@ -252,32 +298,63 @@ int prim_commit_writes(struct txn *t, uint64_t ver)
 
 	if (!reloc && (wnodes & (wnodes - 1)) == 0) {
 		uint16_t nd = (uint16_t)__builtin_ctzll(wnodes);
+		if (power && ((rc = prim_exec(t)) || (rc = persist_step(t, false))))
+			return rc; /* (P2) */
 		undo_post_mark(t, nd);
-		post_unlocks(t);
-		undo_post_retire(t, nd);
-		rc = prim_exec(t);
+		if (power) {
+			rc = prim_exec(t);
+			if (rc == 0 && persist_step(t, true) != 0) {
+				/* (P3) failed: committed here, durability unknown */
+				t->fatal = 0;
+				unsure = true;
+			}
+		} else {
+			post_unlocks(t);
+			undo_post_retire(t, nd);
+			rc = prim_exec(t);
+		}
 		if (rc && (t->batch.failed & wnodes)) {
 			/* Its mark may or may not have landed: the node settles it
-			 * when it rejoins; we cannot tell the client which. */
+			 * when it rejoins; we cannot tell the client which. The
+			 * abort hook releases the locks still held (power). */
 			t->undo.phase = UNDO_UNKNOWN;
-			undo_slot_quarantine(t, wnodes);
+			undo_slot_quarantine(t, t->batch.failed | wnodes);
 			return CC_EUNKNOWN;
 		}
-		t->fatal = 0; /* only a read lock's release failed: committed */
+		if (power) {
+			/* Neither needs persisting: recovery releases every lock,
+			 * and keeps a marked transaction whether retired or not.
+			 * Untracked, the pages they touch (just flushed) are not
+			 * written again by the next flush. */
+			post_unlocks(t);
+			undo_post_retire(t, nd);
+			t->batch.untracked = true;
+			rc = prim_exec(t);
+			t->batch.untracked = false;
+		}
+		if (rc)
+			undo_locks_pending(t, t->batch.failed); /* a lock's release failed */
+		t->fatal = 0; /* committed */
 		undo_slot_put(t);
-		return CC_OK;
+		return unsure ? CC_EUNKNOWN : CC_OK;
 	}
 
 	if ((rc = prim_exec(t)))
 		return rc; /* the abort hook rolls back (UNDO_INSTALLED) */
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
-		if ((a->mode & ACC_W) && acc_relocates(a) && (rc = reloc_swap(t, a)))
+		if ((a->mode & ACC_W) && acc_relocates(a, t->node->layout) && (rc = reloc_swap(t, a)))
 			return rc;
 	}
+	if (power && (rc = persist_step(t, false)))
+		return rc; /* (P2) */
 	undo_post_decision(t);
 	if ((rc = prim_exec(t)))
 		return rc;
+	if (power && persist_step(t, true) != 0) {
+		t->fatal = 0; /* (P3) failed: committed here, durability unknown */
+		unsure = true;
+	}
 	t->undo.phase = UNDO_DECIDED;
 
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
@@ -308,7 +385,7 @@ int prim_commit_writes(struct txn *t, uint64_t ver)
 		a->has_nref = false;
 		a->pstate = (uint8_t)((a->pstate & ~ACC_SWAPPED) | ACC_MOVED);
 	}
-	return CC_OK;
+	return unsure ? CC_EUNKNOWN : CC_OK;
 }
 
 /*
@@ -339,8 +416,10 @@ void prim_release_locks(struct txn *t)
 				undo_post_retire(t, (uint16_t)nd);
 	if (prim_exec(t) != 0)
 		failed |= t->batch.failed;
-	if (u->slot >= 0 && failed && u->phase == UNDO_INSTALLED)
-		undo_slot_quarantine(t, failed & u->nodes);
-	else
+	if (u->slot >= 0 && failed && u->phase == UNDO_INSTALLED) {
+		undo_slot_quarantine(t, failed); /* settling releases its locks too */
+	} else {
+		undo_locks_pending(t, failed);
 		undo_slot_put(t);
+	}
 }

@@ -392,12 +392,15 @@ int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver)
 static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 {
 	uint32_t need = (uint32_t)(sizeof(struct st_item) + a->klen + vlen);
-	if (need <= st_class_size(a->ref.cls))
-		return CC_OK;
+	bool fits = need <= st_class_size(a->ref.cls);
+	if (fits && vlen <= cc_inplace_max(t->node->layout))
+		return CC_OK; /* in place (cc.h, cc_inplace_max) */
 	if (a->has_nref && need <= st_class_size(a->nref.cls))
 		return CC_OK;
 	struct st_ref nref;
 	int rc = st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)vlen, &nref);
+	if (rc == ST_EFULL && fits)
+		return CC_OK; /* no room to move it: in place, with a bigger record */
 	if (rc) {
 		if (rc != ST_EFULL)
 			t->fatal = CC_EFAB;

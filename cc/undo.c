@@ -84,6 +84,24 @@ void undo_slot_quarantine(struct txn *t, uint64_t failed)
 	undo_slot_put(t);
 }
 
+void undo_locks_pending(struct txn *t, uint64_t failed)
+{
+	struct node *n = t->node;
+	if (!failed)
+		return;
+	for (unsigned i = 0; i < ST_LOG_SLOTS; i++) {
+		if (ck_pr_load_64(&n->lock_pending[i]) != 0 ||
+		    !ck_pr_cas_64(&n->lock_pending[i], 0, ~0ull))
+			continue;
+		ck_pr_store_64(&n->lock_pending_nodes[i], failed);
+		ck_pr_fence_store();
+		ck_pr_store_64(&n->lock_pending[i], t->owner);
+		return;
+	}
+	/* Full: the locks stay until their node restarts (it then releases
+	 * every lock of the dead incarnation's peers it can attribute). */
+}
+
 static int buf_reserve(struct txn *t, uint64_t need)
 {
 	struct txn_undo *u = &t->undo;
@@ -105,24 +123,28 @@ static int buf_reserve(struct txn *t, uint64_t need)
 	return 0;
 }
 
-/* Payload bytes of the record of a written access. */
-static uint32_t rec_payload(const struct cc_access *a)
+/* Payload bytes of the record of a written access: words 1..5 and the old
+ * value bytes the install overwrites (an install rewrites the key with the
+ * same bytes and writes the new value only; a delete writes no value
+ * bytes at all). */
+static uint32_t rec_payload(const struct txn *t, const struct cc_access *a)
 {
-	if (acc_relocates(a))
+	if (acc_relocates(a, t->node->layout))
 		return sizeof(struct st_log_reloc);
 	uint32_t vlen = st_data_vlen(a->img->data);
 	if (st_data_flags(a->img->data) & ST_F_ABSENT)
 		vlen = 0;
-	return 40u + a->klen + vlen;
+	uint32_t nlen = a->wdel ? 0 : a->wvlen;
+	return 40u + (vlen < nlen ? vlen : nlen);
 }
 
 static void rec_fill(struct txn *t, const struct cc_access *a, char *at)
 {
 	struct st_log_rec *rec = (struct st_log_rec *)at;
-	uint32_t len = rec_payload(a);
+	uint32_t len = rec_payload(t, a);
 	char *pl = (char *)(rec + 1);
 	rec->txn = t->owner;
-	if (acc_relocates(a)) {
+	if (acc_relocates(a, t->node->layout)) {
 		struct st_log_reloc rl = {
 			.hash = a->hash,
 			.old_gen_cls = ((uint64_t)a->ref.gen << 32) | a->ref.cls,
@@ -138,7 +160,7 @@ static void rec_fill(struct txn *t, const struct cc_access *a, char *at)
 		rec->off = a->ref.off;
 		rec->aux = a->ref.gen;
 		memcpy(pl, &a->img->ver, 40);
-		memcpy(pl + 40, st_item_key(a->img), len - 40);
+		memcpy(pl + 40, st_item_val(a->img), len - 40);
 	}
 	uint32_t padded = st_rec_bytes(len) - (uint32_t)sizeof(*rec);
 	if (padded > len)
@@ -159,7 +181,7 @@ int undo_build(struct txn *t)
 		if (!(u->nodes & (1ull << a->node)))
 			per_node[a->node] = sizeof(struct st_log_hdr);
 		u->nodes |= 1ull << a->node;
-		per_node[a->node] += st_rec_bytes(rec_payload(a));
+		per_node[a->node] += st_rec_bytes(rec_payload(t, a));
 	}
 	uint64_t total = 0;
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++) {
@@ -187,7 +209,7 @@ int undo_build(struct txn *t)
 		if (!(a->mode & ACC_W))
 			continue;
 		rec_fill(t, a, u->buf + fill[a->node]);
-		fill[a->node] += st_rec_bytes(rec_payload(a));
+		fill[a->node] += st_rec_bytes(rec_payload(t, a));
 	}
 	u->mark = t->owner;
 	u->zero = 0;
@@ -238,9 +260,13 @@ void undo_post_rollback(struct txn *t)
 		fill[a->node] += st_rec_bytes(len);
 		if ((uint8_t)(rec->kind_len >> 32) != ST_REC_IMAGE)
 			continue; /* relocations are undone by prim_undo_relocations */
-		/* Still locked by us: words 2.. first, then ver (as an install). */
+		/* Still locked by us: words 2..5 and the value first, then ver
+		 * (as an install). */
 		const char *pl = (const char *)(rec + 1);
-		fab_write(&t->batch, a->ref.node, a->ref.off + 16, pl + 8, len - 8);
+		fab_write(&t->batch, a->ref.node, a->ref.off + 16, pl + 8, 32);
+		if (len > 40)
+			fab_write(&t->batch, a->ref.node, a->ref.off + 48 + a->klen, pl + 40,
+				  len - 40);
 		fab_write(&t->batch, a->ref.node, a->ref.off + 8, pl, 8);
 	}
 }

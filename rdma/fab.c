@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rdma/fab_internal.h"
 
@@ -141,7 +143,13 @@ struct fab_worker *fab_worker_create_err(struct fab *f, int worker_id, char *err
 	}
 	fw->f = f;
 	fw->id = worker_id;
+	if (f->track && !(fw->dirty = calloc(1, sizeof(*fw->dirty)))) {
+		snprintf(err, errlen, "out of memory");
+		free(fw);
+		return NULL;
+	}
 	if (f->be->worker_init && f->be->worker_init(fw, err, errlen) != 0) {
+		free(fw->dirty);
 		free(fw);
 		return NULL;
 	}
@@ -159,17 +167,96 @@ void fab_worker_destroy(struct fab_worker *fw)
 		return;
 	if (fw->f->be->worker_fini)
 		fw->f->be->worker_fini(fw);
+	free(fw->dirty);
 	free(fw);
 }
 
 int fab_worker_fds(struct fab_worker *fw, int *fds, int max)
 {
-	return fw->f->be->worker_fds ? fw->f->be->worker_fds(fw, fds, max) : 0;
+	struct fab *f = fw->f;
+	int k = f->be->worker_fds ? f->be->worker_fds(fw, fds, max) : 0;
+	if (f->aux.fd && k < max) {
+		int fd = f->aux.fd(f->aux.arg, fw->id);
+		if (fd >= 0)
+			fds[k++] = fd;
+	}
+	return k;
 }
 
 int fab_worker_poll(struct fab_worker *fw)
 {
-	return fw->f->be->poll ? fw->f->be->poll(fw) : 0;
+	struct fab *f = fw->f;
+	int k = f->be->poll ? f->be->poll(fw) : 0;
+	if (f->aux.poll)
+		k += f->aux.poll(f->aux.arg, fw->id);
+	return k;
+}
+
+void fab_set_aux(struct fab *f, const struct fab_aux *aux)
+{
+	f->aux = *aux;
+}
+
+void fab_track_writes(struct fab *f)
+{
+	f->track = true;
+}
+
+struct fab_dirty *fab_worker_dirty(struct fab_worker *fw)
+{
+	return fw->dirty;
+}
+
+/* Note a changed range (fab_track_writes), merged with the last one when
+ * they touch: an install's data then its ver word, a record then its
+ * neighbour, make one range. */
+static void note_dirty(struct fab_dirty *d, const struct fab_op *op)
+{
+	uint64_t lo = op->off, hi = op->off + op->len;
+	if (d->overflow & (1ull << (op->node & 63)))
+		return;
+	if (d->n > 0) {
+		struct fab_range *last = &d->r[d->n - 1];
+		uint64_t llo = last->off, lhi = last->off + last->len;
+		if (last->node == op->node && lo <= lhi && llo <= hi) {
+			uint64_t nlo = lo < llo ? lo : llo, nhi = hi > lhi ? hi : lhi;
+			if (nhi - nlo <= UINT32_MAX) {
+				last->off = nlo;
+				last->len = (uint32_t)(nhi - nlo);
+				return;
+			}
+		}
+	}
+	if (d->n == FAB_DIRTY_MAX) {
+		d->overflow |= 1ull << (op->node & 63);
+		return;
+	}
+	d->r[d->n++] = (struct fab_range){ .node = op->node, .off = op->off, .len = op->len };
+}
+
+bool fab_can_persist(const struct fab *f, uint16_t node)
+{
+	return node < FAB_MAX_NODES && f->peers[node].attached && f->peers[node].direct &&
+	       f->peers[node].base;
+}
+
+int fab_persist(struct fab *f, uint16_t node, uint64_t off, uint64_t len)
+{
+	if (node >= FAB_MAX_NODES || !f->peers[node].attached)
+		return -EHOSTDOWN;
+	const struct fab_peer *p = &f->peers[node];
+	if (!p->direct || !p->base)
+		return -ENOTSUP;
+	if (len == 0)
+		return 0;
+	if (off > p->size || len > p->size - off)
+		return -EFAULT;
+	/* msync wants a page-aligned start; the mapping is page-aligned. */
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t a = off & ~(pg - 1);
+	if (msync((char *)p->base + a, (size_t)(off + len - a), MS_SYNC) != 0)
+		return -errno;
+	return 0;
 }
 
 void fab_batch_init(struct fab_batch *b, struct fab_worker *fw, struct fab_waiter waiter,
@@ -182,6 +269,7 @@ void fab_batch_init(struct fab_batch *b, struct fab_worker *fw, struct fab_waite
 	b->pending = 0;
 	b->err = 0;
 	b->handle = NULL;
+	b->untracked = false;
 }
 
 static struct fab_op *queue(struct fab_batch *b)
@@ -282,6 +370,10 @@ int fab_exec(struct fab_batch *b)
 		if (b->stats)
 			b->stats->verbs[op->kind]++;
 	}
+	if (b->fw->dirty && !b->untracked)
+		for (int i = 0; i < n; i++)
+			if (b->ops[i].kind != FAB_READ)
+				note_dirty(b->fw->dirty, &b->ops[i]);
 
 	/* Split by target node, keeping each node's ops in posting order.
 	 * Ops on CPU-reachable regions are applied here; the rest go to the

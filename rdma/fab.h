@@ -70,10 +70,37 @@ struct fab_waiter {
 	void (*unpark)(void *ctx, void *handle);
 };
 
+/*
+ * Changed ranges, for persistence (persistence power: cc/durable.c, FORD's
+ * selective flush, notes-ford.md 3.4). When the fabric tracks writes
+ * (fab_track_writes), each worker's endpoints keep one of these: fab_exec
+ * appends the target range of every WRITE, CAS and FAA it executes (a
+ * failed CAS too: over-reporting is harmless), merging a range with the
+ * last one when they touch. A range that does not fit sets its node's bit
+ * in `overflow`, which means "that node's whole region". The worker's
+ * owner thread writes it (fab_exec) and drains it (cc/durable.c: it copies
+ * the ranges out and sets n and overflow to 0); no one else touches it.
+ */
+#define FAB_DIRTY_MAX 2048
+struct fab_range {
+	uint16_t node;
+	uint32_t len;
+	uint64_t off;
+};
+struct fab_dirty {
+	int n;
+	uint64_t overflow;            /* bit per node: persist its whole region */
+	struct fab_range r[FAB_DIRTY_MAX];
+};
+
 struct fab_batch {
 	struct fab_worker *fw;
 	struct fab_waiter waiter;
 	struct fab_stats *stats; /* may be NULL */
+	bool untracked;          /* fab_exec notes no dirty range (fab_dirty): the
+				    owner sets it around an exec whose writes need
+				    no persistence (lock releases after a durable
+				    commit point) */
 	int n;
 	/* completion state of the exec in progress (fab.c and backends) */
 	int pending;             /* parts posted and not yet completed */
@@ -241,5 +268,48 @@ int fab_cas1(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t cmp, uin
 int fab_faa1(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t add, uint64_t *old);
 
 void fab_stats_add(struct fab_stats *dst, const struct fab_stats *src);
+
+/* ---- persistence of written ranges (persistence power) ---- */
+
+/*
+ * fab_track_writes - from now on, every fab_worker created on f keeps a
+ * struct fab_dirty of what its batches changed. Main thread, before the
+ * workers' fab_worker_create.
+ */
+void fab_track_writes(struct fab *f);
+/* The worker's changed ranges, or NULL when the fabric does not track
+ * writes. Owner thread only. */
+struct fab_dirty *fab_worker_dirty(struct fab_worker *fw);
+
+/*
+ * fab_persist - make [off, off+len) of node's region durable (msync of the
+ * pages that hold it), for a region this process maps and reaches
+ * directly: the own region (except on verbs) and shm peers, whose page
+ * cache is the owner's, so the owner's file gets the data. Blocking; any
+ * thread. Returns 0, -ENOTSUP for a node reached over a network (tcp,
+ * verbs: there a remote flush would be a message to the node, not
+ * implemented), -EHOSTDOWN if the node is not attached, -EFAULT for a
+ * range outside the region, or msync's -errno.
+ */
+int fab_persist(struct fab *f, uint16_t node, uint64_t off, uint64_t len);
+/* True when fab_persist can reach node (see above). */
+bool fab_can_persist(const struct fab *f, uint16_t node);
+
+/*
+ * An extra completion source that the workers' loops watch with the
+ * backend's: completions that another thread of this process delivers
+ * (the group-commit flusher of cc/durable.c), in the way tcp completions
+ * arrive: the other thread makes fd(arg, worker_id) readable, the worker's
+ * epoll wakes, and fab_worker_poll calls poll(arg, worker_id) on the
+ * worker's own thread, which unparks the coroutines concerned. fd returns
+ * -1 for a worker id it has none for. Main thread, before the workers'
+ * fab_worker_create.
+ */
+struct fab_aux {
+	int (*fd)(void *arg, int worker_id);
+	int (*poll)(void *arg, int worker_id); /* returns coroutines woken */
+	void *arg;
+};
+void fab_set_aux(struct fab *f, const struct fab_aux *aux);
 
 #endif

@@ -22,12 +22,15 @@ struct fab {
 	const struct fab_backend *be;
 	struct fab_peer peers[FAB_MAX_NODES];
 	void *bdata;   /* backend-wide data */
+	bool track;    /* fab_track_writes: workers keep a struct fab_dirty */
+	struct fab_aux aux; /* fab_set_aux; fd == NULL: none */
 };
 
 struct fab_worker {
 	struct fab *f;
 	int id;
 	void *bdata;   /* backend's per-worker data */
+	struct fab_dirty *dirty; /* with f->track: what this worker's batches changed */
 };
 
 extern const struct fab_backend fab_shm_backend;

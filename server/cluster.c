@@ -93,7 +93,13 @@ struct ctl_hello {
 	/* The undo log (server/recovery.c): the sender's decision records, and
 	 * its slots whose records the receiver must settle (txn, or 0). */
 	uint64_t decided[ST_LOG_SLOTS];
-	uint64_t pending[ST_LOG_SLOTS];
+	struct srv_pending pending;
+};
+
+/* CTL_SETTLED: the sender settled what the receiver reported to it. */
+struct ctl_settled {
+	uint64_t node;
+	struct srv_pending done;
 };
 
 struct peer {
@@ -372,7 +378,7 @@ static void fill_hello(struct node *n, struct ctl_hello *h, unsigned to)
 			snprintf(h->fabric_addr, sizeof(h->fabric_addr), "%s",
 				 n->cfg.cluster_nodes[i].fabric);
 	srv_read_decisions(n, h->decided);
-	srv_pending_for(n, to, h->pending);
+	srv_pending_for(n, to, &h->pending);
 }
 
 /* A joining peer's HELLO or HELLO reply: settle what its previous
@@ -380,7 +386,7 @@ static void fill_hello(struct node *n, struct ctl_hello *h, unsigned to)
 static void settle_from_hello(struct node *n, const struct ctl_hello *h)
 {
 	srv_settle_restarted_peer(n, h->node, h->incarnation, h->decided);
-	srv_settle_pending(n, h->node, h->decided, h->pending);
+	srv_settle_pending(n, h->node, h->decided, &h->pending);
 }
 
 struct keybuf {
@@ -493,10 +499,10 @@ static void *ctl_conn_main(void *arg)
 			break;
 		}
 		case CTL_SETTLED: /* the peer settled the slots we reported to it */
-			if (h.len == sizeof(uint64_t) * (ST_LOG_SLOTS + 1)) {
-				uint64_t *v = (uint64_t *)req;
-				if (v[0] < FAB_MAX_NODES)
-					srv_pending_settled(n, (unsigned)v[0], v + 1);
+			if (h.len == sizeof(struct ctl_settled)) {
+				const struct ctl_settled *v = (const void *)req;
+				if (v->node < FAB_MAX_NODES)
+					srv_pending_settled(n, (unsigned)v->node, &v->done);
 			}
 			break;
 		case CTL_FAB: {
@@ -723,17 +729,17 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 			free(theirs);
 			/* They settled what we reported; we settle what they report,
 			 * then tell them. */
-			srv_pending_settled(n, (unsigned)p->id, mine.pending);
+			srv_pending_settled(n, (unsigned)p->id, &mine.pending);
 			settle_from_hello(n, &p->hello);
-			uint64_t settled[ST_LOG_SLOTS + 1];
+			struct ctl_settled settled = { .node = (uint64_t)n->cfg.node_id,
+						       .done = p->hello.pending };
 			bool any = false;
-			settled[0] = (uint64_t)n->cfg.node_id;
 			for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
-				any |= (settled[s + 1] = p->hello.pending[s]) != 0;
+				any |= settled.done.slots[s] || settled.done.locks[s];
 			if (any) {
 				void *r = NULL;
 				size_t rl2 = 0;
-				(void)ctl_call(n, NULL, p->id, CTL_SETTLED, settled, sizeof(settled), &r,
+				(void)ctl_call(n, NULL, p->id, CTL_SETTLED, &settled, sizeof(settled), &r,
 					       &rl2, cerr, sizeof(cerr));
 				free(r);
 			}

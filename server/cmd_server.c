@@ -821,10 +821,22 @@ static void info_memory(struct info_ctx *x)
 		  used, h_used, rss, h_rss, total, h_total, store, h_store, store, h_store);
 }
 
+/*
+ * The recovery_* fields describe what this process's start did about the
+ * transactions the previous process left unfinished (server/recovery.c
+ * srv_recover_local): all 0 after a clean stop or on a new region. They are
+ * written once before the workers start, so they are read without a lock.
+ */
 static void info_persistence(struct info_ctx *x)
 {
 	struct node *n = x->n;
+	const struct st_log_stats *rs = &n->recovery;
 	pthread_mutex_lock(&n->cfg_lock);
+	const char *mode = n->cfg.persistence ? n->cfg.persistence : "";
+	/* What the data survives (conf/rckv.conf "persistence"). */
+	const char *durable = strcasecmp(mode, "none") == 0    ? "nothing (lost at exit)"
+			      : strcasecmp(mode, "power") == 0 ? "power loss"
+							       : "process crash";
 	sb_printf(x->b,
 		  "# Persistence\r\n"
 		  "loading:0\r\n"
@@ -833,11 +845,20 @@ static void info_persistence(struct info_ctx *x)
 		  "aof_enabled:0\r\n"
 		  "aof_rewrite_in_progress:0\r\n"
 		  "persistence:%s\r\n"
+		  "persistence_durable_on:%s\r\n"
 		  "dir:%s\r\n"
 		  "recovered_keys:%llu\r\n"
-		  "last_stop_clean:%d\r\n",
-		  n->cfg.persistence ? n->cfg.persistence : "", n->cfg.dir ? n->cfg.dir : "",
-		  (unsigned long long)n->recovered_keys, n->recovered_unclean ? 0 : 1);
+		  "last_stop_clean:%d\r\n"
+		  "recovery_ms:%llu\r\n"
+		  "recovered_txns_rolled_back:%llu\r\n"
+		  "recovered_records_undone:%llu\r\n"
+		  "recovered_txns_committed:%llu\r\n"
+		  "recovered_locks_released:%llu\r\n",
+		  mode, durable, n->cfg.dir ? n->cfg.dir : "",
+		  (unsigned long long)n->recovered_keys, n->recovered_unclean ? 0 : 1,
+		  (unsigned long long)n->recovery_ms, (unsigned long long)rs->txns_rolled_back,
+		  (unsigned long long)rs->records_undone, (unsigned long long)rs->txns_committed,
+		  (unsigned long long)rs->locks_released);
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 

@@ -105,6 +105,9 @@ static const struct opt options[] = {
 	{ "memory", OT_MEM, false, OFF(memory), 16LL << 20, 1LL << 44, NULL, "512mb" },
 	{ "dir", OT_STR, false, OFF(dir), 0, 0, NULL, "./data" },
 	{ "persistence", OT_ENUM, false, OFF(persistence), 0, 0, persistence_choices, "process" },
+	{ "power-sim", OT_BOOL, false, OFF(power_sim), 0, 0, NULL, "no" },
+	{ "power-sim-crash-after", OT_LL, false, OFF(power_sim_crash_after), 0, LLONG_MAX, NULL,
+	  "0" },
 	/* fabric and cluster */
 	{ "node", OT_INT, false, OFF(node_id), 1, FAB_MAX_NODES - 1, NULL, "1" },
 	{ "fabric", OT_ENUM, false, OFF(fabric), 0, 0, fabric_choices, "shm" },

@@ -53,6 +53,8 @@ struct srv_config {
 	long long memory;               /* memory 512mb: MemStore region bytes */
 	char *dir;                      /* dir ./data */
 	char *persistence;              /* persistence process: none|process|power */
+	bool power_sim;                 /* power-sim no: simulate power loss (testing) */
+	long long power_sim_crash_after; /* power-sim-crash-after 0: cut at this persist */
 
 	/* fabric and cluster */
 	int node_id;                    /* node 1 */

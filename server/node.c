@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cc/cc.h"
+#include "cc/durable.h"
 #include "server/log.h"
 #include "server/recovery.h"
 #include "server/cluster.h"
@@ -152,6 +153,49 @@ static int apply_cluster_self(struct node *n, char *err, size_t errlen)
 	return 0; /* standalone, or not listed: cluster_start says so */
 }
 
+/*
+ * persistence power flushes what a commit wrote on every node it wrote;
+ * this process can flush only regions it maps (its own, and shm peers',
+ * whose page cache is shared), so a cluster over tcp or verbs is refused
+ * (a remote flush message is not implemented). power-sim is a test
+ * harness: it needs `testing yes`, persistence power, and a standalone
+ * node (its copies reach only this node's own file).
+ */
+static int check_power(const struct node *n, const struct st_config *sc, char *err,
+		       size_t errlen)
+{
+	if (n->cfg.power_sim) {
+		if (!n->cfg.testing) {
+			snprintf(err, errlen, "'power-sim yes' is a test harness: it needs "
+				 "'testing yes'");
+			return -1;
+		}
+		if (sc->persistence != ST_PERSIST_POWER) {
+			snprintf(err, errlen, "'power-sim yes' simulates power loss for "
+				 "'persistence power'; persistence is '%s'",
+				 n->cfg.persistence);
+			return -1;
+		}
+		if (n->cfg.ncluster_nodes > 0) {
+			snprintf(err, errlen, "'power-sim yes' runs on a standalone node only "
+				 "(this node has cluster-node lines)");
+			return -1;
+		}
+	} else if (n->cfg.power_sim_crash_after > 0) {
+		snprintf(err, errlen, "'power-sim-crash-after' needs 'power-sim yes'");
+		return -1;
+	}
+	if (sc->persistence == ST_PERSIST_POWER && n->cfg.ncluster_nodes > 0 &&
+	    strcasecmp(n->cfg.fabric, "shm") != 0) {
+		snprintf(err, errlen, "'persistence power' needs 'fabric shm' in a cluster: a "
+			 "commit must flush every node it wrote, and over '%s' this node cannot "
+			 "flush a peer's memory (use persistence process, or fabric shm)",
+			 n->cfg.fabric);
+		return -1;
+	}
+	return 0;
+}
+
 int srv_node_start(struct node *n, char *err, size_t errlen)
 {
 	pthread_mutex_init(&n->cfg_lock, NULL);
@@ -187,7 +231,11 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		.size = (uint64_t)n->cfg.memory,
 		.log_nodes = log_nodes_of(n),
 		.persistence = persistence_of(n->cfg.persistence),
+		.power_sim = n->cfg.power_sim,
+		.power_sim_crash_after = (uint64_t)n->cfg.power_sim_crash_after,
 	};
+	if (check_power(n, &sc, err, errlen) != 0)
+		return -1;
 	st_set_self_node((uint16_t)n->cfg.node_id);
 	char serr[512] = "";
 	rc = st_region_open(&sc, &n->region, serr, sizeof(serr));
@@ -227,6 +275,17 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	if (fab_attach_err(n->fab, fc.self, st_region_base(n->region), n->layout->size, err,
 			   errlen) != 0)
 		goto fail_listen;
+	if (sc.persistence == ST_PERSIST_POWER) {
+		/* Group commit (cc/durable.c): before the workers' endpoints,
+		 * which it equips with write tracking and its wake-up fd. */
+		if (durable_start(n, err, errlen) != 0)
+			goto fail_listen;
+		srv_log(n, LOG_NOTICE, "persistence power: %s, group commit on",
+			st_region_is_sim(n->region)
+				? "power-sim (the region file gets only the pages persisted)"
+			: st_region_is_pmem(n->region) ? "pmem_persist (persistent memory)"
+						       : "pmem_msync of the changed pages");
+	}
 
 	for (int i = 0; i < n->cfg.nbind; i++)
 		if (listen_on(n, n->cfg.bind[i], err, errlen) != 0)
@@ -269,6 +328,7 @@ fail_listen:
 	for (int i = 0; i < n->nlisten; i++)
 		close(n->listen_fds[i]);
 	n->nlisten = 0;
+	durable_stop(n);
 	if (n->fab)
 		fab_close(n->fab);
 fail_region:
@@ -296,6 +356,7 @@ void srv_node_stop(struct node *n)
 	free(n->workers);
 	n->workers = NULL;
 	cluster_stop(n);
+	durable_stop(n); /* after the workers: nobody waits any more */
 	fab_close(n->fab);
 	free((void *)n->slots);
 	n->slots = NULL;

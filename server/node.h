@@ -19,6 +19,7 @@ struct worker;
 struct cc_protocol;
 struct slot_map;
 struct node;
+struct durable;
 
 /* Cluster-wide operations (server/cluster.c); NULL on a standalone node. */
 struct node_cluster_ops {
@@ -104,9 +105,23 @@ struct node {
 	 * control plane clears them when those peers have rejoined. */
 	uint64_t log_pending[ST_LOG_SLOTS];
 	uint64_t log_pending_nodes[ST_LOG_SLOTS];
+	/* Transactions (no log slot involved) whose lock releases failed on
+	 * the nodes in lock_pending_nodes: those nodes release them when they
+	 * rejoin. Entries are claimed by CAS on the txn word. */
+	uint64_t lock_pending[ST_LOG_SLOTS];
+	uint64_t lock_pending_nodes[ST_LOG_SLOTS];
 	struct st_log_stats recovery;  /* what recovery settled at start */
 	uint64_t recovery_ms;
 	bool recovered_unclean;       /* the last stop was not clean */
+	/* persistence power: group commit (cc/durable.c), NULL otherwise. Set
+	 * at start before the workers, cleared after they stopped. */
+	struct durable *durable;
+	/* Group commit: flusher rounds (each one msync per distinct page
+	 * range), and transactions whose commit point those rounds made
+	 * durable; gc_commits / gc_flushes is the commits one flush served.
+	 * Written by the flusher thread (ck_pr_add_64), read by anyone with
+	 * ck_pr_load_64. */
+	uint64_t gc_flushes, gc_commits;
 };
 
 #endif

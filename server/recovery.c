@@ -43,11 +43,12 @@ static bool held_by_node(void *arg, uint64_t lockword)
 	return cc_lock_holder_node(lockword) == (int)(uintptr_t)arg;
 }
 
+/* Lock words to release: the txns of two ST_LOG_SLOTS lists (0 = none). */
 static bool held_by_txn(void *arg, uint64_t lockword)
 {
-	const uint64_t *only = arg;
-	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
-		if (only[s] && only[s] == lockword)
+	const uint64_t *txns = arg;
+	for (unsigned s = 0; s < 2 * ST_LOG_SLOTS; s++)
+		if (txns[s] && txns[s] == lockword)
 			return true;
 	return false;
 }
@@ -123,41 +124,55 @@ void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnati
 }
 
 void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST_LOG_SLOTS],
-			const uint64_t only[ST_LOG_SLOTS])
+			const struct srv_pending *p)
 {
 	bool any = false;
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
-		any |= only[s] != 0;
+		any |= p->slots[s] != 0 || p->locks[s] != 0;
 	if (!any)
 		return;
 	uint64_t t0 = mono_ms();
 	struct st_log_stats st = { 0 };
-	st_log_resolve(n->region, peer, decided, only, &st);
-	st_release_locks(n->region, held_by_txn, (void *)only, -1, &st);
+	st_log_resolve(n->region, peer, decided, p->slots, &st);
+	uint64_t txns[2 * ST_LOG_SLOTS];
+	memcpy(txns, p->slots, sizeof(p->slots));
+	memcpy(txns + ST_LOG_SLOTS, p->locks, sizeof(p->locks));
+	st_release_locks(n->region, held_by_txn, txns, -1, &st);
 	char what[96];
 	snprintf(what, sizeof(what), "transactions node %u could not finish here", peer);
 	log_settled(n, what, &st, mono_ms() - t0);
 }
 
-void srv_pending_for(struct node *n, unsigned peer, uint64_t out[ST_LOG_SLOTS])
+void srv_pending_for(struct node *n, unsigned peer, struct srv_pending *out)
 {
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
 		uint64_t txn = ck_pr_load_64(&n->log_pending[s]);
 		uint64_t nodes = ck_pr_load_64(&n->log_pending_nodes[s]);
-		out[s] = txn && (nodes & (1ull << peer)) ? txn : 0;
+		out->slots[s] = txn && (nodes & (1ull << peer)) ? txn : 0;
+		txn = ck_pr_load_64(&n->lock_pending[s]);
+		nodes = ck_pr_load_64(&n->lock_pending_nodes[s]);
+		out->locks[s] = txn && txn != ~0ull && (nodes & (1ull << peer)) ? txn : 0;
 	}
 }
 
-void srv_pending_settled(struct node *n, unsigned peer, const uint64_t settled[ST_LOG_SLOTS])
+/* Drop `peer` from a pending entry that still names `txn`; free the entry
+ * when no node is left. */
+static void settled_one(uint64_t *txnw, uint64_t *nodesw, uint64_t txn, unsigned peer)
+{
+	if (!txn || ck_pr_load_64(txnw) != txn)
+		return;
+	uint64_t left = ck_pr_load_64(nodesw) & ~(1ull << peer);
+	ck_pr_store_64(nodesw, left);
+	if (!left) {
+		ck_pr_fence_store();
+		ck_pr_store_64(txnw, 0); /* usable again */
+	}
+}
+
+void srv_pending_settled(struct node *n, unsigned peer, const struct srv_pending *p)
 {
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
-		if (!settled[s] || ck_pr_load_64(&n->log_pending[s]) != settled[s])
-			continue;
-		uint64_t left = ck_pr_load_64(&n->log_pending_nodes[s]) & ~(1ull << peer);
-		ck_pr_store_64(&n->log_pending_nodes[s], left);
-		if (!left) {
-			ck_pr_fence_store();
-			ck_pr_store_64(&n->log_pending[s], 0); /* the slot is usable again */
-		}
+		settled_one(&n->log_pending[s], &n->log_pending_nodes[s], p->slots[s], peer);
+		settled_one(&n->lock_pending[s], &n->lock_pending_nodes[s], p->locks[s], peer);
 	}
 }

@@ -21,13 +21,21 @@ void srv_read_decisions(struct node *n, uint64_t out[ST_LOG_SLOTS]);
 void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnation,
 			       const uint64_t decided[ST_LOG_SLOTS]);
 
-/* A live peer's slots (only[s] = txn) that it could not retire here. */
-void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST_LOG_SLOTS],
-			const uint64_t only[ST_LOG_SLOTS]);
+/* What a live coordinator could not finish on a node that failed: its
+ * slots there (txn per slot, or 0) and txns whose lock releases failed
+ * (a list, 0 = unused). Sent to that node when it rejoins. */
+struct srv_pending {
+	uint64_t slots[ST_LOG_SLOTS];
+	uint64_t locks[ST_LOG_SLOTS];
+};
 
-/* Our quarantined slots that `peer` must settle (txn per slot, or 0). */
-void srv_pending_for(struct node *n, unsigned peer, uint64_t out[ST_LOG_SLOTS]);
-/* `peer` settled these: release the quarantine where nobody else is left. */
-void srv_pending_settled(struct node *n, unsigned peer, const uint64_t settled[ST_LOG_SLOTS]);
+/* Settle what live `peer` reports it left here. */
+void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST_LOG_SLOTS],
+			const struct srv_pending *p);
+
+/* What we left on `peer` and it must settle. */
+void srv_pending_for(struct node *n, unsigned peer, struct srv_pending *out);
+/* `peer` settled these: free the entries no other node still owes. */
+void srv_pending_settled(struct node *n, unsigned peer, const struct srv_pending *p);
 
 #endif

@@ -76,16 +76,19 @@ static void undo_image(struct st_region *r, const struct st_log_rec *rec, const 
 	uint64_t ident;
 	memcpy(&ident, payload + 24, 8);
 	struct st_item *it = block_at(r, rec->off, st_ident_class(ident));
+	uint32_t klen = st_ident_klen(ident);
 	if (!it || st_ident_gen(ld(&it->ident)) != (uint32_t)rec->aux ||
-	    8u + len > st_csize(st_ident_class(ident)))
+	    8u + len + klen > st_csize(st_ident_class(ident)))
 		return;
-	/* Locked by the dead transaction (invariant 1): data first, ver last,
-	 * as an install does. */
-	memcpy((char *)it + 16, payload + 8, len - 8);
+	/* Locked by the dead transaction (invariant 1): words 2..5 and the
+	 * value first, ver last, as an install does. The key was rewritten
+	 * with its own bytes. */
+	memcpy((char *)it + 16, payload + 8, 32);
+	memcpy((char *)(it + 1) + klen, payload + 40, len - 40);
 	uint64_t ver;
 	memcpy(&ver, payload, 8);
 	st(&it->ver, ver);
-	st_region_persist(r, rec->off, 8u + len);
+	st_region_persist(r, rec->off, 8u + len + klen);
 }
 
 /* The index slot of a key that points at block off, or NULL. */

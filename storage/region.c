@@ -7,7 +7,11 @@
  *   persistence none:          /dev/shm/rckv-<pid>-node-<id>.region, unlinked
  *                              at close (or by a later open, once <pid> is
  *                              gone: sweep_dead_shm);
- *   persistence process/power: <dir>/node-<id>.region.
+ *   persistence process/power: <dir>/node-<id>.region;
+ *   power-sim (testing):       <dir>/node-<id>.region is the durable
+ *                              medium, mapped through a volatile copy
+ *                              /dev/shm/rckv-<pid>-node-<id>-sim.region
+ *                              (st.h; swept like the none files).
  * A new file is created sparse under a temporary name, gets its header,
  * and is renamed into place, so a crash during creation never leaves a
  * half-made region under the real name.
@@ -22,6 +26,10 @@
  * (3) One process at a time opens a region file: flock(LOCK_EX) on r->fd,
  *     held until close. Peers of a shm cluster map the file themselves,
  *     without st_region_open, and are not affected.
+ * (4) power-sim: the durable file changes only by copies of whole pages of
+ *     the mapping, made under sim_lock, which also reads the pages: two
+ *     copies of one page never overlap, so a later persist never lands
+ *     before an earlier one with older contents.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,7 +52,7 @@ static_assert(offsetof(struct st_item, ident) == ST_ITEM_IDENT, "ident word offs
 static_assert(offsetof(struct st_item, data) == ST_ITEM_DATA, "data word offset");
 
 #define TXN_SLOTS 4096u
-#define LOG_MIN (1ull << 20)
+#define LOG_MIN (2ull << 20)
 #define PAGE 4096ull
 
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
@@ -92,6 +101,8 @@ int st_layout_compute(uint64_t size, unsigned log_nodes, struct st_layout *L, ch
 		return ST_ECORRUPT;
 	}
 	uint64_t lsz = size / 32 > LOG_MIN ? size / 32 : LOG_MIN;
+	if (size >= (64ull << 20) && lsz < (log_nodes << 20))
+		lsz = log_nodes << 20; /* at least 1 MiB per coordinator node */
 	if (lsz > size / 4)
 		lsz = size / 4;
 	L->log_nodes = log_nodes;
@@ -124,16 +135,197 @@ struct st_header *st_region_header(struct st_region *r) { return (struct st_head
 bool st_region_reopened(struct st_region *r) { return r->reopened; }
 bool st_region_was_clean(struct st_region *r) { return r->was_clean; }
 
-void st_region_persist(struct st_region *r, uint64_t off, uint64_t len)
+bool st_region_is_pmem(struct st_region *r) { return r->is_pmem != 0; }
+
+/* ---- power-sim ---- */
+
+/* pwrite all of buf at off, or -errno. */
+static int pwrite_all(int fd, const char *buf, uint64_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t k = pwrite(fd, buf, len > (1u << 30) ? (1u << 30) : (size_t)len, (off_t)off);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += k;
+		off += (uint64_t)k;
+		len -= (uint64_t)k;
+	}
+	return 0;
+}
+
+#define SIM_BUF_BYTES (64 * PAGE)
+
+/*
+ * Write pages [a, e) of the mapping to the durable file through r->sim_buf
+ * (sim_lock held). Workers write the mapping meanwhile, as they would
+ * while a real msync or a DMA reads it: the pages are read word by word
+ * with relaxed atomic loads (the fabric's 8-byte atomicity, rdma/shm.c),
+ * so each word is old or new, and the race is a defined one.
+ */
+static int sim_write(struct st_region *r, uint64_t a, uint64_t e)
+{
+	while (a < e) {
+		uint64_t n = e - a < SIM_BUF_BYTES ? e - a : SIM_BUF_BYTES;
+		const uint64_t *src = (const uint64_t *)(r->base + a);
+		uint64_t *dst = (uint64_t *)r->sim_buf;
+		for (uint64_t i = 0; i < n / 8; i++)
+			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		int rc = pwrite_all(r->sim_fd, r->sim_buf, n, a);
+		if (rc)
+			return rc;
+		a += n;
+	}
+	return 0;
+}
+
+/*
+ * Copy pages [a, e) of the mapping to the durable file. Small ranges are
+ * copied whole; large ones (recovery, a clean close) extent by extent of
+ * the volatile file, punching the holes out of the durable file, so that
+ * neither file grows by gigabytes of zeros.
+ */
+static int sim_copy(struct st_region *r, uint64_t a, uint64_t e)
+{
+	if (e - a <= SIM_BUF_BYTES)
+		return sim_write(r, a, e);
+	uint64_t pos = a;
+	while (pos < e) {
+		off_t d = lseek(r->fd, (off_t)pos, SEEK_DATA);
+		uint64_t data = d < 0 || (uint64_t)d > e ? e : (uint64_t)d;
+		if (data > pos &&
+		    fallocate(r->sim_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)pos,
+			      (off_t)(data - pos)) != 0) {
+			/* No hole punching here: write the zeros. */
+			int rc = sim_write(r, pos, data);
+			if (rc)
+				return rc;
+		}
+		if (data >= e)
+			break;
+		off_t h = lseek(r->fd, (off_t)data, SEEK_HOLE);
+		uint64_t hole = h < 0 || (uint64_t)h > e ? e : (uint64_t)h;
+		int rc = sim_write(r, data, hole);
+		if (rc)
+			return rc;
+		pos = hole;
+	}
+	return 0;
+}
+
+static int sim_persist(struct st_region *r, uint64_t off, uint64_t len)
+{
+	uint64_t a = off & ~(PAGE - 1);
+	uint64_t e = align_up(off + len, PAGE);
+	if (e > r->layout.size)
+		e = r->layout.size;
+	pthread_mutex_lock(&r->sim_lock);
+	uint64_t nth = ++r->sim_persists;
+	if (r->sim_crash_after && nth >= r->sim_crash_after) {
+		/* The power cut, in the middle of this flush: its first half
+		 * of pages made it, the rest did not, nor anything later. */
+		uint64_t half = ((e - a) / PAGE / 2) * PAGE;
+		if (half)
+			(void)sim_copy(r, a, a + half);
+		char msg[160];
+		int k = snprintf(msg, sizeof(msg),
+				 "power-sim: power cut at persist %" PRIu64 " (%" PRIu64
+				 " of %" PRIu64 " pages written)\n",
+				 nth, (uint64_t)(half / PAGE), (uint64_t)((e - a) / PAGE));
+		ssize_t w = write(2, msg, (size_t)k);
+		(void)w;
+		kill(getpid(), SIGKILL);
+		for (;;)
+			pause();
+	}
+	int rc = sim_copy(r, a, e);
+	pthread_mutex_unlock(&r->sim_lock);
+	return rc;
+}
+
+uint64_t st_region_sim_persists(struct st_region *r)
+{
+	if (!r->sim)
+		return 0;
+	pthread_mutex_lock(&r->sim_lock);
+	uint64_t n = r->sim_persists;
+	pthread_mutex_unlock(&r->sim_lock);
+	return n;
+}
+
+bool st_region_is_sim(struct st_region *r) { return r->sim; }
+
+const char *st_region_durable_path(struct st_region *r)
+{
+	return r->sim ? r->sim_path : r->path;
+}
+
+int st_region_persist_checked(struct st_region *r, uint64_t off, uint64_t len)
 {
 	if (r->persistence != ST_PERSIST_POWER || off >= r->layout.size || len == 0)
-		return;
+		return 0;
 	if (len > r->layout.size - off)
 		len = r->layout.size - off;
-	if (r->is_pmem)
+	if (r->sim)
+		return sim_persist(r, off, len);
+	if (r->is_pmem) {
 		pmem_persist(r->base + off, len);
-	else
-		(void)pmem_msync(r->base + off, len); /* rounds down to a page itself */
+		return 0;
+	}
+	/* pmem_msync rounds the start down to a page itself. */
+	return pmem_msync(r->base + off, len) != 0 ? (errno ? -errno : -EIO) : 0;
+}
+
+int st_region_persist_ranges(struct st_region *r, const struct fab_range *rg, size_t n)
+{
+	if (r->persistence != ST_PERSIST_POWER || n == 0)
+		return 0;
+	int err = 0;
+	if (r->sim || r->is_pmem || n == 1) {
+		for (size_t i = 0; i < n; i++) {
+			int rc = st_region_persist_checked(r, rg[i].off, rg[i].len);
+			if (rc && !err)
+				err = rc;
+		}
+		return err;
+	}
+	/* Start the writeback of every range, then wait for each: the disk
+	 * gets them all at once. */
+	const uint64_t size = r->layout.size;
+	for (int pass = 0; pass < 2 && !err; pass++) {
+		unsigned flags = pass == 0 ? SYNC_FILE_RANGE_WRITE
+					   : SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+						     SYNC_FILE_RANGE_WAIT_AFTER;
+		for (size_t i = 0; i < n; i++) {
+			if (rg[i].off >= size)
+				continue;
+			uint64_t len = rg[i].len > size - rg[i].off ? size - rg[i].off : rg[i].len;
+			if (sync_file_range(r->fd, (off_t)rg[i].off, (off_t)len, flags) != 0) {
+				err = -errno;
+				break;
+			}
+		}
+	}
+	if (err) { /* no sync_file_range here: msync each range */
+		err = 0;
+		for (size_t i = 0; i < n; i++) {
+			int rc = st_region_persist_checked(r, rg[i].off, rg[i].len);
+			if (rc && !err)
+				err = rc;
+		}
+		return err;
+	}
+	/* The pages are written; fsync the (now clean) first range: it commits
+	 * the journal if their blocks were newly allocated (the file is
+	 * sparse), and flushes the device's write cache. */
+	return st_region_persist_checked(r, rg[0].off, rg[0].len);
+}
+
+void st_region_persist(struct st_region *r, uint64_t off, uint64_t len)
+{
+	(void)st_region_persist_checked(r, off, len);
 }
 
 /* Durably record a directory entry change (create, rename, unlink). */
@@ -360,6 +552,80 @@ static void sweep_dead_shm(void)
 	closedir(d);
 }
 
+/*
+ * power-sim: the region file is open, validated (or created), locked and
+ * mapped at r->base. Copy it into a fresh volatile file, map that instead
+ * and keep the region file's fd for the copies of st_region_persist. On
+ * failure the caller unmaps r->base and closes r->fd.
+ */
+static int sim_start(struct st_region *r, const struct st_config *cfg, char *err, size_t errlen)
+{
+	char vpath[PATH_MAX];
+	sweep_dead_shm();
+	snprintf(vpath, sizeof(vpath), "/dev/shm/rckv-%d-node-%u-sim.region", (int)getpid(),
+		 cfg->node_id);
+	(void)unlink(vpath);
+	int vfd = open(vpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (vfd < 0) {
+		snprintf(err, errlen, "power-sim: cannot create %s: %s", vpath, strerror(errno));
+		return -errno;
+	}
+	int rc = 0;
+	const uint64_t size = r->layout.size;
+	if (ftruncate(vfd, (off_t)size) != 0) {
+		rc = -errno;
+		goto fail;
+	}
+	/* The region file's data extents, from its mapping (the same page
+	 * cache): holes stay holes in the copy. */
+	for (uint64_t pos = 0; pos < size;) {
+		off_t d = lseek(r->fd, (off_t)pos, SEEK_DATA);
+		if (d < 0 || (uint64_t)d >= size)
+			break;
+		off_t h = lseek(r->fd, d, SEEK_HOLE);
+		uint64_t end = h < 0 || (uint64_t)h > size ? size : (uint64_t)h;
+		if ((rc = pwrite_all(vfd, r->base + d, end - (uint64_t)d, (uint64_t)d)) != 0)
+			goto fail;
+		pos = end;
+	}
+	char *buf = malloc(SIM_BUF_BYTES);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	size_t len = 0;
+	int is_pmem = 0;
+	char *vbase = pmem_map_file(vpath, 0, 0, 0, &len, &is_pmem);
+	if (!vbase || len != size) {
+		rc = vbase ? -EINVAL : (errno ? -errno : -EIO);
+		if (vbase)
+			pmem_unmap(vbase, len);
+		free(buf);
+		goto fail;
+	}
+	r->sim_buf = buf;
+	pmem_unmap(r->base, r->mapped_len);
+	r->base = vbase;
+	r->mapped_len = len;
+	r->is_pmem = 0; /* the durable medium is the file, reached by copies */
+	r->sim = true;
+	r->sim_fd = r->fd;
+	r->fd = vfd;
+	r->sim_crash_after = cfg->power_sim_crash_after;
+	r->sim_persists = 0;
+	pthread_mutex_init(&r->sim_lock, NULL);
+	snprintf(r->sim_path, sizeof(r->sim_path), "%s", r->path);
+	snprintf(r->path, sizeof(r->path), "%s", vpath);
+	r->unlink_at_close = true;
+	return 0;
+fail:
+	snprintf(err, errlen, "power-sim: cannot make the volatile copy %s: %s", vpath,
+		 strerror(-rc));
+	close(vfd);
+	(void)unlink(vpath);
+	return rc;
+}
+
 int st_region_open(const struct st_config *cfg, struct st_region **out, char *err, size_t errlen)
 {
 	struct st_region *r = calloc(1, sizeof(*r));
@@ -423,6 +689,11 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 	char abs[PATH_MAX];
 	if (realpath(r->path, abs))
 		snprintf(r->path, sizeof(r->path), "%s", abs);
+	if (cfg->power_sim && cfg->persistence == ST_PERSIST_POWER &&
+	    (rc = sim_start(r, cfg, err, errlen)) != 0) {
+		pmem_unmap(r->base, r->mapped_len);
+		goto fail;
+	}
 	*out = r;
 	return 0;
 fail:
@@ -448,6 +719,11 @@ void st_region_close(struct st_region *r, bool clean)
 		(void)unlink(r->path);
 	if (r->fd >= 0)
 		close(r->fd); /* drops the flock (invariant (3)) */
+	if (r->sim) {
+		close(r->sim_fd); /* power-sim: the flock is on the durable file */
+		pthread_mutex_destroy(&r->sim_lock);
+		free(r->sim_buf);
+	}
 	free(r);
 }
 

@@ -48,6 +48,11 @@ struct st_config {
 	uint64_t size;            /* region bytes ("memory") */
 	unsigned log_nodes;       /* coordinators' node ids are 1..log_nodes */
 	enum st_persistence persistence;
+	/* Power-loss simulation (testing only; persistence power): the
+	 * mapping is a volatile copy of the region file, and only what is
+	 * persisted reaches the file (st_region_open). */
+	bool power_sim;
+	uint64_t power_sim_crash_after; /* cut the power at this persist; 0 = never */
 };
 
 /*
@@ -178,6 +183,51 @@ bool st_region_reopened(struct st_region *r);
 bool st_region_was_clean(struct st_region *r);
 /* Persist a byte range per the policy (power: pmem_persist or pmem_msync). */
 void st_region_persist(struct st_region *r, uint64_t off, uint64_t len);
+/*
+ * st_region_persist_checked - st_region_persist that reports failure:
+ * 0 (also when the policy is not power: nothing to do), or -errno from
+ * msync (or from the copy, power-sim). Any thread; concurrent calls are
+ * fine (power-sim serializes its copies).
+ */
+int st_region_persist_checked(struct st_region *r, uint64_t off, uint64_t len);
+/*
+ * st_region_persist_ranges - persist several ranges (sorted by offset,
+ * page-aligned, not overlapping; fab_range.node is ignored) as one flush:
+ * on persistent memory pmem_persist of each; in power-sim a copy of each;
+ * otherwise writeback of exactly their pages (sync_file_range), then one
+ * msync of the first range, which only waits for the file's metadata and
+ * flushes the device's cache once. One pmem_msync per range would flush
+ * the device per range; one over their span would also write back every
+ * other dirty page in between. Relies on an fsync of any range of a file
+ * committing the file's metadata (block allocations of the sparse file):
+ * true of ext4 and xfs, whose journal commit covers the whole inode.
+ * Returns 0 or the first -errno. Any thread.
+ */
+int st_region_persist_ranges(struct st_region *r, const struct fab_range *rg, size_t n);
+/* True when the mapping is real persistent memory (pmem_is_pmem). */
+bool st_region_is_pmem(struct st_region *r);
+
+/*
+ * Power-loss simulation (cfg->power_sim, with persistence power; FORD's
+ * "crash mode that discards unflushed ranges", notes-ford.md 8.1). The
+ * region file <dir>/node-<id>.region is the durable medium: it is opened,
+ * validated, created and locked as for power, then copied into a fresh
+ * volatile file, /dev/shm/rckv-<pid>-node-<id>-sim.region, which is what
+ * is mapped (and what shm peers map: st_region_path names it). A persist
+ * copies exactly the pages that hold its range from the mapping to the
+ * region file (pwrite; pages that are holes in the volatile copy are
+ * punched out of the file), so the file holds what a power cut would have
+ * left: everything persisted, nothing else. A kill -9 is then the power
+ * cut: the next start copies the file again and whatever was not
+ * persisted is gone. With power_sim_crash_after = N, the N-th persist
+ * copies only the first half of its pages (a cut in the middle of a
+ * flush) and the process kills itself with SIGKILL.
+ * st_region_sim_persists counts persists (0 when not simulating).
+ */
+uint64_t st_region_sim_persists(struct st_region *r);
+bool st_region_is_sim(struct st_region *r);
+/* The durable file's path under power-sim; else st_region_path. */
+const char *st_region_durable_path(struct st_region *r);
 
 /*
  * st_recover - after an unclean stop: reset every lock word and bucket lock,
@@ -321,7 +371,9 @@ struct st_log_rec {
 };
 
 enum {
-	/* payload: item words 1..5 (ver, meta, ident, data), key, old value.
+	/* payload: item words 1..5 (ver, meta, ident, data), then the old
+	 * value bytes the install overwrote (not the key: it is rewritten
+	 * with the same bytes).
 	 * Undo: write them back if the block still has the generation. */
 	ST_REC_IMAGE = 1,
 	/* payload: struct st_log_reloc. Undo: point the index slot back at

@@ -7,6 +7,7 @@
 #define RCKV_ST_INTERNAL_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -181,8 +182,20 @@ struct st_region {
 	int fd;                    /* held open for flock() and hole punching */
 	bool reopened;             /* the file held a region at open */
 	bool was_clean;            /* its header said clean_shutdown = 1 */
-	bool unlink_at_close;      /* persistence none: the /dev/shm file */
+	bool unlink_at_close;      /* persistence none, power-sim: the /dev/shm file */
 	char path[PATH_MAX];
+	/* power-sim (st.h): base maps the volatile copy at path; fd is the
+	 * volatile file (hole punching must change the mapping); the durable
+	 * file is sim_fd, at sim_path, and holds the flock (invariant (3)).
+	 * sim_lock serializes copies (region.c invariant (4)) and guards
+	 * sim_persists. */
+	bool sim;
+	int sim_fd;
+	uint64_t sim_crash_after;
+	uint64_t sim_persists;
+	char *sim_buf;             /* bounce buffer of the copies, under sim_lock */
+	pthread_mutex_t sim_lock;
+	char sim_path[PATH_MAX];
 };
 
 #endif

@@ -158,6 +158,13 @@ def multi_exec(conn, cmds):
     return conn.read_response()
 
 
+def error_outcome(e):
+    """The history outcome of an EXEC that replied with an error: FAIL
+    (nothing was written), except for rckv's "outcome unknown" (a node
+    failed while the transaction committed), which is INFO."""
+    return INFO if "outcome unknown" in str(e) else FAIL
+
+
 def _drop_link(conn):
     try:
         conn.disconnect()
@@ -223,8 +230,9 @@ class AppendWorkload:
             try:
                 reply = multi_exec(conn, cmds)
             except ResponseError as e:
-                ctx.rec.record(tid, cid, t0, time.monotonic_ns(), FAIL, _unknown_reads(ops),
-                               error=e)
+                outcome = error_outcome(e)
+                ctx.rec.record(tid, cid, t0, time.monotonic_ns() if outcome == FAIL else None,
+                               outcome, _unknown_reads(ops), error=e)
                 continue
             except LINK_ERRORS as e:
                 ctx.rec.record(tid, cid, t0, None, INFO, _unknown_reads(ops), error=repr(e))
@@ -378,7 +386,10 @@ class BankWorkload:
                 try:
                     reply = multi_exec(conn, cmds)
                 except ResponseError as e:
-                    ctx.rec.record(tid, cid, t0, time.monotonic_ns(), FAIL, ops, error=e)
+                    outcome = error_outcome(e)
+                    ctx.rec.record(tid, cid, t0,
+                                   time.monotonic_ns() if outcome == FAIL else None,
+                                   outcome, ops, error=e)
                     continue
                 except LINK_ERRORS as e:
                     ctx.rec.record(tid, cid, t0, None, INFO, ops, error=repr(e))

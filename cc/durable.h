@@ -1,0 +1,85 @@
+/*
+ * durable: group commit for `persistence power` (DESIGN.md section 9; FORD
+ * 4.5, selective flush: one flush after the last write, notes-ford.md 3.4).
+ *
+ * Every WRITE, CAS and FAA a worker's batches execute is noted, as a range,
+ * in the worker's struct fab_dirty (rdma/fab.h, fab_track_writes). A
+ * transaction that must know its writes durable (cc/prim.c,
+ * prim_commit_writes) calls durable_wait: the worker's ranges so far,
+ * whoever posted them, go to the node's flusher, and the coroutine parks.
+ * The flusher is one thread per node that sleeps on a condition variable
+ * while nothing is queued; it takes everything queued at once, merges the
+ * ranges to pages, persists each distinct page range once (the own region
+ * with st_region_persist_ranges: pmem_persist of each, or writeback of
+ * exactly those pages and one device flush; a shm peer's with one
+ * fab_persist, an msync, over their span), then wakes every waiter of that
+ * round through its
+ * worker's loop (fab_set_aux: an eventfd per worker, drained and answered
+ * on the worker's own thread). Commits that queue while a round's msync
+ * runs share the next round: one msync serves many.
+ *
+ * Invariants:
+ * (1) Rounds complete in the order they were taken, and a request belongs
+ *     to the first round taken after it was queued. So when durable_wait
+ *     returns, every range noted by the worker before the call is durable,
+ *     including ranges another coroutine of the worker queued earlier
+ *     (they were in the same or an earlier round).
+ * (2) The flusher never touches a request after it set its `done` flag:
+ *     the request lives on the waiting coroutine's stack, which may
+ *     return as soon as it sees the flag.
+ * (3) The waiting list of a worker is touched only on that worker's
+ *     thread (durable_wait, and the aux poll fab_worker_poll runs there).
+ */
+#ifndef RCKV_CC_DURABLE_H
+#define RCKV_CC_DURABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdma/fab.h"
+
+struct node;
+struct txn;
+struct durable;
+
+/*
+ * durable_start - set up group commit for node n (persistence power):
+ * writes tracking and the workers' wake-up source on n->fab, the flusher
+ * thread, n->durable. Main thread, after fab_open and before the workers
+ * are created. Returns 0, or -errno with err filled.
+ */
+int durable_start(struct node *n, char *err, size_t errlen);
+
+/* durable_stop - after the workers have stopped: let the flusher finish
+ * what is queued, join it, log the group-commit totals, free. */
+void durable_stop(struct node *n);
+
+/*
+ * durable_wait - make every range the calling worker has written so far
+ * durable (invariant (1)), parking the calling coroutine meanwhile; outside
+ * a coroutine, persists on the calling thread. `commit` says this wait is
+ * a transaction's commit point (counted in n->gc_commits). Returns 0, or
+ * -errno from msync/fab_persist (the round failed; nothing can be said of
+ * its ranges). Transaction's coroutine only.
+ */
+int durable_wait(struct txn *t, bool commit);
+
+/* Totals since start (any thread; relaxed reads). */
+struct durable_stats {
+	uint64_t rounds;    /* flusher rounds that persisted anything (n->gc_flushes) */
+	uint64_t commits;   /* commit-point waits served (n->gc_commits) */
+	uint64_t requests;  /* every wait served */
+	uint64_t syncs;     /* flushes: one per node per round (plus whole-region ones) */
+	uint64_t pages;     /* pages they covered (a peer's: its span) */
+};
+void durable_get_stats(const struct node *n, struct durable_stats *out);
+
+/*
+ * durable_merge - sort ranges (node, then offset), round each out to
+ * `page` boundaries and merge those that overlap or touch. Returns the
+ * count left at the front of r. Pure; exposed for the unit test.
+ */
+size_t durable_merge(struct fab_range *r, size_t n, uint64_t page);
+
+#endif

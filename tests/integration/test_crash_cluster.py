@@ -1,0 +1,173 @@
+"""kill -9 of cluster nodes under the bank load (issue 7, crash atomicity).
+
+A 3-node cluster on the shm fabric. 24 accounts spread over the nodes, six
+clients spread over the nodes. Every transfer is one MULTI:
+    DECRBY a x / INCRBY b x / SET receipt:<id> "a b x" / EXEC
+where the receipt lives on whatever node its id hashes to, so most
+transfers span two or three nodes. Meanwhile a killer kill -9s a random node
+every 1 to 2 seconds and restarts it, at least 10 times.
+
+Each client keeps what it learned of every transfer: acknowledged (EXEC
+replied with its array), failed (an error reply that says nothing was
+written), or unknown (the link broke, or rckv replied "outcome unknown").
+After every restart the sum of the balances, read in one transaction, is
+the opening total. At the end:
+  - every acknowledged transfer's receipt exists (nothing acknowledged is
+    lost), and no failed transfer's receipt does;
+  - every balance is exactly its opening balance plus the transfers whose
+    receipts exist (nothing partial: a receipt without its two balance
+    changes, or one balance change without the other, shows here).
+
+The checker's view of the same kind of run (its bank and list-append
+workloads with kill -9 on shm3/tcp3) is in tests/checker/test_serializable.py.
+"""
+
+import random
+import threading
+import time
+
+import pytest
+import redis
+
+from cluster import make_cluster, track_cluster  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.rckv_only
+
+ACCOUNTS = 24
+BALANCE = 1000
+CLIENTS = 6
+KILLS = 10
+SOCKET_TIMEOUT = 20.0
+
+
+class Client(threading.Thread):
+    def __init__(self, cid, cluster, names, stop):
+        super().__init__(daemon=True)
+        self.cid, self.cl, self.names, self.stop = cid, cluster, names, stop
+        self.acked, self.failed, self.unknown = {}, {}, {}
+        self.error = None
+
+    def _connect(self, node_id):
+        nd = self.cl.node(node_id)
+        return redis.Redis(host="127.0.0.1", port=nd.port, socket_timeout=SOCKET_TIMEOUT,
+                           socket_connect_timeout=2.0)
+
+    def run(self):
+        rnd = random.Random(self.cid)
+        seq = 0
+        conn = None
+        node_id = 1 + self.cid % 3
+        try:
+            while not self.stop.is_set():
+                if conn is None:
+                    conn = self._connect(node_id)
+                a, b = rnd.sample(self.names, 2)
+                x = rnd.randint(1, 50)
+                seq += 1
+                tid = "%d:%d" % (self.cid, seq)
+                p = conn.pipeline(transaction=True)
+                p.decrby(a, x).incrby(b, x).set("receipt:" + tid, "%s %s %d" % (a, b, x))
+                try:
+                    p.execute()
+                    self.acked[tid] = (a, b, x)
+                except redis.ResponseError as e:
+                    if "outcome unknown" in str(e):
+                        self.unknown[tid] = (a, b, x)
+                    else:
+                        self.failed[tid] = (a, b, x)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    self.unknown[tid] = (a, b, x)
+                    conn = None
+                    node_id = 1 + rnd.randrange(3)  # come back through any node
+                    time.sleep(0.05)
+        except Exception as e:  # a bug in the test must not pass silently
+            self.error = repr(e)
+
+
+def balances(cluster, names, via):
+    """Every balance, read in one transaction through node `via`."""
+    c = cluster.client(via, socket_timeout=SOCKET_TIMEOUT)
+    try:
+        p = c.pipeline(transaction=True)
+        for n in names:
+            p.get(n)
+        return [int(v) for v in p.execute()]
+    finally:
+        c.close()
+
+
+@pytest.mark.time_limit(150)
+@pytest.mark.parametrize("protocol", ["nowait", "silo"])
+def test_kill9_random_nodes_under_bank_load(make_cluster, protocol):
+    cl = make_cluster("shm", opts={"cc": protocol, "memory": "32mb"})
+    names = []
+    for nid in (1, 2, 3):
+        names += cl.keys_on(nid, "acct%d:" % nid, ACCOUNTS // 3)
+    c = cl.client(1)
+    c.mset({n: BALANCE for n in names})
+    c.close()
+    total = BALANCE * len(names)
+
+    stop = threading.Event()
+    clients = [Client(i, cl, names, stop) for i in range(CLIENTS)]
+    for t in clients:
+        t.start()
+    rnd = random.Random()
+    killed = []
+    try:
+        for k in range(KILLS):
+            time.sleep(rnd.uniform(1.0, 2.0))
+            victim = rnd.choice(cl.nodes)
+            victim.kill9()
+            victim.start()
+            killed.append(victim.id)
+            # The invariant right after each restart, read through the node
+            # that just came back.
+            got = balances(cl, names, victim.id)
+            assert sum(got) == total, "after restart %d of node %d: total %d, expected %d" % (
+                k + 1, victim.id, sum(got), total)
+            assert "recovered in" in victim.log_text(), victim.log_tail(20)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in clients:
+            t.join(timeout=SOCKET_TIMEOUT + 5)
+    for t in clients:
+        assert t.error is None, "client %d: %s" % (t.cid, t.error)
+
+    acked, failed, unknown = {}, {}, {}
+    for t in clients:
+        acked.update(t.acked)
+        failed.update(t.failed)
+        unknown.update(t.unknown)
+    assert len(acked) > 100, "too few transfers committed: %d" % len(acked)
+
+    c = cl.client(2, socket_timeout=SOCKET_TIMEOUT)
+    try:
+        ids = list(acked) + list(failed) + list(unknown)
+        present = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            for tid, v in zip(part, c.mget(["receipt:" + t for t in part])):
+                present[tid] = v is not None
+    finally:
+        c.close()
+    lost = [t for t in acked if not present[t]]
+    assert not lost, "%d acknowledged transfers lost, e.g. %s" % (len(lost), lost[:5])
+    ghosts = [t for t in failed if present[t]]
+    assert not ghosts, "%d transfers that replied 'nothing was written' took effect: %s" % (
+        len(ghosts), ghosts[:5])
+
+    expect = {n: BALANCE for n in names}
+    for tid, (a, b, x) in list(acked.items()) + list(unknown.items()):
+        if present[tid]:
+            expect[a] -= x
+            expect[b] += x
+    final = balances(cl, names, 3)
+    wrong = [(n, g, expect[n]) for n, g in zip(names, final) if g != expect[n]]
+    assert not wrong, "balances differ from the committed transfers (partial effects): %s" % (
+        wrong[:5],)
+    assert sum(final) == total
+    print("%s: %d kills (nodes %s), %d acknowledged, %d failed, %d unknown (%d committed)" % (
+        protocol, len(killed), killed, len(acked), len(failed), len(unknown),
+        sum(1 for t in unknown if present[t])))
