@@ -234,12 +234,6 @@ static void note_dirty(struct fab_dirty *d, const struct fab_op *op)
 	d->r[d->n++] = (struct fab_range){ .node = op->node, .off = op->off, .len = op->len };
 }
 
-bool fab_can_persist(const struct fab *f, uint16_t node)
-{
-	return node < FAB_MAX_NODES && f->peers[node].attached && f->peers[node].direct &&
-	       f->peers[node].base;
-}
-
 int fab_persist(struct fab *f, uint16_t node, uint64_t off, uint64_t len)
 {
 	if (node >= FAB_MAX_NODES || !f->peers[node].attached)

@@ -292,8 +292,6 @@ struct fab_dirty *fab_worker_dirty(struct fab_worker *fw);
  * range outside the region, or msync's -errno.
  */
 int fab_persist(struct fab *f, uint16_t node, uint64_t off, uint64_t len);
-/* True when fab_persist can reach node (see above). */
-bool fab_can_persist(const struct fab *f, uint16_t node);
 
 /*
  * An extra completion source that the workers' loops watch with the
