@@ -33,6 +33,8 @@ enum {
 	ACC_CASPEND = 1u << 3, /* silo: lock CAS posted, result not yet noted */
 	ACC_SWAPPED = 1u << 4, /* relocation: the index points at nref now */
 	ACC_NEEDIMG = 1u << 5, /* silo: blind write, block read with the lock CAS */
+	ACC_SHARED = 1u << 6,  /* holds a shared lock (nowait, cc-lock-mode shared) */
+	ACC_PROTO = 1u << 7,   /* free for the protocol's own use */
 };
 
 struct cc_access {
@@ -50,8 +52,18 @@ struct cc_access {
 	char *wval;
 	uint32_t wvlen, wcap;
 	bool has_nref;            /* relocation: value needs a bigger block */
+	bool grow;                /* relocate to nref even though the value fits
+				     (room for older versions, cc_protocol.versions) */
 	struct st_ref nref;
 	uint64_t p[2];            /* protocol scratch (e.g. silo: ver at read) */
+	/* What the install writes besides the value (prim_commit_writes):
+	 * meta words, and `wtlen` bytes of `wtail` laid right after the value
+	 * (mvcc's older versions). `otail`: bytes after the value that the
+	 * read image carries (so the undo record keeps them). Zero unless the
+	 * protocol sets them. */
+	uint64_t wmeta[2];
+	const char *wtail;
+	uint32_t wtlen, otail;
 	uint64_t hdr[2][2];       /* Double-Read / validation scratch */
 	uint64_t stage[3];        /* values of queued word WRITEs (lock, ver, other) */
 	uint64_t vhdr[6];         /* validation READ target */
@@ -78,8 +90,22 @@ struct cc_access {
  *           after a partial commit that returned CC_ABORT.
  */
 struct cc_protocol {
-	const char *name;
+	const char *name;         /* what CONFIG SET/GET cc says */
+	const char *id;           /* unique key of the registry (a variant of a
+				     name, e.g. "nowait/shared"); NULL = name */
 	bool testing_only;        /* selectable only with `testing yes` */
+	/* Installs first turn the lock word into the "installing" mark
+	 * (cc_lock_installing), because the protocol's readers may read an
+	 * item while another transaction holds its lock (timestamp, mvcc):
+	 * a Double-Read then tells an install in progress (cc.h, below). */
+	bool install_mark;
+	/* Absent items stay in the index after commit (mvcc: a deleted key's
+	 * older versions are still readable by older transactions). */
+	bool keep_tombstones;
+	/* Items keep older versions after the value (mvcc): blocks are sized
+	 * with room for them (cc/txn.c reserve_block). */
+	bool versions;
+	int (*begin)(struct txn *t); /* optional: at the start of each attempt */
 	int (*read)(struct txn *t, struct cc_access *a);
 	int (*write)(struct txn *t, struct cc_access *a);
 	int (*commit)(struct txn *t);
@@ -111,7 +137,12 @@ struct txn {
 	struct worker *w;
 	struct cc_worker *ccw;
 	const struct cc_protocol *proto;
-	uint64_t owner;           /* lock-owner word: node:8|worker:8|seq:47|1 */
+	uint64_t owner;           /* lock-owner word (cc_owner_word) */
+	uint64_t prio_ts;         /* timestamp of the first attempt: the
+				     transaction's age, kept across retries */
+	int rec;                  /* its transaction record (0..ST_TXN_STATES-1) */
+	uint64_t wait_since;      /* cc_wait: when the current wait began */
+	uint64_t txn_stage;       /* value of a queued Write^T */
 	uint64_t start_ts;
 	uint64_t cts;             /* commit timestamp (protocols that need one) */
 	int cause;                /* enum cc_cause of the last abort */
@@ -157,6 +188,14 @@ enum { W_LOCK = 0, W_VER = 1, W_META0 = 2, W_META1 = 3, W_IDENT = 4, W_DATA = 5 
  * retired or reused since resolution. */
 void prim_post_read_block(struct txn *t, struct cc_access *a);
 int prim_check_block(struct txn *t, struct cc_access *a);
+/* After a won lock CAS and the READ behind it: prim_check_block, and
+ * ACC_LOCKED (prim_lock_won) or ACC_SHARED (prim_shared_won, nowait's
+ * shared mode) if the block is the key's. If not (STALE), the block may be
+ * free and about to be initialized for another key, so the lock word is
+ * given back at once and only if still ours (CAS, not WRITE), and the
+ * access is not marked locked. */
+int prim_lock_won(struct txn *t, struct cc_access *a);
+int prim_shared_won(struct txn *t, struct cc_access *a);
 /* Double-Read: a consistent image in a->img, with img->lock/ver as seen.
  * CC_ABORT (VALIDATE) if writers kept it inconsistent, (STALE) as above. */
 int prim_read_consistent(struct txn *t, struct cc_access *a);
@@ -172,6 +211,9 @@ static inline bool prim_header_same_block(const struct cc_access *a, const uint6
 /* Queue/run an 8-byte CAS on item word `word`. */
 void prim_post_cas_item(struct txn *t, struct cc_access *a, int word, uint64_t cmp,
 			uint64_t swp, uint64_t *old);
+/* Queue an 8-byte FAA on item word `word`. */
+void prim_post_faa_item(struct txn *t, struct cc_access *a, int word, uint64_t add,
+			uint64_t *old);
 /* Queue an 8-byte WRITE of item word `word`. */
 void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t val);
 /* Execute everything queued (doorbell batch, one round trip). CC_EFAB on a
@@ -200,6 +242,18 @@ int prim_commit_writes(struct txn *t, uint64_t ver);
 /* Abort: roll installs back if any were posted, release every lock word
  * the transaction holds, retire its records. */
 void prim_release_locks(struct txn *t);
+
+/* ---- transaction records (RCBench T^g, DESIGN.md section 9) ----
+ *
+ * Each node has ST_TXN_STATES records (st.h); a transaction holds record
+ * `rec` of its own node from its first attempt to its end, and its
+ * timestamps and lock words name it (cc_ts_next), so any node can find the
+ * record of a lock's holder. Read^T, Write^T and Atomic^T: */
+void prim_post_read_txn(struct txn *t, uint16_t node, int rec, void *buf, uint32_t len);
+/* One Write^T may be queued per batch (its value is staged in the txn). */
+void prim_post_write_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t val);
+void prim_post_atomic_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t cmp,
+			  uint64_t swp, uint64_t *old);
 
 /* ---- the undo log (cc/undo.c), used by prim_commit_writes ---- */
 
@@ -251,12 +305,80 @@ static inline uint32_t cc_inplace_max(const struct st_layout *L)
 static inline bool acc_relocates(const struct cc_access *a, const struct st_layout *L)
 {
 	return a->has_nref && !a->wdel &&
-	       (sizeof(struct st_item) + a->klen + a->wvlen > st_class_size(a->ref.cls) ||
+	       (a->grow || sizeof(struct st_item) + a->klen + a->wvlen > st_class_size(a->ref.cls) ||
 		a->wvlen > cc_inplace_max(L));
 }
 
-/* A fresh, cluster-unique timestamp (DESIGN.md section 5). */
+/*
+ * Timestamps (DESIGN.md section 5, RCC 4.3): clock:48 | node:6 | rec:10,
+ * the clock in microseconds since 2025-01-01, `rec` the transaction record
+ * of the caller. Unique: a record is used by one transaction at a time and
+ * its clock part strictly grows (cc/exec.c). cc_ts_observe advances the
+ * worker's clock past a larger timestamp seen in an item (RCC 4.4), so
+ * nodes with skewed clocks still order new transactions after old data.
+ */
 uint64_t cc_ts_next(struct txn *t);
+void cc_ts_observe(struct txn *t, uint64_t ts);
+static inline int cc_ts_node(uint64_t ts) { return (int)((ts >> 10) & 63u); }
+static inline int cc_ts_rec(uint64_t ts) { return (int)(ts & 1023u); }
+
+/*
+ * Lock words. Every protocol's exclusive lock word is its holder's owner
+ * word: node:8 | ts:55 | 1, where ts is the low 55 bits of the holder's
+ * prio_ts (its age; the clock part wraps after 6 days, and ages are
+ * compared modulo 2^55, so only transactions alive at once are compared).
+ * The node in the top byte is what recovery needs (cc_lock_holder_node),
+ * the age is what wait-die and wound-wait decide by, from the CAS result
+ * alone (RCC 4.3), and the record is in ts's low 10 bits (wound-wait's
+ * Atomic^T target). Bit 0 clear with the rest non-zero is "installing"
+ * (cc_protocol.install_mark). nowait's shared mode has its own word
+ * (cc/protocols/nowait.c), never mixed: a switch resets every lock word.
+ */
+static inline uint64_t cc_owner_word(unsigned node, uint64_t prio_ts)
+{
+	return ((uint64_t)(node & 0xffu) << 56) | ((prio_ts & ((1ull << 55) - 1)) << 1) | 1u;
+}
+static inline uint64_t cc_lock_age(uint64_t lockword) { return (lockword >> 1) & ((1ull << 55) - 1); }
+static inline int cc_lock_rec(uint64_t lockword) { return (int)((lockword >> 1) & 1023u); }
+/* Is the holder of lock word a older (smaller timestamp) than b's? */
+static inline bool cc_lock_older(uint64_t a, uint64_t b)
+{
+	uint64_t d = (cc_lock_age(a) - cc_lock_age(b)) & ((1ull << 55) - 1);
+	return d != 0 && (d >> 54) != 0; /* a - b < 0 modulo 2^55 */
+}
+static inline uint64_t cc_lock_installing(uint64_t owner) { return owner & ~1ull; }
+
+/*
+ * nowait's shared mode (cc-lock-mode shared, RCBench Algorithm 4): a lock
+ * word whose top byte is CC_SHARED_TAG counts shared holders, one 8-bit
+ * lane per node 1..7 (bits 8*(node-1)...), so recovery can drop exactly a
+ * dead node's holds. Exclusive is an owner word as above; 0 is free.
+ */
+#define CC_SHARED_TAG 0xffull
+#define CC_SHARED_MAX_NODE 7
+static inline bool cc_lock_is_shared(uint64_t w) { return (w >> 56) == CC_SHARED_TAG; }
+static inline uint64_t cc_shared_unit(unsigned node)
+{
+	return node >= 1 && node <= CC_SHARED_MAX_NODE ? 1ull << (8 * (node - 1)) : 0;
+}
+static inline unsigned cc_shared_count(uint64_t w, unsigned node)
+{
+	return node >= 1 && node <= CC_SHARED_MAX_NODE ? (unsigned)(w >> (8 * (node - 1))) & 0xffu : 0;
+}
+static inline bool cc_lock_is_installing(uint64_t lockword) { return lockword && !(lockword & 1u); }
+
+/*
+ * cc_wait - a protocol waits for a lock's holder (wait-die, wound-wait,
+ * timestamp ordering): yields the coroutine for a growing pause, never
+ * spins the thread. `round` counts the waits for this one lock, from 0.
+ * CC_OK to try again, or CC_ABORT (cause LOCK) once the transaction waited
+ * longer than CC_WAIT_MAX_MS for it: a holder on a node that died keeps
+ * its locks until that node rejoins.
+ */
+#define CC_WAIT_MAX_MS 200
+int cc_wait(struct txn *t, int round);
+
+/* A fresh, cluster-unique timestamp (DESIGN.md section 5). */
 /* The transaction's start timestamp, taken at first use. */
 uint64_t cc_txn_start_ts(struct txn *t);
 
@@ -268,7 +390,22 @@ int cc_abort_with(struct txn *t, int cause);
 const struct cc_protocol *cc_protocol_find(const char *name);
 const struct cc_protocol *const *cc_protocol_all(void);
 
+/* The registry entry of a CONFIG SET cc name under the lock mode (nowait
+ * has a shared-lock variant), or NULL. */
+const struct cc_protocol *cc_protocol_resolve(const char *name, bool shared_locks);
+/* Index of a protocol in the registry (per-protocol INFO counters). */
+int cc_protocol_index(const struct cc_protocol *p);
+static inline const char *cc_protocol_id(const struct cc_protocol *p)
+{
+	return p->id ? p->id : p->name;
+}
+
 extern const struct cc_protocol cc_nowait;
+extern const struct cc_protocol cc_nowait_shared;
+extern const struct cc_protocol cc_waitdie;
+extern const struct cc_protocol cc_woundwait;
+extern const struct cc_protocol cc_timestamp;
+extern const struct cc_protocol cc_mvcc;
 extern const struct cc_protocol cc_silo;
 extern const struct cc_protocol cc_none;
 

@@ -17,9 +17,7 @@
 #include "server/node.h"
 #include "server/worker.h"
 
-/* Timestamps: [clock us since 2025-01-01 : 48][node : 6][worker : 4][seq : 6]
- * (DESIGN.md section 5, RCC 4.3). Unique per node, worker and call; the
- * clock part only moves forward. */
+/* Timestamps (cc.h): clock:48 | node:6 | rec:10. */
 #define TS_EPOCH_US 1735689600000000ull
 #define TS_LOW_BITS 16
 
@@ -35,18 +33,50 @@ uint64_t cc_ts_next(struct txn *t)
 	struct cc_worker *ccw = t->ccw;
 	uint64_t us = now_us() - TS_EPOCH_US;
 	uint64_t clock = us > ccw->ts_clock ? us : ccw->ts_clock;
-	if (clock == ccw->ts_clock) {
-		if (++ccw->ts_seq == 64) { /* 64 stamps in one us: borrow the next */
-			ccw->ts_seq = 0;
-			clock++;
-		}
-	} else {
-		ccw->ts_seq = 0;
-	}
+	/* The record's clock part strictly grows: unique per (node, rec). */
+	if (clock <= ccw->rec_clock[t->rec])
+		clock = ccw->rec_clock[t->rec] + 1;
+	ccw->rec_clock[t->rec] = clock;
 	ccw->ts_clock = clock;
 	uint64_t node = fab_self(t->node->fab) & 63u;
-	return (clock << TS_LOW_BITS) | (node << 10) | ((uint64_t)(ccw->worker_id & 15) << 6) |
-	       ccw->ts_seq;
+	return (clock << TS_LOW_BITS) | (node << 10) | ((uint64_t)t->rec & 1023u);
+}
+
+void cc_ts_observe(struct txn *t, uint64_t ts)
+{
+	uint64_t clock = (ts >> TS_LOW_BITS) + 1; /* the next stamps order after ts */
+	if (clock > t->ccw->ts_clock && clock < (1ull << 48))
+		t->ccw->ts_clock = clock;
+}
+
+int cc_wait(struct txn *t, int round)
+{
+	uint64_t now = sched_now_ns();
+	if (round == 0)
+		t->wait_since = now;
+	else if (now - t->wait_since > (uint64_t)CC_WAIT_MAX_MS * 1000000ull)
+		return cc_abort_with(t, CC_CAUSE_LOCK);
+	/* 2 us, doubling to 256 us: a holder usually finishes within a few
+	 * round trips. The wait is counted (INFO cc_lock_waits). */
+	uint64_t ns = 2000ull << (round < 7 ? round : 7);
+	t->w->stats.lock_waits++;
+	sched_sleep(t->w->sched, ns);
+	return CC_OK;
+}
+
+/* Transaction records: worker w owns records r with r % nworkers == w. */
+static int rec_get(struct cc_worker *ccw)
+{
+	for (;;) {
+		if (ccw->nrec_free)
+			return ccw->rec_free[--ccw->nrec_free];
+		sched_sleep(ccw->w->sched, 50000); /* every record busy: wait for one */
+	}
+}
+
+static void rec_put(struct cc_worker *ccw, int rec)
+{
+	ccw->rec_free[ccw->nrec_free++] = rec;
 }
 
 int cc_abort_with(struct txn *t, int cause)
@@ -101,6 +131,10 @@ struct cc_worker *cc_worker_create(struct node *n, struct worker *w)
 		free(ccw);
 		return NULL;
 	}
+	int nw = n->nworkers > 0 ? n->nworkers : 1;
+	for (int r = ST_TXN_STATES - 1; r >= 0; r--)
+		if (r % nw == w->id % nw)
+			ccw->rec_free[ccw->nrec_free++] = r;
 	return ccw;
 }
 
@@ -161,7 +195,7 @@ void cc_leave(struct cc_worker *ccw)
  * from the worker's spare pair and given back by txn_release: several
  * transactions of one worker run at once (each on its coroutine), so a
  * transaction owns its arrays while it runs. */
-static void txn_begin(struct cc_worker *ccw, struct txn *t)
+static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t prio_ts)
 {
 	struct node *n = ccw->node;
 	uint64_t fe = ck_pr_load_64(&n->flush_epoch);
@@ -173,9 +207,10 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t)
 	t->w = ccw->w;
 	t->ccw = ccw;
 	t->proto = ck_pr_load_ptr(&n->proto);
-	t->owner = ((uint64_t)(fab_self(n->fab) & 0xff) << 56) |
-		   ((uint64_t)(ccw->worker_id & 0xff) << 48) |
-		   ((++ccw->owner_seq & ((1ull << 47) - 1)) << 1) | 1u;
+	t->rec = rec;
+	t->prio_ts = prio_ts;
+	t->owner = cc_owner_word(fab_self(n->fab), prio_ts);
+	t->wait_since = 0;
 	t->start_ts = 0; /* protocols that order by start time call cc_txn_start_ts */
 	t->cts = 0;
 	t->cause = CC_CAUSE_OTHER;
@@ -231,31 +266,50 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 	uint64_t deadline = 0;
 	uint64_t backoff_ns = 2000;
 	struct txn t;
+	/* The record and the age are the transaction's, not an attempt's: a
+	 * retry keeps its priority (wait-die and wound-wait: an old
+	 * transaction is not starved by younger ones). */
+	int rec = rec_get(ccw);
+	uint64_t prio_ts = 0;
+	int rc;
 
 	for (int attempt = 0;; attempt++) {
 		cc_enter(ccw);
-		txn_begin(ccw, &t);
+		txn_begin(ccw, &t, rec, prio_ts);
+		if (attempt == 0)
+			t.prio_ts = prio_ts = cc_ts_next(&t);
+		t.owner = cc_owner_word(fab_self(n->fab), prio_ts);
 		t.attempt = attempt;
-		int rc = body(&t, arg);
+		int pi = cc_protocol_index(t.proto);
+		rc = t.proto->begin ? t.proto->begin(&t) : CC_OK;
+		if (rc == CC_OK)
+			rc = body(&t, arg);
 		if (rc == CC_OK && t.fatal)
 			rc = t.fatal; /* a peer failed mid-transaction: abort all of it */
 		if (rc == CC_OK)
 			rc = t.proto->commit(&t);
+		struct srv_proto_stats *ps = &st->proto[pi];
 		if (rc == CC_OK) {
 			txn_after_commit(&t);
 			cc_leave(ccw);
 			st->txn_committed++;
 			fab_stats_add(&st->fab, &t.fstats);
 			st->fab_txns++;
+			ps->commits++;
+			fab_stats_add(&ps->fab, &t.fstats);
 			txn_release(&t);
+			rec_put(ccw, rec);
 			return 0;
 		}
 		t.proto->abort(&t);
 		txn_after_abort(&t);
+		fab_stats_add(&ps->fab, &t.fstats); /* an attempt's verbs count too */
 		if (rc < 0) { /* an error, not a CC abort: no retry */
 			cc_leave(ccw);
 			txn_release(&t);
 			st->txn_aborts++;
+			ps->errors++;
+			rec_put(ccw, rec);
 			return rc;
 		}
 		/* A cached address may have gone stale: a reused block shows up as
@@ -266,7 +320,9 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		cc_leave(ccw);
 		txn_release(&t);
 		st->txn_aborts++;
-		st->aborts_by_cause[t.cause < CC_CAUSES ? t.cause : CC_CAUSE_OTHER]++;
+		int cause = t.cause < CC_CAUSES ? t.cause : CC_CAUSE_OTHER;
+		st->aborts_by_cause[cause]++;
+		ps->aborts_by_cause[cause]++;
 
 		uint64_t now = sched_now_ns();
 		if (attempt == 0) {
@@ -274,6 +330,7 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 			deadline = now + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
 		} else if (now >= deadline) {
 			st->txn_timeouts++;
+			rec_put(ccw, rec);
 			return CC_ETIMEOUT;
 		}
 		st->txn_retries++;

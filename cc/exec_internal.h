@@ -11,8 +11,9 @@ struct cc_worker {
 	struct worker *w;
 	int worker_id;
 	uint64_t ts_clock;          /* last clock part handed out (us) */
-	uint64_t ts_seq;
-	uint64_t owner_seq;
+	uint64_t rec_clock[ST_TXN_STATES]; /* last clock part of each record's timestamps */
+	int rec_free[ST_TXN_STATES];       /* this worker's free transaction records */
+	int nrec_free;
 	uint64_t rng;
 	struct cc_access *free_acc; /* pool, linked by hnext */
 	/* ST_SLAB_BYTES lookup targets: a stack of spares, because several

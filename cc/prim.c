@@ -60,6 +60,44 @@ int prim_check_block(struct txn *t, struct cc_access *a)
 	return CC_OK;
 }
 
+int prim_lock_won(struct txn *t, struct cc_access *a)
+{
+	int rc = prim_check_block(t, a);
+	if (rc == CC_OK) {
+		a->pstate |= ACC_LOCKED;
+		return CC_OK;
+	}
+	/* Not our key's block (anymore): it may be free and about to be
+	 * initialized for another key, which writes its lock word. Give the
+	 * word back only if it is still ours. */
+	prim_post_cas_item(t, a, W_LOCK, t->owner, 0, &a->stage[0]);
+	(void)prim_exec(t);
+	return rc;
+}
+
+int prim_shared_won(struct txn *t, struct cc_access *a)
+{
+	int rc = prim_check_block(t, a);
+	if (rc == CC_OK) {
+		a->pstate |= ACC_SHARED;
+		return CC_OK;
+	}
+	/* As prim_lock_won: if the block was initialized for another key
+	 * after our count landed, our count is gone, and taking it off again
+	 * would wrap the word; the FAA's result says so, and a second FAA
+	 * puts it back. */
+	uint64_t unit = cc_shared_unit(fab_self(t->node->fab));
+	uint64_t old = 0;
+	prim_post_faa_item(t, a, W_LOCK, -unit, &old);
+	prim_post_cas_item(t, a, W_LOCK, CC_SHARED_TAG << 56, 0, &a->stage[1]);
+	if (prim_exec(t) == CC_OK && (!cc_lock_is_shared(old) ||
+				      cc_shared_count(old, fab_self(t->node->fab)) == 0)) {
+		prim_post_faa_item(t, a, W_LOCK, unit, &a->stage[0]);
+		(void)prim_exec(t);
+	}
+	return rc;
+}
+
 void prim_post_read_hdr(struct txn *t, struct cc_access *a, uint64_t hdr[2])
 {
 	fab_read(&t->batch, a->ref.node, a->ref.off, hdr, 16);
@@ -102,6 +140,12 @@ void prim_post_cas_item(struct txn *t, struct cc_access *a, int word, uint64_t c
 	fab_cas(&t->batch, a->ref.node, word_off(a, word), cmp, swp, old);
 }
 
+void prim_post_faa_item(struct txn *t, struct cc_access *a, int word, uint64_t add,
+			uint64_t *old)
+{
+	fab_faa(&t->batch, a->ref.node, word_off(a, word), add, old);
+}
+
 void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t val)
 {
 	/* The batch keeps a pointer until exec: stage the value in the access. */
@@ -110,17 +154,21 @@ void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t
 	fab_write(&t->batch, a->ref.node, word_off(a, word), slot, 8);
 }
 
-/* Lay the pending write into a->img (words 2.. onward) for one WRITE. */
+/* Lay the pending write into a->img (words 2.. onward) for one WRITE:
+ * meta words, data, key, value, then the protocol's tail (a->wtail). */
 static uint32_t stage_image(struct cc_access *a, const uint64_t meta[2])
 {
 	struct st_item *it = a->img;
-	it->meta[0] = meta ? meta[0] : 0;
-	it->meta[1] = meta ? meta[1] : 0;
+	it->meta[0] = meta ? meta[0] : a->wmeta[0];
+	it->meta[1] = meta ? meta[1] : a->wmeta[1];
 	uint32_t vlen = a->wdel ? 0 : a->wvlen;
 	it->data = st_make_data(vlen, a->wdel ? ST_F_ABSENT : 0);
+	char *v = (char *)(it + 1) + a->klen;
 	if (vlen)
-		memcpy((char *)(it + 1) + a->klen, a->wval, vlen);
-	return (uint32_t)sizeof(*it) + a->klen + vlen;
+		memcpy(v, a->wval, vlen);
+	if (a->wtlen && !meta)
+		memcpy(v + vlen, a->wtail, a->wtlen);
+	return (uint32_t)sizeof(*it) + a->klen + vlen + (meta ? 0 : a->wtlen);
 }
 
 void prim_post_install(struct txn *t, struct cc_access *a, uint64_t ver, const uint64_t meta[2],
@@ -152,7 +200,7 @@ static int reloc_post_block(struct txn *t, struct cc_access *a, uint64_t ver)
 	struct st_item *nb = a->img;
 	nb->lock = t->owner;
 	nb->ver = ver;
-	nb->meta[0] = 0;
+	nb->meta[0] = a->wmeta[0]; /* a protocol's tail (older versions) stays behind */
 	nb->meta[1] = 0;
 	nb->ident = st_make_ident(a->nref.gen, a->klen, a->nref.cls);
 	nb->data = st_make_data(a->wvlen, 0);
@@ -188,23 +236,56 @@ static void reloc_post_finish(struct txn *t, struct cc_access *a, uint64_t ver)
 	prim_post_write_word(t, a, W_LOCK, 0);
 }
 
-/* Install a write in place, keeping its lock: words 2.., then ver. */
+/* Install a write in place, keeping its lock: words 2.., then ver. With
+ * install_mark, the lock word first becomes "installing" (cc.h). */
 static void post_install_locked(struct txn *t, struct cc_access *a, uint64_t ver)
 {
+	if (t->proto->install_mark) {
+		/* Not through stage[0]: the unlock of this same batch goes there. */
+		a->stage[2] = cc_lock_installing(t->owner);
+		fab_write(&t->batch, a->ref.node, word_off(a, W_LOCK), &a->stage[2], 8);
+	}
 	uint32_t len = stage_image(a, NULL); /* after undo_build took the old image */
 	fab_write(&t->batch, a->ref.node, word_off(a, W_META0), &a->img->meta[0], len - 16);
 	prim_post_write_word(t, a, W_VER, ver);
+}
+
+void prim_post_read_txn(struct txn *t, uint16_t node, int rec, void *buf, uint32_t len)
+{
+	fab_read(&t->batch, node, st_txn_state_off(t->node->layout, (unsigned)rec), buf, len);
+}
+
+void prim_post_write_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t val)
+{
+	/* Staged in the transaction: the batch keeps a pointer until exec. */
+	t->txn_stage = val;
+	fab_write(&t->batch, node, st_txn_state_off(t->node->layout, (unsigned)rec) + (uint64_t)word * 8u,
+		  &t->txn_stage, 8);
+}
+
+void prim_post_atomic_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t cmp,
+			  uint64_t swp, uint64_t *old)
+{
+	fab_cas(&t->batch, node, st_txn_state_off(t->node->layout, (unsigned)rec) + (uint64_t)word * 8u,
+		cmp, swp, old);
 }
 
 /* Release the lock word of every access still locked (after the commit
  * point, or on abort). */
 static void post_unlocks(struct txn *t)
 {
+	uint64_t dec = -cc_shared_unit(fab_self(t->node->fab));
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (acc_locked(a) && !(a->pstate & ACC_SWAPPED))
 			prim_post_write_word(t, a, W_LOCK, 0);
-		a->pstate &= ~ACC_LOCKED;
+		else if (a->pstate & ACC_SHARED) {
+			/* Drop our count; then, if that left no holder, the word
+			 * back to 0 (a CAS that fails harmlessly otherwise). */
+			prim_post_faa_item(t, a, W_LOCK, dec, &a->stage[0]);
+			prim_post_cas_item(t, a, W_LOCK, CC_SHARED_TAG << 56, 0, &a->stage[1]);
+		}
+		a->pstate &= ~(ACC_LOCKED | ACC_SHARED);
 	}
 }
 
@@ -408,6 +489,15 @@ void prim_release_locks(struct txn *t)
 			a->pstate &= ~ACC_SWAPPED;
 		}
 		undo_post_rollback(t);
+		/* Power: the old images must be durable before the records that
+		 * could restore them are retired; a cut in between would keep the
+		 * retire and lose the rollback. */
+		if (t->node->durable) {
+			if (prim_exec(t) != 0)
+				failed |= t->batch.failed;
+			else if (persist_step(t, false) != 0)
+				failed |= u->nodes;
+		}
 	}
 	post_unlocks(t);
 	if (u->phase == UNDO_INSTALLED)

@@ -79,6 +79,9 @@ void cc_switch_apply(struct node *n, const struct cc_protocol *to)
 	st_reset_meta(n->region);
 	ck_pr_store_ptr(&n->proto, (void *)to);
 	ck_pr_store_ptr(&n->cfg.cc, (void *)to->name); /* CONFIG GET cc */
+	if (to == &cc_nowait_shared || to == &cc_nowait) /* a peer's switch sets the mode too */
+		ck_pr_store_ptr(&n->cfg.cc_lock_mode,
+				(void *)(to == &cc_nowait_shared ? "shared" : "exclusive"));
 	n->proto_epoch++;
 	struct st_header *h = st_region_header(n->region);
 	h->protocol_epoch = n->proto_epoch;
@@ -93,10 +96,11 @@ int cc_quiesce_run(struct node *n, struct worker *w, int (*fn)(struct node *n, v
 	return rc;
 }
 
-const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *name, char *err,
-					   size_t errlen)
+const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *name, int shared,
+					   char *err, size_t errlen)
 {
-	const struct cc_protocol *p = cc_protocol_find(name);
+	const struct cc_protocol *p =
+		shared < 0 ? cc_protocol_find(name) : cc_protocol_resolve(name, shared != 0);
 	if (!p || (p->testing_only && !n->cfg.testing)) {
 		snprintf(err, errlen, "unknown concurrency control protocol '%s'%s", name,
 			 p ? " (available only with 'testing yes')" : "");
@@ -105,11 +109,24 @@ const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *nam
 	return p;
 }
 
-int cc_switch(struct node *n, struct worker *w, const char *name, char *err, size_t errlen)
+int cc_switch(struct node *n, struct worker *w, const char *name, bool shared, char *err,
+	      size_t errlen)
 {
-	const struct cc_protocol *p = cc_switch_lookup(n, name, err, errlen);
+	const struct cc_protocol *p = cc_switch_lookup(n, name, shared, err, errlen);
 	if (!p)
 		return -EINVAL;
+	if (p == &cc_nowait_shared && n->cfg.node_id > CC_SHARED_MAX_NODE) {
+		snprintf(err, errlen, "cc-lock-mode shared supports node ids 1..%d",
+			 CC_SHARED_MAX_NODE);
+		return -EINVAL;
+	}
+	if (p == &cc_nowait_shared)
+		for (int i = 0; i < n->cfg.ncluster_nodes; i++)
+			if (n->cfg.cluster_nodes[i].id > CC_SHARED_MAX_NODE) {
+				snprintf(err, errlen, "cc-lock-mode shared supports node ids 1..%d",
+					 CC_SHARED_MAX_NODE);
+				return -EINVAL;
+			}
 	if (n->cops)
 		return n->cops->switch_all(n, w, p, err, errlen);
 	if (p == ck_pr_load_ptr(&n->proto))
@@ -126,7 +143,7 @@ const char *const *cc_protocol_names(const struct node *n)
 	const struct cc_protocol *const *all = cc_protocol_all();
 	int k = 0;
 	for (int i = 0; all[i] && k < 15; i++)
-		if (!all[i]->testing_only || n->cfg.testing)
+		if ((!all[i]->testing_only || n->cfg.testing) && !all[i]->id)
 			names[k++] = all[i]->name;
 	names[k] = NULL;
 	return names;

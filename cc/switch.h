@@ -7,6 +7,7 @@
 #ifndef RCKV_CC_SWITCH_H
 #define RCKV_CC_SWITCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct node;
@@ -37,14 +38,18 @@ int cc_quiesce_run(struct node *n, struct worker *w, int (*fn)(struct node *n, v
 
 /*
  * cc_switch - switch the node, or with a cluster every node, to protocol
- * `name` online. Returns 0, or -EINVAL with err filled ("unknown protocol
- * 'x'", or a protocol that needs `testing yes`), or the cluster's error.
+ * `name` online, in lock mode `shared` (cc-lock-mode; nowait has both).
+ * Returns 0, or -EINVAL with err filled ("unknown protocol 'x'", or a
+ * protocol that needs `testing yes`), or the cluster's error.
  */
-int cc_switch(struct node *n, struct worker *w, const char *name, char *err, size_t errlen);
+int cc_switch(struct node *n, struct worker *w, const char *name, bool shared, char *err,
+	      size_t errlen);
 
-/* Look up a protocol this node accepts; NULL with err filled if none. */
-const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *name, char *err,
-					   size_t errlen);
+/* Look up a protocol this node accepts; NULL with err filled if none.
+ * shared: the lock mode to resolve `name` under (0 or 1), or -1 when name
+ * is a registry id (a peer's switch message). */
+const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *name, int shared,
+					   char *err, size_t errlen);
 
 /* Names of the protocols CONFIG SET cc accepts on this node, NULL-terminated
  * (a per-thread buffer). */

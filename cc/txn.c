@@ -146,6 +146,10 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 	a->wvlen = 0;
 	a->has_nref = false;
 	a->p[0] = a->p[1] = 0;
+	a->wmeta[0] = a->wmeta[1] = 0;
+	a->grow = false;
+	a->wtail = NULL;
+	a->wtlen = a->otail = 0;
 
 	/* Resolve: the address cache, else the owner's index (finding the
 	 * item, or creating an ABSENT placeholder for it). */
@@ -389,16 +393,41 @@ int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver)
 
 /* Reserve a block big enough for the pending value, before it is copied,
  * so a failure leaves the access as it was. */
+/* Value bytes to size a block for: vlen, or under a protocol that keeps
+ * older versions in the item (mvcc) room for mvcc-versions of them, up to
+ * cc_inplace_max (what an in-place install may write). */
+static size_t block_vlen(struct txn *t, size_t vlen)
+{
+	uint32_t imax = cc_inplace_max(t->node->layout);
+	if (!t->proto->versions || vlen >= imax)
+		return vlen;
+	size_t v = (size_t)ck_pr_load_int(&t->node->cfg.mvcc_versions);
+	size_t want = vlen + (v > 1 ? (v - 1) * (16 + ((vlen + 7) & ~(size_t)7)) : 0);
+	return want < imax ? want : imax;
+}
+
 static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 {
 	uint32_t need = (uint32_t)(sizeof(struct st_item) + a->klen + vlen);
+	size_t bvlen = block_vlen(t, vlen);
+	uint32_t room = (uint32_t)(sizeof(struct st_item) + a->klen + bvlen);
 	bool fits = need <= st_class_size(a->ref.cls);
-	if (fits && vlen <= cc_inplace_max(t->node->layout))
+	a->grow = false;
+	if (room <= st_class_size(a->ref.cls) && vlen <= cc_inplace_max(t->node->layout))
 		return CC_OK; /* in place (cc.h, cc_inplace_max) */
-	if (a->has_nref && need <= st_class_size(a->nref.cls))
+	if (a->has_nref && room <= st_class_size(a->nref.cls)) {
+		a->grow = fits; /* move even though the value alone fits */
 		return CC_OK;
+	}
 	struct st_ref nref;
-	int rc = st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)vlen, &nref);
+	int rc = st_class_for(a->klen, (uint32_t)bvlen) < 0 ? ST_EFULL
+		: st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)bvlen, &nref);
+	if ((rc == ST_EFULL || st_class_for(a->klen, (uint32_t)bvlen) < 0) && bvlen != vlen) {
+		bvlen = vlen; /* no room for versions: the value alone */
+		if (fits && vlen <= cc_inplace_max(t->node->layout))
+			return CC_OK;
+		rc = st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)vlen, &nref);
+	}
 	if (rc == ST_EFULL && fits)
 		return CC_OK; /* no room to move it: in place, with a bigger record */
 	if (rc) {
@@ -410,6 +439,7 @@ static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 		(void)st_free(&t->batch, t->node->layout, &a->nref);
 	a->nref = nref;
 	a->has_nref = true;
+	a->grow = fits; /* move for the versions' room though the value fits */
 	return CC_OK;
 }
 
@@ -479,7 +509,7 @@ void txn_after_commit(struct txn *t)
 			(void)st_free(&t->batch, t->node->layout, &a->nref);
 			a->has_nref = false;
 		}
-		if (!a->mode)
+		if (!a->mode || t->proto->keep_tombstones)
 			continue; /* resolved only: its image was never read */
 		bool absent = (a->mode & ACC_W) ? a->wdel
 						: (st_data_flags(a->img->data) & ST_F_ABSENT);

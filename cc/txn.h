@@ -43,8 +43,15 @@ enum cc_cause {
 	CC_CAUSE_VALIDATE,  /* validation found a changed item */
 	CC_CAUSE_STALE,     /* an item moved or was retired under us */
 	CC_CAUSE_OTHER,
+	CC_CAUSE_DIE,       /* wait-die: younger than the lock's holder */
+	CC_CAUSE_WOUNDED,   /* wound-wait: an older transaction wounded us */
+	CC_CAUSE_TS,        /* timestamp order: a read or write came too late */
+	CC_CAUSE_VERSION,   /* mvcc: no version old enough in the item's slots */
 	CC_CAUSES
 };
+
+/* Protocols in the registry, at most (per-protocol INFO counters). */
+#define CC_MAX_PROTOCOLS 12
 
 /*
  * txn_get - read a key. On 0, *found says whether it exists; if so *val and

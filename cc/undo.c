@@ -126,7 +126,8 @@ static int buf_reserve(struct txn *t, uint64_t need)
 /* Payload bytes of the record of a written access: words 1..5 and the old
  * value bytes the install overwrites (an install rewrites the key with the
  * same bytes and writes the new value only; a delete writes no value
- * bytes at all). */
+ * bytes at all). A protocol's tail after the value (mvcc's versions:
+ * a->otail before, a->wtlen after) counts as value bytes. */
 static uint32_t rec_payload(const struct txn *t, const struct cc_access *a)
 {
 	if (acc_relocates(a, t->node->layout))
@@ -134,7 +135,8 @@ static uint32_t rec_payload(const struct txn *t, const struct cc_access *a)
 	uint32_t vlen = st_data_vlen(a->img->data);
 	if (st_data_flags(a->img->data) & ST_F_ABSENT)
 		vlen = 0;
-	uint32_t nlen = a->wdel ? 0 : a->wvlen;
+	vlen += a->otail;
+	uint32_t nlen = (a->wdel ? 0 : a->wvlen) + a->wtlen;
 	return 40u + (vlen < nlen ? vlen : nlen);
 }
 

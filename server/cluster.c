@@ -521,7 +521,7 @@ static void *ctl_conn_main(void *arg)
 			break;
 		case CTL_SWITCH: {
 			char err[256];
-			const struct cc_protocol *p = cc_switch_lookup(n, req, err, sizeof(err));
+			const struct cc_protocol *p = cc_switch_lookup(n, req, -1, err, sizeof(err));
 			if (!quiesced || !p) {
 				status = -EINVAL;
 				break;
@@ -837,7 +837,7 @@ static int cluster_quiet_op(struct node *n, struct worker *w, enum quiet_step st
 	/* Phase 2: the quiet step everywhere. */
 	if (rc == 0) {
 		uint32_t type = step == STEP_SWITCH ? CTL_SWITCH : CTL_FLUSH;
-		const char *arg = step == STEP_SWITCH ? to->name : "";
+		const char *arg = step == STEP_SWITCH ? cc_protocol_id(to) : "";
 		for (int i = 0; i < nopen && rc == 0; i++)
 			rc = ctl_send(w, &conns[i], type, arg, strlen(arg), deadline);
 		for (int i = 0; i < nopen && rc == 0; i++) {

@@ -538,7 +538,7 @@ static void config_set(struct cmd_ctx *c)
 	struct srv_config scratch;
 	bool have_scratch = false;
 	char err[512];
-	int cc_pair = -1;
+	int cc_pair = -1, lock_pair = -1;
 	if (!names || !values)
 		goto oom;
 	for (int i = 0; i < npairs; i++) {
@@ -573,6 +573,8 @@ static void config_set(struct cmd_ctx *c)
 		}
 		if (strcasecmp(names[i], "cc") == 0)
 			cc_pair = i;
+		if (strcasecmp(names[i], "cc-lock-mode") == 0)
+			lock_pair = i;
 	}
 
 	cfg_defaults(&scratch);
@@ -585,6 +587,9 @@ static void config_set(struct cmd_ctx *c)
 		}
 	}
 
+	if (cc_pair < 0 && lock_pair >= 0 && strcmp(scratch.cc_lock_mode, n->cfg.cc_lock_mode) != 0 &&
+	    strcasecmp(n->cfg.cc, "nowait") == 0)
+		cc_pair = lock_pair; /* nowait changes lock mode: a switch, see below */
 	if (cc_pair >= 0 && c->txn) {
 		/* Queued in MULTI: EXEC's own transaction is in flight, and the
 		 * switch waits for every in-flight transaction to finish. */
@@ -596,7 +601,10 @@ static void config_set(struct cmd_ctx *c)
 	}
 	if (cc_pair >= 0) {
 		err[0] = '\0';
-		if (cc_switch(n, c->w, values[cc_pair], err, sizeof(err)) != 0) {
+		const char *to = cc_pair == lock_pair ? n->cfg.cc : values[cc_pair];
+		bool shared = strcmp(lock_pair >= 0 ? scratch.cc_lock_mode : n->cfg.cc_lock_mode,
+				     "shared") == 0;
+		if (cc_switch(n, c->w, to, shared, err, sizeof(err)) != 0) {
 			resp_errorf(c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
 				    names[cc_pair], err[0] ? err : "protocol switch failed");
 			goto out;
@@ -826,11 +834,18 @@ static void info_memory(struct info_ctx *x)
  * transactions the previous process left unfinished (server/recovery.c
  * srv_recover_local): all 0 after a clean stop or on a new region. They are
  * written once before the workers start, so they are read without a lock.
+ * The persistence_group_* fields count group commit (persistence power,
+ * cc/durable.c): flusher rounds, the commit points they made durable, and
+ * the ratio (every writing transaction waits for 3 rounds, one of them its
+ * commit point, so a lone client shows 0.33 and concurrent ones share
+ * rounds); all 0 in the other modes.
  */
 static void info_persistence(struct info_ctx *x)
 {
 	struct node *n = x->n;
 	const struct st_log_stats *rs = &n->recovery;
+	const uint64_t gc_flushes = ck_pr_load_64(&n->gc_flushes);
+	const uint64_t gc_commits = ck_pr_load_64(&n->gc_commits);
 	pthread_mutex_lock(&n->cfg_lock);
 	const char *mode = n->cfg.persistence ? n->cfg.persistence : "";
 	/* What the data survives (conf/rckv.conf "persistence"). */
@@ -853,12 +868,17 @@ static void info_persistence(struct info_ctx *x)
 		  "recovered_txns_rolled_back:%llu\r\n"
 		  "recovered_records_undone:%llu\r\n"
 		  "recovered_txns_committed:%llu\r\n"
-		  "recovered_locks_released:%llu\r\n",
+		  "recovered_locks_released:%llu\r\n"
+		  "persistence_group_flushes:%llu\r\n"
+		  "persistence_group_commits:%llu\r\n"
+		  "persistence_commits_per_flush:%.2f\r\n",
 		  mode, durable, n->cfg.dir ? n->cfg.dir : "",
 		  (unsigned long long)n->recovered_keys, n->recovered_unclean ? 0 : 1,
 		  (unsigned long long)n->recovery_ms, (unsigned long long)rs->txns_rolled_back,
 		  (unsigned long long)rs->records_undone, (unsigned long long)rs->txns_committed,
-		  (unsigned long long)rs->locks_released);
+		  (unsigned long long)rs->locks_released, (unsigned long long)gc_flushes,
+		  (unsigned long long)gc_commits,
+		  gc_flushes ? (double)gc_commits / (double)gc_flushes : 0.0);
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 
@@ -929,6 +949,54 @@ static void info_cpu(struct info_ctx *x)
 		  (long)kids.ru_utime.tv_sec, (long)kids.ru_utime.tv_usec);
 }
 
+/*
+ * One line per protocol that ran here (and the current one), Redis's
+ * "name:k=v,..." form: commits, aborts by cause, and verbs and round trips
+ * per committed transaction, its aborted attempts included (RCBench's
+ * sigma counts primitive invocations per transaction the same way).
+ */
+static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
+{
+	static const char *const cause_names[CC_CAUSES] = {
+		[CC_CAUSE_LOCK] = "lock",       [CC_CAUSE_VALIDATE] = "validate",
+		[CC_CAUSE_STALE] = "stale",     [CC_CAUSE_OTHER] = "other",
+		[CC_CAUSE_DIE] = "die",         [CC_CAUSE_WOUNDED] = "wounded",
+		[CC_CAUSE_TS] = "ts",           [CC_CAUSE_VERSION] = "version",
+	};
+	const struct cc_protocol *const *all = cc_protocol_all();
+	for (int i = 0; all[i] && i < CC_MAX_PROTOCOLS; i++) {
+		const struct srv_proto_stats *ps = &x->st.proto[i];
+		uint64_t aborts = 0, verbs = 0;
+		for (int k = 0; k < CC_CAUSES; k++)
+			aborts += ps->aborts_by_cause[k];
+		for (int k = 0; k < FAB_KINDS; k++)
+			verbs += ps->fab.verbs[k];
+		if (all[i] != cur && ps->commits + aborts + ps->errors == 0)
+			continue;
+		char id[32];
+		snprintf(id, sizeof(id), "%s", cc_protocol_id(all[i]));
+		for (char *c = id; *c; c++)
+			if (*c == '/')
+				*c = '_';
+		sb_printf(x->b, "cc_proto_%s:commits=%llu,aborts=%llu,errors=%llu", id,
+			  (unsigned long long)ps->commits, (unsigned long long)aborts,
+			  (unsigned long long)ps->errors);
+		for (int k = 0; k < CC_CAUSES; k++)
+			sb_printf(x->b, ",aborts_%s=%llu", cause_names[k],
+				  (unsigned long long)ps->aborts_by_cause[k]);
+		sb_printf(x->b,
+			  ",abort_rate=%.4f,verbs_per_txn=%.2f,reads_per_txn=%.2f,"
+			  "writes_per_txn=%.2f,cas_per_txn=%.2f,faa_per_txn=%.2f,"
+			  "round_trips_per_txn=%.2f\r\n",
+			  ratio(aborts, ps->commits + aborts), ratio(verbs, ps->commits),
+			  ratio(ps->fab.verbs[FAB_READ], ps->commits),
+			  ratio(ps->fab.verbs[FAB_WRITE], ps->commits),
+			  ratio(ps->fab.verbs[FAB_CAS], ps->commits),
+			  ratio(ps->fab.verbs[FAB_FAA], ps->commits),
+			  ratio(ps->fab.round_trips, ps->commits));
+	}
+}
+
 static void info_cc(struct info_ctx *x)
 {
 	struct node *n = x->n;
@@ -950,6 +1018,12 @@ static void info_cc(struct info_ctx *x)
 		  "cc_aborts_validate:%llu\r\n"
 		  "cc_aborts_stale:%llu\r\n"
 		  "cc_aborts_other:%llu\r\n"
+		  "cc_aborts_die:%llu\r\n"
+		  "cc_aborts_wounded:%llu\r\n"
+		  "cc_aborts_ts:%llu\r\n"
+		  "cc_aborts_version:%llu\r\n"
+		  "cc_lock_waits:%llu\r\n"
+		  "cc_wounds:%llu\r\n"
 		  "cc_retries:%llu\r\n"
 		  "cc_abort_rate:%.4f\r\n"
 		  "cc_verbs_per_txn:%.2f\r\n"
@@ -966,6 +1040,11 @@ static void info_cc(struct info_ctx *x)
 		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_VALIDATE],
 		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_STALE],
 		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_OTHER],
+		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_DIE],
+		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_WOUNDED],
+		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_TS],
+		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_VERSION],
+		  (unsigned long long)s->lock_waits, (unsigned long long)s->wounds,
 		  (unsigned long long)s->txn_retries, ratio(s->txn_aborts, attempts),
 		  ratio(verbs, s->fab_txns), ratio(s->fab.verbs[FAB_READ], s->fab_txns),
 		  ratio(s->fab.verbs[FAB_WRITE], s->fab_txns),
@@ -974,6 +1053,7 @@ static void info_cc(struct info_ctx *x)
 		  ratio(s->fab.round_trips, s->fab_txns),
 		  (unsigned long long)s->addr_cache_hits, (unsigned long long)s->addr_cache_misses);
 	pthread_mutex_unlock(&n->cfg_lock);
+	info_cc_protocols(x, p);
 }
 
 static void info_fabric(struct info_ctx *x)

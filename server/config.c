@@ -65,6 +65,7 @@ struct opt {
 static const char *const persistence_choices[] = { "none", "process", "power", NULL };
 static const char *const loglevel_choices[] = { "debug", "verbose", "notice", "warning", NULL };
 static const char *const fabric_choices[] = { "shm", "tcp", "verbs", NULL };
+static const char *const lock_mode_choices[] = { "exclusive", "shared", NULL };
 
 /*
  * An item (header, key and value) must fit the largest size class, one
@@ -92,6 +93,8 @@ static const struct opt options[] = {
 	{ "threads", OT_INT, false, OFF(threads), 1, 64, NULL, "2" },
 	{ "coroutines", OT_INT, false, OFF(coroutines), 1, 1024, NULL, "32" },
 	{ "cc", OT_PROTO, true, OFF(cc), 0, 0, NULL, "silo" },
+	{ "cc-lock-mode", OT_ENUM, true, OFF(cc_lock_mode), 0, 0, lock_mode_choices, "exclusive" },
+	{ "mvcc-versions", OT_INT, true, OFF(mvcc_versions), 1, 16, NULL, "4" },
 	{ "txn-timeout", OT_LL, true, OFF(txn_timeout_ms), 1, 3600000, NULL, "5000" },
 	/* limits */
 	{ "max-key-bytes", OT_MEM, true, OFF(max_key_bytes), 1, CFG_MAX_KEY_BYTES, NULL, "64kb" },
@@ -231,7 +234,7 @@ static const char *proto_name(const char *a, char *err, size_t errlen)
 	const struct cc_protocol *const *all = cc_protocol_all();
 	list[0] = '\0';
 	for (int i = 0; all[i] && len < sizeof(list); i++)
-		if (!all[i]->testing_only)
+		if (!all[i]->testing_only && !all[i]->id)
 			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
 						len ? ", " : "", all[i]->name);
 	fail(err, errlen, "unknown concurrency control protocol '%s' (one of: %s)", a, list);

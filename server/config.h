@@ -41,6 +41,8 @@ struct srv_config {
 	int threads;                    /* threads 2 */
 	int coroutines;                 /* coroutines 32 per worker */
 	char *cc;                       /* cc silo (mutable: online switch) */
+	char *cc_lock_mode;             /* cc-lock-mode exclusive: exclusive|shared (nowait) */
+	int mvcc_versions;              /* mvcc-versions 4: version slots per item (mvcc) */
 	long long txn_timeout_ms;       /* txn-timeout 5000 (mutable) */
 
 	/* limits */

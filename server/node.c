@@ -207,7 +207,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 			 strerror(errno));
 		return -1;
 	}
-	const struct cc_protocol *proto = cc_protocol_find(n->cfg.cc);
+	const struct cc_protocol *proto =
+		cc_protocol_resolve(n->cfg.cc, strcmp(n->cfg.cc_lock_mode, "shared") == 0);
 	if (!proto || (proto->testing_only && !n->cfg.testing)) {
 		snprintf(err, errlen, "bad value for 'cc': unknown protocol '%s'%s", n->cfg.cc,
 			 proto ? " (it needs 'testing yes')" : "");

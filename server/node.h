@@ -35,6 +35,14 @@ struct node_cluster_ops {
  * stores; INFO on any worker sums them with relaxed loads (values may be a
  * few operations old, as Redis's are).
  */
+/* Counters of one protocol (cc/protocols/registry.c order). */
+struct srv_proto_stats {
+	uint64_t commits;
+	uint64_t errors;              /* ended with an error, not a commit */
+	uint64_t aborts_by_cause[CC_CAUSES];
+	struct fab_stats fab;         /* verbs and round trips of every attempt */
+};
+
 struct srv_stats {
 	uint64_t commands;            /* total_commands_processed */
 	uint64_t conns_received;      /* total_connections_received */
@@ -52,6 +60,9 @@ struct srv_stats {
 	uint64_t aborts_by_cause[CC_CAUSES];
 	struct fab_stats fab;         /* verbs and round trips of committed txns */
 	uint64_t fab_txns;            /* txns whose verbs are in fab */
+	uint64_t lock_waits;          /* cc_wait pauses (wait-die, wound-wait, T/O) */
+	uint64_t wounds;              /* wound-wait: running holders we wounded */
+	struct srv_proto_stats proto[CC_MAX_PROTOCOLS];
 };
 
 struct node {

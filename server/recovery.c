@@ -38,19 +38,27 @@ void srv_read_decisions(struct node *n, uint64_t out[ST_LOG_SLOTS])
 	}
 }
 
-static bool held_by_node(void *arg, uint64_t lockword)
+/* A lock word without node `arg`'s holds (cc.h: an owner word names its
+ * node in the top byte; a shared word counts each node's holders in a
+ * lane of its own). */
+static uint64_t held_by_node(void *arg, uint64_t lockword)
 {
-	return cc_lock_holder_node(lockword) == (int)(uintptr_t)arg;
+	unsigned node = (unsigned)(uintptr_t)arg;
+	if (cc_lock_is_shared(lockword)) {
+		uint64_t w = lockword - (uint64_t)cc_shared_count(lockword, node) * cc_shared_unit(node);
+		return w == (CC_SHARED_TAG << 56) ? 0 : w;
+	}
+	return cc_lock_holder_node(lockword) == (int)node ? 0 : lockword;
 }
 
 /* Lock words to release: the txns of two ST_LOG_SLOTS lists (0 = none). */
-static bool held_by_txn(void *arg, uint64_t lockword)
+static uint64_t held_by_txn(void *arg, uint64_t lockword)
 {
 	const uint64_t *txns = arg;
 	for (unsigned s = 0; s < 2 * ST_LOG_SLOTS; s++)
-		if (txns[s] && txns[s] == lockword)
-			return true;
-	return false;
+		if (txns[s] && txns[s] == (lockword | 1u)) /* or its "installing" mark */
+			return 0;
+	return lockword;
 }
 
 static void log_settled(struct node *n, const char *what, const struct st_log_stats *st,
@@ -77,8 +85,9 @@ void srv_recover_local(struct node *n)
 	uint64_t live = 0;
 	if (n->cfg.ncluster_nodes == 0) {
 		/* Nobody else maps this region: every lock is a dead one, and
-		 * blocks not reachable from the index can be freed. */
-		st_recover(n->region, &live);
+		 * blocks not reachable from the index can be freed. The locks
+		 * it resets count as released (INFO recovered_locks_released). */
+		st_recover_stats(n->region, &live, &st);
 	} else {
 		/* Peers may be running transactions here right now (shm): only
 		 * our own dead transactions' locks go, and the free bitmaps stay

@@ -20,11 +20,13 @@
  *           trips. No empty slot among the 21: kick-out.
  *   kick:   move one key V that sits in one of our buckets at its way p to
  *           a free slot of its way q > p: CAS the copy in (V is now in two
- *           slots, both pointing at its block), then CAS V's old slot
- *           straight to our new key's word. Needs V's primary lock too
- *           (taken with a CAS that never waits, so two inserters cannot
- *           deadlock). One level deep: raises the load at which the index
- *           first reports full from ~50% to ~93% (measured by simulation).
+ *           slots, both pointing at its block), persist the copy when a
+ *           persister is registered (st_set_persist; invariant (7)), then
+ *           CAS V's old slot straight to our new key's word. Needs V's
+ *           primary lock too (taken with a CAS that never waits, so two
+ *           inserters cannot deadlock). One level deep: raises the load at
+ *           which the index first reports full from ~50% to ~93% (measured
+ *           by simulation).
  *   swap:   under the primary lock, CAS the key's slot from the old block
  *           to the new one.
  *   reap:   lock the item, lock the primary bucket, CAS the slot to 0,
@@ -51,7 +53,23 @@
  *     block, or a block that is no longer its key's, through a slot it
  *     read earlier, therefore restarts: the slot has changed.
  * (6) Bucket locks are held only for a few round trips and never while
- *     waiting for another lock (the kick's second lock is try-only).
+ *     waiting for another lock (the kick's second lock is try-only); a
+ *     kick also holds them across the flush of invariant (7).
+ * (7) Durability follows (3) (persistence power): V's copy is durable
+ *     before its old slot is overwritten, by the flush of the persister
+ *     the node registered for its layout (st_set_persist; cc/durable.c
+ *     registers one with group commit). Without that, both writes wait
+ *     for the transaction's flush (cc/durable.c), which persists its pages
+ *     in no promised order, and any other flush of the old slot's page (a
+ *     bucket page is shared by 64 buckets: another worker's commit, the
+ *     kernel's writeback) may carry the overwrite alone: a power cut then
+ *     loses V, a key committed long ago by someone else. With the copy
+ *     durable first, the medium holds V in one slot or in two, never none
+ *     (standalone recovery keeps one of two, scan.c; a cluster node keeps
+ *     both, as after a kill -9 between the two CASes). Readers see the
+ *     same as without the flush, only for longer: V in one slot or two,
+ *     both pointing at its block; match_bucket takes the first, and
+ *     st_scan may visit V twice, as its contract allows.
  */
 #include <errno.h>
 #include <string.h>
@@ -362,6 +380,66 @@ static int find_locked(struct fab_batch *b, const struct st_layout *L, uint16_t 
 	}
 }
 
+/* ---- persisting an index write before the next (invariant (7)) ---- */
+
+/*
+ * Registered persisters (st_set_persist), one per coordinator layout.
+ * Written by st_set_persist under persisters_lock, fn and arg before L
+ * (release); read by kick() on any worker with an acquire load of L. The
+ * contract keeps a change and a kick of the same L apart in time; the
+ * atomics keep a kick of another node's L, in the same process, clean.
+ */
+static struct persister {
+	const struct st_layout *L; /* NULL: free entry */
+	st_persist_fn fn;
+	void *arg;
+} persisters[FAB_MAX_NODES];
+static pthread_mutex_t persisters_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int st_set_persist(const struct st_layout *L, st_persist_fn fn, void *arg)
+{
+	int rc = 0;
+	pthread_mutex_lock(&persisters_lock);
+	struct persister *hit = NULL, *free_e = NULL;
+	for (unsigned i = 0; i < FAB_MAX_NODES; i++) {
+		const struct st_layout *x = __atomic_load_n(&persisters[i].L, __ATOMIC_RELAXED);
+		if (x == L)
+			hit = &persisters[i];
+		else if (!x && !free_e)
+			free_e = &persisters[i];
+	}
+	if (!fn) {
+		if (hit)
+			__atomic_store_n(&hit->L, NULL, __ATOMIC_RELEASE);
+	} else if (hit || free_e) {
+		struct persister *e = hit ? hit : free_e;
+		__atomic_store_n(&e->L, NULL, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->fn, fn, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->arg, arg, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->L, L, __ATOMIC_RELEASE);
+	} else {
+		rc = -ENOSPC;
+	}
+	pthread_mutex_unlock(&persisters_lock);
+	return rc;
+}
+
+/* Make [off, off+len) of node durable now if L has a persister: 0 (also
+ * when it has none), or its -errno. */
+static int persist_now(struct fab_batch *b, const struct st_layout *L, uint16_t node,
+		       uint64_t off, uint64_t len)
+{
+	for (unsigned i = 0; i < FAB_MAX_NODES; i++) {
+		struct persister *e = &persisters[i];
+		if (__atomic_load_n(&e->L, __ATOMIC_ACQUIRE) != L)
+			continue;
+		st_persist_fn fn = __atomic_load_n(&e->fn, __ATOMIC_RELAXED);
+		void *arg = __atomic_load_n(&e->arg, __ATOMIC_RELAXED);
+		return fn ? fn(arg, b, node, off, len) : 0;
+	}
+	return 0;
+}
+
 /* ---- insert ---- */
 
 /* Give back a block taken by st_alloc_block that was never published. */
@@ -391,9 +469,11 @@ struct target {
  * ways are full (bk, read under its primary lock). Find a key V in them,
  * at its way p < 2, whose way q > p has a free slot; take V's primary lock
  * if it is not ours (try once, never wait: invariant (6)); copy V's slot
- * word into the free slot (way bits q). On 0, t says which slot of ours
- * now holds a copy to overwrite; V's primary lock stays held (t->vlocked)
- * until the caller's overwrite. Returns 0, ST_EFULL, or -errno.
+ * word into the free slot (way bits q) and persist it (invariant (7)). On
+ * 0, t says which slot of ours now holds a copy to overwrite; V's primary
+ * lock stays held (t->vlocked) until the caller's overwrite. Returns 0,
+ * ST_EFULL, or -errno (from the fabric, or the persister: then the copy
+ * is gone again and V's lock released).
  */
 static int kick(struct fab_batch *b, const struct st_layout *L, uint16_t node,
 		const struct st_ways *w, uint64_t owner, uint64_t bk[ST_WAYS][8], struct target *t)
@@ -448,15 +528,26 @@ static int kick(struct fab_batch *b, const struct st_layout *L, uint16_t node,
 				}
 			}
 			/* Copy first (invariant (3)). */
+			const uint64_t copy = st_bucket_off(L, c[k].vw.b[c[k].q]) + 8u * e;
 			uint64_t was = ~0ull;
-			fab_cas(b, node, st_bucket_off(L, c[k].vw.b[c[k].q]) + 8u * e, 0,
-				st_slot_set_way(v, c[k].q), &was);
+			fab_cas(b, node, copy, 0, st_slot_set_way(v, c[k].q), &was);
 			if ((rc = fab_exec(b)))
 				return rc;
 			if (was != 0) { /* someone filled it first */
 				if (vlocked && (rc = unlock1(b, L, node, vprim, owner)))
 					return rc;
 				continue;
+			}
+			/* The copy durable before the caller overwrites the old
+			 * slot (invariant (7)). If that fails, take the copy back:
+			 * V's slots are ours to change (we hold its primary lock),
+			 * and V in its old slot alone is where we started. */
+			if ((rc = persist_now(b, L, node, copy, 8))) {
+				fab_cas(b, node, copy, st_slot_set_way(v, c[k].q), 0, NULL);
+				if (vlocked)
+					unlock_q(b, L, node, vprim, owner);
+				int erc = fab_exec(b);
+				return erc ? erc : rc;
 			}
 			*t = (struct target){ .wi = i, .sj = c[k].j, .expect = v, .vlocked = vlocked,
 					      .vbucket = vprim };

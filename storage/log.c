@@ -202,11 +202,17 @@ void st_release_locks(struct st_region *r, st_lock_match_fn match, void *arg, in
 			struct st_item *it = block_at(r, st_slot_off(s), st_slot_cls(s));
 			if (!it)
 				continue;
-			uint64_t lk = ld(&it->lock);
-			if (lk && match(arg, lk) && cas(&it->lock, lk, 0)) {
-				st_region_persist(r, st_slot_off(s), 8);
-				if (stats)
-					stats->locks_released++;
+			for (int tries = 0; tries < 64; tries++) {
+				uint64_t lk = ld(&it->lock);
+				uint64_t nw = lk ? match(arg, lk) : lk;
+				if (nw == lk)
+					break;
+				if (cas(&it->lock, lk, nw)) {
+					st_region_persist(r, st_slot_off(s), 8);
+					if (stats)
+						stats->locks_released++;
+					break;
+				}
 			}
 		}
 	}

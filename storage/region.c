@@ -52,6 +52,7 @@ static_assert(offsetof(struct st_item, ident) == ST_ITEM_IDENT, "ident word offs
 static_assert(offsetof(struct st_item, data) == ST_ITEM_DATA, "data word offset");
 
 #define TXN_SLOTS 4096u
+static_assert(TXN_SLOTS >= ST_LOG_SLOTS + ST_TXN_STATES, "decision records and txn records fit");
 #define LOG_MIN (2ull << 20)
 #define PAGE 4096ull
 

@@ -14,7 +14,8 @@
  *
  * Recovery (st_recover) rebuilds the allocator from the index, which is
  * the only source of truth:
- *   1. every bucket lock to 0;
+ *   1. every bucket lock to 0 (st_recover_stats counts the held ones, and
+ *      the item locks of step 3, as released);
  *   2. every bitmap to "all free";
  *   3. for each slot: drop it (slot to 0) unless it points at a sane item
  *      of its class, in a slab assigned to that class, not DEAD, whose key
@@ -152,17 +153,25 @@ void st_reset_meta(struct st_region *r)
 
 int st_recover(struct st_region *r, uint64_t *live_keys)
 {
+	return st_recover_stats(r, live_keys, NULL);
+}
+
+int st_recover_stats(struct st_region *r, uint64_t *live_keys, struct st_log_stats *stats)
+{
 	const struct st_layout *L = &r->layout;
 	uint32_t *used = calloc(L->slab_count, sizeof(*used));
 	if (!used)
 		return -ENOMEM;
 	uint64_t *tab = (uint64_t *)(r->base + L->slabtab_off);
-	uint64_t live = 0;
+	uint64_t live = 0, released = 0;
 
 	zero_range(r, L->bitmap_off, L->slab_count * (uint64_t)ST_SLAB_BITMAP_BYTES);
 	for (uint64_t bkt = 0; bkt < L->index_buckets; bkt++) {
 		uint64_t *bw = bucket_words(r, bkt);
-		bw[0] = 0; /* a bucket lock of an inserter that died */
+		if (bw[0]) { /* a bucket lock of an inserter that died */
+			bw[0] = 0;
+			released++;
+		}
 		for (unsigned j = 1; j <= ST_BUCKET_SLOTS; j++) {
 			uint64_t s = bw[j], ident, slab;
 			uint32_t idx;
@@ -198,7 +207,12 @@ int st_recover(struct st_region *r, uint64_t *live_keys)
 			}
 			*word |= bit;
 			used[slab]++;
-			it->lock = 0;
+			/* Counted only here, for a kept slot: a block in two slots
+			 * (a kick-out cut short) is kept once, so counted once. */
+			if (it->lock) {
+				it->lock = 0;
+				released++;
+			}
 			it->meta[0] = 0;
 			it->meta[1] = 0;
 			if (!(flags & ST_F_ABSENT))
@@ -211,5 +225,7 @@ int st_recover(struct st_region *r, uint64_t *live_keys)
 	free(used);
 	st_region_persist(r, 0, L->size);
 	*live_keys = live;
+	if (stats)
+		stats->locks_released += released;
 	return 0;
 }

@@ -235,6 +235,11 @@ const char *st_region_durable_path(struct st_region *r);
  * count live keys. Node quiesced. Fills *live_keys.
  */
 int st_recover(struct st_region *r, uint64_t *live_keys);
+/* st_recover_stats - st_recover that also adds the locks it found held and
+ * reset (item lock words of the items it keeps, bucket locks) to
+ * stats->locks_released; stats may be NULL. */
+struct st_log_stats;
+int st_recover_stats(struct st_region *r, uint64_t *live_keys, struct st_log_stats *stats);
 
 /* st_reset_meta - set lock, meta[] to 0 on every item (protocol switch); keeps ver. */
 void st_reset_meta(struct st_region *r);
@@ -284,10 +289,31 @@ int st_lookup(struct fab_batch *b, const struct st_layout *L, uint16_t node, con
  * (same buf size rule).
  * Returns 0, ST_EFULL (no memory or index full), ST_EBUSY (a bucket lock
  * stayed held for 2 s: an inserter died), or -errno.
- * Cost: an existing key in its first bucket 2 round trips; a new key 4.
+ * Cost: an existing key in its first bucket 2 round trips; a new key 4;
+ * a kick-out at least 2 more, and with st_set_persist one flush of 8 bytes.
  */
 int st_create(struct fab_batch *b, const struct st_layout *L, uint16_t node, const void *key,
 	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf);
+
+/*
+ * st_set_persist - give the index a way to make one of its writes durable
+ * before its next one, for where the order in which they reach the medium
+ * matters (persistence power: st_create's kick-out, which copies a key's
+ * slot word to another bucket and then overwrites the old one, must not
+ * let the overwrite be durable without the copy). fn(arg, b, node, off,
+ * len) returns 0 once [off, off+len) of node's region is durable, or
+ * -errno; it may park the coroutine behind b's waiter. Registered per
+ * coordinator: L is the layout pointer it passes to st_create (its own
+ * st_region_layout); fn NULL removes it. Without one, index writes are
+ * made durable only by the caller's flushes (cc/durable.c), in no
+ * particular order: right for persistence none and process, which survive
+ * a process crash, where every write stays in the page cache. Returns 0,
+ * or -ENOSPC past FAB_MAX_NODES layouts. Main thread, while no st_create
+ * runs with L (before the workers start, after they stopped).
+ */
+typedef int (*st_persist_fn)(void *arg, struct fab_batch *b, uint16_t node, uint64_t off,
+			     uint64_t len);
+int st_set_persist(const struct st_layout *L, st_persist_fn fn, void *arg);
 
 /*
  * st_alloc - take a free block able to hold klen+vlen on a node; its ident
@@ -403,6 +429,24 @@ static inline uint64_t st_txn_rec_off(const struct st_layout *L, unsigned slot)
 {
 	return L->txn_off + (uint64_t)slot * ST_TXN_BYTES;
 }
+
+/*
+ * Transaction records (RCBench's T^g, DESIGN.md section 9): ST_TXN_STATES
+ * of them per node, after the ST_LOG_SLOTS decision records, read and
+ * changed remotely by Read^T / Write^T / Atomic^T (cc/cc.h). Word 0 is the
+ * status, the rest protocol-defined. A record is free for any use when its
+ * status is 0; its owner transaction names it in its timestamps.
+ */
+#define ST_TXN_STATES 1024u
+struct st_txn_state {
+	uint64_t status;   /* 0, or state:8 | owner word's low 56 bits */
+	uint64_t word[7];
+};
+static_assert(sizeof(struct st_txn_state) == ST_TXN_BYTES, "one txn record per slot");
+static inline uint64_t st_txn_state_off(const struct st_layout *L, unsigned rec)
+{
+	return L->txn_off + (uint64_t)(ST_LOG_SLOTS + rec) * ST_TXN_BYTES;
+}
 static inline uint32_t st_rec_bytes(uint32_t payload)
 {
 	return (uint32_t)sizeof(struct st_log_rec) + ((payload + 7u) & ~7u);
@@ -432,12 +476,13 @@ void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[
 		    const uint64_t only[ST_LOG_SLOTS], struct st_log_stats *stats);
 
 /*
- * st_release_locks - clear every item lock word for which match(arg, word)
- * is true, and every bucket lock held by node `bucket_node` (-1: none).
- * By CAS, so a lock taken meanwhile by someone else is never touched.
- * Walks the whole index.
+ * st_release_locks - replace every item lock word w by match(arg, w) when
+ * that differs from w (0 releases it; a shared-lock count can drop one
+ * holder's part), and clear every bucket lock held by node `bucket_node`
+ * (-1: none). By CAS, so a lock word changed meanwhile is never touched
+ * (a shared one is recomputed). Walks the whole index.
  */
-typedef bool (*st_lock_match_fn)(void *arg, uint64_t lockword);
+typedef uint64_t (*st_lock_match_fn)(void *arg, uint64_t lockword);
 void st_release_locks(struct st_region *r, st_lock_match_fn match, void *arg, int bucket_node,
 		      struct st_log_stats *stats);
 

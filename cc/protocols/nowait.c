@@ -1,57 +1,119 @@
 /*
- * nowait.c: RDMA-No-Wait, RCBench Algorithm 4 (section 6.2.1), in its
- * default single-exclusive-lock mode (the paper's AcqIMExcLock for reads
- * and writes alike: 1.3x faster than shared/exclusive at low contention,
- * section 7.6.2). Shared locks (cc-lock-mode shared) come with the
- * lock-protocol issue.
+ * nowait.c: RDMA-No-Wait, RCBench Algorithm 4 (section 6.2.1) and RCC 4.2,
+ * in two lock modes (`cc-lock-mode`):
+ *  exclusive (default): the paper's AcqIMExcLock for reads and writes alike,
+ *    one CAS (One-Cas); RCBench 7.6.2 found it 1.3x faster than shared
+ *    locks at low contention;
+ *  shared: AcqIMShLock for reads (Read-Cas: the count is computed from the
+ *    word read), AcqIMExcLock for writes, and an upgrade when a transaction
+ *    writes what it read.
+ * A lock is never waited for: a busy one aborts the transaction.
  *
- * Item metadata: word 0 (lock) = 0 when free, else the holder's owner word
- * (node:8 | worker:8 | seq:47 | 1), so the low bit is the paper's EL bit
- * and the rest says whose lock it is. meta[] unused (0).
+ * Item metadata: word 0 (lock) =
+ *   0                      free;
+ *   owner word             exclusive (cc.h: node:8 | age:55 | 1);
+ *   0xff:8 | lanes:56      shared (cc.h, CC_SHARED_TAG): one 8-bit count
+ *                          per node 1..7, so recovery can drop exactly a
+ *                          dead node's holds; all lanes 0 is free too.
+ * meta[] unused (0).
  *
- * States and transitions:
- *   RUNNING  --read/write: AcqIMExcLock (One-Cas) + Read^D in one batch-->
- *            RUNNING with the item locked; lock held by another -> ABORTED
- *   RUNNING  --commit: per write, install data, ver, then lock := 0
- *            (One-Write); per read-only item, lock := 0; all in one batch-->
- *            COMMITTED
- *   ABORTED  --abort: lock := 0 on every item we locked--> done
+ * States and transitions (function):
+ *   RUNNING --read (nowait_read): exclusive: CAS 0 -> owner + READ block in
+ *             one batch (RCC's lock-and-fetch). shared: READ lock word and
+ *             block; if not exclusive, CAS w -> w + our lane's 1, READ
+ *             block again (2 round trips); a CAS lost to another sharer is
+ *             retried, an exclusive holder aborts --> RUNNING, locked
+ *   RUNNING --write (nowait_write): exclusive lock as above; shared mode,
+ *             already shared by us: upgrade, CAS (only our 1) -> owner
+ *   RUNNING --commit (nowait_commit): prim_commit_writes: undo records,
+ *             install (One-Write), commit mark, unlock (FAA -1 for shared
+ *             holds) --> COMMITTED
+ *   ABORTED --abort (nowait_abort): prim_release_locks.
  *
  * Invariants:
- *  (1) An item's lock word is set to our owner word only by our successful
- *      CAS from 0, and cleared only by us (install or release).
- *  (2) Every item read or written by a transaction is locked by it from the
- *      first access until commit or abort (strict 2PL), so reads need no
- *      validation and installs cannot interleave.
- *  (3) A transaction never waits for a lock: a CAS that fails aborts it, so
- *      there is no deadlock (the executor retries with backoff).
+ *  (1) An exclusive lock word is set to our owner word only by our CAS from
+ *      a free word, and cleared only by us (install or release).
+ *  (2) Strict 2PL: every item read or written is locked (shared or
+ *      exclusive) from its first access until commit or abort, so reads
+ *      need no validation and installs cannot interleave.
+ *  (3) A shared hold adds 1 to our node's lane and is dropped by FAA -1;
+ *      a writer needs the word free (or only our own 1, to upgrade), so no
+ *      item is written while another transaction holds it shared.
+ *  (4) Nobody waits for a lock, so there is no deadlock (the executor
+ *      retries with backoff).
  */
 #include "cc/cc.h"
 
-static int lock_and_read(struct txn *t, struct cc_access *a)
+#include "rdma/fab.h"
+#include "server/node.h"
+
+static unsigned self(struct txn *t) { return fab_self(t->node->fab); }
+
+/* CAS cmp -> owner, then READ the block, one batch (RCC's CAS + READ). */
+static int cas_and_read(struct txn *t, struct cc_access *a, uint64_t cmp, uint64_t *old)
 {
-	uint64_t old = 0;
-	prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &old);
+	prim_post_cas_item(t, a, W_LOCK, cmp, t->owner, old);
 	/* Ordered after the CAS on the same endpoint: if the CAS won, this
 	 * READ sees the item as the previous holder left it (invariant 2). */
 	prim_post_read_block(t, a);
-	int rc = prim_exec(t);
+	return prim_exec(t);
+}
+
+static int lock_exclusive(struct txn *t, struct cc_access *a)
+{
+	const uint64_t tag = CC_SHARED_TAG << 56;
+	/* An upgrade expects only our own shared hold. */
+	uint64_t expect = a->pstate & ACC_SHARED ? tag | cc_shared_unit(self(t)) : 0;
+	uint64_t old = 0;
+	int rc = cas_and_read(t, a, expect, &old);
+	if (rc == 0 && expect == 0 && old == tag && t->proto == &cc_nowait_shared) {
+		/* Free, but still tagged (the last sharer's FAA landed and its
+		 * clearing CAS did not yet): one more try from the tag. */
+		expect = tag;
+		rc = cas_and_read(t, a, expect, &old);
+	}
 	if (rc)
 		return rc;
-	if (old != 0)
+	if (old != expect)
 		return cc_abort_with(t, CC_CAUSE_LOCK);
-	a->pstate |= ACC_LOCKED;
-	return prim_check_block(t, a);
+	a->pstate &= (uint8_t)~ACC_SHARED; /* an upgrade: exclusive now */
+	return prim_lock_won(t, a);
+}
+
+static int lock_shared(struct txn *t, struct cc_access *a)
+{
+	uint64_t unit = cc_shared_unit(self(t));
+	prim_post_read_block(t, a);
+	int rc = prim_exec(t);
+	for (int tries = 0; rc == 0; tries++) {
+		uint64_t w = a->img->lock;
+		if (w && !cc_lock_is_shared(w))
+			return cc_abort_with(t, CC_CAUSE_LOCK); /* exclusive holder */
+		if (cc_shared_count(w, self(t)) == 0xff || tries == 16)
+			return cc_abort_with(t, CC_CAUSE_LOCK); /* lane full, or too busy */
+		uint64_t nw = (w ? w : CC_SHARED_TAG << 56) + unit;
+		uint64_t old = 0;
+		prim_post_cas_item(t, a, W_LOCK, w, nw, &old);
+		prim_post_read_block(t, a);
+		if ((rc = prim_exec(t)))
+			return rc;
+		if (old == w)
+			return prim_shared_won(t, a);
+		a->img->lock = old; /* another sharer came or went: recompute */
+	}
+	return rc;
 }
 
 static int nowait_read(struct txn *t, struct cc_access *a)
 {
-	return acc_locked(a) ? CC_OK : lock_and_read(t, a);
+	if (acc_locked(a) || (a->pstate & ACC_SHARED))
+		return CC_OK;
+	return t->proto == &cc_nowait_shared ? lock_shared(t, a) : lock_exclusive(t, a);
 }
 
 static int nowait_write(struct txn *t, struct cc_access *a)
 {
-	return acc_locked(a) ? CC_OK : lock_and_read(t, a);
+	return acc_locked(a) ? CC_OK : lock_exclusive(t, a);
 }
 
 static int nowait_commit(struct txn *t)
@@ -67,6 +129,15 @@ static void nowait_abort(struct txn *t)
 
 const struct cc_protocol cc_nowait = {
 	.name = "nowait",
+	.read = nowait_read,
+	.write = nowait_write,
+	.commit = nowait_commit,
+	.abort = nowait_abort,
+};
+
+const struct cc_protocol cc_nowait_shared = {
+	.name = "nowait",
+	.id = "nowait/shared",
 	.read = nowait_read,
 	.write = nowait_write,
 	.commit = nowait_commit,

@@ -1,6 +1,9 @@
 /*
  * registry.c: the protocol table that `CONFIG SET cc` looks names up in.
- * A new protocol is one file in cc/protocols/ and one row here.
+ * A new protocol is one file in cc/protocols/ and one row here. A row with
+ * an `id` is a variant of a name (nowait's shared-lock mode): CONFIG SET cc
+ * finds it through cc_protocol_resolve, a cluster switch message names it
+ * by id.
  */
 #include <stddef.h>
 #include <strings.h>
@@ -9,17 +12,40 @@
 
 static const struct cc_protocol *const protocols[] = {
 	&cc_nowait,
+	&cc_nowait_shared,
+	&cc_waitdie,
+	&cc_woundwait,
+	&cc_timestamp,
+	&cc_mvcc,
 	&cc_silo,
 	&cc_none,
 	NULL,
 };
+static_assert(sizeof(protocols) / sizeof(protocols[0]) <= CC_MAX_PROTOCOLS + 1,
+	      "per-protocol counters have room for every protocol");
 
 const struct cc_protocol *cc_protocol_find(const char *name)
 {
 	for (int i = 0; protocols[i]; i++)
-		if (strcasecmp(protocols[i]->name, name) == 0)
+		if (strcasecmp(cc_protocol_id(protocols[i]), name) == 0)
 			return protocols[i];
 	return NULL;
+}
+
+const struct cc_protocol *cc_protocol_resolve(const char *name, bool shared_locks)
+{
+	const struct cc_protocol *p = cc_protocol_find(name);
+	if (p && shared_locks && p == &cc_nowait)
+		return &cc_nowait_shared;
+	return p;
+}
+
+int cc_protocol_index(const struct cc_protocol *p)
+{
+	for (int i = 0; protocols[i]; i++)
+		if (protocols[i] == p)
+			return i;
+	return 0;
 }
 
 const struct cc_protocol *const *cc_protocol_all(void) { return protocols; }

@@ -61,8 +61,7 @@ static int silo_read(struct txn *t, struct cc_access *a)
 			return rc;
 		if (old != 0)
 			return cc_abort_with(t, CC_CAUSE_LOCK);
-		a->pstate |= ACC_LOCKED;
-		rc = prim_check_block(t, a);
+		rc = prim_lock_won(t, a);
 		if (rc == CC_OK) {
 			a->img->lock = t->owner;
 			a->p[0] = a->img->ver;

@@ -1,0 +1,32 @@
+/*
+ * lock2pl.h: the lock step wait-die and wound-wait share (RCBench 6.2.1,
+ * RCC 4.3): CAS the item's lock word from 0 to our owner word and READ the
+ * block in one batch; on a busy lock, the CAS result (the holder's owner
+ * word, which carries its age) goes to the protocol's conflict rule, which
+ * waits (CC_OK: try again) or aborts.
+ */
+#ifndef RCKV_CC_LOCK2PL_H
+#define RCKV_CC_LOCK2PL_H
+
+#include "cc/cc.h"
+
+/* conflict(t, holder, round): CC_OK after waiting, else CC_ABORT. */
+typedef int (*lock2pl_conflict_fn)(struct txn *t, uint64_t holder, int round);
+
+static inline int lock2pl_acquire(struct txn *t, struct cc_access *a, lock2pl_conflict_fn conflict)
+{
+	for (int round = 0;; round++) {
+		uint64_t old = ~0ull;
+		prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &old);
+		prim_post_read_block(t, a); /* after the CAS: the item as its last holder left it */
+		int rc = prim_exec(t);
+		if (rc)
+			return rc;
+		if (old == 0)
+			return prim_lock_won(t, a);
+		if ((rc = conflict(t, old, round)))
+			return rc;
+	}
+}
+
+#endif

@@ -1,0 +1,514 @@
+/*
+ * mvcc.c: RDMA-MVCC, RCC 4.4 (one-sided MVCC, Figs. 7 and 8) and RCBench
+ * 6.2.2 (Algorithm 7): multi-version timestamp ordering with a fixed
+ * number of version slots per item, every version inside the item's own
+ * block so that one READ fetches all of them.
+ *
+ * Timestamps. Each attempt takes its timestamp ctts when it begins
+ * (mvcc_begin: t->start_ts = cc_ts_next) and its lock word is the owner
+ * word of ctts (cc.h), so a lock's holder is ordered against us by the
+ * lock word alone, as in RCC 4.3. The serial order of committed
+ * transactions is ctts order. A retry takes a new ctts: an old timestamp
+ * would only find its versions gone and its writes too late again. When
+ * an abort is caused by a newer timestamp in an item (W1, R1), the worker's
+ * clock is advanced past it (cc_ts_observe, RCC 4.4 "clock handling"), so
+ * the retry is ordered after it even across skewed nodes.
+ *
+ * Item metadata:
+ *   word 0, lock (RCC's tts):
+ *     0                   no uncommitted writer;
+ *     owner word          node:8 | ctts:55 | 1 of the writer that holds it
+ *                         (cc.h): its age is its ctts (cc_lock_older);
+ *     owner word & ~1     "installing": that writer is writing the item
+ *                         (install_mark, prim.c post_install_locked).
+ *   word 1, ver           wts of the newest committed version.
+ *   meta[0], rts          the largest ctts of a reader of the item (RCC's
+ *                         tuple.rts); see invariant (4) for when it drops.
+ *   meta[1], descriptor   count:8 (bits 32..39) | bytes:32 (bits 0..31) of
+ *                         the older versions after the value; bits 40..63
+ *                         are 0. 0 = no older version (also what a switch
+ *                         into mvcc, st_reset_meta, and a relocation leave).
+ * Block: header, key, the newest version's value (data word 5), then the
+ * tail: `count` older versions, newest first, each
+ *   wts:8 | data:8 (st_make_data(vlen, 0 or ST_F_ABSENT)) | value, padded
+ *   with zeros to a multiple of 8 bytes,
+ * `bytes` bytes in all. An ABSENT version (the key deleted or not yet
+ * created at that time) has vlen 0. At most mvcc-versions versions are
+ * kept (the newest plus mvcc-versions - 1 in the tail), and only as many
+ * as fit the block after the new value and within cc_inplace_max (so an
+ * undo record stays as small as any protocol's): RCBench's "fixed version
+ * slots", where the oldest is overwritten on commit (mvcc_commit drops
+ * the oldest entries). The block's class is chosen by the value's size
+ * (cc/txn.c), so an item whose block has no room after its value keeps
+ * one version only.
+ *
+ * States and transitions (function):
+ *   BEGIN    --mvcc_begin: ctts := cc_ts_next, owner := owner word of ctts
+ *   RUNNING  --read (mvcc_read, RCC RS, one-sided):
+ *              Double-Read: READ lock+ver, READ block, READ lock+ver, one
+ *              batch; retried while the halves differ or the lock says
+ *              "installing". R2: the lock is 0, ours, or a younger
+ *              writer's; an older writer's -> WAITING. R1: the version
+ *              with the largest wts < ctts (ver first, then the tail);
+ *              none -> ABORTED (cause version). Then, if rts < ctts: CAS
+ *              rts -> ctts and READ lock+ver, one batch; a CAS lost to
+ *              another reader is retried from the value it returned (not
+ *              a conflict); if the READ shows ver changed or an older
+ *              writer holding the lock, the read starts over (invariant
+ *              (3)). The chosen version becomes the access image.
+ *   WAITING  --cc_wait (the coroutine yields) --> the read again; after
+ *              CC_WAIT_MAX_MS -> ABORTED (cause lock). A read waits only
+ *              for an older writer and a write never waits, so every wait
+ *              goes from younger to older: no deadlock.
+ *   RUNNING  --write (mvcc_write, RCC WS): if read before, W1 checked on
+ *              what the read saw (no lock taken if it fails; a blind write
+ *              skips RCC's metadata READ before the lock, which would cost
+ *              a round trip to spare a lock W1 may refuse); CAS lock
+ *              0 -> owner and READ block, one batch; lock busy (W2) ->
+ *              ABORTED (cause lock); W1 (ctts > ver and ctts >= rts) on
+ *              the fresh image, else ABORTED (cause ts) --> RUNNING, locked
+ *   RUNNING  --commit (mvcc_commit): per written item the tail is rebuilt
+ *              locally (the replaced version first, the oldest dropped),
+ *              then prim_commit_writes(ctts): undo records, installs
+ *              (lock "installing", words 2.. with rts, descriptor, value
+ *              and tail, then ver := ctts), commit mark, unlock -->
+ *              COMMITTED. A read-only transaction holds nothing and
+ *              validates nothing: it commits without a verb.
+ *   ABORTED  --abort (mvcc_abort): prim_release_locks (rolls installs
+ *              back if any were posted).
+ * The RPC variants of RCC 4.4 are not implemented; every stage is one-sided.
+ *
+ * Invariants:
+ *  (1) The lock word is set to our owner word only by our CAS from 0 and
+ *      cleared only by us (install or release); versions are added only
+ *      under it, with ver := ctts of the installer, so ver only grows and
+ *      versions are installed in ctts order (W1: ctts > ver).
+ *  (2) Readers return committed versions only: an install runs under the
+ *      "installing" lock word from its first data word to its unlock, which
+ *      comes after the commit point (prim.c), and a Double-Read whose lock
+ *      word is "installing", or whose halves differ, is not used. A
+ *      younger writer's plain lock word is accepted: it writes nothing
+ *      before marking the word "installing".
+ *  (3) When a read at ctts returns version V, no version with a wts in
+ *      (V.wts, ctts) ever commits: a writer older than us that held the
+ *      lock at the Double-Read made us wait (R2); one that took it before
+ *      our rts CAS shows in the READ after that CAS (its lock, or a new
+ *      ver if it already installed) and the read starts over; one that
+ *      takes it later reads rts >= ctts under its lock and fails W1. When
+ *      the Double-Read already showed rts >= ctts there is no CAS: a
+ *      writer that locks after it still reads rts >= ctts (by (4), only a
+ *      lock holder lowers rts, and none older than us held it then).
+ *      Together with (1) and (2), every transaction reads, for every
+ *      item, the last version before its ctts: the execution is
+ *      equivalent to the serial one in ctts order.
+ *  (4) rts only drops when an install overwrites meta[0], with the max of
+ *      the rts the installer read under its lock and its own ctts (the
+ *      undo record carries the same value: mvcc_commit raises the image's
+ *      rts before undo_build). What it overwrites is a raise made after
+ *      that read, by a reader that either read under the installer's lock,
+ *      so is older than it (R2), and whose rts the new ver (the
+ *      installer's ctts) already outdoes in W1; or saw the installer's
+ *      lock in the READ after its CAS and starts over (invariant 3). A
+ *      rollback restores the old ver but leaves rts at least the
+ *      installer's ctts, above every reader of the first kind.
+ *  (5) The tail of a written item is what its access image carries
+ *      (a->otail): the block was read under our lock, so the undo record
+ *      restores the old versions too.
+ *  (6) A transaction of one read-only command on one key (a plain GET,
+ *      txn_hint_single_read) returns the newest committed version and
+ *      leaves rts alone: its Double-Read image is a snapshot of the item
+ *      at one instant, where it is serialized, as silo's invariant (5).
+ *
+ * Versions lost. A reader older than every kept version aborts (cause
+ * version) and retries with a new ctts. That happens when more than
+ * mvcc-versions - 1 versions committed after it began, when the block had
+ * no room for them, and after a relocation: a value that outgrows its
+ * block moves to a new one with no tail (prim.c reloc_post_block writes a
+ * zero descriptor), and readers of the old block re-resolve (STALE).
+ */
+#include <ck_pr.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc/cc.h"
+#include "rdma/fab.h"
+#include "server/node.h"
+
+#define MV_MAX 16           /* mvcc-versions' upper bound (server/config.c) */
+#define MV_ENTRY_HDR 16u    /* wts and data words of a tail entry */
+#define MV_TORN_RETRIES 2   /* Double-Reads retried at once before waiting */
+#define MV_REDO_MAX 16      /* reads started over (invariant 3) before giving up */
+#define MV_RTS_TRIES 64     /* rts CASes lost to readers before giving up */
+
+/* ---- the descriptor (meta[1]) and the tail ---- */
+
+static inline uint64_t desc_make(uint32_t count, uint32_t bytes)
+{
+	return ((uint64_t)count << 32) | bytes;
+}
+static inline uint32_t desc_count(uint64_t d) { return (uint32_t)(d >> 32) & 0xffu; }
+static inline uint32_t desc_bytes(uint64_t d) { return (uint32_t)d; }
+
+static inline uint64_t entry_bytes(uint64_t vlen) { return MV_ENTRY_HDR + ((vlen + 7) & ~7ull); }
+
+/* Length of an image's newest value (an ABSENT one has none, as the undo
+ * record counts it: cc/undo.c rec_payload). */
+static uint32_t cur_vlen(const struct st_item *it)
+{
+	return (st_data_flags(it->data) & ST_F_ABSENT) ? 0 : st_data_vlen(it->data);
+}
+
+static const char *tail_start(const struct st_item *it)
+{
+	return st_item_val(it) + cur_vlen(it);
+}
+
+/* Bytes of a's block after a value of vlen bytes (0 if none fit). */
+static uint64_t block_room(const struct cc_access *a, uint32_t vlen)
+{
+	uint64_t used = sizeof(struct st_item) + (uint64_t)a->klen + vlen;
+	uint64_t csz = st_class_size(a->ref.cls);
+	return csz > used ? csz - used : 0;
+}
+
+/* An older version, as laid in a tail. */
+struct mv_entry {
+	uint64_t wts;
+	uint64_t data;
+	const char *val;
+};
+
+static void entry_at(const struct st_item *it, uint32_t off, struct mv_entry *e)
+{
+	const char *p = tail_start(it) + off;
+	memcpy(&e->wts, p, 8);
+	memcpy(&e->data, p + 8, 8);
+	e->val = p + MV_ENTRY_HDR;
+}
+
+/*
+ * tail_parse - the older versions of image `it` (a block of a's class, its
+ * identity checked): their offsets from the tail's start, newest first, in
+ * off[], and the tail's length in *bytes. Returns their number, or 0 (and
+ * *bytes 0) when the descriptor does not describe a well-formed tail inside
+ * the block; such an item is treated as having no older version.
+ */
+static int tail_parse(const struct cc_access *a, const struct st_item *it, uint32_t off[MV_MAX],
+		      uint32_t *bytes)
+{
+	uint64_t d = it->meta[1];
+	uint32_t n = desc_count(d), len = desc_bytes(d);
+	*bytes = 0;
+	if ((d >> 40) != 0 || n > MV_MAX || len > block_room(a, cur_vlen(it)))
+		return 0;
+	uint64_t at = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct mv_entry e;
+		if (at + MV_ENTRY_HDR > len)
+			return 0;
+		entry_at(it, (uint32_t)at, &e);
+		uint8_t fl = st_data_flags(e.data);
+		if ((fl & ~ST_F_ABSENT) || ((fl & ST_F_ABSENT) && st_data_vlen(e.data)))
+			return 0;
+		off[i] = (uint32_t)at;
+		at += entry_bytes(st_data_vlen(e.data));
+		if (at > len)
+			return 0;
+	}
+	if (at != len)
+		return 0;
+	*bytes = len;
+	return (int)n;
+}
+
+/* ---- reads ---- */
+
+/* The Double-Read halves agree and no install is under way (invariant 2). */
+static bool double_read_ok(const struct cc_access *a)
+{
+	return a->hdr[0][0] == a->hdr[1][0] && a->hdr[0][1] == a->hdr[1][1] &&
+	       !cc_lock_is_installing(a->hdr[0][0]);
+}
+
+/* A lock word held by a transaction older than us (R2 fails). */
+static bool held_by_older(const struct txn *t, uint64_t lock)
+{
+	return lock != 0 && lock != t->owner && cc_lock_older(lock, t->owner);
+}
+
+/* Show the older version e as the image's current one: the executor reads
+ * an access's value from its image (cc/txn.c visible), WATCH its ver. */
+static void img_show(struct cc_access *a, const struct mv_entry *e)
+{
+	struct st_item *it = a->img;
+	uint32_t vlen = st_data_vlen(e->data);
+	it->ver = e->wts;
+	it->meta[1] = 0;
+	memmove((char *)(it + 1) + a->klen, e->val, vlen);
+	it->data = e->data;
+}
+
+/*
+ * rts_raise - make rts >= ctts (CAS rts -> ctts, READ lock+ver after it,
+ * one batch, repeated while the CAS loses to readers below ctts). Returns
+ * CC_OK with *redo set when the READ shows ver changed from `ver` or an
+ * older writer holding the lock (invariant 3), CC_ABORT or an error.
+ */
+static int rts_raise(struct txn *t, struct cc_access *a, uint64_t rts, uint64_t ver, bool *redo)
+{
+	const uint64_t ctts = t->start_ts;
+	*redo = false;
+	for (int tries = 0; rts < ctts; tries++) {
+		if (tries == MV_RTS_TRIES)
+			return cc_abort_with(t, CC_CAUSE_VALIDATE);
+		uint64_t old = 0;
+		prim_post_cas_item(t, a, W_META0, rts, ctts, &old);
+		prim_post_read_hdr(t, a, a->hdr[1]);
+		int rc = prim_exec(t);
+		if (rc)
+			return rc;
+		rts = old == rts ? ctts : old;
+		if (a->hdr[1][1] != ver || held_by_older(t, a->hdr[1][0])) {
+			*redo = true;
+			return CC_OK;
+		}
+	}
+	a->p[1] = rts;
+	return CC_OK;
+}
+
+static int mvcc_read(struct txn *t, struct cc_access *a)
+{
+	const uint64_t ctts = t->start_ts;
+	const bool single = t->single_read && t->nacc == 1; /* invariant (6) */
+	int round = 0, torn = 0, redo = 0;
+	a->otail = 0; /* an image used for reading only: no undo record */
+	for (;;) {
+		prim_post_read_hdr(t, a, a->hdr[0]);
+		prim_post_read_block(t, a);
+		prim_post_read_hdr(t, a, a->hdr[1]);
+		int rc = prim_exec(t);
+		if (rc)
+			return rc;
+		if (!double_read_ok(a)) {
+			/* An install is a round trip from done: read again at
+			 * once, then yield between tries. */
+			if (++torn > MV_TORN_RETRIES && (rc = cc_wait(t, round++)))
+				return rc;
+			continue;
+		}
+		const uint64_t lock = a->hdr[0][0], ver = a->hdr[0][1];
+		a->img->lock = lock;
+		a->img->ver = ver;
+		if ((rc = prim_check_block(t, a)))
+			return rc;
+		a->p[0] = ver;
+		a->p[1] = a->img->meta[0];
+		a->pstate &= (uint8_t)~ACC_PROTO;
+		if (single)
+			return CC_OK;
+		if (held_by_older(t, lock)) { /* R2 */
+			if ((rc = cc_wait(t, round++)))
+				return rc;
+			continue;
+		}
+		/* R1: ver first, then the tail, newest first. */
+		struct mv_entry e = { 0 };
+		bool older = false;
+		if (ver >= ctts) {
+			uint32_t off[MV_MAX], bytes;
+			int n = tail_parse(a, a->img, off, &bytes);
+			int i = 0;
+			for (; i < n; i++) {
+				entry_at(a->img, off[i], &e);
+				if (e.wts < ctts)
+					break;
+			}
+			if (i == n) {
+				cc_ts_observe(t, ver);
+				return cc_abort_with(t, CC_CAUSE_VERSION);
+			}
+			older = true;
+		}
+		bool again;
+		if ((rc = rts_raise(t, a, a->img->meta[0], ver, &again)))
+			return rc;
+		if (again) {
+			if (++redo > MV_REDO_MAX)
+				return cc_abort_with(t, CC_CAUSE_VALIDATE);
+			continue;
+		}
+		if (older) {
+			img_show(a, &e);
+			a->pstate |= ACC_PROTO; /* the image is not the item's newest version */
+		}
+		return CC_OK;
+	}
+}
+
+/* ---- writes ---- */
+
+/* W1 fails: our write would come before a committed version or a read. */
+static int too_late(struct txn *t, uint64_t ver, uint64_t rts)
+{
+	cc_ts_observe(t, ver > rts ? ver : rts);
+	return cc_abort_with(t, CC_CAUSE_TS);
+}
+
+static int mvcc_write(struct txn *t, struct cc_access *a)
+{
+	const uint64_t ctts = t->start_ts;
+	if (acc_locked(a))
+		return CC_OK; /* written before a savepoint rollback: still ours */
+	/* W1 on what our read saw first (RCC: no lock for a write that cannot
+	 * be serialized): an older version read means a newer one exists. */
+	if ((a->mode & ACC_R) && ((a->pstate & ACC_PROTO) || !(ctts > a->p[0] && ctts >= a->p[1])))
+		return too_late(t, a->p[0], a->p[1]);
+	uint64_t old = ~0ull;
+	prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &old);
+	prim_post_read_block(t, a); /* after the CAS: the item as its last writer left it */
+	int rc = prim_exec(t);
+	if (rc)
+		return rc;
+	if (old != 0)
+		return cc_abort_with(t, CC_CAUSE_LOCK); /* W2 */
+	if ((rc = prim_lock_won(t, a)))
+		return rc;
+	a->pstate &= (uint8_t)~ACC_PROTO;
+	a->img->lock = t->owner;
+	uint32_t off[MV_MAX], bytes;
+	(void)tail_parse(a, a->img, off, &bytes);
+	a->otail = bytes; /* invariant (5) */
+	/* W1 again under the lock (RCC's double check). */
+	if (!(ctts > a->img->ver && ctts >= a->img->meta[0]))
+		return too_late(t, a->img->ver, a->img->meta[0]);
+	return CC_OK;
+}
+
+/* ---- commit ---- */
+
+/* Room for the tail of a's new version: after the value in the block, and
+ * value plus tail within cc_inplace_max (the undo record's bound). 0 when
+ * the write relocates (the new block starts with no tail). */
+static uint32_t tail_room(const struct txn *t, const struct cc_access *a)
+{
+	const struct st_layout *L = t->node->layout;
+	if (acc_relocates(a, L))
+		return 0;
+	uint32_t nvlen = a->wdel ? 0 : a->wvlen;
+	uint64_t room = block_room(a, nvlen);
+	uint32_t imax = cc_inplace_max(L);
+	uint64_t cap = imax > nvlen ? imax - nvlen : 0;
+	return (uint32_t)(room < cap ? room : cap);
+}
+
+static void put_entry(char *out, uint64_t wts, uint64_t data, const char *val)
+{
+	uint32_t vlen = st_data_vlen(data);
+	uint64_t eb = entry_bytes(vlen);
+	memcpy(out, &wts, 8);
+	memcpy(out + 8, &data, 8);
+	memcpy(out + MV_ENTRY_HDR, val, vlen);
+	memset(out + MV_ENTRY_HDR + vlen, 0, eb - MV_ENTRY_HDR - vlen);
+}
+
+/*
+ * tail_build - the tail of a's new version into out (room bytes): the
+ * version it replaces (the image's, read under our lock), then the older
+ * ones, at most keep in all, newest first, as many as fit. Sets
+ * a->wmeta[1] and returns the tail's length.
+ */
+static uint32_t tail_build(struct cc_access *a, int keep, uint32_t room, char *out)
+{
+	const struct st_item *it = a->img;
+	uint32_t vlen = cur_vlen(it);
+	uint64_t at = 0;
+	uint32_t n = 0;
+	if (keep > 0 && entry_bytes(vlen) <= room) {
+		bool absent = st_data_flags(it->data) & ST_F_ABSENT;
+		put_entry(out, it->ver, st_make_data(vlen, absent ? ST_F_ABSENT : 0), st_item_val(it));
+		at = entry_bytes(vlen);
+		n = 1;
+		uint32_t off[MV_MAX], bytes;
+		int old = tail_parse(a, it, off, &bytes);
+		for (int i = 0; i < old && (int)n < keep; i++) {
+			struct mv_entry e;
+			entry_at(it, off[i], &e);
+			uint64_t eb = entry_bytes(st_data_vlen(e.data));
+			if (at + eb > room)
+				break; /* the oldest are overwritten */
+			memcpy(out + at, tail_start(it) + off[i], eb);
+			at += eb;
+			n++;
+		}
+	}
+	a->wmeta[1] = desc_make(n, (uint32_t)at);
+	return (uint32_t)at;
+}
+
+static int mvcc_commit(struct txn *t)
+{
+	const uint64_t ctts = t->start_ts;
+	int keep = ck_pr_load_int(&t->node->cfg.mvcc_versions) - 1;
+	keep = keep < 0 ? 0 : keep > MV_MAX - 1 ? MV_MAX - 1 : keep;
+	uint64_t total = 0;
+	for (int i = 0; i < t->nacc; i++)
+		if (t->acc[i]->mode & ACC_W)
+			total += tail_room(t, t->acc[i]);
+	char *buf = NULL;
+	if (keep > 0 && total > 0 && !(buf = malloc(total)))
+		return CC_EINTERNAL;
+	uint64_t at = 0;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->mode & ACC_W))
+			continue;
+		/* Invariant (4): the install and the undo record both carry
+		 * rts raised to our ctts. */
+		uint64_t rts = a->img->meta[0] > ctts ? a->img->meta[0] : ctts;
+		a->img->meta[0] = rts;
+		a->wmeta[0] = rts;
+		a->wmeta[1] = 0;
+		a->wtail = NULL;
+		a->wtlen = 0;
+		uint32_t room = tail_room(t, a);
+		if (buf && room) {
+			a->wtail = buf + at;
+			a->wtlen = tail_build(a, keep, room, buf + at);
+			at += room;
+		}
+	}
+	t->cts = ctts;
+	int rc = prim_commit_writes(t, ctts);
+	/* The tails were copied into the images (prim.c stage_image). */
+	for (int i = 0; i < t->nacc; i++) {
+		t->acc[i]->wtail = NULL;
+		t->acc[i]->wtlen = 0;
+	}
+	free(buf);
+	return rc;
+}
+
+static int mvcc_begin(struct txn *t)
+{
+	t->start_ts = cc_ts_next(t);
+	t->owner = cc_owner_word(fab_self(t->node->fab), t->start_ts);
+	return CC_OK;
+}
+
+static void mvcc_abort(struct txn *t)
+{
+	prim_release_locks(t);
+}
+
+const struct cc_protocol cc_mvcc = {
+	.name = "mvcc",
+	.install_mark = true,
+	.keep_tombstones = true,
+	.versions = true,
+	.begin = mvcc_begin,
+	.read = mvcc_read,
+	.write = mvcc_write,
+	.commit = mvcc_commit,
+	.abort = mvcc_abort,
+};

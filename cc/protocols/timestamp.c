@@ -1,0 +1,286 @@
+/*
+ * timestamp.c: RDMA-T/O, RCBench section 6.2.2 (Algorithm 6), in the
+ * variant the paper discusses right after it, "T/O without cascading
+ * abort" (notes-rcbench.md A.1, after Bernstein and Goodman): writes are
+ * deferred to commit, and a transaction that meets an uncommitted write of
+ * an older transaction waits for it instead of reading it.
+ *
+ * Decisions (the open choices of notes-rcbench.md A.1):
+ *  - Order: a per-attempt begin timestamp, t->start_ts = cc_ts_next() in
+ *    the begin hook (ts_begin). A retry needs a newer timestamp (the item
+ *    that rejected it keeps its rts/wts), so unlike wait-die the age is an
+ *    attempt's, and the owner word carries it: owner = node | start_ts | 1.
+ *    Its low bits still name t->rec (cc.h), as the undo log and recovery
+ *    need. An abort caused by a newer rts/wts calls cc_ts_observe with it,
+ *    so the retry's timestamp is larger.
+ *  - DEVIATION from the paper's main variant: no write is applied in place
+ *    before commit. Algorithm 6 writes X^d in place at Write() and makes
+ *    readers of dirty data depend on the writer (bL/wL lists, cascading
+ *    aborts, and the restore rule of the abort path). Here the pending
+ *    value stays in the transaction (cc.h, struct cc_access) and is
+ *    installed by prim_commit_writes, so nobody ever reads uncommitted
+ *    data: no bL, no wL, no cascading abort, no restore ordering. The
+ *    reason is issue 7's durability rule that recovery never undoes a
+ *    value another transaction may have read (undo records are written at
+ *    commit, prim_commit_writes): dirty in-place writes would break it.
+ *  - Waiting instead of the paper's pending lists X^m.prL/pwL: a
+ *    transaction that must wait for an older writer yields its coroutine
+ *    (cc_wait) and reads again, so no list lives in the item and no
+ *    scheduler runs at commit. Waits go only from younger to older
+ *    transactions (invariant (5)).
+ *  - Double-Read (RCBench 6.1) for the rts update, as the paper does, but
+ *    on lock+ver only: the install order of cc.h makes a change of the
+ *    data words visible in lock or ver, and rts is one atomic word.
+ *  - Absent items are kept (keep_tombstones): a key read while absent, or
+ *    deleted, keeps its rts/wts in its block. Reaping it would lose them,
+ *    and an older transaction could then create the key behind a younger
+ *    reader's back (the x-absent case of test_protocol_timestamp.py). The
+ *    cost is memory for absent keys while timestamp is the protocol; after
+ *    a switch, a transaction that leaves such a key absent reaps it. A
+ *    single-key GET of a key with no block at all takes no placeholder and
+ *    no rts (txn_hint_single_read): a one-key read-only transaction is
+ *    serialized at its read, every other edge is in timestamp order, and
+ *    the writers of that key commit in timestamp order (invariant (2)), so
+ *    no cycle passes through it.
+ *
+ * Item metadata (words of struct st_item, cc.h):
+ *   word 0 lock   0                      no write pending;
+ *                 owner word             a writer's pending write: node:8 |
+ *                                        start_ts:55 | 1 (cc.h), its age is
+ *                                        the writer's begin timestamp;
+ *                 owner word & ~1        "installing" (install_mark): the
+ *                                        writer is writing the block now.
+ *   word 1 ver    wts: the begin timestamp of the last committed writer
+ *                 (prim_commit_writes(t, t->start_ts)); 0 if never written.
+ *   word 2 meta0  rts: the largest begin timestamp of a reader, raised by
+ *                 CAS (Read-Cas); an install writes it to the writer's own
+ *                 timestamp (a->wmeta[0], see invariant (4)).
+ *   word 3 meta1  unused (0).
+ * Timestamps are full 64-bit values (cc.h: clock:48 | node:6 | rec:10),
+ * compared as integers; lock-word ages with cc_lock_older.
+ *
+ * States and transitions (function):
+ *   BEGIN    --ts_begin: start_ts := cc_ts_next, owner word from it --> RUNNING
+ *   RUNNING  --first read of X (ts_read): Double-Read (READ lock+ver, READ
+ *              block, READ lock+ver, one batch; consistent iff both halves
+ *              are equal and not "installing"):
+ *              - lock held by an OLDER transaction: WAITING (its write
+ *                comes before us in timestamp order, we must see it);
+ *              - lock "installing" by a younger one: ABORTED (ts): its
+ *                install makes wts newer than us;
+ *              - otherwise (free, ours, or a younger writer's pending write)
+ *                the image is the committed one. wts > ts: ABORTED (ts),
+ *                a late read. rts < ts: CAS rts -> ts and READ lock+ver in
+ *                one batch (raise_rts); CAS lost: again from the rts it
+ *                returned (ABORTED, validate, after TS_RTS_TRIES); then,
+ *                if wts changed or an older writer holds the lock, the read
+ *                starts over (that writer may have checked rts before our
+ *                CAS landed, invariant (3)) --> RUNNING.
+ *   WAITING  --cc_wait (coroutine yields, 2 us doubling to 256 us), then the
+ *              read or lock again; after CC_WAIT_MAX_MS: ABORTED (lock).
+ *   RUNNING  --first write of X (ts_write): CAS lock 0 -> owner and READ the
+ *              block, one batch (lock2pl_acquire). Held by an older
+ *              transaction: WAITING; by a younger one: ABORTED (ts), the
+ *              paper's "abort T if T.bts < T'.bts". Locked: rts > ts or
+ *              wts > ts: ABORTED (ts), a late write is rejected; else the
+ *              write stays pending --> RUNNING.
+ *   RUNNING  --commit (ts_commit): nothing to validate; prim_commit_writes
+ *              with ver := start_ts: undo records, install (lock word
+ *              "installing", data and rts, wts), commit mark, unlock
+ *              --> COMMITTED
+ *   ABORTED  --abort (ts_abort): prim_release_locks (no write was applied,
+ *              so nothing is restored); the retry takes a new timestamp.
+ *
+ * Invariants:
+ *  (1) A lock word holds our owner word only from our CAS (from 0) to our
+ *      install or release; while it does, the item's data, wts and rts
+ *      change only by our install (readers change rts, see (4)). Writes
+ *      to an item are exclusive and deferred: the block always holds a
+ *      committed value, except while "installing" (cc.h's install order,
+ *      which a Double-Read detects) and in a relocation's new block, whose
+ *      wts is already the writer's (a reader older than it aborts on
+ *      wts > ts, one younger waits for its lock).
+ *  (2) wts grows: a writer installs only after checking, under its lock,
+ *      wts < ts (ts_write), and installs wts := ts. So every ww edge goes
+ *      from a smaller to a larger timestamp, and so does every wr edge: a
+ *      read is accepted only with wts <= ts.
+ *  (3) Once a read of X by R is accepted (ts_read returns), no writer with
+ *      a smaller timestamp than R's commits X: at the accepting instant
+ *      (the Double-Read's snapshot when it showed rts >= ts, or our CAS),
+ *      rts >= ts(R), no older writer holds the lock (we would wait), and
+ *      one that held it and installed since changed wts (we would start
+ *      over, as the READ after the CAS tells). A writer older than R that
+ *      locks later reads rts >= ts(R) under its lock and aborts. So every
+ *      rw edge goes from a smaller to a larger timestamp, and with (2) the
+ *      conflict graph is acyclic: serializable in timestamp order.
+ *  (4) max(rts, wts) never falls below an accepted reader's timestamp:
+ *      only installs lower rts (to the writer's ts, which is also the new
+ *      wts), and a writer that installs checked rts while holding the lock
+ *      from before that reader's accepting instant, which (3) rules out
+ *      for writers older than the reader. Readers older than the writer
+ *      that raised rts meanwhile are covered by wts = ts(writer).
+ *      Exception: a commit that fails after its installs were posted (a
+ *      fabric or power failure) rolls the block back from its undo image,
+ *      rts included; a reader whose CAS landed in that window loses its
+ *      mark. Only failures reach that path.
+ *  (5) A transaction waits only for an older one (ts_read, ts_conflict),
+ *      so waits form no cycle: no deadlock. Timestamps are unique (cc.h).
+ */
+#include "cc/protocols/lock2pl.h"
+
+#include "rdma/fab.h"
+#include "server/node.h"
+
+/* CAS attempts on one item's rts before giving up (readers keep raising
+ * it); the executor retries the transaction. */
+#define TS_RTS_TRIES 32
+/* Inconsistent Double-Reads retried at once before waiting between them:
+ * an install holds the lock for about one round trip. */
+#define TS_REREAD_NOW 2
+
+/* An abort caused by a newer timestamp `seen` in an item: the retry's
+ * timestamp must be past it (clock part + 1, cc.h layout). */
+static int ts_too_late(struct txn *t, uint64_t seen)
+{
+	cc_ts_observe(t, seen + (1ull << 16));
+	return cc_abort_with(t, CC_CAUSE_TS);
+}
+
+static int ts_begin(struct txn *t)
+{
+	t->start_ts = cc_ts_next(t);
+	t->owner = cc_owner_word(fab_self(t->node->fab), t->start_ts);
+	return CC_OK;
+}
+
+/* A lock word another transaction holds (not 0, not ours), older than us? */
+static bool held_by_older(const struct txn *t, uint64_t lock)
+{
+	return lock && lock != t->owner && cc_lock_older(lock, t->owner);
+}
+
+/*
+ * Raise rts to our timestamp (Read-Cas), each CAS followed in its batch by
+ * a READ of lock+ver. CC_OK, CC_ABORT or an error; with CC_OK, *redo says
+ * the read must start over: wts changed, or an older writer holds the lock
+ * (it may have checked rts before our CAS landed, invariant (3)).
+ */
+static int raise_rts(struct txn *t, struct cc_access *a, uint64_t rts, bool *redo)
+{
+	const uint64_t ts = t->start_ts;
+	*redo = false;
+	for (int tries = 0; rts < ts; tries++) {
+		if (tries == TS_RTS_TRIES)
+			return cc_abort_with(t, CC_CAUSE_VALIDATE);
+		uint64_t old = ~0ull;
+		prim_post_cas_item(t, a, W_META0, rts, ts, &old);
+		prim_post_read_hdr(t, a, a->hdr[1]); /* ordered after the CAS */
+		int rc = prim_exec(t);
+		if (rc)
+			return rc;
+		rts = old == rts ? ts : old;
+		if (a->hdr[1][1] != a->img->ver || held_by_older(t, a->hdr[1][0])) {
+			*redo = true;
+			return CC_OK;
+		}
+	}
+	return CC_OK;
+}
+
+static int ts_read(struct txn *t, struct cc_access *a)
+{
+	const uint64_t ts = t->start_ts;
+	int waits = 0; /* cc_wait rounds: one time limit for the whole read */
+	for (int tries = 0;; tries++) {
+		prim_post_read_hdr(t, a, a->hdr[0]);
+		prim_post_read_block(t, a);
+		prim_post_read_hdr(t, a, a->hdr[1]);
+		int rc = prim_exec(t);
+		if (rc)
+			return rc;
+		const uint64_t lock = a->hdr[0][0], ver = a->hdr[0][1];
+		bool consistent = lock == a->hdr[1][0] && ver == a->hdr[1][1];
+		if (consistent && cc_lock_is_installing(lock) && !cc_lock_older(lock, t->owner))
+			return cc_abort_with(t, CC_CAUSE_TS); /* a younger commit lands now */
+		if (!consistent && tries < TS_REREAD_NOW)
+			continue; /* torn by an install or a lock change: at once again */
+		if (!consistent || cc_lock_is_installing(lock) || held_by_older(t, lock)) {
+			/* An install in progress, or an older writer's pending write
+			 * we must see (invariant (5): we wait only for older ones). */
+			if ((rc = prim_check_block(t, a)))
+				return rc; /* retired meanwhile */
+			if ((rc = cc_wait(t, waits++)))
+				return rc;
+			continue;
+		}
+		/* Free, ours, or a younger writer's pending write: the block is
+		 * the committed image (invariant (1)). */
+		if ((rc = prim_check_block(t, a)))
+			return rc;
+		a->img->lock = lock;
+		a->img->ver = ver;
+		if (ver > ts)
+			return ts_too_late(t, ver); /* a late read */
+		bool redo;
+		if ((rc = raise_rts(t, a, a->img->meta[0], &redo)))
+			return rc;
+		if (redo)
+			continue; /* start over: see raise_rts */
+		a->p[0] = ver;
+		return CC_OK;
+	}
+}
+
+/* A busy lock (the paper: on a conflict with T', abort T if T.bts <
+ * T'.bts, otherwise wait): a younger holder's write will carry a larger
+ * wts than ours, so we are too late already; an older one's we wait out. */
+static int ts_conflict(struct txn *t, uint64_t holder, int round)
+{
+	if (cc_lock_older(holder, t->owner))
+		return cc_wait(t, round);
+	return cc_abort_with(t, CC_CAUSE_TS);
+}
+
+static int ts_write(struct txn *t, struct cc_access *a)
+{
+	if (acc_locked(a))
+		return CC_OK; /* locked and checked already (invariant (1)) */
+	int rc = lock2pl_acquire(t, a, ts_conflict);
+	if (rc)
+		return rc;
+	/* Under our lock: the checks of Algorithm 6 line 18. The abort hook
+	 * releases the lock. */
+	const uint64_t ts = t->start_ts, rts = a->img->meta[0], ver = a->img->ver;
+	if (rts > ts || ver > ts)
+		return ts_too_late(t, rts > ver ? rts : ver); /* a late write is rejected */
+	/* Read before: by invariant (3) nobody committed since (a changed
+	 * wts would be > ts and aborted us above); checked all the same. */
+	if ((a->mode & ACC_R) && ver != a->p[0])
+		return cc_abort_with(t, CC_CAUSE_VALIDATE);
+	a->wmeta[0] = ts; /* the install's rts: invariant (4) */
+	a->wmeta[1] = 0;
+	return CC_OK;
+}
+
+static int ts_commit(struct txn *t)
+{
+	/* Every conflict was settled at read and write time (invariants
+	 * (2)-(3)): install with wts := our begin timestamp. */
+	return prim_commit_writes(t, t->start_ts);
+}
+
+static void ts_abort(struct txn *t)
+{
+	prim_release_locks(t);
+}
+
+const struct cc_protocol cc_timestamp = {
+	.name = "timestamp",
+	.install_mark = true,
+	.keep_tombstones = true,
+	.begin = ts_begin,
+	.read = ts_read,
+	.write = ts_write,
+	.commit = ts_commit,
+	.abort = ts_abort,
+};
