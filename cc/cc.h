@@ -378,6 +378,14 @@ static inline bool cc_lock_is_installing(uint64_t lockword) { return lockword &&
 #define CC_WAIT_MAX_MS 200
 int cc_wait(struct txn *t, int round);
 
+/*
+ * cc_begin_fresh_ts - a begin hook for protocols that order transactions
+ * by a timestamp taken per attempt (timestamp, mvcc): a retry must be
+ * newer than what made it abort. start_ts := a fresh timestamp, and the
+ * owner word carries that age (and still names t->rec).
+ */
+int cc_begin_fresh_ts(struct txn *t);
+
 /* A fresh, cluster-unique timestamp (DESIGN.md section 5). */
 /* The transaction's start timestamp, taken at first use. */
 uint64_t cc_txn_start_ts(struct txn *t);

@@ -49,6 +49,13 @@ void cc_ts_observe(struct txn *t, uint64_t ts)
 		t->ccw->ts_clock = clock;
 }
 
+int cc_begin_fresh_ts(struct txn *t)
+{
+	t->start_ts = cc_ts_next(t);
+	t->owner = cc_owner_word(fab_self(t->node->fab), t->start_ts);
+	return CC_OK;
+}
+
 int cc_wait(struct txn *t, int round)
 {
 	uint64_t now = sched_now_ns();

@@ -5,7 +5,7 @@
  * block so that one READ fetches all of them.
  *
  * Timestamps. Each attempt takes its timestamp ctts when it begins
- * (mvcc_begin: t->start_ts = cc_ts_next) and its lock word is the owner
+ * (cc_begin_fresh_ts: t->start_ts = cc_ts_next) and its lock word is the owner
  * word of ctts (cc.h), so a lock's holder is ordered against us by the
  * lock word alone, as in RCC 4.3. The serial order of committed
  * transactions is ctts order. A retry takes a new ctts: an old timestamp
@@ -43,7 +43,7 @@
  * one version only.
  *
  * States and transitions (function):
- *   BEGIN    --mvcc_begin: ctts := cc_ts_next, owner := owner word of ctts
+ *   BEGIN    --cc_begin_fresh_ts: ctts := cc_ts_next, owner := owner word of ctts
  *   RUNNING  --read (mvcc_read, RCC RS, one-sided):
  *              Double-Read: READ lock+ver, READ block, READ lock+ver, one
  *              batch; retried while the halves differ or the lock says
@@ -131,6 +131,7 @@
 #include <string.h>
 
 #include "cc/cc.h"
+#include "cc/protocols/lock2pl.h"
 #include "rdma/fab.h"
 #include "server/node.h"
 
@@ -355,6 +356,14 @@ static int too_late(struct txn *t, uint64_t ver, uint64_t rts)
 	return cc_abort_with(t, CC_CAUSE_TS);
 }
 
+/* W2 fails: the item is locked by another writer. RCC aborts at once. */
+static int w2_failed(struct txn *t, uint64_t holder, int round)
+{
+	(void)holder;
+	(void)round;
+	return cc_abort_with(t, CC_CAUSE_LOCK);
+}
+
 static int mvcc_write(struct txn *t, struct cc_access *a)
 {
 	const uint64_t ctts = t->start_ts;
@@ -364,15 +373,8 @@ static int mvcc_write(struct txn *t, struct cc_access *a)
 	 * be serialized): an older version read means a newer one exists. */
 	if ((a->mode & ACC_R) && ((a->pstate & ACC_PROTO) || !(ctts > a->p[0] && ctts >= a->p[1])))
 		return too_late(t, a->p[0], a->p[1]);
-	uint64_t old = ~0ull;
-	prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &old);
-	prim_post_read_block(t, a); /* after the CAS: the item as its last writer left it */
-	int rc = prim_exec(t);
+	int rc = lock2pl_acquire(t, a, w2_failed); /* CAS + READ, one batch */
 	if (rc)
-		return rc;
-	if (old != 0)
-		return cc_abort_with(t, CC_CAUSE_LOCK); /* W2 */
-	if ((rc = prim_lock_won(t, a)))
 		return rc;
 	a->pstate &= (uint8_t)~ACC_PROTO;
 	a->img->lock = t->owner;
@@ -489,13 +491,6 @@ static int mvcc_commit(struct txn *t)
 	return rc;
 }
 
-static int mvcc_begin(struct txn *t)
-{
-	t->start_ts = cc_ts_next(t);
-	t->owner = cc_owner_word(fab_self(t->node->fab), t->start_ts);
-	return CC_OK;
-}
-
 static void mvcc_abort(struct txn *t)
 {
 	prim_release_locks(t);
@@ -506,7 +501,7 @@ const struct cc_protocol cc_mvcc = {
 	.install_mark = true,
 	.keep_tombstones = true,
 	.versions = true,
-	.begin = mvcc_begin,
+	.begin = cc_begin_fresh_ts,
 	.read = mvcc_read,
 	.write = mvcc_write,
 	.commit = mvcc_commit,

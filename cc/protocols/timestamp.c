@@ -7,7 +7,7 @@
  *
  * Decisions (the open choices of notes-rcbench.md A.1):
  *  - Order: a per-attempt begin timestamp, t->start_ts = cc_ts_next() in
- *    the begin hook (ts_begin). A retry needs a newer timestamp (the item
+ *    the begin hook (cc_begin_fresh_ts). A retry needs a newer timestamp (the item
  *    that rejected it keeps its rts/wts), so unlike wait-die the age is an
  *    attempt's, and the owner word carries it: owner = node | start_ts | 1.
  *    Its low bits still name t->rec (cc.h), as the undo log and recovery
@@ -60,7 +60,7 @@
  * compared as integers; lock-word ages with cc_lock_older.
  *
  * States and transitions (function):
- *   BEGIN    --ts_begin: start_ts := cc_ts_next, owner word from it --> RUNNING
+ *   BEGIN    --cc_begin_fresh_ts: start_ts := cc_ts_next, owner word from it --> RUNNING
  *   RUNNING  --first read of X (ts_read): Double-Read (READ lock+ver, READ
  *              block, READ lock+ver, one batch; consistent iff both halves
  *              are equal and not "installing"):
@@ -144,13 +144,6 @@ static int ts_too_late(struct txn *t, uint64_t seen)
 {
 	cc_ts_observe(t, seen + (1ull << 16));
 	return cc_abort_with(t, CC_CAUSE_TS);
-}
-
-static int ts_begin(struct txn *t)
-{
-	t->start_ts = cc_ts_next(t);
-	t->owner = cc_owner_word(fab_self(t->node->fab), t->start_ts);
-	return CC_OK;
 }
 
 /* A lock word another transaction holds (not 0, not ours), older than us? */
@@ -278,7 +271,7 @@ const struct cc_protocol cc_timestamp = {
 	.name = "timestamp",
 	.install_mark = true,
 	.keep_tombstones = true,
-	.begin = ts_begin,
+	.begin = cc_begin_fresh_ts,
 	.read = ts_read,
 	.write = ts_write,
 	.commit = ts_commit,
