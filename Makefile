@@ -28,10 +28,12 @@ check-serializable: build
 		--out $(BUILD)/checker-histories $(CHECK_ARGS)
 
 # redis-benchmark's GET/SET/INCR/MSET table, then rckv-bench's YCSB runs
-# against redis-server and the sweep charts; all under bench/results/.
+# against redis-server and the sweep charts, then every protocol on a
+# 3-node shm cluster (bench/protocols.sh); all under bench/results/.
 bench: build
 	@./bench/redis-compare.sh
 	@./bench/sweep.sh
+	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/protocols.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -24,6 +24,12 @@ static inline int lock2pl_acquire(struct txn *t, struct cc_access *a, lock2pl_co
 			return rc;
 		if (old == 0)
 			return prim_lock_won(t, a);
+		/* Our own lock, and we do not hold this key's: the address is
+		 * stale and names the block of another key of ours (its block
+		 * was freed and reused). Re-resolve (cc_run forgets the
+		 * transaction's addresses after STALE); ages cannot decide. */
+		if (old == t->owner || old == cc_lock_installing(t->owner))
+			return cc_abort_with(t, CC_CAUSE_STALE);
 		if ((rc = conflict(t, old, round)))
 			return rc;
 	}

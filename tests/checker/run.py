@@ -69,6 +69,32 @@ STALL_SECONDS = 20.0
 
 # ------------------------------------------------------------ topologies
 
+# Protocol variants: "nowait-shared" is nowait with `cc-lock-mode shared`.
+SHARED_SUFFIX = "-shared"
+
+
+def protocol_opts(protocol):
+    """Server options that select a protocol name or variant."""
+    if protocol.endswith(SHARED_SUFFIX):
+        return {"cc": protocol[:-len(SHARED_SUFFIX)], "cc-lock-mode": "shared"}
+    return {"cc": protocol}
+
+
+# Protocols that have a shared-lock variant (cc-lock-mode shared).
+SHARED_VARIANTS = ("nowait",)
+
+
+def with_variants(names):
+    """The protocol list with each protocol's variants right after it
+    (nowait -> nowait, nowait-shared): the checker runs every one."""
+    out = []
+    for n in names:
+        out.append(n)
+        if n in SHARED_VARIANTS and n + SHARED_SUFFIX not in names:
+            out.append(n + SHARED_SUFFIX)
+    return out
+
+
 class SingleTopology:
     """One rckv-server on a free loopback port (rckvtest.Server: own process
     group, temporary --dir, killed even when the run fails)."""
@@ -77,7 +103,8 @@ class SingleTopology:
 
     def __init__(self, protocol, testing=False, fabric_delay_us=DEFAULT_FABRIC_DELAY_US,
                  threads=DEFAULT_THREADS, extra=None):
-        opts = {"cc": protocol, "threads": threads, "fabric-delay-us": fabric_delay_us}
+        opts = protocol_opts(protocol)
+        opts.update({"threads": threads, "fabric-delay-us": fabric_delay_us})
         if testing or protocol == BROKEN_PROTOCOL:
             opts["testing"] = "yes"
         opts.update(extra or {})
@@ -126,7 +153,8 @@ class ClusterTopology:
 
     def __init__(self, protocol, testing=False, fabric_delay_us=DEFAULT_FABRIC_DELAY_US,
                  threads=DEFAULT_THREADS, extra=None):
-        opts = {"cc": protocol, "threads": threads, "fabric-delay-us": fabric_delay_us}
+        opts = protocol_opts(protocol)
+        opts.update({"threads": threads, "fabric-delay-us": fabric_delay_us})
         if testing or protocol == BROKEN_PROTOCOL:
             opts["testing"] = "yes"
         opts.update(extra or {})
@@ -219,7 +247,7 @@ def discover_protocols(admin):
         if m:
             names = [n.strip() for n in m.group(1).split(",") if n.strip()]
             if names:
-                return names, None
+                return with_variants(names), None
         return list(FALLBACK_PROTOCOLS), "could not parse %r; using %s" % (
             str(e), FALLBACK_PROTOCOLS)
     return list(FALLBACK_PROTOCOLS), "CONFIG SET cc accepted a bogus name; using %s" % (
@@ -244,12 +272,16 @@ def server_protocols(topology="single"):
 
 class RunSpec:
     """One run. switch: protocols to cycle through (CONFIG SET cc) during
-    the run; faults: how many kill -9 + restart of a node, evenly spread."""
+    the run; faults: how many kill -9 + restart of a node, evenly spread.
+    switch_every: instead of one pass through `switch` evenly spread, a
+    switch every this many seconds, in a random order (rounds of every
+    protocol of `switch`, shuffled with the seed, never twice in a row)."""
 
     def __init__(self, name, protocol, workload="append", duration=10.0, clients=None,
                  keys=8, zipf=0.99, max_ops=4, max_writes=64, switch=None, faults=0,
                  fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
-                 realtime=True, seed=None, topology="single", accounts=8):
+                 realtime=True, seed=None, topology="single", accounts=8,
+                 switch_every=None):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         if self.seed is None:
@@ -265,7 +297,10 @@ class RunSpec:
             s += ", %d keys zipf %.2f" % (self.keys, self.zipf)
         else:
             s += ", %d accounts" % self.accounts
-        if self.switch:
+        if self.switch and self.switch_every:
+            s += ", switching every %g s among %s in random order" % (
+                self.switch_every, ",".join(self.switch))
+        elif self.switch:
             s += ", switching %s" % "->".join(self.switch)
         if self.faults:
             s += ", %d kill -9" % self.faults
@@ -397,7 +432,7 @@ def run(spec, history_path):
 def _server_stats(topo):
     """Commit/abort counters summed over the nodes, for the run's line."""
     try:
-        tot = {"commits": 0, "aborts": 0, "timeouts": 0}
+        tot = {"commits": 0, "aborts": 0, "timeouts": 0, "errors": 0}
         for i in range(topo.nodes()):
             admin = topo.admin(i)
             try:
@@ -408,6 +443,10 @@ def _server_stats(topo):
             tot["commits"] += int(cc.get("cc_txn_committed", 0))
             tot["aborts"] += int(cc.get("cc_aborts", 0))
             tot["timeouts"] += int(st.get("txn_timeouts", 0))
+            # Transactions that failed with an error rather than a CC
+            # abort (the cc_proto_<id> lines' errors).
+            tot["errors"] += sum(int(v.get("errors", 0)) for k, v in cc.items()
+                                 if k.startswith("cc_proto_") and isinstance(v, dict))
         attempts = tot["commits"] + tot["aborts"]
         tot["abort_rate"] = "%.4f" % (tot["aborts"] / attempts if attempts else 0.0)
         return tot
@@ -454,7 +493,12 @@ def _drive(spec, topo, rec, events):
     watch = _StallWatch(rec)
     switches = 0
     plan = []
-    if spec.switch:
+    if spec.switch and spec.switch_every:
+        count = int((spec.duration - 0.5) / spec.switch_every)
+        for i, p in enumerate(random_switch_order(spec.switch, spec.protocol, count,
+                                                  spec.seed)):
+            plan.append((start + spec.switch_every * (i + 1), "switch", p))
+    elif spec.switch:
         n = len(spec.switch)
         for i in range(1, n + 1):  # ends on the protocol it started with
             plan.append((start + spec.duration * i / (n + 1), "switch", spec.switch[i % n]))
@@ -475,7 +519,9 @@ def _drive(spec, topo, rec, events):
             admin = topo.admin(via)
             try:
                 t0 = time.monotonic()
-                admin.config_set("cc", arg)
+                opts = protocol_opts(arg)
+                admin.execute_command("CONFIG", "SET", "cc", opts["cc"], "cc-lock-mode",
+                                      opts.get("cc-lock-mode", "exclusive"))
                 ms = (time.monotonic() - t0) * 1000
             finally:
                 admin.close()
@@ -485,7 +531,7 @@ def _drive(spec, topo, rec, events):
                     now = c.config_get("cc").get("cc")
                 finally:
                     c.close()
-                if now != arg:
+                if now != protocol_opts(arg)["cc"]:
                     raise RuntimeError("CONFIG SET cc %s sent to node %d left cc = %r on node "
                                        "%d" % (arg, ids[via], now, ids[i]))
             where = " via node %d" % ids[via] if topo.nodes() > 1 else ""
@@ -502,6 +548,22 @@ def _drive(spec, topo, rec, events):
     while time.monotonic() < end:
         time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         watch.check()
+
+
+def random_switch_order(protocols, current, count, seed):
+    """count switch targets: rounds of every protocol in a random order
+    (seeded), each target other than the protocol in use before it."""
+    rnd = random.Random(seed)
+    out = []
+    while len(out) < count:
+        rnd_round = list(protocols)
+        rnd.shuffle(rnd_round)
+        if len(rnd_round) > 1 and rnd_round[0] == current:
+            i = rnd.randrange(1, len(rnd_round))
+            rnd_round[0], rnd_round[i] = rnd_round[i], rnd_round[0]
+        out += rnd_round
+        current = rnd_round[-1]
+    return out[:count]
 
 
 class _StallWatch:
@@ -602,6 +664,9 @@ def main(argv=None):
                          "(topology single only)")
     ap.add_argument("--switch", action="store_true",
                     help="single run: cycle CONFIG SET cc through the protocols mid-run")
+    ap.add_argument("--switch-every", type=float, default=None, metavar="S",
+                    help="with --switch: switch every S seconds, in a random order (rounds "
+                         "of every protocol, shuffled with the seed)")
     ap.add_argument("--fabric-delay-us", type=int, default=None,
                     help="the server's per-round-trip fabric delay (default %d; the long suite "
                          "also has a run with 0)" % DEFAULT_FABRIC_DELAY_US)
@@ -635,7 +700,9 @@ def main(argv=None):
                                       "-switch" if args.switch else ""),
                           protocols[0], workload=args.workload or "append", duration=duration,
                           clients=args.clients, keys=args.keys, zipf=args.zipf,
-                          switch=list(protocols) if args.switch else None, faults=args.fault,
+                          switch=list(protocols) if args.switch else None,
+                          switch_every=args.switch_every if args.switch else None,
+                          faults=args.fault,
                           fabric_delay_us=DEFAULT_FABRIC_DELAY_US
                           if args.fabric_delay_us is None else args.fabric_delay_us,
                           realtime=not args.no_realtime, seed=args.seed, topology=topo)

@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# protocols.sh: every concurrency control protocol on a 3-node shm cluster,
+# RCBench's YCSB set-up (its Tables 3/4), and the part of `make bench` that
+# compares the protocols. A benchmark, not a test: it asserts nothing about
+# the numbers and prints what it measured.
+#
+# It starts its own 3-node cluster on the shm fabric (free loopback ports,
+# a temporary directory, --persistence none), loads PROTO_RECORDS records,
+# and then, for each zipf of PROTO_ZIPFS and each protocol of
+# PROTO_PROTOCOLS:
+#   1. CONFIG SET cc (and cc-lock-mode: "nowait-shared" is nowait with
+#      cc-lock-mode shared) on node 1, which switches the whole cluster;
+#   2. an unmeasured warm-up run of PROTO_WARMUP seconds (the nodes'
+#      address caches fill, the items the new protocol reshapes, e.g.
+#      mvcc's version slots, settle);
+#   3. CONFIG RESETSTAT on every node;
+#   4. rckv-bench ycsb-t: MULTI of --ops 10 GET/SET, 20% SETs, each
+#      transaction on 2 of the 3 nodes (RCBench's theta = 2), spread over
+#      the nodes' clients;
+#   5. INFO cc of every node: the cc_proto_<id> lines, summed over the
+#      nodes (commits, aborts by cause, verbs and round trips).
+# Throughput and abort rate are rckv-bench's; verbs and round trips per
+# committed transaction, the verbs of its aborted attempts included
+# (RCBench's sigma counts the same way), are the INFO lines'; both over the
+# measured seconds only.
+#
+# Writes bench/results/protocols.txt (the table, next to RCBench's sigma,
+# Table 3 of ../shared/papers/notes-rcbench.md) and protocols.jsonl
+# (rckv-bench's JSON line per run, with the INFO sums added as "info").
+#
+# Env: RCKV_SERVER (default build/rckv-server; use a Release build for
+# meaningful numbers), RCKV_BENCH (default: rckv-bench next to the server),
+# PROTO_PROTOCOLS ("nowait nowait-shared waitdie woundwait timestamp mvcc
+# silo"), PROTO_ZIPFS ("0.2 0.9"), PROTO_RECORDS (100000), PROTO_VALUE_SIZE
+# (1000), PROTO_OPS (10), PROTO_WRITE_RATIO (0.2), PROTO_NODES_PER_TXN (2),
+# PROTO_WARMUP (2), PROTO_DURATION (5), PROTO_THREADS (1), PROTO_CLIENTS
+# (12), PROTO_MEMORY (512mb per node), PROTO_OUT (bench/results).
+# Only the processes this script starts are signalled; the temporary
+# directory is removed on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RCKV=${RCKV_SERVER:-build/rckv-server}
+BENCH=${RCKV_BENCH:-$(dirname "$RCKV")/rckv-bench}
+PROTOCOLS=${PROTO_PROTOCOLS:-nowait nowait-shared waitdie woundwait timestamp mvcc silo}
+ZIPFS=${PROTO_ZIPFS:-0.2 0.9}
+RECORDS=${PROTO_RECORDS:-100000}
+VALUE_SIZE=${PROTO_VALUE_SIZE:-1000}
+OPS=${PROTO_OPS:-10}
+WRITE_RATIO=${PROTO_WRITE_RATIO:-0.2}
+NPT=${PROTO_NODES_PER_TXN:-2}
+WARMUP=${PROTO_WARMUP:-2}
+DURATION=${PROTO_DURATION:-5}
+THREADS=${PROTO_THREADS:-1}
+CLIENTS=${PROTO_CLIENTS:-12}
+MEMORY=${PROTO_MEMORY:-512mb}
+OUT=${PROTO_OUT:-bench/results}
+NODES=3
+
+die() { echo "protocols.sh: $*" >&2; exit 1; }
+
+for tool in redis-cli /usr/bin/python3 "$RCKV" "$BENCH"; do
+  command -v "$tool" >/dev/null 2>&1 || [ -x "$tool" ] || die "$tool not found (build first: make)"
+done
+cache="$(dirname "$RCKV")/CMakeCache.txt"
+if [ -f "$cache" ] && grep -q '^CMAKE_BUILD_TYPE:[A-Z]*=Debug' "$cache"; then
+  echo "protocols.sh: warning: $RCKV is a Debug build; use a Release build for real numbers" >&2
+fi
+
+# --- the cluster (only these processes are ever stopped) -------------------
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/rckv-protocols.XXXXXX")
+PIDS=()
+stop_pid() {  # SIGTERM, then SIGKILL after 10 s
+  local pid=$1
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
+  rm -rf "$TMP"
+  return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_ports() {  # N distinct free loopback ports
+  /usr/bin/python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+read -r -a ports <<<"$(free_ports $((2 * NODES)))"
+CONF="$TMP/cluster.conf"
+PORTS=()
+{
+  echo "# written by bench/protocols.sh"
+  for i in $(seq 1 $NODES); do
+    PORTS+=("${ports[$((2 * i - 2))]}")
+    echo "cluster-node $i 127.0.0.1:${ports[$((2 * i - 2))]} 127.0.0.1:${ports[$((2 * i - 1))]}"
+  done
+  echo "fabric shm"
+  echo "memory $MEMORY"
+  echo "persistence none"
+  echo "threads 2"
+  echo "coroutines 32"
+  echo "cc silo"
+  echo "loglevel warning"
+} >"$CONF"
+
+cli() {  # node-index(1..) args...
+  local i=$1
+  shift
+  redis-cli -h 127.0.0.1 -p "${PORTS[$((i - 1))]}" "$@"
+}
+
+for i in $(seq 1 $NODES); do
+  mkdir -p "$TMP/node$i"
+  "$RCKV" "$CONF" --node "$i" --dir "$TMP/node$i" >"$TMP/node$i.log" 2>&1 &
+  PIDS+=($!)
+done
+for i in $(seq 1 $NODES); do  # a node answers once every peer has joined
+  for try in $(seq 600); do
+    kill -0 "${PIDS[$((i - 1))]}" 2>/dev/null || {
+      echo "protocols.sh: node $i exited during start; its log:" >&2
+      tail -20 "$TMP/node$i.log" >&2
+      exit 1
+    }
+    [ "$(timeout 2 redis-cli -h 127.0.0.1 -p "${PORTS[$((i - 1))]}" ping 2>/dev/null)" = PONG ] &&
+      break
+    [ "$try" -lt 600 ] || { tail -20 "$TMP/node$i.log" >&2; die "node $i did not answer PING"; }
+    sleep 0.1
+  done
+done
+
+common=(--records "$RECORDS" --value-size "$VALUE_SIZE" --threads "$THREADS"
+        --clients "$CLIENTS")
+echo "protocols.sh: 3-node shm cluster ($RCKV), $RECORDS records of $VALUE_SIZE bytes," \
+     "ycsb-t: $OPS ops, write ratio $WRITE_RATIO, $NPT nodes per txn, ${WARMUP}+${DURATION} s" \
+     "per run, $THREADS thread(s) x $CLIENTS clients; $(nproc) cores"
+t0=$(date +%s)
+"$BENCH" --cluster "$CONF" load "${common[@]}" --quiet >"$TMP/load.out" 2>&1 ||
+  { tail -5 "$TMP/load.out" >&2; die "load failed"; }
+echo "loaded in $(($(date +%s) - t0)) s"
+ycsb=(ycsb-t "${common[@]}" --ops "$OPS" --write-ratio "$WRITE_RATIO" --nodes-per-txn "$NPT"
+      --warmup 0 --load never --quiet)
+
+# --- the runs ----------------------------------------------------------------
+
+mkdir -p "$OUT"
+JSONL="$OUT/protocols.jsonl"
+: >"$JSONL"
+for zipf in $ZIPFS; do
+  for proto in $PROTOCOLS; do
+    cc=${proto%-shared}
+    mode=exclusive
+    [ "$cc" = "$proto" ] || mode=shared
+    r=$(cli 1 CONFIG SET cc "$cc" cc-lock-mode "$mode")
+    [ "$r" = OK ] || die "CONFIG SET cc $cc cc-lock-mode $mode: $r"
+    for i in $(seq 1 $NODES); do
+      [ "$(cli "$i" CONFIG GET cc | tail -1)" = "$cc" ] || die "node $i did not switch to $cc"
+    done
+    echo "== $proto, zipf $zipf"
+    "$BENCH" --cluster "$CONF" "${ycsb[@]}" --zipf "$zipf" --duration "$WARMUP" \
+      >"$TMP/warm.out" 2>&1 || { cat "$TMP/warm.out" >&2; die "warm-up failed ($proto)"; }
+    for i in $(seq 1 $NODES); do cli "$i" CONFIG RESETSTAT >/dev/null; done
+    rm -f "$TMP/run.json"
+    "$BENCH" --cluster "$CONF" "${ycsb[@]}" --zipf "$zipf" --duration "$DURATION" \
+      --json "$TMP/run.json" >"$TMP/run.out" 2>&1 ||
+      { cat "$TMP/run.out" >&2; die "rckv-bench failed ($proto, zipf $zipf)"; }
+    for i in $(seq 1 $NODES); do cli "$i" INFO cc >"$TMP/info$i.txt"; done
+    /usr/bin/python3 - "$proto" "$zipf" "$TMP/run.json" "$JSONL" "$TMP"/info*.txt <<'EOF'
+import json, sys
+proto, zipf, run_json, jsonl = sys.argv[1:5]
+infos = sys.argv[5:]
+pid = proto.replace("-shared", "_shared")
+tot = {"commits": 0.0, "aborts": 0.0, "errors": 0.0, "verbs": 0.0, "round_trips": 0.0}
+causes = {}
+for path in infos:
+    for line in open(path, encoding="utf-8", errors="replace"):
+        name, _, val = line.strip().partition(":")
+        if name != "cc_proto_" + pid:
+            continue
+        f = dict(kv.split("=", 1) for kv in val.split(","))
+        c = float(f["commits"])
+        tot["commits"] += c
+        tot["aborts"] += float(f["aborts"])
+        for k, v in f.items():
+            if k.startswith("aborts_"):
+                causes[k[7:]] = causes.get(k[7:], 0) + int(v)
+        tot["errors"] += float(f["errors"])
+        # The lines give per-commit ratios (2 decimals): back to totals.
+        tot["verbs"] += float(f["verbs_per_txn"]) * c
+        tot["round_trips"] += float(f["round_trips_per_txn"]) * c
+with open(run_json, encoding="utf-8") as f:
+    run = json.load(f)
+c = tot["commits"]
+info = {"commits": int(c), "aborts": int(tot["aborts"]), "errors": int(tot["errors"]),
+        "abort_rate": tot["aborts"] / (c + tot["aborts"]) if c + tot["aborts"] else 0.0,
+        "verbs_per_txn": tot["verbs"] / c if c else 0.0,
+        "round_trips_per_txn": tot["round_trips"] / c if c else 0.0,
+        "aborts_by_cause": {k: v for k, v in causes.items() if v}}
+run["info"] = info
+run["protocol_variant"] = proto
+with open(jsonl, "a", encoding="utf-8") as f:
+    f.write(json.dumps(run) + "\n")
+print("   %.0f txn/s, abort rate %.2f%%, %.1f verbs and %.1f round trips per txn "
+      "(%d commits, %d errors; aborts by cause %s)" % (
+          run.get("throughput", 0), 100 * (run.get("abort_rate") or 0), info["verbs_per_txn"],
+          info["round_trips_per_txn"], info["commits"], run.get("errors", 0) + info["errors"],
+          info["aborts_by_cause"] or "-"))
+EOF
+  done
+done
+
+# --- the table ---------------------------------------------------------------
+
+/usr/bin/python3 - "$JSONL" "$OUT/protocols.txt" "$RCKV" "$RECORDS" "$VALUE_SIZE" "$OPS" \
+  "$WRITE_RATIO" "$NPT" "$WARMUP" "$DURATION" "$THREADS" "$CLIENTS" <<'EOF'
+import json, os, sys
+jsonl, out, rckv, records, vsize, ops, wr, npt, warm, dur, thr, cli = sys.argv[1:]
+# RCBench (Tables 3/4, one-sided column): sigma = primitive invocations per
+# transaction, and the abort rate, YCSB zipf 0.2, 10 ops, 20% writes, theta 2.
+RCBENCH = {"nowait": (23.5, "0.0%"), "waitdie": (30.2, "0.8%"), "woundwait": (31.2, "0.0%"),
+           "timestamp": (25.4, "0.5%"), "mvcc": (22.8, "0.3%"), "silo": (17.7, "0.3%")}
+rows = [json.loads(l) for l in open(jsonl, encoding="utf-8") if l.strip()]
+lines = []
+lines.append("Protocols on a 3-node shm cluster: rckv-bench ycsb-t, %s ops per MULTI, write "
+             "ratio %s, %s nodes per transaction," % (ops, wr, npt))
+lines.append("%s records of %s bytes, %s thread(s) x %s clients, %s s warm-up + %s s measured, "
+             "%d cores, %s." % (records, vsize, thr, cli, warm, dur, os.cpu_count(),
+                                os.path.basename(os.path.dirname(os.path.abspath(rckv)))))
+lines.append("txn/s and abort rate: rckv-bench. verbs/txn and RT/txn (round trips): INFO "
+             "cc_proto_<id>, summed over the 3 nodes,")
+lines.append("per committed transaction, aborted attempts' verbs included; all over the "
+             "measured seconds. sigma and AR: RCBench Table 3/4,")
+lines.append("one-sided, zipf 0.2 (no row for nowait-shared: RCBench's No-Wait row uses one "
+             "exclusive lock).")
+lines.append("")
+hdr = "%-14s %5s %10s %8s %10s %7s %8s %8s %6s  %s" % (
+    "protocol", "zipf", "txn/s", "aborts", "verbs/txn", "RT/txn", "RCB sigma", "RCB AR",
+    "errors", "aborts by cause (INFO)")
+lines.append(hdr)
+lines.append("-" * len(hdr))
+for r in rows:
+    p = r["protocol_variant"]
+    sigma, ar = RCBENCH.get(p, (None, "-"))
+    zipf = r.get("config", {}).get("zipf", None)
+    if zipf is None:
+        zipf = r.get("zipf", "?")
+    by = r["info"].get("aborts_by_cause") or {}
+    lines.append("%-14s %5s %10.0f %7.2f%% %10.1f %7.1f %9s %8s %6d  %s" % (
+        p, zipf, r.get("throughput") or 0, 100 * (r.get("abort_rate") or 0),
+        r["info"]["verbs_per_txn"], r["info"]["round_trips_per_txn"],
+        "%.1f" % sigma if sigma else "-", ar, (r.get("errors") or 0) + r["info"]["errors"],
+        " ".join("%s=%d" % kv for kv in sorted(by.items(), key=lambda kv: -kv[1])) or "-"))
+text = "\n".join(lines) + "\n"
+with open(out, "w", encoding="utf-8") as f:
+    f.write(text)
+print()
+print(text, end="")
+EOF
+echo "results: $OUT/protocols.txt, $OUT/protocols.jsonl"
