@@ -71,17 +71,8 @@ fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/rckv-protocols.XXXXXX")
 PIDS=()
-stop_pid() {  # SIGTERM, then SIGKILL after 10 s
-  local pid=$1
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"  # stop_pid
 cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do stop_pid "$pid"; done

@@ -52,18 +52,8 @@ LOG="$TMP/server.log"
 SERVER_PID=""
 LOAD_PID=""
 
-stop_pid() {  # pid [signal]: signal one process we started, wait for it
-  local pid=$1 sig=${2:-TERM}
-  [ -n "$pid" ] || return 0
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"  # stop_pid
 cleanup() {
   stop_pid "$LOAD_PID"
   stop_pid "$SERVER_PID"

@@ -33,18 +33,8 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/rckv-bench.XXXXXX")
 RCKV_PID=""
 REDIS_PID=""
 
-stop_pid() {  # SIGTERM, then SIGKILL after 10 s; only the processes we started
-  local pid=$1
-  [ -n "$pid" ] || return 0
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"  # stop_pid
 cleanup() {
   stop_pid "$RCKV_PID"
   stop_pid "$REDIS_PID"

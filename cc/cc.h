@@ -199,6 +199,12 @@ int prim_shared_won(struct txn *t, struct cc_access *a);
 /* Double-Read: a consistent image in a->img, with img->lock/ver as seen.
  * CC_ABORT (VALIDATE) if writers kept it inconsistent, (STALE) as above. */
 int prim_read_consistent(struct txn *t, struct cc_access *a);
+/* The three READs of a Double-Read in one batch, run: lock+ver into
+ * a->hdr[0], the block into a->img, lock+ver into a->hdr[1]. Deciding
+ * whether the image is consistent is the caller's (prim_read_consistent:
+ * halves equal and unlocked; timestamp and mvcc also accept a foreign
+ * lock that is not installing). */
+int prim_double_read(struct txn *t, struct cc_access *a);
 /* READ lock+ver into hdr[2] (the Double-Read halves). */
 void prim_post_read_hdr(struct txn *t, struct cc_access *a, uint64_t hdr[2]);
 /* READ the six header words into v[6] (validation: lock, ver, ident, data). */

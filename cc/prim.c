@@ -108,13 +108,18 @@ void prim_post_read_header(struct txn *t, struct cc_access *a, uint64_t v[6])
 	fab_read(&t->batch, a->ref.node, a->ref.off, v, 48);
 }
 
+int prim_double_read(struct txn *t, struct cc_access *a)
+{
+	prim_post_read_hdr(t, a, a->hdr[0]);
+	prim_post_read_block(t, a);
+	prim_post_read_hdr(t, a, a->hdr[1]);
+	return prim_exec(t);
+}
+
 int prim_read_consistent(struct txn *t, struct cc_access *a)
 {
 	for (int tries = 0; tries < 8; tries++) {
-		prim_post_read_hdr(t, a, a->hdr[0]);
-		prim_post_read_block(t, a);
-		prim_post_read_hdr(t, a, a->hdr[1]);
-		int rc = prim_exec(t);
+		int rc = prim_double_read(t, a);
 		if (rc)
 			return rc;
 		if (a->hdr[0][0] == a->hdr[1][0] && a->hdr[0][1] == a->hdr[1][1] &&

@@ -285,10 +285,7 @@ static int mvcc_read(struct txn *t, struct cc_access *a)
 	int round = 0, torn = 0, redo = 0;
 	a->otail = 0; /* an image used for reading only: no undo record */
 	for (;;) {
-		prim_post_read_hdr(t, a, a->hdr[0]);
-		prim_post_read_block(t, a);
-		prim_post_read_hdr(t, a, a->hdr[1]);
-		int rc = prim_exec(t);
+		int rc = prim_double_read(t, a);
 		if (rc)
 			return rc;
 		if (!double_read_ok(a)) {

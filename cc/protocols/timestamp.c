@@ -185,10 +185,7 @@ static int ts_read(struct txn *t, struct cc_access *a)
 	const uint64_t ts = t->start_ts;
 	int waits = 0; /* cc_wait rounds: one time limit for the whole read */
 	for (int tries = 0;; tries++) {
-		prim_post_read_hdr(t, a, a->hdr[0]);
-		prim_post_read_block(t, a);
-		prim_post_read_hdr(t, a, a->hdr[1]);
-		int rc = prim_exec(t);
+		int rc = prim_double_read(t, a);
 		if (rc)
 			return rc;
 		const uint64_t lock = a->hdr[0][0], ver = a->hdr[0][1];

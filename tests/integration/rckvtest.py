@@ -467,6 +467,56 @@ def _parse(b):
 
 # --- subprocesses with bounds -------------------------------------------
 
+class MultiThread(threading.Thread):
+    """One MULTI ... EXEC on its own connection, in a thread (protocol
+    scenario tests hold a transaction open with DEBUG SLEEP inside it);
+    keeps the reply, or the exception, and when it arrived."""
+
+    def __init__(self, server, commands):
+        super().__init__(daemon=True)
+        self.client = server.client()
+        self.id = self.client.client_id()
+        self.commands = commands
+        self.reply = None
+        self.error = None
+        self.done_at = None
+
+    def run(self):
+        try:
+            p = self.client.pipeline(transaction=True)
+            for cmd in self.commands:
+                p.execute_command(*cmd)
+            self.reply = p.execute()
+        except Exception as e:  # reported by finish()
+            self.error = e
+        finally:
+            self.done_at = time.monotonic()
+            self.client.close()
+
+    def finish(self, timeout=30):
+        self.join(timeout)
+        assert not self.is_alive(), "transaction %r did not finish" % (self.commands,)
+        assert self.error is None, "%r failed: %r" % (self.commands, self.error)
+        return self.reply
+
+
+def begin_multi(server, admin, commands):
+    """Start a MULTI in a thread and return once its EXEC runs on the
+    server (CLIENT LIST shows cmd=exec for its connection): the
+    transaction has begun, and its commands before a DEBUG SLEEP take
+    microseconds."""
+    t = MultiThread(server, commands)
+    t.start()
+    deadline = time.monotonic() + 10
+    while True:
+        mine = [c for c in admin.client_list() if int(c["id"]) == t.id]
+        if mine and mine[0]["cmd"] == "exec":
+            return t
+        assert t.is_alive() or t.error is None, t.error
+        assert time.monotonic() < deadline, "EXEC of %r never started" % (commands,)
+        time.sleep(0.005)
+
+
 def run(argv, timeout=30, input=None, env=None):
     """Run a client program in its own process group with a deadline; on
     timeout kill the whole group and raise. Returns CompletedProcess with

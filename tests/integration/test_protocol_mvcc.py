@@ -12,10 +12,11 @@ fit (mvcc.c header): each test first gives its key a long value, so that
 the key's block is large enough to keep a few short versions.
 """
 
-import threading
 import time
 
 import pytest
+
+import rckvtest
 
 pytestmark = pytest.mark.rckv_only
 
@@ -53,50 +54,10 @@ def counters(c):
             "proto_version": int(proto["aborts_version"])}
 
 
-class Multi(threading.Thread):
-    """Runs one MULTI ... EXEC on its own connection; keeps the reply and
-    when it came."""
-
-    def __init__(self, server, commands):
-        super().__init__(daemon=True)
-        self.client = server.client()
-        self.id = self.client.client_id()
-        self.commands = commands
-        self.reply = None
-        self.error = None
-
-    def run(self):
-        try:
-            p = self.client.pipeline(transaction=True)
-            for cmd in self.commands:
-                p.execute_command(*cmd)
-            self.reply = p.execute()
-        except Exception as e:  # reported by the test
-            self.error = e
-        finally:
-            self.client.close()
-
-    def result(self):
-        self.join(30)
-        assert not self.is_alive(), "the transaction did not finish"
-        assert self.error is None, self.error
-        return self.reply
-
-
 def start_running(c, commands, server):
     """Start a MULTI on its own connection and return once its EXEC runs
     (CLIENT LIST shows cmd=exec), i.e. once it took its timestamp."""
-    m = Multi(server, commands)
-    m.start()
-    deadline = time.monotonic() + 10
-    while True:
-        mine = [cl for cl in c.client_list() if int(cl["id"]) == m.id]
-        if mine and mine[0]["cmd"] == "exec":
-            break
-        assert m.is_alive(), "the transaction ended before its EXEC was seen: %r" % (
-            m.error or m.reply,)
-        assert time.monotonic() < deadline, "the EXEC never started"
-        time.sleep(0.005)
+    m = rckvtest.begin_multi(server, c, commands)
     # Its commands before the sleep take microseconds.
     time.sleep(0.1)
     return m
@@ -118,10 +79,10 @@ def test_older_reader_sees_older_version_while_writer_in_flight(make_server, key
         assert c.set(x, "v1")  # W1: younger than R, commits
         w2 = start_running(c, [("SET", x, "v2"), ("DEBUG", "SLEEP", WRITER_HOLD_S)], s)
 
-        assert r.result() == [b"OK", b"v0"], \
+        assert r.finish() == [b"OK", b"v0"], \
             "the older reader did not get the version before its timestamp"
         assert w2.is_alive(), "the reader finished only after the younger writer"
-        assert w2.result() == [True, b"OK"]
+        assert w2.finish() == [True, b"OK"]
         assert c.get(x) == b"v2"
 
         after = counters(c)
@@ -145,7 +106,7 @@ def test_reader_older_than_every_kept_version_retries(make_server, key):
         r = start_running(c, [("DEBUG", "SLEEP", HOLD_S), ("GET", x)], s)
         for v in ("v1", "v2"):
             assert c.set(x, v)
-        assert r.result() == [b"OK", b"v0"], "two newer versions pushed v0 out"
+        assert r.finish() == [b"OK", b"v0"], "two newer versions pushed v0 out"
         mid = counters(c)
         assert mid["version"] == before["version"], "aborted for a version still kept"
 
@@ -153,7 +114,7 @@ def test_reader_older_than_every_kept_version_retries(make_server, key):
         for v in ("v3", "v4", "v5"):
             assert c.set(x, v)
         # Its first attempt finds v2 gone; the retry is younger than v5.
-        assert r.result() == [b"OK", b"v5"]
+        assert r.finish() == [b"OK", b"v5"]
         after = counters(c)
         assert after["version"] > mid["version"], "no abort with cause version in INFO"
         assert after["proto_version"] > mid["proto_version"], \
@@ -169,7 +130,7 @@ def test_older_reader_sees_a_key_deleted_after_it_began(make_server, key):
         make_room(c, x, "v0")
         r = start_running(c, [("DEBUG", "SLEEP", HOLD_S), ("GET", x), ("EXISTS", x)], s)
         assert c.delete(x) == 1
-        assert r.result() == [b"OK", b"v0", 1], "the older reader lost the deleted version"
+        assert r.finish() == [b"OK", b"v0", 1], "the older reader lost the deleted version"
         assert c.get(x) is None
         assert c.exists(x) == 0
         assert x.encode() not in c.keys(key + "*")
@@ -193,7 +154,7 @@ def test_write_after_a_younger_read_is_rejected(make_server, key):
         p.get(x)
         assert p.execute() == [True, b"x0"]
 
-        assert t1.result() == [b"T2", b"OK", True], \
+        assert t1.finish() == [b"T2", b"OK", True], \
             "T1 wrote x after a younger transaction read it (write skew)"
         assert c.mget([x, z]) == [b"T1", b"T2"]
         assert counters(c)["ts"] > before["ts"], "no abort with cause ts in INFO"

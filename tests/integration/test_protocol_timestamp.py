@@ -9,10 +9,11 @@ write): the write-skew anomaly that serializability forbids. With it, the
 EXEC replies and the final values are those of one serial order.
 """
 
-import threading
 import time
 
 import pytest
+
+import rckvtest
 
 pytestmark = pytest.mark.rckv_only
 
@@ -36,53 +37,19 @@ def ts_counters(c):
     return int(info["cc_aborts_ts"]), int(proto["aborts_ts"]), int(info["cc_lock_waits"])
 
 
-class Older(threading.Thread):
-    """Runs one MULTI ... EXEC on its own connection; keeps the reply."""
-
-    def __init__(self, server, commands):
-        super().__init__(daemon=True)
-        self.client = server.client()
-        self.commands = commands
-        self.reply = None
-        self.error = None
-
-    def run(self):
-        try:
-            p = self.client.pipeline(transaction=True)
-            for cmd in self.commands:
-                p.execute_command(*cmd)
-            self.reply = p.execute()
-        except Exception as e:  # reported by the test
-            self.error = e
-        finally:
-            self.client.close()
-
-
 def run_older_then_younger(server, older_cmds, younger_cmds):
     """Start the older MULTI, wait until its EXEC runs (CLIENT LIST shows
     cmd=exec for its connection), then run the younger MULTI to its end
     during the older one's DEBUG SLEEP. Returns (older reply, younger reply)."""
     with server.client() as c:
-        older = Older(server, older_cmds)
-        older_id = older.client.client_id()
-        older.start()
-        deadline = time.monotonic() + 10
-        while True:
-            mine = [cl for cl in c.client_list() if int(cl["id"]) == older_id]
-            if mine and mine[0]["cmd"] == "exec":
-                break
-            assert time.monotonic() < deadline, "the older EXEC never started"
-            time.sleep(0.005)
+        older = rckvtest.begin_multi(server, c, older_cmds)
         # Its commands before the sleep take microseconds; the sleep lasts HOLD_S.
         time.sleep(0.1)
         p = c.pipeline(transaction=True)
         for cmd in younger_cmds:
             p.execute_command(*cmd)
         younger = p.execute()
-        older.join(30)
-        assert not older.is_alive(), "the older transaction did not finish"
-        assert older.error is None, older.error
-        return older.reply, younger
+        return older.finish(), younger
 
 
 @pytest.mark.parametrize("x_exists", [True, False], ids=["x-present", "x-absent"])
