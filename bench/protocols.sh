@@ -72,7 +72,7 @@ fi
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/rckv-protocols.XXXXXX")
 PIDS=()
 # shellcheck source=bench/lib.sh
-. "$(dirname "$0")/lib.sh"  # stop_pid
+. bench/lib.sh  # stop_pid (the script cd-ed to the repository above)
 cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do stop_pid "$pid"; done

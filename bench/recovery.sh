@@ -53,7 +53,7 @@ SERVER_PID=""
 LOAD_PID=""
 
 # shellcheck source=bench/lib.sh
-. "$(dirname "$0")/lib.sh"  # stop_pid
+. bench/lib.sh  # stop_pid (the script cd-ed to the repository above)
 cleanup() {
   stop_pid "$LOAD_PID"
   stop_pid "$SERVER_PID"

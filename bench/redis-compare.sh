@@ -34,7 +34,7 @@ RCKV_PID=""
 REDIS_PID=""
 
 # shellcheck source=bench/lib.sh
-. "$(dirname "$0")/lib.sh"  # stop_pid
+. bench/lib.sh  # stop_pid (the script cd-ed to the repository above)
 cleanup() {
   stop_pid "$RCKV_PID"
   stop_pid "$REDIS_PID"
