@@ -80,6 +80,16 @@ def protocol_opts(protocol):
     return {"cc": protocol}
 
 
+def server_opts(protocol, testing, fabric_delay_us, threads, extra):
+    """Every node's options for a run (a topology's servers)."""
+    opts = protocol_opts(protocol)
+    opts.update({"threads": threads, "fabric-delay-us": fabric_delay_us})
+    if testing or protocol == BROKEN_PROTOCOL:
+        opts["testing"] = "yes"
+    opts.update(extra or {})
+    return opts
+
+
 # Protocols that have a shared-lock variant (cc-lock-mode shared).
 SHARED_VARIANTS = ("nowait",)
 
@@ -103,11 +113,7 @@ class SingleTopology:
 
     def __init__(self, protocol, testing=False, fabric_delay_us=DEFAULT_FABRIC_DELAY_US,
                  threads=DEFAULT_THREADS, extra=None):
-        opts = protocol_opts(protocol)
-        opts.update({"threads": threads, "fabric-delay-us": fabric_delay_us})
-        if testing or protocol == BROKEN_PROTOCOL:
-            opts["testing"] = "yes"
-        opts.update(extra or {})
+        opts = server_opts(protocol, testing, fabric_delay_us, threads, extra)
         self.server = rckvtest.Server(opts=opts, name="checker")
 
     def start(self):
@@ -153,11 +159,7 @@ class ClusterTopology:
 
     def __init__(self, protocol, testing=False, fabric_delay_us=DEFAULT_FABRIC_DELAY_US,
                  threads=DEFAULT_THREADS, extra=None):
-        opts = protocol_opts(protocol)
-        opts.update({"threads": threads, "fabric-delay-us": fabric_delay_us})
-        if testing or protocol == BROKEN_PROTOCOL:
-            opts["testing"] = "yes"
-        opts.update(extra or {})
+        opts = server_opts(protocol, testing, fabric_delay_us, threads, extra)
         self.cluster = cluster.Cluster(n=3, fabric=self.fabric, opts=opts)
 
     def start(self):
