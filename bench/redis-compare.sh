@@ -9,7 +9,10 @@
 #
 # Env: RCKV_SERVER (default build/rckv-server), REDIS_SERVER (default
 # redis-server), BENCH_N1 / BENCH_N16 requests per run for -P 1 / -P 16
-# (default 200000 / 1000000), BENCH_CLIENTS (default 50).
+# (default 200000 / 1000000), BENCH_CLIENTS (default 50), BENCH_REPS runs of
+# each row per server (default 3): the table shows each server's median, and
+# the ratio of the medians, because a single run on a shared 2-core machine
+# varies by 10-20%. BENCH_OUT: where the table goes (default above).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +21,8 @@ REDIS=${REDIS_SERVER:-redis-server}
 N1=${BENCH_N1:-200000}
 N16=${BENCH_N16:-1000000}
 CLIENTS=${BENCH_CLIENTS:-50}
-OUT=bench/results/redis-compare.txt
+REPS=${BENCH_REPS:-3}
+OUT=${BENCH_OUT:-bench/results/redis-compare.txt}
 RUN_TIMEOUT=120  # seconds per redis-benchmark run; a hung server fails the row
 
 for tool in redis-benchmark redis-cli "$REDIS"; do
@@ -108,11 +112,21 @@ bench() {  # port test pipeline n
 }
 
 {
-  echo "# rckv-server vs redis-server, redis-benchmark -c $CLIENTS -q; -n $N1 at -P 1, -n $N16 at -P 16"
+  echo "# rckv-server vs redis-server, redis-benchmark -c $CLIENTS -q; -n $N1 at -P 1, -n $N16 at -P 16;"
+  echo "# median of $REPS runs per server and row, the servers alternating"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $("$REDIS" --version | awk '{print $3}'), rckv: $RCKV"
   printf '%-6s %8s %14s %14s %7s\n' test pipeline "rckv rps" "redis rps" ratio
 } >"$TMP/table"
 cat "$TMP/table"
+
+median() {  # values...: the median, or "error" if any run failed
+  local v
+  for v in "$@"; do
+    [[ $v =~ ^[0-9.]+$ ]] || { echo error; return; }
+  done
+  printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END {
+    if (NR % 2) print a[(NR + 1) / 2]; else printf "%.2f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
 
 row=0
 for t in GET SET INCR MSET; do
@@ -120,13 +134,20 @@ for t in GET SET INCR MSET; do
     n=$N1
     [ "$p" -eq 16 ] && n=$N16
     lt=${t,,}
-    if [ $((row % 2)) -eq 0 ]; then
-      r=$(bench "$RCKV_PORT" "$lt" "$p" "$n")
-      d=$(bench "$REDIS_PORT" "$lt" "$p" "$n")
-    else
-      d=$(bench "$REDIS_PORT" "$lt" "$p" "$n")
-      r=$(bench "$RCKV_PORT" "$lt" "$p" "$n")
-    fi
+    rs=()
+    ds=()
+    for ((rep = 0; rep < REPS; rep++)); do
+      # Alternate which server goes first, by row and by repetition.
+      if [ $(((row + rep) % 2)) -eq 0 ]; then
+        rs+=("$(bench "$RCKV_PORT" "$lt" "$p" "$n")")
+        ds+=("$(bench "$REDIS_PORT" "$lt" "$p" "$n")")
+      else
+        ds+=("$(bench "$REDIS_PORT" "$lt" "$p" "$n")")
+        rs+=("$(bench "$RCKV_PORT" "$lt" "$p" "$n")")
+      fi
+    done
+    r=$(median "${rs[@]}")
+    d=$(median "${ds[@]}")
     ratio=$(awk -v a="$r" -v b="$d" 'BEGIN {
       if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }')
     printf '%-6s %8s %14s %14s %7s\n' "$t" "$p" "$r" "$d" "$ratio" | tee -a "$TMP/table"

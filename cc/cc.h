@@ -148,6 +148,7 @@ struct txn {
 	int cause;                /* enum cc_cause of the last abort */
 	int attempt;              /* 0 for the first try, then 1, 2, ... (cc_run) */
 	bool single_read;         /* txn_hint_single_read */
+	bool single_write;        /* txn_hint_single_write */
 	int fatal;                /* CC_EFAB once a fabric operation failed: the whole
 				     transaction fails, never one command of it */
 	struct fab_batch batch;
@@ -324,6 +325,11 @@ static inline bool acc_relocates(const struct cc_access *a, const struct st_layo
  * nodes with skewed clocks still order new transactions after old data.
  */
 uint64_t cc_ts_next(struct txn *t);
+/* The same, unique and growing per worker, but possibly a few tens of
+ * microseconds behind the clock (it reuses the worker's last reading): for
+ * stamps that must be unique and never ahead of real time, not fresh
+ * (transaction ages, silo's versions). */
+uint64_t cc_ts_unique(struct txn *t);
 void cc_ts_observe(struct txn *t, uint64_t ts);
 static inline int cc_ts_node(uint64_t ts) { return (int)((ts >> 10) & 63u); }
 static inline int cc_ts_rec(uint64_t ts) { return (int)(ts & 1023u); }

@@ -14,6 +14,7 @@
 #include "cc/cc.h"
 #include "cc/exec_internal.h"
 #include "cc/sched.h"
+#include "cc/switch.h"
 #include "server/node.h"
 #include "server/worker.h"
 
@@ -28,10 +29,25 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000ull;
 }
 
-uint64_t cc_ts_next(struct txn *t)
+/* Timestamps carry real time for the protocols that order by them
+ * (timestamp, mvcc: a transaction that starts after another committed must
+ * see it), so cc_ts_next reads the clock every time. A transaction's age
+ * (prio_ts: its lock-owner word, wait-die and wound-wait priority) and
+ * silo's versions need uniqueness, not freshness: cc_ts_unique reuses the
+ * last reading up to CLOCK_REUSE times between the worker's wake-ups
+ * (cc_worker_tick); a clock read costs about what a GET's whole lookup
+ * does. A reused reading is behind real time, never ahead, so a stamp of
+ * either kind orders before every fresh one taken after it. */
+#define CLOCK_REUSE 32
+
+void cc_worker_tick(struct cc_worker *ccw)
+{
+	ccw->clock_reuse = 0;
+}
+
+static uint64_t ts_make(struct txn *t, uint64_t us)
 {
 	struct cc_worker *ccw = t->ccw;
-	uint64_t us = now_us() - TS_EPOCH_US;
 	uint64_t clock = us > ccw->ts_clock ? us : ccw->ts_clock;
 	/* The record's clock part strictly grows: unique per (node, rec). */
 	if (clock <= ccw->rec_clock[t->rec])
@@ -40,6 +56,23 @@ uint64_t cc_ts_next(struct txn *t)
 	ccw->ts_clock = clock;
 	uint64_t node = fab_self(t->node->fab) & 63u;
 	return (clock << TS_LOW_BITS) | (node << 10) | ((uint64_t)t->rec & 1023u);
+}
+
+uint64_t cc_ts_next(struct txn *t)
+{
+	struct cc_worker *ccw = t->ccw;
+	ccw->clock_us = now_us() - TS_EPOCH_US;
+	ccw->clock_reuse = CLOCK_REUSE;
+	return ts_make(t, ccw->clock_us);
+}
+
+uint64_t cc_ts_unique(struct txn *t)
+{
+	struct cc_worker *ccw = t->ccw;
+	if (ccw->clock_reuse == 0)
+		return cc_ts_next(t);
+	ccw->clock_reuse--;
+	return ts_make(t, ccw->clock_us);
 }
 
 void cc_ts_observe(struct txn *t, uint64_t ts)
@@ -126,6 +159,7 @@ void cc_batch_init(struct fab_batch *b, struct worker *w, struct fab_stats *stat
 
 struct cc_worker *cc_worker_create(struct node *n, struct worker *w)
 {
+	cc_quiesce_setup(); /* before this worker's first cc_enter */
 	struct cc_worker *ccw = calloc(1, sizeof(*ccw));
 	if (!ccw)
 		return NULL;
@@ -183,7 +217,12 @@ void cc_enter(struct cc_worker *ccw)
 		/* This worker's own counter: no cache line shared with the other
 		 * workers on the path of every transaction. */
 		ck_pr_store_64(&ccw->w->inflight, ccw->w->inflight + 1);
-		ck_pr_fence_memory(); /* inflight is visible before we read quiesce */
+		/* inflight is visible before we read quiesce: our fence, or the
+		 * quiescer's membarrier (cc/switch.h). */
+		if (cc_enter_light)
+			ck_pr_barrier();
+		else
+			ck_pr_fence_memory();
 		if (!ck_pr_load_int(&n->quiesce))
 			return;
 		ck_pr_store_64(&ccw->w->inflight, ccw->w->inflight - 1);
@@ -223,6 +262,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->cause = CC_CAUSE_OTHER;
 	t->fatal = 0;
 	t->single_read = false;
+	t->single_write = false;
 	t->sp_gen = 0;
 	t->undo.slot = -1;
 	t->undo.phase = UNDO_NONE;
@@ -284,7 +324,7 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		cc_enter(ccw);
 		txn_begin(ccw, &t, rec, prio_ts);
 		if (attempt == 0)
-			t.prio_ts = prio_ts = cc_ts_next(&t);
+			t.prio_ts = prio_ts = cc_ts_unique(&t);
 		t.owner = cc_owner_word(fab_self(n->fab), prio_ts);
 		t.attempt = attempt;
 		int pi = cc_protocol_index(t.proto);

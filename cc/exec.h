@@ -34,6 +34,10 @@ void cc_worker_destroy(struct cc_worker *ccw);
  */
 int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg);
 
+/* Called by the worker each time it wakes: the next timestamp reads the
+ * clock afresh (between wake-ups, stamps reuse one reading a few times). */
+void cc_worker_tick(struct cc_worker *ccw);
+
 /* Initialize a fabric batch for a coroutine of worker w: waits yield the
  * coroutine (sleep, park/unpark) instead of blocking the thread. */
 struct fab_batch;

@@ -11,6 +11,8 @@ struct cc_worker {
 	struct worker *w;
 	int worker_id;
 	uint64_t ts_clock;          /* last clock part handed out (us) */
+	uint64_t clock_us;          /* the clock as last read (cc_ts_next) */
+	unsigned clock_reuse;       /* stamps that may reuse it (cc_ts_unique) */
 	uint64_t rec_clock[ST_TXN_STATES]; /* last clock part of each record's timestamps */
 	int rec_free[ST_TXN_STATES];       /* this worker's free transaction records */
 	int nrec_free;

@@ -18,10 +18,13 @@
 
 #include <ck_pr.h>
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cc/cc.h"
 #include "cc/sched.h"
@@ -36,6 +39,39 @@ static void pause_for(struct worker *w, uint64_t ns)
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ns };
 		nanosleep(&ts, NULL);
 	}
+}
+
+bool cc_enter_light;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+
+static void setup_membarrier(void)
+{
+	long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+		return; /* old kernel or filtered: full fences in cc_enter */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+		cc_enter_light = true;
+}
+
+void cc_quiesce_setup(void)
+{
+	pthread_once(&setup_once, setup_membarrier);
+}
+
+/* The quiescer's half of the handshake: quiesce (already stored) is
+ * visible to every worker before we read any inflight count. */
+static void fence_all_threads(void)
+{
+	ck_pr_fence_memory();
+	if (!cc_enter_light)
+		return; /* the workers fence in cc_enter */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return;
+	/* membarrier(2): once registered, the command does not fail. Were it
+	 * to, a worker's inflight store could still sit in its store buffer;
+	 * a millisecond is far longer than any store buffer takes to drain. */
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 1000000 };
+	nanosleep(&ts, NULL);
 }
 
 /* Transactions in flight on the node: the sum of the workers' counters
@@ -60,7 +96,7 @@ void cc_quiesce_begin(struct node *n, struct worker *w)
 		pthread_mutex_lock(&n->switch_lock);
 	}
 	ck_pr_store_int(&n->quiesce, 1);
-	ck_pr_fence_memory(); /* quiesce is visible before we read inflight */
+	fence_all_threads(); /* quiesce is visible before we read inflight */
 	while (node_inflight(n) != 0)
 		pause_for(w, 100000);
 }

@@ -15,6 +15,19 @@ struct worker;
 struct cc_protocol;
 
 /*
+ * The entry handshake (cc_enter against cc_quiesce_begin) is Dekker's: each
+ * side stores its flag, then loads the other's. The store-load order needs a
+ * full fence on both sides, and the workers' side runs at every
+ * transaction. When the kernel offers membarrier(2)'s private expedited
+ * command, the quiescer alone pays: it forces a fence on every thread of
+ * the process, and cc_enter needs only a compiler barrier.
+ * cc_quiesce_setup registers the process for it (once; idempotent) and must
+ * run before any worker thread enters; cc_enter_light says whether it did.
+ */
+void cc_quiesce_setup(void);
+extern bool cc_enter_light;
+
+/*
  * cc_quiesce_begin - hold new transactions on this node and wait until
  * none is in flight. With w, the calling coroutine yields while it waits;
  * with w == NULL (a control-plane thread) the thread sleeps. One quiesce at

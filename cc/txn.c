@@ -105,9 +105,9 @@ static struct cc_access *acc_find(struct txn *t, const char *key, size_t klen, u
  * acc_get - the access of a key, resolving the key to its block (and
  * creating a placeholder item) on first touch.
  */
-static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access **out)
+static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t h,
+			  struct cc_access **out)
 {
-	uint64_t h = st_hash(key, klen);
 	struct cc_access *a = acc_find(t, key, klen, h);
 	if (a) {
 		*out = a;
@@ -199,6 +199,20 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 	t->tab[b] = a;
 	*out = a;
 	return CC_OK;
+}
+
+static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access **out)
+{
+	/* A command that reads a key and then writes it (INCR, APPEND) asks
+	 * for it twice in a row: compare with the last access before hashing. */
+	if (t->nacc > 0) {
+		struct cc_access *last = t->acc[t->nacc - 1];
+		if (last->klen == klen && memcmp(last->key, key, klen) == 0) {
+			*out = last;
+			return CC_OK;
+		}
+	}
+	return acc_get_hashed(t, key, klen, st_hash(key, klen), out);
 }
 
 static bool key_too_big(struct txn *t, size_t klen)
@@ -318,13 +332,17 @@ void txn_hint_single_read(struct txn *t)
 	t->single_read = true;
 }
 
+void txn_hint_single_write(struct txn *t)
+{
+	t->single_write = true;
+}
+
 /* For a single-key read (txn_hint_single_read): is the key absent? A
  * lookup with no placeholder; on a hit the normal path runs. */
-static bool single_read_absent(struct txn *t, const char *key, size_t klen)
+static bool single_read_absent(struct txn *t, const char *key, size_t klen, uint64_t h)
 {
 	if (!t->single_read || t->nacc != 0)
 		return false;
-	uint64_t h = st_hash(key, klen);
 	struct st_ref ref;
 	if (cc_cache_get(t->ccw->cache, key, klen, h, &ref))
 		return false;
@@ -340,7 +358,8 @@ static bool single_read_absent(struct txn *t, const char *key, size_t klen)
 int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_t *vlen,
 	    bool *found)
 {
-	if (single_read_absent(t, key, klen)) {
+	uint64_t h = st_hash(key, klen);
+	if (single_read_absent(t, key, klen, h)) {
 		*found = false;
 		*val = NULL;
 		*vlen = 0;
@@ -353,7 +372,7 @@ int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_
 		return CC_OK;
 	}
 	struct cc_access *a;
-	int rc = acc_get(t, key, klen, &a);
+	int rc = acc_get_hashed(t, key, klen, h, &a);
 	if (rc == CC_EFULL) {
 		/* The key is absent and its node has no room for the placeholder
 		 * that would carry its CC metadata: answer "absent" (true at the

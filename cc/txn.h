@@ -94,6 +94,14 @@ void txn_rollback(struct txn *t, struct txn_savepoint sp);
  */
 void txn_hint_single_read(struct txn *t);
 
+/*
+ * txn_hint_single_write - the transaction is one command on one key that
+ * writes it (INCR, APPEND, SET NX): a protocol may take the key's lock at
+ * its read, since the transaction will lock it at commit anyway, and save
+ * the validation round trip (silo does). Call before the first txn_* call.
+ */
+void txn_hint_single_write(struct txn *t);
+
 /* Text for an error code, for logs. */
 const char *cc_strerror(int rc);
 

@@ -140,7 +140,8 @@ static uint32_t rec_payload(const struct txn *t, const struct cc_access *a)
 	return 40u + (vlen < nlen ? vlen : nlen);
 }
 
-static void rec_fill(struct txn *t, const struct cc_access *a, char *at)
+/* Fills the record of `a` at `at`; returns its size with padding. */
+static uint32_t rec_fill(struct txn *t, const struct cc_access *a, char *at)
 {
 	struct st_log_rec *rec = (struct st_log_rec *)at;
 	uint32_t len = rec_payload(t, a);
@@ -168,39 +169,41 @@ static void rec_fill(struct txn *t, const struct cc_access *a, char *at)
 	if (padded > len)
 		memset(pl + len, 0, padded - len);
 	rec->sum = st_log_rec_sum(rec, pl);
+	return (uint32_t)sizeof(*rec) + padded;
 }
+
+/* The nodes of a bitmask, lowest first: `for (m = mask; m; m &= m - 1)`
+ * with nd = NODE_OF(m) visits only the nodes written (a transaction
+ * usually writes one or two of FAB_MAX_NODES). */
+#define NODE_OF(m) ((unsigned)__builtin_ctzll(m))
 
 int undo_build(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
 	const struct st_layout *L = t->node->layout;
-	uint64_t per_node[FAB_MAX_NODES] = { 0 };
 	u->nodes = 0;
 	for (int i = 0; i < t->nacc; i++) {
 		const struct cc_access *a = t->acc[i];
 		if (!(a->mode & ACC_W))
 			continue;
 		if (!(u->nodes & (1ull << a->node)))
-			per_node[a->node] = sizeof(struct st_log_hdr);
+			u->blen[a->node] = sizeof(struct st_log_hdr);
 		u->nodes |= 1ull << a->node;
-		per_node[a->node] += st_rec_bytes(rec_payload(t, a));
+		u->blen[a->node] += st_rec_bytes(rec_payload(t, a));
 	}
 	uint64_t total = 0;
-	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++) {
-		if (!(u->nodes & (1ull << nd)))
-			continue;
-		if (per_node[nd] > L->log_slot_bytes)
+	for (uint64_t m = u->nodes; m; m &= m - 1) {
+		unsigned nd = NODE_OF(m);
+		if (u->blen[nd] > L->log_slot_bytes)
 			return CC_ETXNLOG;
 		u->boff[nd] = (uint32_t)total;
-		u->blen[nd] = (uint32_t)per_node[nd];
-		total += per_node[nd];
+		total += u->blen[nd];
 	}
 	if (buf_reserve(t, total))
 		return CC_ETXNLOG;
 	uint32_t fill[FAB_MAX_NODES];
-	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++) {
-		if (!(u->nodes & (1ull << nd)))
-			continue;
+	for (uint64_t m = u->nodes; m; m &= m - 1) {
+		unsigned nd = NODE_OF(m);
 		struct st_log_hdr *h = (struct st_log_hdr *)(u->buf + u->boff[nd]);
 		memset(h, 0, sizeof(*h));
 		h->txn = t->owner;
@@ -210,8 +213,7 @@ int undo_build(struct txn *t)
 		const struct cc_access *a = t->acc[i];
 		if (!(a->mode & ACC_W))
 			continue;
-		rec_fill(t, a, u->buf + fill[a->node]);
-		fill[a->node] += st_rec_bytes(rec_payload(t, a));
+		fill[a->node] += rec_fill(t, a, u->buf + fill[a->node]);
 	}
 	u->mark = t->owner;
 	u->zero = 0;
@@ -222,10 +224,11 @@ void undo_post_records(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
 	const struct st_layout *L = t->node->layout;
-	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
-		if (u->nodes & (1ull << nd))
-			fab_write(&t->batch, (uint16_t)nd, st_log_slot_off(L, self_node(t), u->slot),
-				  u->buf + u->boff[nd], u->blen[nd]);
+	for (uint64_t m = u->nodes; m; m &= m - 1) {
+		unsigned nd = NODE_OF(m);
+		fab_write(&t->batch, (uint16_t)nd, st_log_slot_off(L, self_node(t), u->slot),
+			  u->buf + u->boff[nd], u->blen[nd]);
+	}
 }
 
 void undo_post_decision(struct txn *t)
@@ -250,9 +253,8 @@ void undo_post_rollback(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
 	uint32_t fill[FAB_MAX_NODES];
-	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
-		if (u->nodes & (1ull << nd))
-			fill[nd] = u->boff[nd] + (uint32_t)sizeof(struct st_log_hdr);
+	for (uint64_t m = u->nodes; m; m &= m - 1)
+		fill[NODE_OF(m)] = u->boff[NODE_OF(m)] + (uint32_t)sizeof(struct st_log_hdr);
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (!(a->mode & ACC_W))

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rdma/fab_apply.h"
 #include "rdma/fab_internal.h"
 
 static const struct fab_backend *const backends[] = {
@@ -340,6 +341,23 @@ static void wait_polling(struct fab_batch *b)
 
 #define PARTS_ON_STACK 4
 
+/* The end of every exec: count the round trip, then its latency: a
+ * software fabric injects it here, after the operations took effect, so
+ * other coroutines run meanwhile. */
+static int exec_done(struct fab_batch *b, struct fab *f, int rc)
+{
+	if (b->stats)
+		b->stats->round_trips++;
+	if (f->cfg.delay_us) {
+		uint64_t ns = (uint64_t)f->cfg.delay_us * 1000ull;
+		if (b->waiter.wait)
+			b->waiter.wait(b->waiter.ctx, ns);
+		else
+			sleep_ns(ns);
+	}
+	return rc;
+}
+
 int fab_exec(struct fab_batch *b)
 {
 	int n = b->n;
@@ -348,6 +366,7 @@ int fab_exec(struct fab_batch *b)
 	b->n = 0;
 	b->failed = 0;
 	struct fab *f = b->fw->f;
+	bool all_direct = true;
 	for (int i = 0; i < n; i++) {
 		struct fab_op *op = &b->ops[i];
 		if (op->node >= FAB_MAX_NODES || !f->peers[op->node].attached) {
@@ -361,13 +380,25 @@ int fab_exec(struct fab_batch *b)
 			return -EFAULT;
 		if ((op->kind == FAB_CAS || op->kind == FAB_FAA) && (op->off & 7))
 			return -EINVAL;
-		if (b->stats)
-			b->stats->verbs[op->kind]++;
+		if (op->kind > FAB_FAA)
+			return -EINVAL;
+		all_direct &= f->peers[op->node].direct;
 	}
+	if (b->stats)
+		for (int i = 0; i < n; i++)
+			b->stats->verbs[b->ops[i].kind]++;
 	if (b->fw->dirty && !b->untracked)
 		for (int i = 0; i < n; i++)
 			if (b->ops[i].kind != FAB_READ)
 				note_dirty(b->fw->dirty, &b->ops[i]);
+
+	/* Every op on CPU-reachable regions (a shm node, the own node): applied
+	 * here in posting order, checked above. */
+	if (all_direct) {
+		for (int i = 0; i < n; i++)
+			(void)fab_apply_one(f->peers[b->ops[i].node].base, &b->ops[i]);
+		return exec_done(b, f, 0);
+	}
 
 	/* Split by target node, keeping each node's ops in posting order.
 	 * Ops on CPU-reachable regions are applied here; the rest go to the
@@ -383,12 +414,7 @@ int fab_exec(struct fab_batch *b)
 		struct fab_op *op = &b->ops[i];
 		struct fab_peer *p = &f->peers[op->node];
 		if (p->direct) {
-			struct fab_op *one = op;
-			int r = fab_apply_local(p->base, p->size, &one, 1);
-			if (r && !rc)
-				rc = r;
-			if (r)
-				b->failed |= 1ull << (op->node & 63);
+			(void)fab_apply_one(p->base, op); /* checked above */
 			continue;
 		}
 		int j;
@@ -435,18 +461,7 @@ int fab_exec(struct fab_batch *b)
 		if (parts != stack_parts)
 			free(parts);
 	}
-	if (b->stats)
-		b->stats->round_trips++;
-	/* The round trip's latency: a software fabric injects it here, after
-	 * the operations took effect, so other coroutines run meanwhile. */
-	if (f->cfg.delay_us) {
-		uint64_t ns = (uint64_t)f->cfg.delay_us * 1000ull;
-		if (b->waiter.wait)
-			b->waiter.wait(b->waiter.ctx, ns);
-		else
-			sleep_ns(ns);
-	}
-	return rc;
+	return exec_done(b, f, rc);
 }
 
 int fab_read1(struct fab_batch *b, uint16_t node, uint64_t off, void *buf, uint32_t len)

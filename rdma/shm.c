@@ -20,58 +20,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "rdma/fab_apply.h"
 #include "rdma/fab_internal.h"
-
-/*
- * Copies are done word by word with relaxed atomics (and byte by byte with
- * relaxed atomics for a ragged head or tail), never with memcpy: a racing
- * reader then sees each aligned 8-byte word old or new, never half of it,
- * which is the fabric's contract, and the race is a defined one for the
- * compiler and for ThreadSanitizer.
- */
-static void copy_in(void *dst, const char *src, uint32_t len)
-{
-	/* READ: remote src -> local dst. */
-	char *d = dst;
-	while (len && ((uintptr_t)src & 7)) {
-		*d++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
-		len--;
-	}
-	const uint64_t *s8 = (const uint64_t *)src;
-	uint32_t words = len / 8;
-	for (uint32_t i = 0; i < words; i++) {
-		uint64_t v = __atomic_load_n(&s8[i], __ATOMIC_RELAXED);
-		memcpy(d + 8 * i, &v, 8); /* local and private: plain copy is fine */
-	}
-	d += 8 * words;
-	src += 8 * words;
-	for (uint32_t i = 0; i < len % 8; i++)
-		d[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE); /* later ops see no older data */
-}
-
-static void copy_out(char *dst, const void *src, uint32_t len)
-{
-	/* WRITE: local src -> remote dst. Release: earlier ops on this
-	 * endpoint are visible before any word of this one. */
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	const char *s = src;
-	while (len && ((uintptr_t)dst & 7)) {
-		__atomic_store_n(dst++, *s++, __ATOMIC_RELAXED);
-		len--;
-	}
-	uint64_t *d8 = (uint64_t *)dst;
-	uint32_t words = len / 8;
-	for (uint32_t i = 0; i < words; i++) {
-		uint64_t v;
-		memcpy(&v, s + 8 * i, 8);
-		__atomic_store_n(&d8[i], v, __ATOMIC_RELAXED);
-	}
-	dst += 8 * words;
-	s += 8 * words;
-	for (uint32_t i = 0; i < len % 8; i++)
-		__atomic_store_n(&dst[i], s[i], __ATOMIC_RELAXED);
-}
 
 int fab_apply_local(char *base, uint64_t size, struct fab_op *const *ops, int n)
 {
@@ -82,30 +32,9 @@ int fab_apply_local(char *base, uint64_t size, struct fab_op *const *ops, int n)
 		 * read or write memory before the region. */
 		if (op->len == 0 || op->off > size || op->len > size - op->off)
 			return -EFAULT;
-		char *p = base + op->off;
-		uint64_t old;
-		switch (op->kind) {
-		case FAB_READ:
-			copy_in(op->buf, p, op->len);
-			break;
-		case FAB_WRITE:
-			copy_out(p, op->buf, op->len);
-			break;
-		case FAB_CAS:
-			old = op->cmp;
-			__atomic_compare_exchange_n((uint64_t *)p, &old, op->swp, false,
-						    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-			if (op->old)
-				*op->old = old;
-			break;
-		case FAB_FAA:
-			old = __atomic_fetch_add((uint64_t *)p, op->swp, __ATOMIC_SEQ_CST);
-			if (op->old)
-				*op->old = old;
-			break;
-		default:
-			return -EINVAL;
-		}
+		int rc = fab_apply_one(base, op);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

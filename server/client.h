@@ -69,6 +69,8 @@ struct client {
 	bool in_ready;      /* queued on the worker's ready list */
 	bool more_input;    /* bytes arrived while its coroutine ran */
 	struct client *ready_next;
+	bool in_wlist;      /* queued on the worker's pending-write list */
+	struct client *wnext;
 };
 
 /* CLIENT LIST / CLIENT INFO line for this client, Redis format, into buf. */

@@ -1,8 +1,8 @@
 /*
  * conn.c: a client's life on its worker. The epoll loop reads bytes into
- * the client's parser; a coroutine then takes complete requests one by one,
- * dispatches them and writes the replies in one write(2) per batch of
- * pipelined requests. Only one coroutine processes a client at a time
+ * the client's parser; a coroutine then takes complete requests one by one
+ * and dispatches them; the worker writes each client's replies in one
+ * write(2) per round of its loop (client_flush_pending). Only one coroutine processes a client at a time
  * (CL_RUNNING), which keeps its replies in request order.
  */
 #include "server/conn.h"
@@ -133,8 +133,8 @@ void client_close(struct client *cl)
 		cl->flags |= CL_CLOSE_ASAP;
 		return;
 	}
-	if (cl->in_ready) {
-		/* The worker's ready list still points here: let it drop us. */
+	if (cl->in_ready || cl->in_wlist) {
+		/* A worker list still points here: let it drop us. */
 		cl->flags |= CL_CLOSE_ASAP;
 		return;
 	}
@@ -261,16 +261,38 @@ static void client_run(struct sched *s, void *arg)
 			break;
 		}
 	}
-	int frc = (cl->flags & CL_CLOSE_ASAP) ? -1 : flush_out(cl);
 	cl->flags &= ~CL_RUNNING;
-	if (frc != 0 || (cl->flags & CL_CLOSE_ASAP) ||
-	    ((cl->flags & CL_CLOSE_AFTER_REPLY) && cl->out_sent == cl->out.len)) {
+	if (cl->flags & CL_CLOSE_ASAP) {
 		client_close(cl);
 		return;
+	}
+	/* The replies go out with the round's others (client_flush_pending). */
+	if (!cl->in_wlist && (cl->out.len > cl->out_sent || (cl->flags & CL_CLOSE_AFTER_REPLY))) {
+		cl->in_wlist = true;
+		cl->wnext = w->wlist;
+		w->wlist = cl;
 	}
 	if (cl->more_input) {
 		cl->more_input = false;
 		ready_push(cl);
+	}
+}
+
+void client_flush_pending(struct worker *w)
+{
+	struct client *cl = w->wlist;
+	w->wlist = NULL;
+	while (cl) {
+		struct client *next = cl->wnext;
+		cl->in_wlist = false;
+		if (cl->flags & CL_RUNNING) {
+			/* Started again meanwhile: its coroutine owns the buffer
+			 * and queues the client again when it finishes. */
+		} else if ((cl->flags & CL_CLOSE_ASAP) || flush_out(cl) != 0 ||
+			   ((cl->flags & CL_CLOSE_AFTER_REPLY) && cl->out_sent == cl->out.len)) {
+			client_close(cl);
+		}
+		cl = next;
 	}
 }
 
@@ -287,10 +309,12 @@ int client_start(struct client *cl)
 
 void client_close_all(struct worker *w)
 {
+	w->wlist = NULL;
 	while (w->clients) {
 		struct client *cl = w->clients;
 		cl->flags &= ~CL_RUNNING;
 		cl->in_ready = false;
+		cl->in_wlist = false;
 		client_free(cl);
 	}
 }

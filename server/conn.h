@@ -17,6 +17,13 @@ void client_on_writable(struct client *cl);
  * called by the worker for every client on its ready list. Returns 0, or
  * -EAGAIN if no coroutine is free (the client stays ready). */
 int client_start(struct client *cl);
+/* Write the replies of every client whose coroutine finished since the
+ * last call: the worker calls it once per loop, after running coroutines,
+ * so a round's replies leave in one burst (as Redis's
+ * handleClientsWithPendingWrites): a client woken by the first of them is
+ * still running when the rest arrive, instead of going back to sleep
+ * between replies and being woken again for each. */
+void client_flush_pending(struct worker *w);
 /* Close now, or as soon as its coroutine finishes. */
 void client_close(struct client *cl);
 /* Close every client (shutdown). */

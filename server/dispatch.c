@@ -159,9 +159,12 @@ static int one_body(struct txn *t, void *arg)
 	struct one *o = arg;
 	o->ctx.out->len = o->mark; /* drop the reply of an aborted attempt */
 	o->ctx.txn = t;
-	if ((o->def->flags & CMD_READONLY) && o->def->first_key > 0 &&
-	    o->def->last_key == o->def->first_key)
-		txn_hint_single_read(t); /* e.g. GET: an absent key needs no item */
+	if (o->def->first_key > 0 && o->def->last_key == o->def->first_key) {
+		if (o->def->flags & CMD_READONLY)
+			txn_hint_single_read(t); /* e.g. GET: an absent key needs no item */
+		else if (o->def->flags & CMD_WRITE)
+			txn_hint_single_write(t); /* e.g. INCR: lock at the read */
+	}
 	return srv_call(o->def, &o->ctx);
 }
 

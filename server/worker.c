@@ -154,6 +154,7 @@ static void *worker_main(void *arg)
 			timeout = 10000000;
 		struct timespec ts = { .tv_sec = timeout / 1000000000, .tv_nsec = timeout % 1000000000 };
 		int k = epoll_pwait2(w->epfd, evs, 256, timeout < 0 ? NULL : &ts, NULL);
+		cc_worker_tick(w->ccw);
 		for (int i = 0; i < k; i++) {
 			void *tag = evs[i].data.ptr;
 			if (tag == &tag_wake) {
@@ -179,6 +180,7 @@ static void *worker_main(void *arg)
 		if (!stopping)
 			run_ready(w);
 		sched_run(w->sched);
+		client_flush_pending(w);
 		if (n->cfg.timeout > 0 && time(NULL) - last_reap >= 1) {
 			last_reap = time(NULL);
 			client_reap_idle(w, n->cfg.timeout);

@@ -34,6 +34,7 @@ struct worker {
 	uint64_t nclients;
 	void *handoff;                /* ck_ring of accepted fds (worker.c) */
 	struct client *ready_head, *ready_tail; /* clients with requests to run */
+	struct client *wlist;         /* clients with replies to write (conn.c) */
 };
 
 /* Create worker `id` of n (listening sockets and fabric peers must exist).

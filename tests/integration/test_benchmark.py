@@ -1,12 +1,15 @@
 """redis-benchmark as a smoke load: it must run to the end with no error
-lines and report a nonzero rate for every test, plain and pipelined.
-This asserts correctness of the protocol under load, never speed."""
+lines and report a nonzero rate for every test, plain and pipelined; and
+`make bench`'s comparison script must run. This asserts correctness of the
+protocol under load and that the benchmark works, never speed."""
 
+import os
 import re
+import subprocess
 
 import pytest
 
-from rckvtest import HOST, run
+from rckvtest import HOST, REPO, run, server_binary
 
 TESTS = "get,set,incr,mset,ping"
 # redis-benchmark's names for what -t get,set,incr,mset,ping runs.
@@ -55,3 +58,21 @@ def test_benchmark(server, pipeline):
         assert c.call_raw("PING") == b"+PONG\r\n"
         assert len(c.call("GET", "key:__rand_int__")) == 3
     assert counter(server) == before + 20000
+
+
+@pytest.mark.rckv_only
+def test_redis_compare_script(tmp_path):
+    # `make bench`'s comparison, tiny: it must start both servers, fill
+    # every row with two rates and a ratio, and leave no server behind.
+    out = tmp_path / "table.txt"
+    env = dict(os.environ, RCKV_SERVER=server_binary(), BENCH_N1="2000", BENCH_N16="8000",
+               BENCH_REPS="1", BENCH_CLIENTS="10", BENCH_OUT=str(out), TMPDIR=str(tmp_path))
+    p = subprocess.run(["bash", os.path.join(REPO, "bench", "redis-compare.sh")], env=env,
+                       capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = [ln.split() for ln in out.read_text().splitlines() if not ln.startswith(("#", "test"))]
+    assert [(r[0], r[1]) for r in rows] == [(t, pl) for t in ("GET", "SET", "INCR", "MSET")
+                                            for pl in ("1", "16")], rows
+    for r in rows:
+        assert float(r[2]) > 0 and float(r[3]) > 0 and float(r[4]) > 0, r
+    assert not list(tmp_path.glob("rckv-bench.*")), "temp dir left behind"

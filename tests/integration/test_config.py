@@ -85,11 +85,30 @@ def test_missing_config_file(tmp):
     (["--memory", "lots"], ["memory"]),
     (["--persistence", "sometimes"], ["persistence"]),
     (["--cc", "nosuchprotocol"], ["cc"]),
-], ids=["unknown", "port-text", "port-range", "memory", "persistence", "cc"])
+    (["--threads", "many"], ["threads"]),
+    (["--threads", "0"], ["threads"]),
+], ids=["unknown", "port-text", "port-range", "memory", "persistence", "cc", "threads-text",
+        "threads-zero"])
 def test_command_line_error(tmp, args, words):
     out = refuse(tmp, args)
     for w in words:
         assert w in out, "%r not in:\n%s" % (w, out)
+
+
+def test_threads_auto(make_server):
+    # The default: one worker per online core but one, at least one. The
+    # shipped file says "threads auto" too; an explicit number wins.
+    want = max(1, (os.cpu_count() or 1) - 1)
+    for opts, expect in (({"threads": None}, want), ({"threads": "auto"}, want),
+                         ({"threads": "3"}, 3)):
+        s = make_server(opts=opts)
+        c = s.client()
+        try:
+            assert c.config_get("threads") == {"threads": str(expect)}, opts
+            assert "(%d threads," % expect in s.log_tail(), s.log_tail()
+        finally:
+            c.close()
+            s.stop()
 
 
 def test_config_file_is_used(make_server, tmp):
