@@ -240,7 +240,8 @@ void prim_post_install(struct txn *t, struct cc_access *a, uint64_t ver, const u
  * written item is locked by the transaction and a->img holds its current
  * image: write the undo records (st.h, "the undo log"), install each
  * written item with version `ver` (relocating it if it outgrew its block),
- * set the commit mark, release every lock, retire the records. 1 round
+ * reach the commit point (one node written: retire its records; else the
+ * decision record, then the marks), release every lock, retire. 1 round
  * trip when one node is written, 3 otherwise (prim.c). Returns CC_OK
  * (committed), an error or CC_ABORT before the commit point (the abort
  * hook then rolls back), or CC_EUNKNOWN.

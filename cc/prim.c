@@ -241,8 +241,9 @@ static void reloc_post_finish(struct txn *t, struct cc_access *a, uint64_t ver)
 	prim_post_write_word(t, a, W_LOCK, 0);
 }
 
-/* Install a write in place, keeping its lock: words 2.., then ver. With
- * install_mark, the lock word first becomes "installing" (cc.h). */
+/* Install a write in place, keeping its lock: ver and words 2.. in one
+ * WRITE. With install_mark, the lock word first becomes "installing"
+ * (cc.h). */
 static void post_install_locked(struct txn *t, struct cc_access *a, uint64_t ver)
 {
 	if (t->proto->install_mark) {
@@ -250,9 +251,14 @@ static void post_install_locked(struct txn *t, struct cc_access *a, uint64_t ver
 		a->stage[2] = cc_lock_installing(t->owner);
 		fab_write(&t->batch, a->ref.node, word_off(a, W_LOCK), &a->stage[2], 8);
 	}
-	uint32_t len = stage_image(a, NULL); /* after undo_build took the old image */
-	fab_write(&t->batch, a->ref.node, word_off(a, W_META0), &a->img->meta[0], len - 16);
-	prim_post_write_word(t, a, W_VER, ver);
+	/* After undo_build took the old image. One WRITE from ver to the end
+	 * of the value: our lock (or installing mark) keeps every reader off
+	 * the item until it is released, so the order of ver and the data
+	 * within the WRITE is never seen; recovery restores both from the
+	 * record. */
+	uint32_t len = stage_image(a, NULL);
+	a->img->ver = ver;
+	fab_write(&t->batch, a->ref.node, word_off(a, W_VER), &a->img->ver, len - 8);
 }
 
 void prim_post_read_txn(struct txn *t, uint16_t node, int rec, void *buf, uint32_t len)
@@ -296,9 +302,10 @@ static void post_unlocks(struct txn *t)
 
 /*
  * The commit every protocol ends with, durable per the undo log (st.h):
- *   one written node, no relocation: records, installs, mark, unlocks,
- *     retire, in one batch: the node applies them in order, so its mark
- *     is the commit point and comes before every release on that node;
+ *   one written node, no relocation: records, installs, retire, unlocks,
+ *     in one batch: the node applies them in order, so the retire of the
+ *     records is the commit point and comes before every release on that
+ *     node;
  *   otherwise: (B2) records, installs and new blocks everywhere; index
  *     swaps; (B3) the decision record in our own region: the commit
  *     point; (B4) marks, unlocks, retires everywhere.
@@ -310,11 +317,12 @@ static void post_unlocks(struct txn *t)
  * commit), splitting the single-node batch:
  *   (P1) the records, before any install is posted: a durable install
  *        always has its durable record (cc/undo.c invariant (2));
- *   (P2) the installs, new blocks and index swaps, before the mark or
- *        decision: a durable commit point never names a lost install;
- *   (P3) the mark or decision, before any lock is released and before the
- *        client hears of it: nothing acknowledged, and nothing another
- *        transaction read, can be rolled back by recovery.
+ *   (P2) the installs, new blocks and index swaps, before the commit
+ *        point: a durable commit point never names a lost install;
+ *   (P3) the commit point (single node: the retire; else the decision),
+ *        before any lock is released and before the client hears of it:
+ *        nothing acknowledged, and nothing another transaction read, can
+ *        be rolled back by recovery.
  * A wait persists every range the worker wrote since its last wait (rdma
  * fab_dirty), so it also covers what st_create, st_alloc and st_swap
  * wrote for this transaction (index slots, slab table words: a new key
@@ -325,9 +333,8 @@ static void post_unlocks(struct txn *t)
  * (durable.h invariant (1)); until then the decision stands for them.
  * Round trips are unchanged except the single-node case (3); durable
  * waits: 3 per committing transaction with writes. The single-node case's
- * releases (locks, retire) are not noted for persistence at all
- * (untracked): recovery releases every lock and keeps a marked
- * transaction, retired or not.
+ * lock releases are not noted for persistence at all (untracked): recovery
+ * releases every lock.
  */
 static int persist_step(struct txn *t, bool commit)
 {
@@ -386,7 +393,11 @@ int prim_commit_writes(struct txn *t, uint64_t ver)
 		uint16_t nd = (uint16_t)__builtin_ctzll(wnodes);
 		if (power && ((rc = prim_exec(t)) || (rc = persist_step(t, false))))
 			return rc; /* (P2) */
-		undo_post_mark(t, nd);
+		/* The retire (txn := 0) is the commit point: a slot whose records
+		 * are retired is kept whole by recovery, one still naming us is
+		 * rolled back. No mark is needed, as no other node's records
+		 * hang on this one's fate. */
+		undo_post_retire(t, nd);
 		if (power) {
 			rc = prim_exec(t);
 			if (rc == 0 && persist_step(t, true) != 0) {
@@ -396,24 +407,21 @@ int prim_commit_writes(struct txn *t, uint64_t ver)
 			}
 		} else {
 			post_unlocks(t);
-			undo_post_retire(t, nd);
 			rc = prim_exec(t);
 		}
 		if (rc && (t->batch.failed & wnodes)) {
-			/* Its mark may or may not have landed: the node settles it
-			 * when it rejoins; we cannot tell the client which. The
+			/* Its retire may or may not have landed: the node settles
+			 * it when it rejoins; we cannot tell the client which. The
 			 * abort hook releases the locks still held (power). */
 			t->undo.phase = UNDO_UNKNOWN;
 			undo_slot_quarantine(t, t->batch.failed | wnodes);
 			return CC_EUNKNOWN;
 		}
 		if (power) {
-			/* Neither needs persisting: recovery releases every lock,
-			 * and keeps a marked transaction whether retired or not.
-			 * Untracked, the pages they touch (just flushed) are not
-			 * written again by the next flush. */
+			/* Lock words need no persisting: recovery releases every
+			 * lock. Untracked, the pages they touch (just flushed)
+			 * are not written again by the next flush. */
 			post_unlocks(t);
-			undo_post_retire(t, nd);
 			t->batch.untracked = true;
 			rc = prim_exec(t);
 			t->batch.untracked = false;

@@ -16,9 +16,10 @@
  *     pool until the peer that failed has rejoined: node->log_pending).
  * (2) Records are posted before the installs they protect, on the same
  *     endpoint, so a node never holds an install without its record.
- * (3) The decision record, or the single written node's mark, is written
- *     only after every install has completed; no lock of the transaction
- *     is released before it.
+ * (3) The commit point (the decision record; or, with one written node
+ *     and no relocation, that node's retire) is written only after every
+ *     install has completed; no lock of the transaction is released before
+ *     it.
  */
 #include <ck_pr.h>
 #include <stdlib.h>

@@ -370,14 +370,17 @@ int st_reap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
  *
  * Written by the coordinator through the fabric, in this order per node
  * (one endpoint, so applied in order): header and records; the in-place
- * installs; the commit mark (mark := txn); the lock releases; retire
- * (txn := 0). A record carries its txn and a checksum: a record torn by a
- * crash fails the checksum, and then its install was never applied either.
+ * installs; then, when this node is the only one written and nothing was
+ * relocated, retire (txn := 0) and the lock releases; otherwise the commit
+ * mark (mark := txn), the lock releases and retire. A record carries its
+ * txn and a checksum: a record torn by a crash fails the checksum, and
+ * then its install was never applied either.
  *
- * A transaction is committed iff a node holds mark == txn for it, or the
- * coordinator's decision record (st_txn_rec in the coordinator's own
- * region, slot of the same number) names it. Recovery keeps committed
- * transactions and rolls the others back from their records.
+ * A transaction is committed iff its records were retired on its one
+ * written node, or a node holds mark == txn for it, or the coordinator's
+ * decision record (st_txn_rec in the coordinator's own region, slot of the
+ * same number) names it. Recovery keeps committed transactions (a retired
+ * slot is not looked at) and rolls the others back from their records.
  */
 #define ST_LOG_SLOTS 64 /* coordinator slots per coordinator node */
 

@@ -71,7 +71,7 @@
  *              locally (the replaced version first, the oldest dropped),
  *              then prim_commit_writes(ctts): undo records, installs
  *              (lock "installing", words 2.. with rts, descriptor, value
- *              and tail, then ver := ctts), commit mark, unlock -->
+ *              and tail, and ver := ctts), commit point, unlock -->
  *              COMMITTED. A read-only transaction holds nothing and
  *              validates nothing: it commits without a verb.
  *   ABORTED  --abort (mvcc_abort): prim_release_locks (rolls installs

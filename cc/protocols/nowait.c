@@ -26,7 +26,7 @@
  *   RUNNING --write (nowait_write): exclusive lock as above; shared mode,
  *             already shared by us: upgrade, CAS (only our 1) -> owner
  *   RUNNING --commit (nowait_commit): prim_commit_writes: undo records,
- *             install (One-Write), commit mark, unlock (FAA -1 for shared
+ *             install (One-Write), commit point, unlock (FAA -1 for shared
  *             holds) --> COMMITTED
  *   ABORTED --abort (nowait_abort): prim_release_locks.
  *

@@ -17,14 +17,14 @@
  *                else ABORTED. (On one node, LOCKING and VALIDATING share
  *                one ordered batch; see silo_commit.)
  *   INSTALLING --prim_commit_writes: undo records, then per written item
- *                data, ver := cts (One-Write), then the commit mark, then
- *                lockb := 0 (cc.h, the durable commit) --> COMMITTED
+ *                ver := cts and data (One-Write), then the commit point,
+ *                then lockb := 0 (cc.h, the durable commit) --> COMMITTED
  *   ABORTED    --abort: lockb := 0 on every item we locked.
  *
  * Invariants:
  *  (1) lockb is set to our owner word only by our CAS from 0 and cleared only
  *      by our install or release.
- *  (2) Every install writes a fresh, unique ver after its data and before
+ *  (2) Every install writes a fresh, unique ver with its data, before
  *      unlocking (prim.c), so "ver unchanged and unlocked" at validation means
  *      no write committed to the item since we read it.
  *  (3) A retired or reused block changes its DEAD flag or generation while

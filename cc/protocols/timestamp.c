@@ -86,7 +86,7 @@
  *              write stays pending --> RUNNING.
  *   RUNNING  --commit (ts_commit): nothing to validate; prim_commit_writes
  *              with ver := start_ts: undo records, install (lock word
- *              "installing", data and rts, wts), commit mark, unlock
+ *              "installing", data and rts, wts), commit point, unlock
  *              --> COMMITTED
  *   ABORTED  --abort (ts_abort): prim_release_locks (no write was applied,
  *              so nothing is restored); the retry takes a new timestamp.

@@ -16,7 +16,7 @@
  *   WAITING --cc_wait (the coroutine yields, 2 us doubling to 256 us) -->
  *             the CAS again; after CC_WAIT_MAX_MS, ABORTED (cause lock).
  *   RUNNING --commit (waitdie_commit): prim_commit_writes: undo records,
- *             installs, commit mark, unlocks --> COMMITTED
+ *             installs, commit point, unlocks --> COMMITTED
  *   ABORTED --abort: prim_release_locks; the executor retries with the
  *             same age (cc_run keeps prio_ts), so a transaction only ever
  *             gets older and eventually wins.
