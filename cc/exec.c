@@ -355,7 +355,8 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 			cc_leave(ccw);
 			txn_release(&t);
 			st->txn_aborts++;
-			ps->errors++;
+			if (rc != CC_EALONE) /* the body's choice, not a failure */
+				ps->errors++;
 			rec_put(ccw, rec);
 			return rc;
 		}

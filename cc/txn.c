@@ -32,6 +32,7 @@ const char *cc_strerror(int rc)
 		return "it changes more data on one node than an undo log slot holds "
 		       "(a larger 'memory' gives larger slots)";
 	case CC_EUNKNOWN: return "outcome unknown: a node failed during the commit";
+	case CC_EALONE: return "gave up after an abort, to run its parts alone";
 	default: return "internal error";
 	}
 }
@@ -335,6 +336,11 @@ void txn_hint_single_read(struct txn *t)
 void txn_hint_single_write(struct txn *t)
 {
 	t->single_write = true;
+}
+
+int txn_attempt(const struct txn *t)
+{
+	return t->attempt;
 }
 
 /* For a single-key read (txn_hint_single_read): is the key absent? A

@@ -34,6 +34,8 @@
 #define CC_ETXNLOG (-2005)  /* the undo records on one node exceed a log slot */
 #define CC_EUNKNOWN (-2006) /* a peer failed while the commit was in flight: it may
 			       or may not have committed */
+#define CC_EALONE (-2007)   /* a body gave up after an abort: nothing was written,
+			       the caller runs its parts as transactions of their own */
 
 struct txn;
 
@@ -101,6 +103,9 @@ void txn_hint_single_read(struct txn *t);
  * the validation round trip (silo does). Call before the first txn_* call.
  */
 void txn_hint_single_write(struct txn *t);
+
+/* The attempt the body runs in: 0 first, then 1, 2, ... after CC aborts. */
+int txn_attempt(const struct txn *t);
 
 /* Text for an error code, for logs. */
 const char *cc_strerror(int rc);

@@ -31,6 +31,16 @@ struct queued_cmd {
 	struct resp_arg *argv; /* one allocation holds argv and the bytes */
 };
 
+/* Pipelined write commands waiting to run as one transaction
+ * (server/dispatch.c, "Groups"). Their argv live in `buf`, at `off`: a
+ * struct resp_arg[argc] then the bytes; the pointers are set when run. */
+#define SRV_GROUP_MAX 32
+struct group_cmd {
+	const struct cmd_def *def;
+	int argc;
+	size_t off;
+};
+
 /* A watched key with the version WATCH saw. */
 struct watched_key {
 	char *key;
@@ -60,6 +70,11 @@ struct client {
 	int mq_len, mq_cap;
 	struct watched_key *watched;
 	int nwatched, watched_cap;
+
+	struct group_cmd grp[SRV_GROUP_MAX]; /* pipelined writes not yet run */
+	int ngrp;
+	char *gbuf;
+	size_t glen, gcap;
 
 	time_t ctime;       /* connect time */
 	time_t last_active; /* last command time */

@@ -906,7 +906,9 @@ static void info_stats(struct info_ctx *x)
 		  "txn_aborts:%llu\r\n"
 		  "txn_retries:%llu\r\n"
 		  "txn_timeouts:%llu\r\n"
-		  "txn_watch_failed:%llu\r\n",
+		  "txn_watch_failed:%llu\r\n"
+		  "txn_groups:%llu\r\n"
+		  "txn_group_splits:%llu\r\n",
 		  (unsigned long long)s->conns_received, (unsigned long long)s->commands,
 		  (unsigned long long)s->net_in, (unsigned long long)s->net_out,
 		  (unsigned long long)s->conns_rejected, (unsigned long long)s->keyspace_hits,
@@ -914,7 +916,8 @@ static void info_stats(struct info_ctx *x)
 		  (unsigned long long)(s->error_replies + s->proto_errors),
 		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts,
 		  (unsigned long long)s->txn_retries, (unsigned long long)s->txn_timeouts,
-		  (unsigned long long)s->txn_watch_failed);
+		  (unsigned long long)s->txn_watch_failed, (unsigned long long)s->txn_groups,
+		  (unsigned long long)s->txn_group_splits);
 }
 
 static void info_replication(struct info_ctx *x)

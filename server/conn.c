@@ -121,6 +121,7 @@ static void client_free(struct client *cl)
 	client_unwatch(cl);
 	resp_parser_free(cl->parser);
 	resp_w_free(&cl->out);
+	free(cl->gbuf);
 	free(cl->name);
 	free(cl->lib_name);
 	free(cl->lib_ver);
@@ -244,13 +245,22 @@ static void client_run(struct sched *s, void *arg)
 		if (st == RESP_AGAIN)
 			break;
 		if (st == RESP_ERR) {
+			srv_group_run(w, cl); /* the replies before it first */
 			resp_errorf(&cl->out, "ERR %s", err);
 			w->stats.proto_errors++;
 			cl->flags |= CL_CLOSE_AFTER_REPLY;
 			break;
 		}
 		cl->last_active = time(NULL);
-		srv_dispatch(w, cl, argc, argv);
+		if (srv_group_add(w, cl, argc, argv)) {
+			/* It runs with the writes after it (dispatch.c, "Groups"). */
+			if (cl->ngrp < SRV_GROUP_MAX)
+				continue;
+			srv_group_run(w, cl);
+		} else {
+			srv_group_run(w, cl);
+			srv_dispatch(w, cl, argc, argv);
+		}
 		if (cl->flags & (CL_CLOSE_AFTER_REPLY | CL_CLOSE_ASAP))
 			break;
 		if (ck_pr_load_int(&w->node->shutdown))
@@ -261,6 +271,7 @@ static void client_run(struct sched *s, void *arg)
 			break;
 		}
 	}
+	srv_group_run(w, cl); /* what is left of a pipeline of writes */
 	cl->flags &= ~CL_RUNNING;
 	if (cl->flags & CL_CLOSE_ASAP) {
 		client_close(cl);

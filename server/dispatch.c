@@ -223,3 +223,137 @@ void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg
 		srv_reply_txn_failed(out, n, rc);
 	}
 }
+
+/*
+ * Groups. A client that pipelines write commands (SET, INCR, MSET, ...)
+ * gets them run as one transaction, up to SRV_GROUP_MAX: one lock and one
+ * undo record per key for the whole run instead of one per command. It is
+ * the same serializable execution, the commands placed back to back in
+ * request order, each seeing the ones before it. No reply leaves before
+ * the group committed (replies are written after the round,
+ * client_flush_pending), so a client cannot tell the difference, and a
+ * crash loses only commands nobody was answered for. A command's own error
+ * undoes that command only (srv_call's savepoint, as inside EXEC).
+ *
+ * When the group cannot commit as a whole it is run again command by
+ * command, each its own transaction as usual: after its first CC abort
+ * (contention: a long transaction would only abort more), and after an
+ * error that wrote nothing (a full MemStore, an undo slot too small for
+ * the group, txn-timeout), so every command gets its own exact outcome.
+ * Only CC_EUNKNOWN (a node failed during the commit: the group took effect
+ * whole or not at all) is answered as such for each command.
+ *
+ * Reads, admin and connection commands, and anything of a client in MULTI
+ * or with WATCHed keys, run alone as before (the group is run first).
+ */
+bool srv_group_add(struct worker *w, struct client *cl, int argc, const struct resp_arg *argv)
+{
+	(void)w;
+	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & CL_MULTI) || cl->nwatched)
+		return false;
+	const struct cmd_def *def = cmd_lookup(argv[0].p, argv[0].len);
+	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
+	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)))
+		return false;
+	size_t need = (size_t)argc * sizeof(struct resp_arg);
+	for (int i = 0; i < argc; i++)
+		need += argv[i].len + 1;
+	need = (need + 7) & ~(size_t)7; /* the next command's resp_arg[] stays aligned */
+	if (cl->glen + need > cl->gcap) {
+		size_t cap = cl->gcap ? cl->gcap : 4096;
+		while (cap < cl->glen + need)
+			cap *= 2;
+		char *p = realloc(cl->gbuf, cap);
+		if (!p)
+			return false; /* run it alone */
+		cl->gbuf = p;
+		cl->gcap = cap;
+	}
+	struct resp_arg *copy = (struct resp_arg *)(cl->gbuf + cl->glen);
+	char *p = (char *)(copy + argc);
+	for (int i = 0; i < argc; i++) {
+		memcpy(p, argv[i].p, argv[i].len);
+		p[argv[i].len] = '\0';
+		copy[i].p = NULL; /* set by group_argv: gbuf may still move */
+		copy[i].len = argv[i].len;
+		p += argv[i].len + 1;
+	}
+	cl->grp[cl->ngrp++] = (struct group_cmd){ .def = def, .argc = argc, .off = cl->glen };
+	cl->glen += need;
+	return true;
+}
+
+static struct resp_arg *group_argv(struct client *cl, int i)
+{
+	struct group_cmd *g = &cl->grp[i];
+	struct resp_arg *argv = (struct resp_arg *)(cl->gbuf + g->off);
+	char *p = (char *)(argv + g->argc);
+	for (int j = 0; j < g->argc; j++) {
+		argv[j].p = p;
+		p += argv[j].len + 1;
+	}
+	return argv;
+}
+
+struct group_run {
+	struct worker *w;
+	struct client *cl;
+	size_t mark;
+};
+
+static int group_body(struct txn *t, void *arg)
+{
+	struct group_run *g = arg;
+	struct client *cl = g->cl;
+	if (txn_attempt(t) > 0)
+		return CC_EALONE; /* contention: each command alone (above) */
+	cl->out.len = g->mark;
+	for (int i = 0; i < cl->ngrp; i++) {
+		struct cmd_ctx ctx = { .node = g->w->node, .w = g->w, .cl = cl, .txn = t,
+				       .argc = cl->grp[i].argc, .argv = group_argv(cl, i),
+				       .out = &cl->out };
+		int rc = srv_call(cl->grp[i].def, &ctx);
+		if (rc != CC_OK)
+			return rc;
+	}
+	return CC_OK;
+}
+
+void srv_group_run(struct worker *w, struct client *cl)
+{
+	int n = cl->ngrp;
+	if (n == 0)
+		return;
+	if (n == 1) { /* a command alone keeps its single-key fast paths */
+		struct resp_arg *argv = group_argv(cl, 0);
+		cl->ngrp = 0;
+		srv_dispatch(w, cl, cl->grp[0].argc, argv);
+		cl->glen = 0;
+		return;
+	}
+	struct group_run g = { .w = w, .cl = cl, .mark = cl->out.len };
+	int rc = cc_run(w->ccw, group_body, &g);
+	if (rc == 0) {
+		w->stats.commands += (uint64_t)n;
+		w->stats.txn_groups++;
+		cl->last_cmd = cl->grp[n - 1].def->name;
+	} else if (rc == CC_EUNKNOWN) {
+		cl->out.len = g.mark;
+		for (int i = 0; i < n; i++)
+			srv_reply_txn_failed(&cl->out, w->node, rc);
+		w->stats.commands += (uint64_t)n;
+	} else {
+		cl->out.len = g.mark;
+		w->stats.txn_group_splits++;
+		cl->ngrp = 0; /* srv_dispatch must not see a group */
+		for (int i = 0; i < n; i++)
+			srv_dispatch(w, cl, cl->grp[i].argc, group_argv(cl, i));
+	}
+	cl->ngrp = 0;
+	cl->glen = 0;
+	if (cl->gcap > (1u << 20)) { /* a group of large values: not kept */
+		free(cl->gbuf);
+		cl->gbuf = NULL;
+		cl->gcap = 0;
+	}
+}

@@ -5,6 +5,8 @@
 #ifndef RCKV_SRV_DISPATCH_H
 #define RCKV_SRV_DISPATCH_H
 
+#include <stdbool.h>
+
 #include "resp/resp.h"
 
 struct worker;
@@ -14,6 +16,17 @@ struct cmd_ctx;
 
 /* Run one request of cl; the reply is appended to cl->out. On a coroutine. */
 void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg *argv);
+
+/*
+ * Groups: consecutive pipelined write commands of one client run as one
+ * transaction. srv_group_add takes a request into cl's group if it may
+ * join one (returns true; the request's bytes are copied), else returns
+ * false and the caller runs srv_group_run first, then srv_dispatch.
+ * srv_group_run runs and empties the group; the replies are appended to
+ * cl->out in request order. On a coroutine.
+ */
+bool srv_group_add(struct worker *w, struct client *cl, int argc, const struct resp_arg *argv);
+void srv_group_run(struct worker *w, struct client *cl);
 
 /* Run a command def with ctx (handler or subcommand handler), inside the
  * transaction ctx->txn if any. Used by dispatch and EXEC. */
