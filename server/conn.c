@@ -20,6 +20,7 @@
 
 #include "cc/sched.h"
 #include "server/client.h"
+#include "server/command.h"
 #include "server/dispatch.h"
 #include "server/log.h"
 #include "server/node.h"
@@ -252,14 +253,15 @@ static void client_run(struct sched *s, void *arg)
 			break;
 		}
 		cl->last_active = time(NULL);
-		if (srv_group_add(w, cl, argc, argv)) {
+		const struct cmd_def *def = cmd_lookup(argv[0].p, argv[0].len);
+		if (srv_group_add(w, cl, def, argc, argv)) {
 			/* It runs with the writes after it (dispatch.c, "Groups"). */
 			if (cl->ngrp < SRV_GROUP_MAX)
 				continue;
 			srv_group_run(w, cl);
 		} else {
 			srv_group_run(w, cl);
-			srv_dispatch(w, cl, argc, argv);
+			srv_dispatch(w, cl, def, argc, argv);
 		}
 		if (cl->flags & (CL_CLOSE_AFTER_REPLY | CL_CLOSE_ASAP))
 			break;

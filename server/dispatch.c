@@ -59,12 +59,11 @@ static bool arity_ok(int arity, int argc)
 	return arity > 0 ? argc == arity : argc >= -arity;
 }
 
-const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, int argc,
-				  struct resp_arg *argv, bool *dirty)
+const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, const struct cmd_def *def,
+				  int argc, struct resp_arg *argv, bool *dirty)
 {
 	(void)cl;
 	*dirty = true;
-	const struct cmd_def *def = cmd_lookup(argv[0].p, argv[0].len);
 	if (!def) {
 		reply_unknown_command(out, argc, argv);
 		return NULL;
@@ -168,13 +167,14 @@ static int one_body(struct txn *t, void *arg)
 	return srv_call(o->def, &o->ctx);
 }
 
-void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg *argv)
+void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top, int argc,
+		  struct resp_arg *argv)
 {
 	struct node *n = w->node;
 	struct resp_w *out = &cl->out;
 	bool dirty;
 	size_t mark = out->len;
-	const struct cmd_def *def = srv_resolve(cl, out, argc, argv, &dirty);
+	const struct cmd_def *def = srv_resolve(cl, out, top, argc, argv, &dirty);
 	if (!def) {
 		w->stats.error_replies++;
 		if (cl->flags & CL_MULTI) {
@@ -246,12 +246,12 @@ void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg
  * Reads, admin and connection commands, and anything of a client in MULTI
  * or with WATCHed keys, run alone as before (the group is run first).
  */
-bool srv_group_add(struct worker *w, struct client *cl, int argc, const struct resp_arg *argv)
+bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *def, int argc,
+		   const struct resp_arg *argv)
 {
 	(void)w;
 	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & CL_MULTI) || cl->nwatched)
 		return false;
-	const struct cmd_def *def = cmd_lookup(argv[0].p, argv[0].len);
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
 	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)))
 		return false;
@@ -327,7 +327,7 @@ void srv_group_run(struct worker *w, struct client *cl)
 	if (n == 1) { /* a command alone keeps its single-key fast paths */
 		struct resp_arg *argv = group_argv(cl, 0);
 		cl->ngrp = 0;
-		srv_dispatch(w, cl, cl->grp[0].argc, argv);
+		srv_dispatch(w, cl, cl->grp[0].def, cl->grp[0].argc, argv);
 		cl->glen = 0;
 		return;
 	}
@@ -347,7 +347,7 @@ void srv_group_run(struct worker *w, struct client *cl)
 		w->stats.txn_group_splits++;
 		cl->ngrp = 0; /* srv_dispatch must not see a group */
 		for (int i = 0; i < n; i++)
-			srv_dispatch(w, cl, cl->grp[i].argc, group_argv(cl, i));
+			srv_dispatch(w, cl, cl->grp[i].def, cl->grp[i].argc, group_argv(cl, i));
 	}
 	cl->ngrp = 0;
 	cl->glen = 0;

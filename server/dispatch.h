@@ -14,8 +14,11 @@ struct client;
 struct cmd_def;
 struct cmd_ctx;
 
-/* Run one request of cl; the reply is appended to cl->out. On a coroutine. */
-void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg *argv);
+/* Run one request of cl; the reply is appended to cl->out. On a coroutine.
+ * `top`: cmd_lookup of argv[0] (NULL if unknown), looked up once by the
+ * caller for both this and srv_group_add. */
+void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top, int argc,
+		  struct resp_arg *argv);
 
 /*
  * Groups: consecutive pipelined write commands of one client run as one
@@ -25,7 +28,8 @@ void srv_dispatch(struct worker *w, struct client *cl, int argc, struct resp_arg
  * srv_group_run runs and empties the group; the replies are appended to
  * cl->out in request order. On a coroutine.
  */
-bool srv_group_add(struct worker *w, struct client *cl, int argc, const struct resp_arg *argv);
+bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *top, int argc,
+		   const struct resp_arg *argv);
 void srv_group_run(struct worker *w, struct client *cl);
 
 /* Run a command def with ctx (handler or subcommand handler), inside the
@@ -37,9 +41,10 @@ int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx);
 struct node;
 void srv_reply_txn_failed(struct resp_w *out, struct node *n, int rc);
 
-/* Resolve a container's subcommand; writes the Redis error and returns NULL
- * when unknown or when arity fails. */
-const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, int argc,
-				  struct resp_arg *argv, bool *dirty);
+/* From `top` (cmd_lookup of argv[0], NULL if unknown) to the command to
+ * run, its subcommand for a container; writes the Redis error and returns
+ * NULL when unknown or when arity fails. */
+const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, const struct cmd_def *top,
+				  int argc, struct resp_arg *argv, bool *dirty);
 
 #endif
