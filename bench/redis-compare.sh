@@ -4,8 +4,15 @@
 # redis-server 7 (--save "" --appendonly no) in the same run, on free loopback
 # ports, for GET, SET, INCR and MSET with -P 1 and -P 16, alternating which
 # server goes first on each row so neither always gets the warmer machine.
-# Prints a table (test, pipeline, rckv rps, redis rps, ratio) and writes it to
-# bench/results/redis-compare.txt. Both servers are stopped on exit.
+# Prints a table (test, pipeline, rckv rps, redis rps, ratio, and each
+# server's CPU time per request) and writes it to bench/results/redis-compare.txt.
+# Both servers are stopped on exit.
+#
+# The CPU columns are there because at -P 1 the rate is set by redis-benchmark,
+# a single thread that spends a whole core on its own syscalls: the rates of
+# two servers then differ by little more than noise, while the server CPU each
+# request cost (utime + stime from /proc, over all the row's runs) still shows
+# which server does less work.
 #
 # Env: RCKV_SERVER (default build/rckv-server), REDIS_SERVER (default
 # redis-server), BENCH_N1 / BENCH_N16 requests per run for -P 1 / -P 16
@@ -24,6 +31,7 @@ CLIENTS=${BENCH_CLIENTS:-50}
 REPS=${BENCH_REPS:-3}
 OUT=${BENCH_OUT:-bench/results/redis-compare.txt}
 RUN_TIMEOUT=120  # seconds per redis-benchmark run; a hung server fails the row
+CLK_TCK=$(getconf CLK_TCK)
 
 for tool in redis-benchmark redis-cli "$REDIS"; do
   command -v "$tool" >/dev/null 2>&1 || { echo "redis-compare: $tool not found" >&2; exit 1; }
@@ -91,6 +99,15 @@ REDIS_PORT=$(free_port)
 REDIS_PID=$!
 wait_ready redis-server "$REDIS_PORT" "$REDIS_PID" "$TMP/redis.log"
 
+# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks.
+# The fields after the command name (which could hold spaces) are read.
+cpu_ticks() {
+  local stat
+  stat=$(cat "/proc/$1/stat")
+  stat=${stat##*) }
+  awk '{ print $12 + $13 }' <<<"$stat"
+}
+
 # One redis-benchmark run; prints its requests per second, or "error".
 bench() {  # port test pipeline n
   local out rps
@@ -115,7 +132,9 @@ bench() {  # port test pipeline n
   echo "# rckv-server vs redis-server, redis-benchmark -c $CLIENTS -q; -n $N1 at -P 1, -n $N16 at -P 16;"
   echo "# median of $REPS runs per server and row, the servers alternating"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $("$REDIS" --version | awk '{print $3}'), rckv: $RCKV"
-  printf '%-6s %8s %14s %14s %7s\n' test pipeline "rckv rps" "redis rps" ratio
+  echo "# cpu: server CPU microseconds per request (user + system), over the row's runs"
+  printf '%-6s %8s %14s %14s %7s %9s %9s\n' test pipeline "rckv rps" "redis rps" ratio \
+    "rckv cpu" "redis cpu"
 } >"$TMP/table"
 cat "$TMP/table"
 
@@ -136,21 +155,32 @@ for t in GET SET INCR MSET; do
     lt=${t,,}
     rs=()
     ds=()
+    rt=0  # server CPU ticks over the row's runs
+    dt=0
     for ((rep = 0; rep < REPS; rep++)); do
       # Alternate which server goes first, by row and by repetition.
-      if [ $(((row + rep) % 2)) -eq 0 ]; then
-        rs+=("$(bench "$RCKV_PORT" "$lt" "$p" "$n")")
-        ds+=("$(bench "$REDIS_PORT" "$lt" "$p" "$n")")
-      else
-        ds+=("$(bench "$REDIS_PORT" "$lt" "$p" "$n")")
-        rs+=("$(bench "$RCKV_PORT" "$lt" "$p" "$n")")
-      fi
+      order=(rckv redis)
+      [ $(((row + rep) % 2)) -eq 0 ] || order=(redis rckv)
+      for which in "${order[@]}"; do
+        if [ "$which" = rckv ]; then
+          t0=$(cpu_ticks "$RCKV_PID")
+          rs+=("$(bench "$RCKV_PORT" "$lt" "$p" "$n")")
+          rt=$((rt + $(cpu_ticks "$RCKV_PID") - t0))
+        else
+          t0=$(cpu_ticks "$REDIS_PID")
+          ds+=("$(bench "$REDIS_PORT" "$lt" "$p" "$n")")
+          dt=$((dt + $(cpu_ticks "$REDIS_PID") - t0))
+        fi
+      done
     done
     r=$(median "${rs[@]}")
     d=$(median "${ds[@]}")
     ratio=$(awk -v a="$r" -v b="$d" 'BEGIN {
       if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }')
-    printf '%-6s %8s %14s %14s %7s\n' "$t" "$p" "$r" "$d" "$ratio" | tee -a "$TMP/table"
+    rc=$(awk -v t="$rt" -v k="$CLK_TCK" -v q=$((REPS * n)) 'BEGIN { printf "%.2f", t * 1e6 / k / q }')
+    dc=$(awk -v t="$dt" -v k="$CLK_TCK" -v q=$((REPS * n)) 'BEGIN { printf "%.2f", t * 1e6 / k / q }')
+    printf '%-6s %8s %14s %14s %7s %9s %9s\n' "$t" "$p" "$r" "$d" "$ratio" "$rc" "$dc" |
+      tee -a "$TMP/table"
     row=$((row + 1))
   done
 done

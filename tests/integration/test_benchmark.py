@@ -63,7 +63,8 @@ def test_benchmark(server, pipeline):
 @pytest.mark.rckv_only
 def test_redis_compare_script(tmp_path):
     # `make bench`'s comparison, tiny: it must start both servers, fill
-    # every row with two rates and a ratio, and leave no server behind.
+    # every row with two rates, a ratio and each server's CPU time per
+    # request, and leave no server behind.
     out = tmp_path / "table.txt"
     env = dict(os.environ, RCKV_SERVER=server_binary(), BENCH_N1="2000", BENCH_N16="8000",
                BENCH_REPS="1", BENCH_CLIENTS="10", BENCH_OUT=str(out), TMPDIR=str(tmp_path))
@@ -74,5 +75,7 @@ def test_redis_compare_script(tmp_path):
     assert [(r[0], r[1]) for r in rows] == [(t, pl) for t in ("GET", "SET", "INCR", "MSET")
                                             for pl in ("1", "16")], rows
     for r in rows:
+        assert len(r) == 7, r
         assert float(r[2]) > 0 and float(r[3]) > 0 and float(r[4]) > 0, r
+        assert float(r[5]) >= 0 and float(r[6]) >= 0, r
     assert not list(tmp_path.glob("rckv-bench.*")), "temp dir left behind"
