@@ -107,6 +107,7 @@ static const struct opt options[] = {
 	/* execution */
 	{ "threads", OT_INT, false, OFF(threads), 1, 64, NULL, "auto" },
 	{ "coroutines", OT_INT, false, OFF(coroutines), 1, 1024, NULL, "32" },
+	{ "busy-poll-us", OT_INT, true, OFF(busy_poll_us), 0, 1000000, NULL, "30" },
 	{ "cc", OT_PROTO, true, OFF(cc), 0, 0, NULL, "silo" },
 	{ "cc-lock-mode", OT_ENUM, true, OFF(cc_lock_mode), 0, 0, lock_mode_choices, "exclusive" },
 	{ "mvcc-versions", OT_INT, true, OFF(mvcc_versions), 1, 16, NULL, "4" },

@@ -38,8 +38,9 @@ struct srv_config {
 	char *requirepass;              /* requirepass "" (mutable) */
 
 	/* execution */
-	int threads;                    /* threads 2 */
+	int threads;                    /* threads auto: cores - 1, at least 1 */
 	int coroutines;                 /* coroutines 32 per worker */
+	int busy_poll_us;               /* busy-poll-us 30 (mutable): poll before sleeping */
 	char *cc;                       /* cc silo (mutable: online switch) */
 	char *cc_lock_mode;             /* cc-lock-mode exclusive: exclusive|shared (nowait) */
 	int mvcc_versions;              /* mvcc-versions 4: version slots per item (mvcc) */

@@ -7,6 +7,7 @@
 #define RCKV_SRV_WORKER_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "server/node.h"
@@ -22,6 +23,7 @@ struct worker {
 	pthread_t thread;
 	int epfd;
 	int wakefd;                   /* eventfd: new connections, shutdown */
+	bool busy;                    /* the last epoll wait returned events */
 	struct sched *sched;          /* coroutines of this worker */
 	struct fab_worker *fw;        /* fabric endpoints */
 	struct cc_worker *ccw;        /* executor state: address cache, ts clock */

@@ -1,10 +1,14 @@
 """A 3-node cluster with clients on all three nodes, on the shm and the tcp
 fabric: the published layout, MULTI/EXEC blocks that span nodes (exact
 replies), WATCH on a key another node owns, and the commands that act on
-every node (CONFIG SET cc, DBSIZE, KEYS, SCAN, FLUSHALL).
+every node (CONFIG SET cc, DBSIZE, KEYS, SCAN, FLUSHALL), and that an idle
+cluster sleeps.
 
 rckv only: Redis has no such cluster (skipped with RCKV_TEST_TARGET=redis).
 """
+
+import os
+import time
 
 import pytest
 
@@ -160,6 +164,43 @@ def test_interleaved_multi_on_three_nodes(cluster, conns, key):
         assert conns[i].call_raw("EXEC") == arr(v, v, v, arr(bulk(str(n)), bulk(str(n))))
     for i in (1, 2, 3):
         assert conns[i].call_raw("MGET", k[1], k[2], k[3]) == arr(bulk("3"), bulk("3"), bulk("3"))
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far (/proc/<pid>/stat)."""
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_idle_cluster_sleeps(cluster, conns, key):
+    """DESIGN.md's "idle means asleep": after a burst of transactions that
+    span the three nodes, with busy-poll-us raised to 2 ms (workers poll
+    that long after each busy round), the nodes together use under 2% of a
+    core once their clients stop sending; spinning workers would use 100%."""
+    k = keys_per_node(cluster, key)
+    try:
+        for i in (1, 2, 3):
+            assert conns[i].call_raw("CONFIG", "SET", "busy-poll-us", "2000") == OK
+        burst = encode("MULTI") + encode("INCR", k[1]) + encode("INCR", k[2]) + \
+            encode("INCR", k[3]) + encode("EXEC")
+        for i in (1, 2, 3):
+            conns[i].send(burst * 100)
+        for i in (1, 2, 3):
+            for _ in range(100):
+                assert conns[i].read_raw() == OK
+                for _ in range(3):
+                    assert conns[i].read_raw() == QUEUED
+                assert conns[i].read_raw()[:1] == b"*"
+        assert conns[1].call_raw("MGET", k[1], k[2], k[3]) == arr(*[bulk("300")] * 3)
+        time.sleep(0.2)
+        pids = [nd.proc.pid for nd in cluster.nodes]
+        before = sum(cpu_seconds(p) for p in pids)
+        time.sleep(3)
+        used = sum(cpu_seconds(p) for p in pids) - before
+        assert used < 0.06, "3 idle nodes used %.2f s of CPU in 3 s" % used
+    finally:
+        for i in (1, 2, 3):
+            conns[i].call("CONFIG", "SET", "busy-poll-us", "30")
 
 
 ROTATIONS = [(1, 2, 3), (2, 3, 1), (3, 1, 2)]
