@@ -17,7 +17,7 @@
 # Env: RCKV_SERVER (default build/rckv-server), REDIS_SERVER (default
 # redis-server), BENCH_N1 / BENCH_N16 requests per run for -P 1 / -P 16
 # (default 200000 / 1000000), BENCH_CLIENTS (default 50), BENCH_REPS runs of
-# each row per server (default 3): the table shows each server's median, and
+# each row per server (default 5): the table shows each server's median, and
 # the ratio of the medians, because a single run on a shared 2-core machine
 # varies by 10-20%. BENCH_OUT: where the table goes (default above).
 set -euo pipefail
@@ -28,7 +28,7 @@ REDIS=${REDIS_SERVER:-redis-server}
 N1=${BENCH_N1:-200000}
 N16=${BENCH_N16:-1000000}
 CLIENTS=${BENCH_CLIENTS:-50}
-REPS=${BENCH_REPS:-3}
+REPS=${BENCH_REPS:-5}
 OUT=${BENCH_OUT:-bench/results/redis-compare.txt}
 RUN_TIMEOUT=120  # seconds per redis-benchmark run; a hung server fails the row
 CLK_TCK=$(getconf CLK_TCK)
