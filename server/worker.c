@@ -12,9 +12,9 @@
 #include <ck_pr.h>
 #include <ck_ring.h>
 #include <errno.h>
-#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
