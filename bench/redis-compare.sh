@@ -18,8 +18,10 @@
 # redis-server), BENCH_N1 / BENCH_N16 requests per run for -P 1 / -P 16
 # (default 200000 / 1000000), BENCH_CLIENTS (default 50), BENCH_REPS runs of
 # each row per server (default 5): the table shows each server's median, and
-# the ratio of the medians, because a single run on a shared 2-core machine
-# varies by 10-20%. BENCH_OUT: where the table goes (default above).
+# as the ratio the median of the runs' pairwise ratios (each rckv run over the
+# redis run right before or after it, so both saw the same machine), because
+# two runs a second apart on a shared 2-core machine differ by up to 30%.
+# BENCH_OUT: where the table goes (default above).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -130,7 +132,8 @@ bench() {  # port test pipeline n
 
 {
   echo "# rckv-server vs redis-server, redis-benchmark -c $CLIENTS -q; -n $N1 at -P 1, -n $N16 at -P 16;"
-  echo "# median of $REPS runs per server and row, the servers alternating"
+  echo "# rates: median of $REPS runs per server and row, the servers alternating;"
+  echo "# ratio: median of the $REPS ratios of back-to-back rckv and redis runs"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $("$REDIS" --version | awk '{print $3}'), rckv: $RCKV"
   echo "# cpu: server CPU microseconds per request (user + system), over the row's runs"
   printf '%-6s %8s %14s %14s %7s %9s %9s\n' test pipeline "rckv rps" "redis rps" ratio \
@@ -175,8 +178,13 @@ for t in GET SET INCR MSET; do
     done
     r=$(median "${rs[@]}")
     d=$(median "${ds[@]}")
-    ratio=$(awk -v a="$r" -v b="$d" 'BEGIN {
-      if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }')
+    pairs=()
+    for ((rep = 0; rep < REPS; rep++)); do
+      pairs+=("$(awk -v a="${rs[rep]}" -v b="${ds[rep]}" 'BEGIN {
+        if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.4f", a / b; else print "-" }')")
+    done
+    ratio=$(median "${pairs[@]}")
+    [ "$ratio" = error ] && ratio=- || ratio=$(printf '%.2f' "$ratio")
     rc=$(awk -v t="$rt" -v k="$CLK_TCK" -v q=$((REPS * n)) 'BEGIN { printf "%.2f", t * 1e6 / k / q }')
     dc=$(awk -v t="$dt" -v k="$CLK_TCK" -v q=$((REPS * n)) 'BEGIN { printf "%.2f", t * 1e6 / k / q }')
     printf '%-6s %8s %14s %14s %7s %9s %9s\n' "$t" "$p" "$r" "$d" "$ratio" "$rc" "$dc" |
