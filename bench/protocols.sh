@@ -34,7 +34,8 @@
 # silo"), PROTO_ZIPFS ("0.2 0.9"), PROTO_RECORDS (100000), PROTO_VALUE_SIZE
 # (1000), PROTO_OPS (10), PROTO_WRITE_RATIO (0.2), PROTO_NODES_PER_TXN (2),
 # PROTO_WARMUP (2), PROTO_DURATION (5), PROTO_THREADS (1), PROTO_CLIENTS
-# (12), PROTO_MEMORY (512mb per node), PROTO_OUT (bench/results).
+# (12), PROTO_MEMORY (512mb per node), PROTO_OUT (bench/results), PROTO_ARGS
+# (more rckv-server options for every node, e.g. "--busy-poll-us 0").
 # Only the processes this script starts are signalled; the temporary
 # directory is removed on exit.
 set -euo pipefail
@@ -55,6 +56,7 @@ THREADS=${PROTO_THREADS:-1}
 CLIENTS=${PROTO_CLIENTS:-12}
 MEMORY=${PROTO_MEMORY:-512mb}
 OUT=${PROTO_OUT:-bench/results}
+SERVER_ARGS=${PROTO_ARGS:-}
 NODES=3
 
 die() { echo "protocols.sh: $*" >&2; exit 1; }
@@ -120,7 +122,8 @@ cli() {  # node-index(1..) args...
 
 for i in $(seq 1 $NODES); do
   mkdir -p "$TMP/node$i"
-  "$RCKV" "$CONF" --node "$i" --dir "$TMP/node$i" >"$TMP/node$i.log" 2>&1 &
+  # shellcheck disable=SC2086 # PROTO_ARGS is a list of options
+  "$RCKV" "$CONF" --node "$i" --dir "$TMP/node$i" $SERVER_ARGS >"$TMP/node$i.log" 2>&1 &
   PIDS+=($!)
 done
 for i in $(seq 1 $NODES); do  # a node answers once every peer has joined

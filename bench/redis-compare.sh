@@ -21,11 +21,13 @@
 # as the ratio the median of the runs' pairwise ratios (each rckv run over the
 # redis run right before or after it, so both saw the same machine), because
 # two runs a second apart on a shared 2-core machine differ by up to 30%.
-# BENCH_OUT: where the table goes (default above).
+# BENCH_OUT: where the table goes (default above). RCKV_ARGS: more rckv-server
+# options, e.g. RCKV_ARGS="--busy-poll-us 0" to measure without polling.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RCKV=${RCKV_SERVER:-build/rckv-server}
+RCKV_ARGS=${RCKV_ARGS:-}
 REDIS=${REDIS_SERVER:-redis-server}
 N1=${BENCH_N1:-200000}
 N16=${BENCH_N16:-1000000}
@@ -90,8 +92,9 @@ wait_ready() {  # name port pid log
 
 RCKV_PORT=$(free_port)
 mkdir -p "$TMP/rckv" "$TMP/redis"
+# shellcheck disable=SC2086 # RCKV_ARGS is a list of options
 "$RCKV" --port "$RCKV_PORT" --bind 127.0.0.1 --dir "$TMP/rckv" --persistence process \
-  --memory 256mb --loglevel warning >"$TMP/rckv.log" 2>&1 &
+  --memory 256mb --loglevel warning $RCKV_ARGS >"$TMP/rckv.log" 2>&1 &
 RCKV_PID=$!
 wait_ready rckv-server "$RCKV_PORT" "$RCKV_PID" "$TMP/rckv.log"
 
@@ -134,7 +137,7 @@ bench() {  # port test pipeline n
   echo "# rckv-server vs redis-server, redis-benchmark -c $CLIENTS -q; -n $N1 at -P 1, -n $N16 at -P 16;"
   echo "# rates: median of $REPS runs per server and row, the servers alternating;"
   echo "# ratio: median of the $REPS ratios of back-to-back rckv and redis runs"
-  echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $("$REDIS" --version | awk '{print $3}'), rckv: $RCKV"
+  echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $("$REDIS" --version | awk '{print $3}'), rckv: $RCKV $RCKV_ARGS"
   echo "# cpu: server CPU microseconds per request (user + system), over the row's runs"
   printf '%-6s %8s %14s %14s %7s %9s %9s\n' test pipeline "rckv rps" "redis rps" ratio \
     "rckv cpu" "redis cpu"
