@@ -67,15 +67,26 @@ def test_redis_compare_script(tmp_path):
     # request, and leave no server behind.
     out = tmp_path / "table.txt"
     env = dict(os.environ, RCKV_SERVER=server_binary(), BENCH_N1="2000", BENCH_N16="8000",
-               BENCH_REPS="1", BENCH_CLIENTS="10", BENCH_OUT=str(out), TMPDIR=str(tmp_path))
+               BENCH_REPS="1", BENCH_CLIENTS="10", BENCH_OUT=str(out), TMPDIR=str(tmp_path),
+               RCKV_ARGS="--busy-poll-us 0 --coroutines 8")
     p = subprocess.run(["bash", os.path.join(REPO, "bench", "redis-compare.sh")], env=env,
                        capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    rows = [ln.split() for ln in out.read_text().splitlines() if not ln.startswith(("#", "test"))]
+    text = out.read_text()
+    assert "rckv: %s --busy-poll-us 0 --coroutines 8" % server_binary() in text, text
+    rows = [ln.split() for ln in text.splitlines() if not ln.startswith(("#", "test"))]
     assert [(r[0], r[1]) for r in rows] == [(t, pl) for t in ("GET", "SET", "INCR", "MSET")
                                             for pl in ("1", "16")], rows
     for r in rows:
         assert len(r) == 7, r
         assert float(r[2]) > 0 and float(r[3]) > 0 and float(r[4]) > 0, r
         assert float(r[5]) >= 0 and float(r[6]) >= 0, r
+    assert not list(tmp_path.glob("rckv-bench.*")), "temp dir left behind"
+    # RCKV_ARGS reach the server: a bad one stops the script with the server's reason.
+    env["RCKV_ARGS"] = "--busy-poll-us nope"
+    p = subprocess.run(["bash", os.path.join(REPO, "bench", "redis-compare.sh")], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0, p.stdout[-2000:]
+    assert "option 'busy-poll-us': argument couldn't be parsed into an integer" in p.stderr, \
+        p.stderr[-2000:]
     assert not list(tmp_path.glob("rckv-bench.*")), "temp dir left behind"
