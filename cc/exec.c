@@ -306,6 +306,9 @@ uint64_t cc_txn_start_ts(struct txn *t)
 	return t->start_ts;
 }
 
+/* The longest backoff sleep between two attempts. */
+#define BACKOFF_MAX_NS (50ull * 1000 * 1000)
+
 int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 {
 	struct node *n = ccw->node;
@@ -321,6 +324,7 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 	int rc;
 
 	for (int attempt = 0;; attempt++) {
+		uint64_t began = sched_now_ns();
 		cc_enter(ccw);
 		txn_begin(ccw, &t, rec, prio_ts);
 		if (attempt == 0)
@@ -383,8 +387,17 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		}
 		st->txn_retries++;
 		/* Randomized exponential backoff: half fixed, half jitter, so
-		 * conflicting coroutines spread out instead of colliding again. */
-		uint64_t sleep = backoff_ns / 2 + rng_next(ccw) % (backoff_ns / 2 + 1);
+		 * conflicting coroutines spread out instead of colliding again.
+		 * Exponential in the attempt's own length too: transactions
+		 * that abort each other (no-wait, each upgrading a lock the
+		 * other shares) and restart less than an attempt apart collide
+		 * again, for ever if every attempt takes longer than a fixed
+		 * cap (slow fabric round trips, a busy worker). */
+		uint64_t grown = (now - began) << (attempt < 7 ? attempt + 1 : 8);
+		uint64_t window = backoff_ns > grown ? backoff_ns : grown;
+		if (window > BACKOFF_MAX_NS)
+			window = BACKOFF_MAX_NS;
+		uint64_t sleep = window / 2 + rng_next(ccw) % (window / 2 + 1);
 		sched_sleep(ccw->w->sched, sleep);
 		if (backoff_ns < 1000000)
 			backoff_ns *= 2;

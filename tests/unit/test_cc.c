@@ -180,6 +180,16 @@ static int init_body(struct txn *t, void *arg)
 	return CC_OK;
 }
 
+/* cc_run that must commit; a failure names its error. */
+static void must_commit(struct cc_worker *ccw, cc_body_fn fn, void *arg, const char *what)
+{
+	int rc = cc_run(ccw, fn, arg);
+	if (rc != 0) {
+		fprintf(stderr, "%s: cc_run: %d (%s)\n", what, rc, cc_strerror(rc));
+		exit(1);
+	}
+}
+
 struct worker_job {
 	struct worker *w;
 	int kind;
@@ -197,16 +207,16 @@ static void job(struct sched *s, void *arg)
 	struct cc_worker *ccw = j->w->ccw;
 	for (int i = 0; i < j->n; i++) {
 		if (j->kind == 0) {
-			CHECK(cc_run(ccw, incr_body, "counter") == 0);
+			must_commit(ccw, incr_body, "counter", "increment");
 		} else if (j->kind == 1) {
 			struct transfer tr = { rand_r(&j->seed) % ACCOUNTS, rand_r(&j->seed) % ACCOUNTS,
 					       1 + rand_r(&j->seed) % 50 };
 			if (tr.from == tr.to)
 				continue;
-			CHECK(cc_run(ccw, transfer_body, &tr) == 0);
+			must_commit(ccw, transfer_body, &tr, "transfer");
 			if (i % 20 == 0) {
 				long long sum;
-				CHECK(cc_run(ccw, audit_body, &sum) == 0);
+				must_commit(ccw, audit_body, &sum, "audit");
 				__atomic_fetch_add(&audits, 1, __ATOMIC_RELAXED);
 				if (sum != TOTAL) {
 					fprintf(stderr, "audit: sum %lld != %d\n", sum, TOTAL);
@@ -218,7 +228,12 @@ static void job(struct sched *s, void *arg)
 			 * first while the others race to create them too. */
 			char k[32];
 			snprintf(k, sizeof(k), "fresh:%d", i % 10);
-			CHECK(cc_run(ccw, incr_body, k) == 0);
+			must_commit(ccw, incr_body, k, "creation");
+		} else if (j->kind == 4) {
+			/* Half the coroutines pay account 1, half account 0. */
+			int me = (int)(j->seed & 1);
+			struct transfer tr = { me, 1 - me, 1 };
+			must_commit(ccw, transfer_body, &tr, "opposite transfer");
 		} else if (j->kind == 2) {
 			char err[128];
 			sched_sleep(s, 3 * 1000 * 1000);
@@ -336,6 +351,25 @@ static void test_bank(const char *proto, bool switching)
 	       switching ? "+switch" : "", sum, TOTAL, audits);
 	CHECK(sum == TOTAL);
 	CHECK(audit_failures == 0);
+	node_down();
+}
+
+/* Two transfers between the same two accounts, in opposite directions,
+ * over and over: under shared locks each reads both accounts and then
+ * upgrades one, so two that overlap abort each other, and restarted a
+ * backoff apart they overlap again whenever an attempt takes longer than
+ * the backoff (slow round trips). The executor's backoff must outgrow the
+ * attempt, or they livelock until txn-timeout. */
+static void test_opposite_transfers(const char *proto)
+{
+	node_up(proto);
+	N.cfg.txn_timeout_ms = 5000;
+	run_one(init_body, NULL);
+	run_jobs(4, 50, false);
+	long long sum = 0;
+	run_one(audit_body, &sum);
+	printf("  %s: opposite transfers, bank total %lld (expect %d)\n", proto, sum, TOTAL);
+	CHECK(sum == TOTAL);
 	node_down();
 }
 
@@ -536,6 +570,7 @@ int main(void)
 		test_increments(protos[i], false);
 		test_bank(protos[i], false);
 		test_fresh_keys(protos[i]);
+		test_opposite_transfers(protos[i]);
 	}
 	rmdir(dir);
 	printf("test_cc: ok\n");
