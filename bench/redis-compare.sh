@@ -15,7 +15,7 @@
 # which server does less work.
 #
 # Env: RCKV_SERVER (default build/rckv-server), REDIS_SERVER (default
-# redis-server), BENCH_N1 / BENCH_N16 requests per run for -P 1 / -P 16
+# redis-server), BENCH_N1 / BENCH_N16 requests per run for -P 1 / deeper pipelines
 # (default 200000 / 1000000), BENCH_CLIENTS (default 50), BENCH_REPS runs of
 # each row per server (default 5): the table shows each server's median, and
 # as the ratio the median of the runs' pairwise ratios (each rckv run over the
@@ -23,6 +23,9 @@
 # two runs a second apart on a shared 2-core machine differ by up to 30%.
 # BENCH_OUT: where the table goes (default above). RCKV_ARGS: more rckv-server
 # options, e.g. RCKV_ARGS="--busy-poll-us 0" to measure without polling.
+# BENCH_TESTS (default "GET SET INCR MSET") and BENCH_PIPES (default "1 16"):
+# the rows to run, e.g. BENCH_TESTS=GET BENCH_PIPES=16 BENCH_REPS=9 to look
+# at one row closely.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,12 +37,26 @@ N16=${BENCH_N16:-1000000}
 CLIENTS=${BENCH_CLIENTS:-50}
 REPS=${BENCH_REPS:-5}
 OUT=${BENCH_OUT:-bench/results/redis-compare.txt}
+TESTS=${BENCH_TESTS:-GET SET INCR MSET}
+PIPES=${BENCH_PIPES:-1 16}
 RUN_TIMEOUT=120  # seconds per redis-benchmark run; a hung server fails the row
 CLK_TCK=$(getconf CLK_TCK)
 
 for tool in redis-benchmark redis-cli "$REDIS"; do
   command -v "$tool" >/dev/null 2>&1 || { echo "redis-compare: $tool not found" >&2; exit 1; }
 done
+for t in $TESTS; do
+  case "$t" in
+    GET|SET|INCR|MSET) ;;
+    *) echo "redis-compare: BENCH_TESTS: unknown test '$t' (GET, SET, INCR or MSET)" >&2; exit 1 ;;
+  esac
+done
+for p in $PIPES; do
+  [[ $p =~ ^[1-9][0-9]{0,3}$ ]] ||
+    { echo "redis-compare: BENCH_PIPES: '$p' is not a pipeline depth (1 to 9999)" >&2; exit 1; }
+done
+[ -n "${TESTS// /}" ] && [ -n "${PIPES// /}" ] ||
+  { echo "redis-compare: BENCH_TESTS and BENCH_PIPES must not be empty" >&2; exit 1; }
 if [ ! -x "$RCKV" ]; then
   echo "redis-compare: $RCKV not found; build it first with 'make'" >&2
   exit 1
@@ -134,7 +151,7 @@ bench() {  # port test pipeline n
 }
 
 {
-  echo "# rckv-server vs redis-server, redis-benchmark -c $CLIENTS -q; -n $N1 at -P 1, -n $N16 at -P 16;"
+  echo "# rckv-server vs redis-server, redis-benchmark -c $CLIENTS -q; -n $N1 at -P 1, -n $N16 pipelined;"
   echo "# rates: median of $REPS runs per server and row, the servers alternating;"
   echo "# ratio: median of the $REPS ratios of back-to-back rckv and redis runs"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $("$REDIS" --version | awk '{print $3}'), rckv: $RCKV $RCKV_ARGS"
@@ -154,10 +171,10 @@ median() {  # values...: the median, or "error" if any run failed
 }
 
 row=0
-for t in GET SET INCR MSET; do
-  for p in 1 16; do
+for t in $TESTS; do
+  for p in $PIPES; do
     n=$N1
-    [ "$p" -eq 16 ] && n=$N16
+    [ "$p" -gt 1 ] && n=$N16
     lt=${t,,}
     rs=()
     ds=()

@@ -82,6 +82,20 @@ def test_redis_compare_script(tmp_path):
         assert float(r[2]) > 0 and float(r[3]) > 0 and float(r[4]) > 0, r
         assert float(r[5]) >= 0 and float(r[6]) >= 0, r
     assert not list(tmp_path.glob("rckv-bench.*")), "temp dir left behind"
+    # One row, by name.
+    one = dict(env, BENCH_TESTS="INCR", BENCH_PIPES="16")
+    p = subprocess.run(["bash", os.path.join(REPO, "bench", "redis-compare.sh")], env=one,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = [ln.split() for ln in out.read_text().splitlines()
+            if not ln.startswith(("#", "test"))]
+    assert [(r[0], r[1]) for r in rows] == [("INCR", "16")], rows
+    # A row it does not know is refused before any server starts.
+    for bad, msg in ((dict(BENCH_TESTS="GET LPUSH"), "unknown test 'LPUSH'"),
+                     (dict(BENCH_PIPES="16 x"), "'x' is not a pipeline depth")):
+        p = subprocess.run(["bash", os.path.join(REPO, "bench", "redis-compare.sh")],
+                           env=dict(env, **bad), capture_output=True, text=True, timeout=60)
+        assert p.returncode != 0 and msg in p.stderr, p.stderr[-2000:]
     # RCKV_ARGS reach the server: a bad one stops the script with the server's reason.
     env["RCKV_ARGS"] = "--busy-poll-us nope"
     p = subprocess.run(["bash", os.path.join(REPO, "bench", "redis-compare.sh")], env=env,
