@@ -3,6 +3,7 @@ lines and report a nonzero rate for every test, plain and pipelined; and
 `make bench`'s comparison script must run. This asserts correctness of the
 protocol under load and that the benchmark works, never speed."""
 
+import json
 import os
 import re
 import subprocess
@@ -104,3 +105,39 @@ def test_redis_compare_script(tmp_path):
     assert "option 'busy-poll-us': argument couldn't be parsed into an integer" in p.stderr, \
         p.stderr[-2000:]
     assert not list(tmp_path.glob("rckv-bench.*")), "temp dir left behind"
+
+
+@pytest.mark.time_limit(150)
+def test_protocols_script(tmp_path):
+    # `make bench`'s protocol comparison, tiny: a 3-node shm cluster, two
+    # protocols, one skew; every row commits with no errors, and the INFO
+    # sums reach the table. No node and no temp dir is left behind.
+    out = tmp_path / "results"
+    env = dict(os.environ, RCKV_SERVER=server_binary(), PROTO_PROTOCOLS="nowait-shared silo",
+               PROTO_ZIPFS="0.9", PROTO_RECORDS="300", PROTO_VALUE_SIZE="100",
+               PROTO_WARMUP="1", PROTO_DURATION="1", PROTO_CLIENTS="4", PROTO_MEMORY="64mb",
+               PROTO_ARGS="--coroutines 8", PROTO_OUT=str(out), TMPDIR=str(tmp_path))
+    p = subprocess.run(["bash", os.path.join(REPO, "bench", "protocols.sh")], env=env,
+                       capture_output=True, text=True, timeout=140)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = {}
+    for ln in (out / "protocols.txt").read_text().splitlines():
+        f = ln.split()
+        if f and f[0] in ("nowait-shared", "silo"):
+            rows[f[0]] = f
+    assert set(rows) == {"nowait-shared", "silo"}, p.stdout[-2000:]
+    for name, f in rows.items():
+        # protocol zipf txn/s aborts verbs/txn RT/txn sigma AR errors ...
+        assert f[1] == "0.9" and float(f[2]) > 0, f
+        assert float(f[4]) > 0 and float(f[5]) > 0, f  # INFO cc_proto_<id> was read
+        assert f[8] == "0", f
+    runs = [json.loads(ln) for ln in (out / "protocols.jsonl").read_text().splitlines()]
+    assert [r["protocol_variant"] for r in runs] == ["nowait-shared", "silo"], runs
+    assert all(r["info"]["commits"] > 0 and r["info"]["errors"] == 0 for r in runs), runs
+    assert not list(tmp_path.glob("rckv-protocols.*")), "temp dir left behind"
+    # A protocol the server does not know stops the script with the server's error.
+    p = subprocess.run(["bash", os.path.join(REPO, "bench", "protocols.sh")],
+                       env=dict(env, PROTO_PROTOCOLS="2pl"), capture_output=True, text=True,
+                       timeout=100)
+    assert p.returncode != 0 and "CONFIG SET cc 2pl" in p.stderr, p.stderr[-2000:]
+    assert not list(tmp_path.glob("rckv-protocols.*")), "temp dir left behind"
