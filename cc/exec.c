@@ -401,6 +401,8 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		if (window > BACKOFF_MAX_NS)
 			window = BACKOFF_MAX_NS;
 		uint64_t sleep = window / 2 + rng_next(ccw) % (window / 2 + 1);
+		if (sleep > deadline - now) /* the last attempt, at txn-timeout */
+			sleep = deadline - now;
 		sched_sleep(ccw->w->sched, sleep);
 		began = sched_now_ns();
 		if (backoff_ns < 1000000)
