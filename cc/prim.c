@@ -84,15 +84,18 @@ int prim_shared_won(struct txn *t, struct cc_access *a)
 	}
 	/* As prim_lock_won: if the block was initialized for another key
 	 * after our count landed, our count is gone, and taking it off again
-	 * would wrap the word; the FAA's result says so, and a second FAA
-	 * puts it back. */
+	 * wrapped someone else's word; the FAA's result says so. Put that
+	 * word back with a CAS, only if it is still what our FAA left: the
+	 * block's new owner may have written it meanwhile (a relocation's
+	 * unlock), and adding our count back onto that write would leave a
+	 * lock nobody holds. */
 	uint64_t unit = cc_shared_unit(fab_self(t->node->fab));
 	uint64_t old = 0;
 	prim_post_faa_item(t, a, W_LOCK, -unit, &old);
 	prim_post_cas_item(t, a, W_LOCK, CC_SHARED_TAG << 56, 0, &a->stage[1]);
 	if (prim_exec(t) == CC_OK && (!cc_lock_is_shared(old) ||
 				      cc_shared_count(old, fab_self(t->node->fab)) == 0)) {
-		prim_post_faa_item(t, a, W_LOCK, unit, &a->stage[0]);
+		prim_post_cas_item(t, a, W_LOCK, old - unit, old, &a->stage[0]);
 		(void)prim_exec(t);
 	}
 	return rc;
