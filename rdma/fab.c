@@ -4,6 +4,7 @@
  */
 #include "rdma/fab.h"
 
+#include <ck_pr.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,12 @@ int fab_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, si
 	if (rc == 0)
 		p->attached = true;
 	return rc;
+}
+
+void fab_peer_back(struct fab *f, uint16_t node)
+{
+	if (node < FAB_MAX_NODES)
+		ck_pr_inc_32(&f->peers[node].back);
 }
 
 int fab_adopt(struct fab *f, int fd)
@@ -365,12 +372,14 @@ int fab_exec(struct fab_batch *b)
 		return 0;
 	b->n = 0;
 	b->failed = 0;
+	b->unsent = 0;
 	struct fab *f = b->fw->f;
 	bool all_direct = true;
 	for (int i = 0; i < n; i++) {
 		struct fab_op *op = &b->ops[i];
 		if (op->node >= FAB_MAX_NODES || !f->peers[op->node].attached) {
 			b->failed |= 1ull << (op->node & 63);
+			b->unsent = b->failed; /* nothing was posted */
 			return -EHOSTDOWN;
 		}
 		/* Not off + len > size: that sum wraps for off near 2^64 and let
@@ -446,6 +455,7 @@ int fab_exec(struct fab_batch *b)
 			b->pending++;
 			int r = f->be->post(b->fw, &parts[j]);
 			if (r) { /* not queued: complete it here */
+				b->unsent |= 1ull << (parts[j].node & 63);
 				fab_part_done(&parts[j], r);
 			}
 		}

@@ -106,6 +106,10 @@ struct fab_batch {
 	int pending;             /* parts posted and not yet completed */
 	int err;                 /* first error of a part, or 0 */
 	uint64_t failed;         /* bit per node whose part of the last exec failed */
+	uint64_t unsent;         /* of those, the nodes whose part never left this
+				    host (refused at post): none of its ops took
+				    effect. In failed but not here: unknown, some
+				    may have */
 	void *handle;            /* waiter's handle of the parked coroutine */
 	struct fab_op ops[FAB_BATCH_MAX];
 };
@@ -220,6 +224,10 @@ int fab_attach_err(struct fab *f, uint16_t node, void *base, uint64_t size, char
 		   size_t errlen);
 /* fab_attach_peer - make a peer reachable (control plane, after HELLO). */
 int fab_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, size_t errlen);
+/* fab_peer_back - the peer (re)joined (control plane, at its HELLO): a
+ * worker whose endpoint to it broke reconnects at its next post rather
+ * than after its retry interval. Any thread. */
+void fab_peer_back(struct fab *f, uint16_t node);
 /* Hand an accepted data connection to the backend (control plane). */
 int fab_adopt(struct fab *f, int fd);
 /* Relay a backend message from a peer (control plane); -ENOTSUP if none. */

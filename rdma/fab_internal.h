@@ -14,6 +14,8 @@ struct fab_peer {
 	bool mapped;   /* base is our own mmap of a peer's file (shm), unmapped at close */
 	struct fab_peer_info info;
 	void *bdata;   /* backend's per-peer data */
+	uint32_t back; /* fab_peer_back calls (ck_pr): a broken endpoint to the
+			  peer reconnects at its next post, without waiting */
 };
 
 struct fab {

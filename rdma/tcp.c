@@ -23,6 +23,7 @@
  *   response u32 frame bytes, i32 status, then for each op in order: READ
  *            data (len bytes) or CAS/FAA old value (8 bytes); WRITE: nothing
  */
+#include <ck_pr.h>
 #include <ck_ring.h>
 #include <errno.h>
 #include <netdb.h>
@@ -122,6 +123,8 @@ struct tcp_ep {
 	uint16_t node;
 	bool broken;
 	uint64_t retry_at;   /* broken: when to try reconnecting (monotonic ns) */
+	uint32_t back;       /* fab_peer.back when we last tried: if it moved, the
+				peer rejoined, and retry_at is not waited for */
 	struct fab_part *head, *tail; /* parts awaiting their response */
 	struct buf w, r;
 };
@@ -266,8 +269,9 @@ static uint64_t mono_ns(void)
 
 /*
  * A broken endpoint (the peer restarted, or the network failed) is
- * reconnected on demand: the first post after RECONNECT_EVERY_NS tries one
- * short blocking connect (loopback or LAN: refused or accepted at once).
+ * reconnected on demand: the first post after RECONNECT_EVERY_NS, or after
+ * the peer rejoined (fab_peer_back), tries one short blocking connect
+ * (loopback or LAN: refused or accepted at once).
  * Every part of the old connection has already failed (ep_fail), so the
  * new stream starts empty and in order.
  */
@@ -275,9 +279,11 @@ static int ep_reconnect(struct fab_worker *fw, struct tcp_ep *ep)
 {
 	struct tcp_worker *tw = fw->bdata;
 	uint64_t now = mono_ns();
-	if (now < ep->retry_at)
+	uint32_t back = ck_pr_load_32(&fw->f->peers[ep->node].back);
+	if (now < ep->retry_at && back == ep->back)
 		return -EHOSTDOWN;
 	ep->retry_at = now + RECONNECT_EVERY_NS;
+	ep->back = back;
 	char err[256];
 	int fd = fab_tcp_connect(fw->f->peers[ep->node].info.addr, 200, err, sizeof(err));
 	if (fd < 0)

@@ -1092,6 +1092,12 @@ static int verbs_post(struct fab_worker *fw, struct fab_part *part)
 	part->next = NULL;
 	if (!ep->wait_head) { /* invariant (1) */
 		int rc = ep_start(vw, ep, part);
+		if (rc == -EIO) {
+			/* Some of its WRs may have been posted: not "unsent"
+			 * (fab.h), so completed here, as a failure. */
+			fab_part_done(part, rc);
+			return 0;
+		}
 		if (rc != -EAGAIN)
 			return rc;
 	}
