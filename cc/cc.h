@@ -151,6 +151,11 @@ struct txn {
 	bool single_write;        /* txn_hint_single_write */
 	int fatal;                /* CC_EFAB once a fabric operation failed: the whole
 				     transaction fails, never one command of it */
+	uint64_t unknown;         /* nodes where an op of this attempt failed after it
+				     was sent: it may have taken effect (a lock CAS
+				     that won), so the abort has those nodes release
+				     whatever this transaction holds there
+				     (undo_locks_pending) */
 	struct fab_batch batch;
 	struct fab_stats fstats;
 
@@ -270,9 +275,13 @@ void undo_slot_get(struct txn *t);
 /* Give it back; with quarantine, keep it out of use (a peer failed before
  * its records there were settled). */
 void undo_slot_put(struct txn *t);
-/* Keep the slot out of use until the nodes in `failed` rejoined. */
+/* Keep the slot out of use until the nodes in `failed` (and t->unknown)
+ * settled its records and released its locks. */
 void undo_slot_quarantine(struct txn *t, uint64_t failed);
-/* Remember that t's lock releases failed on the nodes in `failed`. */
+/* Remember that t's lock releases failed on the nodes in `failed`, or may
+ * have to be made there (t->unknown): those nodes release every lock word
+ * naming t when the control plane reaches them (server/recovery.c). May
+ * wait for a free entry. */
 void undo_locks_pending(struct txn *t, uint64_t failed);
 /* Build the records of every written access; CC_ETXNLOG if a node's
  * records exceed a slot. */

@@ -261,6 +261,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->cts = 0;
 	t->cause = CC_CAUSE_OTHER;
 	t->fatal = 0;
+	t->unknown = 0;
 	t->single_read = false;
 	t->single_write = false;
 	t->sp_gen = 0;
@@ -358,6 +359,11 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		t.proto->abort(&t);
 		txn_after_abort(&t);
 		fab_stats_add(&ps->fab, &t.fstats); /* an attempt's verbs count too */
+		/* The abort's releases failed: nodes will release this owner
+		 * word's locks later (undo_locks_pending), so no retry may take
+		 * locks under it. The client hears of the failed node. */
+		if (rc > 0 && t.fatal)
+			rc = t.fatal;
 		if (rc < 0) { /* an error, not a CC abort: no retry */
 			cc_leave(ccw);
 			txn_release(&t);

@@ -35,6 +35,9 @@ int prim_exec(struct txn *t)
 {
 	int rc = fab_exec(&t->batch);
 	if (rc) {
+		/* A part that failed after it was sent may have run: a lock CAS
+		 * in it may hold a lock that no access records. */
+		t->unknown |= t->batch.failed & ~t->batch.unsent;
 		t->fatal = CC_EFAB;
 		return CC_EFAB;
 	}

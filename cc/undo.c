@@ -28,6 +28,7 @@
 #include "cc/cc.h"
 #include "cc/exec_internal.h"
 #include "cc/sched.h"
+#include "server/log.h"
 #include "server/node.h"
 #include "server/worker.h"
 
@@ -79,6 +80,7 @@ void undo_slot_quarantine(struct txn *t, uint64_t failed)
 	int s = t->undo.slot;
 	if (s < 0)
 		return;
+	failed |= t->unknown; /* settling a slot releases its txn's locks too */
 	ck_pr_store_64(&n->log_pending_nodes[s], failed);
 	ck_pr_fence_store();
 	ck_pr_store_64(&n->log_pending[s], t->owner);
@@ -88,19 +90,33 @@ void undo_slot_quarantine(struct txn *t, uint64_t failed)
 void undo_locks_pending(struct txn *t, uint64_t failed)
 {
 	struct node *n = t->node;
+	failed |= t->unknown;
 	if (!failed)
 		return;
-	for (unsigned i = 0; i < ST_LOG_SLOTS; i++) {
-		if (ck_pr_load_64(&n->lock_pending[i]) != 0 ||
-		    !ck_pr_cas_64(&n->lock_pending[i], 0, ~0ull))
-			continue;
-		ck_pr_store_64(&n->lock_pending_nodes[i], failed);
-		ck_pr_fence_store();
-		ck_pr_store_64(&n->lock_pending[i], t->owner);
-		return;
+	/* Full (more transactions lost a node mid-flight than there are
+	 * entries): wait for the control plane to settle some, until
+	 * txn-timeout. Dropping one would leave its locks held for good. */
+	uint64_t waited_ms = 0;
+	for (;;) {
+		for (unsigned i = 0; i < NODE_LOCK_PENDING; i++) {
+			if (ck_pr_load_64(&n->lock_pending[i]) != 0 ||
+			    !ck_pr_cas_64(&n->lock_pending[i], 0, ~0ull))
+				continue;
+			ck_pr_store_64(&n->lock_pending_nodes[i], failed);
+			ck_pr_fence_store();
+			ck_pr_store_64(&n->lock_pending[i], t->owner);
+			return;
+		}
+		long long limit = ck_pr_load_64((uint64_t *)&n->cfg.txn_timeout_ms);
+		if ((long long)waited_ms >= limit)
+			break;
+		sched_sleep(t->ccw->w->sched, 10ull * 1000 * 1000);
+		waited_ms += 10;
 	}
-	/* Full: the locks stay until their node restarts (it then releases
-	 * every lock of the dead incarnation's peers it can attribute). */
+	srv_log(n, LOG_WARNING,
+		"no room to remember the locks a failed transaction may hold on nodes 0x%llx: "
+		"they stay held until this node restarts",
+		(unsigned long long)failed);
 }
 
 static int buf_reserve(struct txn *t, uint64_t need)

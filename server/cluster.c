@@ -62,6 +62,7 @@ enum ctl_type {
 	CTL_KEYS,
 	CTL_SCAN,
 	CTL_SETTLED,
+	CTL_SETTLE,
 };
 
 #define CTL_MAX_PAYLOAD (64u << 20)
@@ -102,6 +103,15 @@ struct ctl_settled {
 	struct srv_pending done;
 };
 
+/* CTL_SETTLE: outside a join, what the sender (a live coordinator) left on
+ * the receiver, with its decision records: the receiver settles it and
+ * answers; the sender then frees those entries (settler_main). */
+struct ctl_settle {
+	uint64_t node;
+	uint64_t decided[ST_LOG_SLOTS];
+	struct srv_pending pending;
+};
+
 struct peer {
 	int id;
 	char client[128];
@@ -116,6 +126,8 @@ struct cluster {
 	int listen_fd;
 	pthread_t listener;
 	bool listening;
+	pthread_t settler;
+	bool settling;
 	int stop;
 	int npeers;
 	struct peer peers[SRV_MAX_CLUSTER_NODES];
@@ -495,9 +507,23 @@ static void *ctl_conn_main(void *arg)
 			if (in->node < FAB_MAX_NODES) {
 				settle_from_hello(n, in);
 				release_dead_switch_lock(n, in->node);
+				if (in->node != (uint32_t)n->cfg.node_id)
+					fab_peer_back(n->fab, (uint16_t)in->node);
 			}
 			break;
 		}
+		case CTL_SETTLE: /* a live peer's leftovers here (settler_main) */
+			if (h.len != sizeof(struct ctl_settle)) {
+				status = -EPROTO;
+				break;
+			} else {
+				const struct ctl_settle *v = (const void *)req;
+				if (v->node < FAB_MAX_NODES && v->node != (uint64_t)n->cfg.node_id)
+					srv_settle_pending(n, (unsigned)v->node, v->decided, &v->pending);
+				else
+					status = -EINVAL;
+			}
+			break;
 		case CTL_SETTLED: /* the peer settled the slots we reported to it */
 			if (h.len == sizeof(struct ctl_settled)) {
 				const struct ctl_settled *v = (const void *)req;
@@ -654,6 +680,53 @@ static void *listener_main(void *arg)
 		}
 		pthread_attr_destroy(&at);
 	}
+	return NULL;
+}
+
+/*
+ * The settler: what this node's transactions left on a peer (log slots in
+ * quarantine, locks whose release failed or whose CAS may have won unseen;
+ * server/node.h) is settled at the peer's next join, if it restarts. But
+ * the peer may not restart: its fabric endpoint broke for a moment, or it
+ * had already rejoined when the release failed (a worker reconnects to a
+ * restarted peer at most twice a second). So every SETTLE_EVERY_MS, while
+ * anything is pending, this thread sends each peer its part; a peer that
+ * answers has settled it.
+ */
+#define SETTLE_EVERY_MS 200
+
+static void *settler_main(void *arg)
+{
+	struct node *n = arg;
+	struct cluster *cl = n->cluster;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	struct ctl_settle *msg = malloc(sizeof(*msg));
+	if (!msg)
+		return NULL;
+	while (!ck_pr_load_int(&cl->stop)) {
+		struct timespec ts = { 0, SETTLE_EVERY_MS * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		for (int i = 0; i < cl->npeers && !ck_pr_load_int(&cl->stop); i++) {
+			const struct peer *p = &cl->peers[i];
+			if (!srv_pending_for(n, (unsigned)p->id, &msg->pending))
+				continue;
+			msg->node = (uint64_t)n->cfg.node_id;
+			srv_read_decisions(n, msg->decided);
+			void *r = NULL;
+			size_t rl = 0;
+			char err[256] = "";
+			if (ctl_call(n, NULL, p->id, CTL_SETTLE, msg, sizeof(*msg), &r, &rl, err,
+				     sizeof(err)) == 0) {
+				srv_pending_settled(n, (unsigned)p->id, &msg->pending);
+				srv_log(n, LOG_NOTICE, "node %d settled what our failed transactions "
+					"left there", p->id);
+			}
+			free(r);
+		}
+	}
+	free(msg);
 	return NULL;
 }
 
@@ -1090,6 +1163,11 @@ int cluster_start(struct node *n, char *err, size_t errlen)
 	if (build_slot_map(n, err, errlen) != 0)
 		goto fail;
 	n->cops = &cluster_ops;
+	if (pthread_create(&cl->settler, NULL, settler_main, n) != 0) {
+		snprintf(err, errlen, "can't start the settler thread");
+		goto fail;
+	}
+	cl->settling = true;
 	srv_log(n, LOG_NOTICE, "all %d peers joined", cl->npeers);
 	return 0;
 fail:
@@ -1104,6 +1182,8 @@ void cluster_stop(struct node *n)
 		return;
 	n->cops = NULL;
 	ck_pr_store_int(&cl->stop, 1);
+	if (cl->settling)
+		pthread_join(cl->settler, NULL);
 	if (cl->listening)
 		pthread_join(cl->listener, NULL);
 	if (cl->listen_fd >= 0)

@@ -15,6 +15,11 @@
 #include "server/config.h"
 #include "storage/st.h"
 
+/* Entries for transactions whose locks a failed node may still hold
+ * (node.lock_pending): about one per transaction in flight when a node
+ * fails. */
+#define NODE_LOCK_PENDING 256
+
 struct worker;
 struct cc_protocol;
 struct slot_map;
@@ -119,10 +124,12 @@ struct node {
 	uint64_t log_pending[ST_LOG_SLOTS];
 	uint64_t log_pending_nodes[ST_LOG_SLOTS];
 	/* Transactions (no log slot involved) whose lock releases failed on
-	 * the nodes in lock_pending_nodes: those nodes release them when they
-	 * rejoin. Entries are claimed by CAS on the txn word. */
-	uint64_t lock_pending[ST_LOG_SLOTS];
-	uint64_t lock_pending_nodes[ST_LOG_SLOTS];
+	 * the nodes in lock_pending_nodes, or whose lock CAS there may have
+	 * won unseen: those nodes release them when the control plane reaches
+	 * them (at rejoin, or its periodic retry). Entries are claimed by CAS
+	 * on the txn word. */
+	uint64_t lock_pending[NODE_LOCK_PENDING];
+	uint64_t lock_pending_nodes[NODE_LOCK_PENDING];
 	struct st_log_stats recovery;  /* what recovery settled at start */
 	uint64_t recovery_ms;
 	bool recovered_unclean;       /* the last stop was not clean */

@@ -14,6 +14,7 @@
 
 #include <ck_pr.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -51,15 +52,26 @@ static uint64_t held_by_node(void *arg, uint64_t lockword)
 	return cc_lock_holder_node(lockword) == (int)node ? 0 : lockword;
 }
 
-/* Lock words to release: the txns of two ST_LOG_SLOTS lists (0 = none). */
+/* Lock words to release: those naming one of a list of txns. */
+struct txn_list {
+	unsigned n;
+	uint64_t txn[ST_LOG_SLOTS + NODE_LOCK_PENDING];
+};
+
 static uint64_t held_by_txn(void *arg, uint64_t lockword)
 {
-	const uint64_t *txns = arg;
-	for (unsigned s = 0; s < 2 * ST_LOG_SLOTS; s++)
-		if (txns[s] && txns[s] == (lockword | 1u)) /* or its "installing" mark */
+	const struct txn_list *l = arg;
+	for (unsigned i = 0; i < l->n; i++)
+		if (l->txn[i] == (lockword | 1u)) /* or its "installing" mark */
 			return 0;
 	return lockword;
 }
+
+/* Settling runs on control threads (a join's HELLO, each side of it, and
+ * the periodic retry of cluster.c): one at a time, so a slot is never
+ * resolved twice at once and a pending entry's node mask is updated by
+ * one thread. */
+static pthread_mutex_t settle_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void log_settled(struct node *n, const char *what, const struct st_log_stats *st,
 			uint64_t ms)
@@ -115,9 +127,12 @@ void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnati
 	struct st_header *h = st_region_header(n->region);
 	if (peer >= FAB_MAX_NODES)
 		return;
+	pthread_mutex_lock(&settle_mu);
 	uint64_t known = ck_pr_load_64(&h->peer_incarnation[peer]);
-	if (known == incarnation)
+	if (known == incarnation) {
+		pthread_mutex_unlock(&settle_mu);
 		return;
+	}
 	if (known != 0) {
 		uint64_t t0 = mono_ms();
 		struct st_log_stats st = { 0 };
@@ -130,38 +145,49 @@ void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnati
 	}
 	ck_pr_store_64(&h->peer_incarnation[peer], incarnation);
 	st_region_persist(n->region, (uint64_t)((char *)&h->peer_incarnation[peer] - (char *)h), 8);
+	pthread_mutex_unlock(&settle_mu);
 }
 
 void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST_LOG_SLOTS],
 			const struct srv_pending *p)
 {
-	bool any = false;
+	static struct txn_list l; /* under settle_mu */
+	pthread_mutex_lock(&settle_mu);
+	l.n = 0;
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
-		any |= p->slots[s] != 0 || p->locks[s] != 0;
-	if (!any)
-		return;
-	uint64_t t0 = mono_ms();
-	struct st_log_stats st = { 0 };
-	st_log_resolve(n->region, peer, decided, p->slots, &st);
-	uint64_t txns[2 * ST_LOG_SLOTS];
-	memcpy(txns, p->slots, sizeof(p->slots));
-	memcpy(txns + ST_LOG_SLOTS, p->locks, sizeof(p->locks));
-	st_release_locks(n->region, held_by_txn, txns, -1, &st);
-	char what[96];
-	snprintf(what, sizeof(what), "transactions node %u could not finish here", peer);
-	log_settled(n, what, &st, mono_ms() - t0);
+		if (p->slots[s])
+			l.txn[l.n++] = p->slots[s];
+	for (unsigned i = 0; i < NODE_LOCK_PENDING; i++)
+		if (p->locks[i])
+			l.txn[l.n++] = p->locks[i];
+	if (l.n) {
+		uint64_t t0 = mono_ms();
+		struct st_log_stats st = { 0 };
+		st_log_resolve(n->region, peer, decided, p->slots, &st);
+		st_release_locks(n->region, held_by_txn, &l, -1, &st);
+		char what[96];
+		snprintf(what, sizeof(what), "transactions node %u could not finish here", peer);
+		log_settled(n, what, &st, mono_ms() - t0);
+	}
+	pthread_mutex_unlock(&settle_mu);
 }
 
-void srv_pending_for(struct node *n, unsigned peer, struct srv_pending *out)
+bool srv_pending_for(struct node *n, unsigned peer, struct srv_pending *out)
 {
+	bool any = false;
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
 		uint64_t txn = ck_pr_load_64(&n->log_pending[s]);
 		uint64_t nodes = ck_pr_load_64(&n->log_pending_nodes[s]);
 		out->slots[s] = txn && (nodes & (1ull << peer)) ? txn : 0;
-		txn = ck_pr_load_64(&n->lock_pending[s]);
-		nodes = ck_pr_load_64(&n->lock_pending_nodes[s]);
-		out->locks[s] = txn && txn != ~0ull && (nodes & (1ull << peer)) ? txn : 0;
+		any |= out->slots[s] != 0;
 	}
+	for (unsigned i = 0; i < NODE_LOCK_PENDING; i++) {
+		uint64_t txn = ck_pr_load_64(&n->lock_pending[i]);
+		uint64_t nodes = ck_pr_load_64(&n->lock_pending_nodes[i]);
+		out->locks[i] = txn && txn != ~0ull && (nodes & (1ull << peer)) ? txn : 0;
+		any |= out->locks[i] != 0;
+	}
+	return any;
 }
 
 /* Drop `peer` from a pending entry that still names `txn`; free the entry
@@ -180,8 +206,10 @@ static void settled_one(uint64_t *txnw, uint64_t *nodesw, uint64_t txn, unsigned
 
 void srv_pending_settled(struct node *n, unsigned peer, const struct srv_pending *p)
 {
-	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
+	pthread_mutex_lock(&settle_mu);
+	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
 		settled_one(&n->log_pending[s], &n->log_pending_nodes[s], p->slots[s], peer);
-		settled_one(&n->lock_pending[s], &n->lock_pending_nodes[s], p->locks[s], peer);
-	}
+	for (unsigned i = 0; i < NODE_LOCK_PENDING; i++)
+		settled_one(&n->lock_pending[i], &n->lock_pending_nodes[i], p->locks[i], peer);
+	pthread_mutex_unlock(&settle_mu);
 }

@@ -6,6 +6,7 @@
 #ifndef RCKV_SRV_RECOVERY_H
 #define RCKV_SRV_RECOVERY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "server/node.h"
@@ -26,15 +27,15 @@ void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnati
  * (a list, 0 = unused). Sent to that node when it rejoins. */
 struct srv_pending {
 	uint64_t slots[ST_LOG_SLOTS];
-	uint64_t locks[ST_LOG_SLOTS];
+	uint64_t locks[NODE_LOCK_PENDING];
 };
 
 /* Settle what live `peer` reports it left here. */
 void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST_LOG_SLOTS],
 			const struct srv_pending *p);
 
-/* What we left on `peer` and it must settle. */
-void srv_pending_for(struct node *n, unsigned peer, struct srv_pending *out);
+/* What we left on `peer` and it must settle; false if nothing. */
+bool srv_pending_for(struct node *n, unsigned peer, struct srv_pending *out);
 /* `peer` settled these: free the entries no other node still owes. */
 void srv_pending_settled(struct node *n, unsigned peer, const struct srv_pending *p);
 

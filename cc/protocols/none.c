@@ -70,13 +70,19 @@ static int none_commit(struct txn *t)
 	if (nw == 0)
 		return CC_OK;
 	int rc = prim_exec(t);
-	if (rc)
-		return rc;
+	/* A failed exec still ran the parts of the nodes that answered: their
+	 * locks are noted, so the abort releases them. */
+	uint64_t lost = rc ? t->batch.failed : 0;
 	bool busy = false, moved = false;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
-		if (!(a->mode & ACC_W))
+		if (!(a->mode & ACC_W) || (lost & (1ull << a->node)))
 			continue;
+		if (rc) {
+			if (a->stage[2] == 0)
+				a->pstate |= ACC_LOCKED;
+			continue;
+		}
 		if (a->stage[2] != 0) {
 			busy = true;
 			continue;
@@ -85,6 +91,8 @@ static int none_commit(struct txn *t)
 		if (prim_check_block(t, a) != CC_OK)
 			moved = true;
 	}
+	if (rc)
+		return rc;
 	if (busy)
 		return cc_abort_with(t, CC_CAUSE_LOCK);
 	if (moved)

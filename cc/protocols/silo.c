@@ -94,8 +94,10 @@ static int silo_write(struct txn *t, struct cc_access *a)
 	return CC_OK;
 }
 
-/* After the lock CASes ran: note which we hold; abort if any failed. */
-static int silo_note_locks(struct txn *t)
+/* After the lock CASes ran: note which we hold; abort if any failed. The
+ * CASes on nodes in `lost` have no result (their part of the batch failed;
+ * t->unknown has those nodes release what we may hold there). */
+static int silo_note_locks(struct txn *t, uint64_t lost)
 {
 	bool failed = false;
 	for (int i = 0; i < t->nacc; i++) {
@@ -103,7 +105,9 @@ static int silo_note_locks(struct txn *t)
 		if (!(a->pstate & ACC_CASPEND))
 			continue;
 		a->pstate &= ~ACC_CASPEND;
-		if (a->stage[2] == 0)
+		if (lost & (1ull << a->node))
+			failed = true;
+		else if (a->stage[2] == 0)
 			a->pstate |= ACC_LOCKED;
 		else
 			failed = true;
@@ -142,10 +146,14 @@ static int silo_commit(struct txn *t)
 		}
 	}
 	int rc;
-	if (!one_node && (rc = prim_exec(t)))
-		return rc;
-	if (!one_node && (rc = silo_note_locks(t)))
-		return rc;
+	if (!one_node) {
+		/* A failed exec still ran the parts of the nodes that answered:
+		 * the locks won there are noted, so the abort releases them. */
+		rc = prim_exec(t);
+		int lrc = silo_note_locks(t, rc ? t->batch.failed : 0);
+		if (rc || lrc)
+			return rc ? rc : lrc;
+	}
 	/* On one node, a blind write's block READ follows its own lock CAS in
 	 * the batch; once that CAS won, only we change the item (invariants 1
 	 * and 3), so that READ's header words are what a validation READ after
@@ -165,7 +173,7 @@ static int silo_commit(struct txn *t)
 			if ((a->pstate & ACC_CASPEND) && (a->pstate & ACC_BLIND))
 				memcpy(a->vhdr, a->img, sizeof(a->vhdr));
 		}
-		if ((rc = silo_note_locks(t)))
+		if ((rc = silo_note_locks(t, 0)))
 			return rc;
 	}
 	t->cts = cc_ts_unique(t); /* a version: unique is enough (cc.h) */

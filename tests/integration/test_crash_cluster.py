@@ -171,3 +171,51 @@ def test_kill9_random_nodes_under_bank_load(make_cluster, protocol):
     print("%s: %d kills (nodes %s), %d acknowledged, %d failed, %d unknown (%d committed)" % (
         protocol, len(killed), killed, len(acked), len(failed), len(unknown),
         sum(1 for t in unknown if present[t])))
+
+
+@pytest.mark.time_limit(120)
+@pytest.mark.parametrize("protocol", ["silo", "nowait", "waitdie"])
+def test_dead_node_leaves_no_lock_on_live_nodes(make_cluster, protocol):
+    """A MULTI sent to node 1 that writes a key on node 2 and one on node 3
+    while node 3 is dead (kill -9, not restarted yet) fails with the node
+    error and writes nothing, and the lock it took on node 2's key is gone:
+    that key takes a write at once, through any node.
+
+    silo locks both keys at commit in one batch. Its part for node 2 runs
+    even though node 3's fails; before this was handled, the lock won on
+    node 2 was noted nowhere, so nothing released it and every later
+    transaction on that key aborted until txn-timeout. (nowait and
+    wait-die lock at each command, in order: the same check, another
+    path.)"""
+    cl = make_cluster("tcp", opts={"cc": protocol, "txn-timeout": 2000})
+    k2 = cl.key_on(2, "live:")
+    k3 = cl.key_on(3, "dead:")
+    c = cl.client(1, socket_timeout=SOCKET_TIMEOUT)
+    # On this connection's worker: the keys' addresses are cached, so the
+    # MULTI below reaches node 3 first with its lock, not with a lookup.
+    assert c.set(k2, "old2") and c.set(k3, "old3")
+    cl.node(3).kill9()
+    for i in range(3):
+        p = c.pipeline(transaction=True)
+        p.set(k2, "multi%d" % i)
+        p.set(k3, "multi%d" % i)
+        with pytest.raises(redis.ResponseError, match="node did not answer"):
+            p.execute()
+        for via in (1, 2):
+            w = cl.client(via, socket_timeout=SOCKET_TIMEOUT)
+            try:
+                assert w.set(k2, "after%d-%d" % (i, via)), "SET of node 2's key via node %d" % via
+                assert w.get(k2) == ("after%d-%d" % (i, via)).encode()
+            finally:
+                w.close()
+    c.close()
+    cl.node(3).start()
+    c = cl.client(1, socket_timeout=SOCKET_TIMEOUT)
+    try:
+        assert c.mget(k2, k3) == [b"after2-2", b"old3"]
+        p = c.pipeline(transaction=True)
+        p.set(k2, "both")
+        p.set(k3, "both")
+        assert p.execute() == [True, True]
+    finally:
+        c.close()
