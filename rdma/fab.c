@@ -113,6 +113,16 @@ void fab_peer_back(struct fab *f, uint16_t node)
 		ck_pr_inc_32(&f->peers[node].back);
 }
 
+int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count)
+{
+	if (strcmp(f->be->name, "tcp") != 0)
+		return -ENOTSUP;
+	if (node >= FAB_MAX_NODES || node == f->cfg.self || !f->peers[node].attached)
+		return -EINVAL;
+	ck_pr_store_32(&f->peers[node].lose, count);
+	return 0;
+}
+
 int fab_adopt(struct fab *f, int fd)
 {
 	return f->be->adopt ? f->be->adopt(f, fd) : -ENOTSUP;

@@ -16,6 +16,7 @@ struct fab_peer {
 	void *bdata;   /* backend's per-peer data */
 	uint32_t back; /* fab_peer_back calls (ck_pr): a broken endpoint to the
 			  peer reconnects at its next post, without waiting */
+	uint32_t lose; /* fab_lose_replies: parts still to lose (ck_pr) */
 };
 
 struct fab {

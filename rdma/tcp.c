@@ -306,6 +306,15 @@ static int ep_reconnect(struct fab_worker *fw, struct tcp_ep *ep)
 	return 0;
 }
 
+/* fab_lose_replies: take one from the peer's count, if any is left. */
+static bool lose_one(struct fab_peer *p)
+{
+	uint32_t n = ck_pr_load_32(&p->lose);
+	while (n && !ck_pr_cas_32_value(&p->lose, n, n - 1, &n))
+		;
+	return n != 0;
+}
+
 static int tcp_post(struct fab_worker *fw, struct fab_part *part)
 {
 	struct tcp_worker *tw = fw->bdata;
@@ -340,7 +349,7 @@ static int tcp_post(struct fab_worker *fw, struct fab_part *part)
 		ep->head = part;
 	ep->tail = part;
 	int rc = buf_flush(ep->fd, &ep->w);
-	if (rc) {
+	if (rc || lose_one(&fw->f->peers[part->node])) {
 		ep_fail(ep, -EHOSTDOWN);
 		return 0; /* already completed with an error */
 	}

@@ -219,3 +219,47 @@ def test_dead_node_leaves_no_lock_on_live_nodes(make_cluster, protocol):
         assert p.execute() == [True, True]
     finally:
         c.close()
+
+
+@pytest.mark.time_limit(120)
+@pytest.mark.parametrize("protocol", ["nowait", "silo"])
+def test_lost_reply_lock_is_released_without_a_restart(make_cluster, protocol):
+    """A SET sent to node 1 of a key on node 3 whose lock request ran on
+    node 3 but whose reply was lost (DEBUG FABRIC-LOSE-REPLY: as when the
+    connection breaks right after the request left) fails with the node
+    error and writes nothing. The lock it may have won is released by node 3
+    soon after, although node 3 never restarts: node 1 hands node 3 the
+    transaction (the settler's retry), and node 3 releases every lock word
+    naming it. Before, such a lock stayed until the next restart of node 3,
+    and every later write of the key timed out."""
+    cl = make_cluster("tcp", opts={"cc": protocol, "txn-timeout": 3000, "testing": "yes"})
+    k3 = cl.key_on(3, "lost:")
+    c1 = cl.client(1, socket_timeout=SOCKET_TIMEOUT)
+    c2 = cl.client(2, socket_timeout=SOCKET_TIMEOUT)
+    try:
+        assert c1.set(k3, "v0")
+        assert c1.execute_command("DEBUG", "FABRIC-LOSE-REPLY", 3, 1) == b"OK"
+        with pytest.raises(redis.ResponseError, match="node did not answer"):
+            c1.set(k3, "v1")
+        assert c2.set(k3, "v2"), "node 3's key stays locked by the failed SET"
+        assert c1.get(k3) == b"v2"
+        end = time.monotonic() + 5
+        while "locks released" not in cl.node(3).log_text() and time.monotonic() < end:
+            time.sleep(0.05)
+        assert "1 locks released" in cl.node(3).log_text(), cl.node(3).log_tail(10)
+        assert "node 3 settled what our failed transactions left there" in \
+            cl.node(1).log_text(), cl.node(1).log_tail(10)
+    finally:
+        c1.close()
+        c2.close()
+
+
+def test_debug_fabric_lose_reply_needs_testing(make_cluster):
+    """The fault is refused without `testing yes`, and named clearly."""
+    cl = make_cluster("tcp")
+    c = cl.client(1)
+    try:
+        with pytest.raises(redis.ResponseError, match="needs 'testing yes'"):
+            c.execute_command("DEBUG", "FABRIC-LOSE-REPLY", 3)
+    finally:
+        c.close()
