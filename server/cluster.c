@@ -332,14 +332,16 @@ static int ctl_recv(struct worker *w, struct ctl_conn *cc, void **resp, size_t *
 }
 
 /* One request, one response, on a fresh connection. */
-static int ctl_call(struct node *n, struct worker *w, int peer, uint32_t type, const void *req,
-		    size_t len, void **resp, size_t *resp_len, char *err, size_t errlen)
+/* One request and its reply, within `wait_ns` of sending. */
+static int ctl_call_within(struct node *n, struct worker *w, int peer, uint32_t type,
+			   const void *req, size_t len, void **resp, size_t *resp_len, char *err,
+			   size_t errlen, uint64_t wait_ns)
 {
 	struct ctl_conn cc = { .fd = -1 };
 	int rc = ctl_open(n, peer, &cc, err, errlen);
 	if (rc)
 		return rc;
-	uint64_t deadline = sched_now_ns() + 30ull * 1000000000ull;
+	uint64_t deadline = sched_now_ns() + wait_ns;
 	rc = ctl_send(w, &cc, type, req, len, deadline);
 	if (rc == 0)
 		rc = ctl_recv(w, &cc, resp, resp_len, deadline);
@@ -347,6 +349,13 @@ static int ctl_call(struct node *n, struct worker *w, int peer, uint32_t type, c
 		snprintf(err, errlen, "node %d: %s", peer, strerror(-rc));
 	ctl_close(&cc);
 	return rc;
+}
+
+static int ctl_call(struct node *n, struct worker *w, int peer, uint32_t type, const void *req,
+		    size_t len, void **resp, size_t *resp_len, char *err, size_t errlen)
+{
+	return ctl_call_within(n, w, peer, type, req, len, resp, resp_len, err, errlen,
+			       30ull * 1000000000ull);
 }
 
 /* For fab_config.ctl_call: backends' setup exchange (verbs). Threads only. */
@@ -694,6 +703,7 @@ static void *listener_main(void *arg)
  * answers has settled it.
  */
 #define SETTLE_EVERY_MS 200
+#define SETTLE_WAIT_NS (3ull * 1000 * 1000 * 1000)
 
 static void *settler_main(void *arg)
 {
@@ -717,8 +727,11 @@ static void *settler_main(void *arg)
 			void *r = NULL;
 			size_t rl = 0;
 			char err[256] = "";
-			if (ctl_call(n, NULL, p->id, CTL_SETTLE, msg, sizeof(*msg), &r, &rl, err,
-				     sizeof(err)) == 0) {
+			/* Bounded, so a hung peer holds up neither the other
+			 * peers' turns for long nor a shutdown (which joins
+			 * this thread). An unanswered settle is sent again. */
+			if (ctl_call_within(n, NULL, p->id, CTL_SETTLE, msg, sizeof(*msg), &r, &rl,
+					    err, sizeof(err), SETTLE_WAIT_NS) == 0) {
 				srv_pending_settled(n, (unsigned)p->id, &msg->pending);
 				srv_log(n, LOG_NOTICE, "node %d settled what our failed transactions "
 					"left there", p->id);
