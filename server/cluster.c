@@ -644,13 +644,20 @@ static void *ctl_conn_main(void *arg)
 	return NULL;
 }
 
+/* The control plane's threads take no signal: the main thread handles
+ * them, as for the workers (server/worker.c). */
+static void block_signals(void)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+}
+
 static void *listener_main(void *arg)
 {
 	struct node *n = arg;
 	struct cluster *cl = n->cluster;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	block_signals();
 	while (!ck_pr_load_int(&cl->stop)) {
 		struct pollfd pfd = { .fd = cl->listen_fd, .events = POLLIN };
 		if (poll(&pfd, 1, 200) <= 0)
@@ -709,9 +716,7 @@ static void *settler_main(void *arg)
 {
 	struct node *n = arg;
 	struct cluster *cl = n->cluster;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	block_signals();
 	struct ctl_settle *msg = malloc(sizeof(*msg));
 	if (!msg)
 		return NULL;
