@@ -241,14 +241,19 @@ void cc_leave(struct cc_worker *ccw)
  * from the worker's spare pair and given back by txn_release: several
  * transactions of one worker run at once (each on its coroutine), so a
  * transaction owns its arrays while it runs. */
-static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t prio_ts)
+void cc_cache_sync(struct cc_worker *ccw)
 {
-	struct node *n = ccw->node;
-	uint64_t fe = ck_pr_load_64(&n->flush_epoch);
+	uint64_t fe = ck_pr_load_64(&ccw->node->flush_epoch);
 	if (fe != ccw->cache_epoch) { /* a flush voided every cached address */
 		cc_cache_clear(ccw->cache);
 		ccw->cache_epoch = fe;
 	}
+}
+
+static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t prio_ts)
+{
+	struct node *n = ccw->node;
+	cc_cache_sync(ccw);
 	t->node = n;
 	t->w = ccw->w;
 	t->ccw = ccw;

@@ -7,6 +7,8 @@
 #ifndef RCKV_CC_EXEC_H
 #define RCKV_CC_EXEC_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct node;
@@ -33,6 +35,15 @@ void cc_worker_destroy(struct cc_worker *ccw);
  * attempt aborted (nothing of the transaction is visible).
  */
 int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg);
+
+/*
+ * cc_key_absent - true if key is absent in committed state and no
+ * transaction is writing it, as of an instant during the call (cc/txn.c
+ * says why): a read-only command of this one key may then reply without a
+ * transaction. False when the key may exist, and on any failure (a
+ * transaction then runs and meets it). Coroutine of the worker only.
+ */
+bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen);
 
 /* Called by the worker each time it wakes: the next timestamp reads the
  * clock afresh (between wake-ups, stamps reuse one reading a few times). */

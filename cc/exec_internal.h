@@ -41,6 +41,9 @@ void txn_after_abort(struct txn *t);  /* free blocks reserved for relocation */
 void txn_release(struct txn *t);      /* return accesses to the pool */
 void txn_forget_addresses(struct txn *t); /* drop its keys from the address cache */
 
+/* Drop the address cache if a flush happened since it was filled. */
+void cc_cache_sync(struct cc_worker *ccw);
+
 /* A lookup buffer of ST_SLAB_BYTES for the calling coroutine, and back. */
 struct st_item *cc_scratch_get(struct cc_worker *ccw);
 void cc_scratch_put(struct cc_worker *ccw, struct st_item *buf);

@@ -14,6 +14,7 @@
 
 #include "cc/cache.h"
 #include "cc/cc.h"
+#include "cc/exec.h"
 #include "cc/exec_internal.h"
 #include "server/node.h"
 #include "server/worker.h"
@@ -39,12 +40,17 @@ const char *cc_strerror(int rc)
 
 /* The node that owns a key: its slot's owner in the node's slot map
  * (DESIGN.md section 7). */
+static uint16_t owner_node(struct node *n, const char *key, size_t klen)
+{
+	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
+	if (!m || m->nnodes <= 1)
+		return fab_self(n->fab);
+	return (uint16_t)m->nodes[slot_map_node_of(m, key, klen)].id;
+}
+
 static uint16_t key_node(struct txn *t, const char *key, size_t klen)
 {
-	const struct slot_map *m = ck_pr_load_ptr(&t->node->slots);
-	if (!m || m->nnodes <= 1)
-		return fab_self(t->node->fab);
-	return (uint16_t)m->nodes[slot_map_node_of(m, key, klen)].id;
+	return owner_node(t->node, key, klen);
 }
 
 static int img_reserve_acc(struct cc_access *a, uint8_t cls)
@@ -216,10 +222,15 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 	return acc_get_hashed(t, key, klen, st_hash(key, klen), out);
 }
 
+static bool key_too_long(struct node *n, size_t klen)
+{
+	long long max = ck_pr_load_64((uint64_t *)&n->cfg.max_key_bytes);
+	return (long long)klen > max;
+}
+
 static bool key_too_big(struct txn *t, size_t klen)
 {
-	long long max = ck_pr_load_64((uint64_t *)&t->node->cfg.max_key_bytes);
-	return (long long)klen > max;
+	return key_too_long(t->node, klen);
 }
 
 /* What the transaction sees for an access. */
@@ -343,22 +354,61 @@ int txn_attempt(const struct txn *t)
 	return t->attempt;
 }
 
-/* For a single-key read (txn_hint_single_read): is the key absent? A
- * lookup with no placeholder; on a hit the normal path runs. */
+/*
+ * Is the key absent from its owner's index? A lookup that takes no lock
+ * and creates no placeholder. A key found is put in the address cache, so
+ * the transaction that reads it next does not look it up again.
+ */
+static bool lookup_absent(struct cc_worker *ccw, struct fab_batch *b, uint16_t node,
+			  const char *key, size_t klen, uint64_t h)
+{
+	struct st_ref ref;
+	if (cc_cache_get(ccw->cache, key, klen, h, &ref))
+		return false;
+	struct st_item *buf = cc_scratch_get(ccw);
+	if (!buf)
+		return false;
+	int rc = st_lookup(b, ccw->node->layout, node, key, (uint32_t)klen, h, &ref, buf);
+	cc_scratch_put(ccw, buf);
+	if (rc == 0)
+		cc_cache_put(ccw->cache, key, klen, h, &ref);
+	return rc == ST_ENOTFOUND;
+}
+
+/* For a single-key read (txn_hint_single_read): is the key absent? On a
+ * hit the normal path runs. */
 static bool single_read_absent(struct txn *t, const char *key, size_t klen, uint64_t h)
 {
 	if (!t->single_read || t->nacc != 0)
 		return false;
-	struct st_ref ref;
-	if (cc_cache_get(t->ccw->cache, key, klen, h, &ref))
-		return false;
-	struct st_item *buf = cc_scratch_get(t->ccw);
-	if (!buf)
-		return false;
-	int rc = st_lookup(&t->batch, t->node->layout, key_node(t, key, klen), key,
-			   (uint32_t)klen, h, &ref, buf);
-	cc_scratch_put(t->ccw, buf);
-	return rc == ST_ENOTFOUND;
+	return lookup_absent(t->ccw, &t->batch, key_node(t, key, klen), key, klen, h);
+}
+
+/*
+ * Why a read of one absent key needs no transaction: every protocol puts a
+ * key in its owner's index (as a placeholder, locked or versioned as the
+ * protocol wants) before it writes the key, and takes it out only once the
+ * key is absent in committed state. So "not in the index" is only ever
+ * true of a key whose committed state is absent and that no transaction is
+ * writing. The lookup reads each slot atomically, in way order (index.c,
+ * invariant (3)), and sees a key that was there during the whole lookup;
+ * the instant it read the key's last slot can serve as the read's place in
+ * the serial order. A found key (even a placeholder or a tombstone) is left
+ * to a transaction and its protocol.
+ */
+bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen)
+{
+	struct node *n = ccw->node;
+	if (key_too_long(n, klen))
+		return true; /* such a key cannot exist */
+	cc_enter(ccw); /* not across a flush or a protocol switch */
+	cc_cache_sync(ccw);
+	struct fab_batch b;
+	cc_batch_init(&b, ccw->w, NULL);
+	bool absent = lookup_absent(ccw, &b, owner_node(n, key, klen), key, klen,
+				    st_hash(key, klen));
+	cc_leave(ccw);
+	return absent;
 }
 
 int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_t *vlen,

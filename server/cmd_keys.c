@@ -77,6 +77,15 @@ int cmd_del(struct cmd_ctx *c)
 }
 
 /* EXISTS counts a key as often as it is named, as Redis does. */
+/* EXISTS of one key (dispatch's reply1; the handler below counts many). */
+void cmd_exists_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen)
+{
+	(void)v;
+	(void)vlen;
+	cmd_count_lookup(c, found);
+	resp_int(c->out, found);
+}
+
 int cmd_exists(struct cmd_ctx *c)
 {
 	size_t mark = c->out->len;
@@ -98,20 +107,18 @@ int cmd_exists(struct cmd_ctx *c)
 	return 0;
 }
 
-int cmd_type(struct cmd_ctx *c)
+void cmd_type_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen)
 {
-	const char *v;
-	size_t vlen;
-	bool found;
-	int rc;
-
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
-	if (rc)
-		return cmd_txn_failed(c, c->out->len, rc);
+	(void)v;
+	(void)vlen;
 	cmd_count_lookup(c, found);
 	/* Strings are the only type rckv stores so far. */
 	resp_status(c->out, found ? "string" : "none");
-	return 0;
+}
+
+int cmd_type(struct cmd_ctx *c)
+{
+	return cmd_read_key1(c, cmd_type_reply);
 }
 
 /* ---- KEYS, SCAN, DBSIZE ---- */

@@ -908,7 +908,8 @@ static void info_stats(struct info_ctx *x)
 		  "txn_timeouts:%llu\r\n"
 		  "txn_watch_failed:%llu\r\n"
 		  "txn_groups:%llu\r\n"
-		  "txn_group_splits:%llu\r\n",
+		  "txn_group_splits:%llu\r\n"
+		  "absent_key_reads:%llu\r\n",
 		  (unsigned long long)s->conns_received, (unsigned long long)s->commands,
 		  (unsigned long long)s->net_in, (unsigned long long)s->net_out,
 		  (unsigned long long)s->conns_rejected, (unsigned long long)s->keyspace_hits,
@@ -917,7 +918,7 @@ static void info_stats(struct info_ctx *x)
 		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts,
 		  (unsigned long long)s->txn_retries, (unsigned long long)s->txn_timeouts,
 		  (unsigned long long)s->txn_watch_failed, (unsigned long long)s->txn_groups,
-		  (unsigned long long)s->txn_group_splits);
+		  (unsigned long long)s->txn_group_splits, (unsigned long long)s->absent_reads);
 }
 
 static void info_replication(struct info_ctx *x)

@@ -103,22 +103,18 @@ static bool parse_ll(const struct resp_arg *a, long long *v)
 
 /* ---- GET, SET, SETNX, GETSET, GETDEL ---- */
 
-int cmd_get(struct cmd_ctx *c)
+void cmd_get_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen)
 {
-	const char *v;
-	size_t vlen;
-	bool found;
-	int rc;
-
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
-	if (rc)
-		return cmd_txn_failed(c, c->out->len, rc);
 	cmd_count_lookup(c, found);
 	if (found)
 		resp_bulk(c->out, v, vlen);
 	else
 		resp_null(c->out);
-	return 0;
+}
+
+int cmd_get(struct cmd_ctx *c)
+{
+	return cmd_read_key1(c, cmd_get_reply);
 }
 
 enum {
@@ -567,19 +563,16 @@ int cmd_append(struct cmd_ctx *c)
 	return 0;
 }
 
-int cmd_strlen(struct cmd_ctx *c)
+void cmd_strlen_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen)
 {
-	const char *v;
-	size_t vlen;
-	bool found;
-	int rc;
-
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
-	if (rc)
-		return cmd_txn_failed(c, c->out->len, rc);
+	(void)v;
 	cmd_count_lookup(c, found);
 	resp_int(c->out, found ? (long long)vlen : 0);
-	return 0;
+}
+
+int cmd_strlen(struct cmd_ctx *c)
+{
+	return cmd_read_key1(c, cmd_strlen_reply);
 }
 
 int cmd_getrange(struct cmd_ctx *c)

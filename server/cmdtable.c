@@ -178,7 +178,7 @@ static const struct cmd_def table[] = {
 	{ .name = "get", .fn = cmd_get, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
 	  .group = "string", .since = "1.0.0", .summary = "Get the value of a key",
 	  .complexity = "O(1)", .acl_categories = "@read @string @fast",
-	  .key_flags = "RO access" },
+	  .key_flags = "RO access", .reply1 = cmd_get_reply },
 	{ .name = "set", .fn = cmd_set, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM, KEY1,
 	  .group = "string", .since = "1.0.0", .summary = "Set the string value of a key",
 	  .complexity = "O(1)", .acl_categories = "@write @string @slow",
@@ -249,7 +249,7 @@ static const struct cmd_def table[] = {
 	{ .name = "strlen", .fn = cmd_strlen, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
 	  .group = "string", .since = "2.2.0",
 	  .summary = "Get the length of the value stored in a key", .complexity = "O(1)",
-	  .acl_categories = "@read @string @fast", .key_flags = "RO" },
+	  .acl_categories = "@read @string @fast", .key_flags = "RO", .reply1 = cmd_strlen_reply },
 	{ .name = "getrange", .fn = cmd_getrange, .arity = 4, .flags = CMD_READONLY, KEY1,
 	  .group = "string", .since = "2.4.0",
 	  .summary = "Get a substring of the string stored at a key",
@@ -292,10 +292,12 @@ static const struct cmd_def table[] = {
 	  .summary = "Determine if a key exists",
 	  .complexity = "O(N) where N is the number of keys to check.",
 	  .acl_categories = "@keyspace @read @fast", .key_flags = "RO",
-	  .tips = "request_policy:multi_shard response_policy:agg_sum" },
+	  .tips = "request_policy:multi_shard response_policy:agg_sum",
+	  .reply1 = cmd_exists_reply },
 	{ .name = "type", .fn = cmd_type, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
 	  .group = "generic", .since = "1.0.0", .summary = "Determine the type stored at key",
-	  .complexity = "O(1)", .acl_categories = "@keyspace @read @fast", .key_flags = "RO" },
+	  .complexity = "O(1)", .acl_categories = "@keyspace @read @fast", .key_flags = "RO",
+	  .reply1 = cmd_type_reply },
 	{ .name = "keys", .fn = cmd_keys, .arity = 2,
 	  .flags = CMD_READONLY | CMD_NOTXN | CMD_ALLKEYS, .group = "generic", .since = "1.0.0",
 	  .summary = "Find all keys matching the given pattern",
@@ -640,4 +642,16 @@ void cmd_count_lookup(struct cmd_ctx *c, bool found)
 		c->w->stats.keyspace_hits++;
 	else
 		c->w->stats.keyspace_misses++;
+}
+
+int cmd_read_key1(struct cmd_ctx *c, cmd_reply1 reply1)
+{
+	const char *v;
+	size_t vlen;
+	bool found;
+	int rc = txn_get(c->txn, c->argv[1].p, c->argv[1].len, &v, &vlen, &found);
+	if (rc)
+		return cmd_txn_failed(c, c->out->len, rc);
+	reply1(c, found, v, vlen);
+	return 0;
 }

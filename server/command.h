@@ -39,6 +39,10 @@ struct cmd_ctx {
 
 typedef int (*cmd_handler)(struct cmd_ctx *c);
 
+/* The reply of a command that reads one key, given what the key holds
+ * (found, and then its value). */
+typedef void (*cmd_reply1)(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
+
 /* Flags: policy is decided by these, never by comparing handlers. */
 enum {
 	CMD_WRITE = 1u << 0,    /* may modify data */
@@ -75,6 +79,11 @@ struct cmd_def {
 	/* COMMAND INFO extras, space-separated, NULL for none: */
 	const char *key_flags;  /* flags of the key spec, e.g. "RW access update" */
 	const char *tips;       /* e.g. "request_policy:multi_shard response_policy:agg_sum" */
+	/* Set for a read-only command whose reply, with exactly one argument
+	 * (its key), depends only on what that key holds (GET, STRLEN, TYPE,
+	 * EXISTS): dispatch answers it with reply1(c, false, ...) when the key
+	 * is absent (cc_key_absent), without running a transaction. */
+	cmd_reply1 reply1;
 };
 
 /* Look a command up by name (case-insensitive, not NUL-terminated). */
@@ -99,6 +108,8 @@ void cmd_reply_txn_error(struct cmd_ctx *c, int rc); /* OOM / too big / fabric, 
 int cmd_txn_failed(struct cmd_ctx *c, size_t mark, int rc);
 /* Count a keyspace hit or miss in the worker's stats. */
 void cmd_count_lookup(struct cmd_ctx *c, bool found);
+/* The handler of a command with a reply1: read key 1, then reply1. */
+int cmd_read_key1(struct cmd_ctx *c, cmd_reply1 reply1);
 
 /* Handler prototypes, grouped by file. */
 #define CMD(n) int n(struct cmd_ctx *c)
@@ -107,7 +118,11 @@ CMD(cmd_get); CMD(cmd_set); CMD(cmd_setnx); CMD(cmd_getset); CMD(cmd_getdel);
 CMD(cmd_mget); CMD(cmd_mset); CMD(cmd_msetnx); CMD(cmd_incr); CMD(cmd_incrby);
 CMD(cmd_decr); CMD(cmd_decrby); CMD(cmd_incrbyfloat); CMD(cmd_append); CMD(cmd_strlen);
 CMD(cmd_getrange); CMD(cmd_setrange);
+void cmd_get_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
+void cmd_strlen_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 /* cmd_keys.c */
+void cmd_exists_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
+void cmd_type_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 CMD(cmd_del); CMD(cmd_exists); CMD(cmd_type); CMD(cmd_keys); CMD(cmd_scan);
 CMD(cmd_dbsize); CMD(cmd_flushdb); CMD(cmd_flushall);
 /* cmd_conn.c */

@@ -217,6 +217,12 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 		(void)srv_call(def, &o.ctx);
 		return;
 	}
+	/* GET and its kind on an absent key: no transaction (cc_key_absent). */
+	if (def->reply1 && argc == 2 && cc_key_absent(w->ccw, argv[1].p, argv[1].len)) {
+		def->reply1(&o.ctx, false, NULL, 0);
+		w->stats.absent_reads++;
+		return;
+	}
 	int rc = cc_run(w->ccw, one_body, &o);
 	if (rc != 0) {
 		out->len = o.mark;

@@ -64,6 +64,7 @@ struct srv_stats {
 	uint64_t txn_watch_failed;    /* EXEC replied null because of WATCH */
 	uint64_t txn_groups;          /* pipelined write groups committed as one txn */
 	uint64_t txn_group_splits;    /* groups run again command by command */
+	uint64_t absent_reads;        /* reads of one absent key answered without a txn */
 	uint64_t aborts_by_cause[CC_CAUSES];
 	struct fab_stats fab;         /* verbs and round trips of committed txns */
 	uint64_t fab_txns;            /* txns whose verbs are in fab */

@@ -158,6 +158,18 @@ def multi_exec(conn, cmds):
     return conn.read_response()
 
 
+def run_txn(conn, cmds, rnd):
+    """One transaction of cmds: MULTI/EXEC (multi_exec), except that a
+    single command goes alone half the time, as an autocommit command (a
+    GET of an absent key then takes the server's no-transaction path).
+    Returns the list of replies, or None for a null EXEC; raises as
+    multi_exec does."""
+    if len(cmds) == 1 and rnd.random() < 0.5:
+        conn.send_packed_command(conn.pack_command(*cmds[0]), check_health=False)
+        return [conn.read_response()]
+    return multi_exec(conn, cmds)
+
+
 def error_outcome(e):
     """The history outcome of an EXEC that replied with an error: FAIL
     (nothing was written), except for rckv's "outcome unknown" (a node
@@ -228,7 +240,7 @@ class AppendWorkload:
             tid = ctx.rec.new_id()
             t0 = time.monotonic_ns()
             try:
-                reply = multi_exec(conn, cmds)
+                reply = run_txn(conn, cmds, rnd)
             except ResponseError as e:
                 outcome = error_outcome(e)
                 ctx.rec.record(tid, cid, t0, time.monotonic_ns() if outcome == FAIL else None,

@@ -319,3 +319,30 @@ def test_flushall_empties_every_node(cluster, conns, key):
     for i in (1, 2, 3):
         assert conns[i].call("MGET", *keys) == [b"w%d" % n for n in range(len(keys))], i
         assert conns[i].call("DBSIZE") == len(keys), i
+
+
+def test_absent_key_reads_see_other_nodes_writes(cluster, conns, key):
+    """A GET of an absent key replies without a transaction (INFO
+    absent_key_reads) after a lookup in the owner's index, never from what
+    the asking node knew before: a key that node 2 creates on node 3 is
+    read by the next GET through node 1, and once node 3 deletes it, node 1
+    reads nil again. Node 1 has the key's address cached by then, so that
+    GET runs a transaction, which finds the block gone and forgets the
+    address: the STRLEN after it is again answered without one."""
+    k = cluster.key_on(3, key + "absent:")
+
+    def absent_reads(i):
+        return int(conns[i].call("INFO", "stats").decode().split(
+            "absent_key_reads:")[1].split("\r\n")[0])
+
+    before = absent_reads(1)
+    assert conns[1].call_raw("GET", k) == NIL
+    assert absent_reads(1) == before + 1
+    for i in range(20):
+        assert conns[2].call_raw("SET", k, "v%d" % i) == OK
+        assert conns[1].call_raw("GET", k) == bulk("v%d" % i), i
+        assert conns[1].call("EXISTS", k) == 1, i
+        assert conns[3].call("DEL", k) == 1
+        assert conns[1].call_raw("GET", k) == NIL, i
+        assert conns[1].call("STRLEN", k) == 0, i
+    assert absent_reads(1) == before + 1 + 20

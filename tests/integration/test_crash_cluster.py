@@ -263,3 +263,29 @@ def test_debug_fabric_lose_reply_needs_testing(make_cluster):
             c.execute_command("DEBUG", "FABRIC-LOSE-REPLY", 3)
     finally:
         c.close()
+
+
+@pytest.mark.time_limit(60)
+def test_read_of_a_dead_nodes_key_is_an_error_not_absent(make_cluster):
+    """GET and its kind of an absent key reply without a transaction once
+    the owner's index says the key is not there. When the owner cannot be
+    asked (killed), that is no answer: the read runs as a transaction and
+    replies with the node error, for a key never read before and for one
+    whose address node 1 has cached. Once the owner is back, both read as
+    they are."""
+    cl = make_cluster("tcp")
+    fresh = cl.key_on(3, "never:")
+    known = cl.key_on(3, "known:")
+    c = cl.client(1, socket_timeout=SOCKET_TIMEOUT)
+    try:
+        assert c.set(known, "v")
+        cl.node(3).kill9()
+        for cmd in (("GET", fresh), ("STRLEN", fresh), ("TYPE", fresh), ("EXISTS", fresh),
+                    ("GET", known), ("EXISTS", known)):
+            with pytest.raises(redis.ResponseError, match="node did not answer"):
+                c.execute_command(*cmd)
+        cl.node(3).start()
+        assert c.get(fresh) is None
+        assert c.get(known) == b"v"
+    finally:
+        c.close()

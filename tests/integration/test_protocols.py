@@ -331,3 +331,62 @@ def test_silo_one_key_writes_are_lean(make_server):
         assert per_txn("verbs_per_txn") == pytest.approx(6.0, abs=0.05), after
     finally:
         c.close()
+
+
+# ------------------------------------------------- reads of absent keys
+
+def stats(c):
+    st = c.info("stats")
+    return {n: int(st[n]) for n in ("absent_key_reads", "txn_committed", "keyspace_misses",
+                                    "keyspace_hits")}
+
+
+@pytest.mark.parametrize("name,pid,opts", PROTOCOLS, ids=[p[1] for p in PROTOCOLS])
+def test_absent_key_reads_need_no_transaction(make_server, key, name, pid, opts):
+    """GET, STRLEN, TYPE and EXISTS of one absent key reply without a
+    transaction (INFO absent_key_reads; txn_committed does not move), and
+    that answer is never stale: a key SET by another client is seen by the
+    next GET, and a DELeted one is gone, under every protocol (also those
+    that keep tombstones). In MULTI, with several keys, or with the key
+    written earlier in the same pipeline, a read still runs as a
+    transaction and sees what it must."""
+    s = start(make_server, name, **opts)
+    k = key + "k"
+    w, r = s.client(), s.client()
+    try:
+        before = stats(r)
+        assert r.get(k) is None
+        assert r.strlen(k) == 0
+        assert r.type(k) == b"none"
+        assert r.exists(k) == 0
+        after = stats(r)
+        assert after["absent_key_reads"] - before["absent_key_reads"] == 4, after
+        assert after["txn_committed"] == before["txn_committed"], after
+        assert after["keyspace_misses"] - before["keyspace_misses"] == 4, after
+
+        for i in range(60):
+            assert w.set(k, "v%d" % i)
+            assert r.get(k) == b"v%d" % i, i
+            assert r.exists(k) == 1, i
+            assert w.delete(k) == 1
+            assert r.get(k) is None, i
+            assert r.strlen(k) == 0, i
+
+        before = stats(r)
+        p = r.pipeline(transaction=True)
+        p.get(k)
+        p.exists(k)
+        assert p.execute() == [None, 0]
+        assert r.exists(k, k + "other") == 0
+        after = stats(r)
+        assert after["absent_key_reads"] == before["absent_key_reads"], after
+        assert after["txn_committed"] - before["txn_committed"] == 2, after
+
+        # SET then GET in one write: the SET commits before the GET looks.
+        p = r.pipeline(transaction=False)
+        p.set(k, "piped")
+        p.get(k)
+        assert p.execute() == [True, b"piped"]
+    finally:
+        w.close()
+        r.close()
