@@ -102,6 +102,14 @@ struct cc_protocol {
 	/* Absent items stay in the index after commit (mvcc: a deleted key's
 	 * older versions are still readable by older transactions). */
 	bool keep_tombstones;
+	/* Reads leave a mark on the item (a read timestamp) that writers of
+	 * an older timestamp must respect (timestamp, mvcc). A read of an
+	 * absent key then needs an item to carry the mark, so no read may
+	 * answer "absent" from a bare index lookup (cc_key_absent,
+	 * txn_hint_single_read): an older writer could create the key behind
+	 * it, and a reader that finished before that read began would put
+	 * the cycle in real time (G2-realtime). */
+	bool reads_mark;
 	/* Items keep older versions after the value (mvcc): blocks are sized
 	 * with room for them (cc/txn.c reserve_block). */
 	bool versions;

@@ -379,7 +379,7 @@ static bool lookup_absent(struct cc_worker *ccw, struct fab_batch *b, uint16_t n
  * hit the normal path runs. */
 static bool single_read_absent(struct txn *t, const char *key, size_t klen, uint64_t h)
 {
-	if (!t->single_read || t->nacc != 0)
+	if (!t->single_read || t->nacc != 0 || t->proto->reads_mark)
 		return false;
 	return lookup_absent(t->ccw, &t->batch, key_node(t, key, klen), key, klen, h);
 }
@@ -402,6 +402,11 @@ bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen)
 	if (key_too_long(n, klen))
 		return true; /* such a key cannot exist */
 	cc_enter(ccw); /* not across a flush or a protocol switch */
+	const struct cc_protocol *proto = ck_pr_load_ptr(&n->proto);
+	if (proto->reads_mark) {
+		cc_leave(ccw);
+		return false;
+	}
 	cc_cache_sync(ccw);
 	struct fab_batch b;
 	cc_batch_init(&b, ccw->w, NULL);

@@ -114,10 +114,14 @@
  *  (5) The tail of a written item is what its access image carries
  *      (a->otail): the block was read under our lock, so the undo record
  *      restores the old versions too.
- *  (6) A transaction of one read-only command on one key (a plain GET,
- *      txn_hint_single_read) returns the newest committed version and
- *      leaves rts alone: its Double-Read image is a snapshot of the item
- *      at one instant, where it is serialized, as silo's invariant (5).
+ *  (6) A transaction of one read-only command on one key (a plain GET)
+ *      reads like any other: at its ctts, raising rts. Returning the
+ *      newest committed version without raising rts is serializable but
+ *      not in real time: a writer with an older ctts could then install
+ *      behind it, a transaction that finished before the GET began
+ *      having already read past that writer (the checker found this
+ *      G2-realtime once its clients sent plain commands). For the same
+ *      reason a read of an absent key takes a placeholder (reads_mark).
  *
  * Versions lost. A reader older than every kept version aborts (cause
  * version) and retries with a new ctts. That happens when more than
@@ -281,7 +285,6 @@ static int rts_raise(struct txn *t, struct cc_access *a, uint64_t rts, uint64_t 
 static int mvcc_read(struct txn *t, struct cc_access *a)
 {
 	const uint64_t ctts = t->start_ts;
-	const bool single = t->single_read && t->nacc == 1; /* invariant (6) */
 	int round = 0, torn = 0, redo = 0;
 	a->otail = 0; /* an image used for reading only: no undo record */
 	for (;;) {
@@ -303,8 +306,6 @@ static int mvcc_read(struct txn *t, struct cc_access *a)
 		a->p[0] = ver;
 		a->p[1] = a->img->meta[0];
 		a->pstate &= (uint8_t)~ACC_PROTO;
-		if (single)
-			return CC_OK;
 		if (held_by_older(t, lock)) { /* R2 */
 			if ((rc = cc_wait(t, round++)))
 				return rc;
@@ -497,6 +498,7 @@ const struct cc_protocol cc_mvcc = {
 	.name = "mvcc",
 	.install_mark = true,
 	.keep_tombstones = true,
+	.reads_mark = true,
 	.versions = true,
 	.begin = cc_begin_fresh_ts,
 	.read = mvcc_read,

@@ -37,11 +37,11 @@
  *    reader's back (the x-absent case of test_protocol_timestamp.py). The
  *    cost is memory for absent keys while timestamp is the protocol; after
  *    a switch, a transaction that leaves such a key absent reaps it. A
- *    single-key GET of a key with no block at all takes no placeholder and
- *    no rts (txn_hint_single_read): a one-key read-only transaction is
- *    serialized at its read, every other edge is in timestamp order, and
- *    the writers of that key commit in timestamp order (invariant (2)), so
- *    no cycle passes through it.
+ *    GET of a key with no block at all takes a placeholder and its rts
+ *    too (reads_mark): answered from the index alone, it would be
+ *    serialized at its read, not in timestamp order, and an older writer
+ *    could create the key behind it after a transaction that read past
+ *    that writer had finished (a cycle through a real-time edge).
  *
  * Item metadata (words of struct st_item, cc.h):
  *   word 0 lock   0                      no write pending;
@@ -268,6 +268,7 @@ const struct cc_protocol cc_timestamp = {
 	.name = "timestamp",
 	.install_mark = true,
 	.keep_tombstones = true,
+	.reads_mark = true,
 	.begin = cc_begin_fresh_ts,
 	.read = ts_read,
 	.write = ts_write,
