@@ -107,3 +107,29 @@ def test_reader_waits_for_older_pending_write(make_server, key):
         ts1, _, waits1 = ts_counters(c)
         assert waits1 > waits0, "T2 never waited (INFO cc_lock_waits)"
         assert ts1 == ts0, "neither transaction had to abort"
+
+
+@pytest.mark.parametrize("cc", ["timestamp", "mvcc"])
+@pytest.mark.parametrize("x_exists", [True, False], ids=["x-present", "x-absent"])
+def test_plain_get_marks_its_read_in_real_time(make_server, key, cc, x_exists):
+    """As above, but x is read by a plain GET (no MULTI) sent after the
+    younger T2 has finished. T1 (older) read z before T2 wrote it; the GET
+    of x must leave its read timestamp on x (a placeholder if x is absent,
+    cc.h reads_mark), so T1's later write of x is too late and T1 runs
+    again after T2. Without that mark T1 commits on the old z: T2 before
+    the GET (real time), the GET before T1 (it missed T1's x), T1 before T2
+    (it missed T2's z), a cycle the checker reports as G2-realtime."""
+    s = make_server(opts={"cc": cc})
+    x, z = key + "x", key + "z"
+    with s.client() as c:
+        c.set(z, "z0")
+        if x_exists:
+            c.set(x, "x0")
+        t1 = rckvtest.begin_multi(s, c, [("GET", z), ("DEBUG", "SLEEP", HOLD_S),
+                                         ("SET", x, "T1")])
+        time.sleep(0.1)
+        assert c.set(z, "T2")
+        assert c.get(x) == (b"x0" if x_exists else None)
+        assert t1.finish() == [b"T2", b"OK", True], \
+            "T1 committed its write of x after a finished GET missed it, on the old z"
+        assert c.mget([x, z]) == [b"T1", b"T2"]
