@@ -23,6 +23,13 @@ struct cc_cache {
 	size_t count, max;
 	struct cache_ent *all;
 	uint64_t hits, misses;
+	struct {               /* cc_cache_hold */
+		bool set;
+		uint16_t klen;
+		uint64_t hash;
+		struct st_ref ref;
+		char key[CC_CACHE_HOLD_KEY];
+	} held;
 };
 
 static void *ht_malloc(size_t n) { return malloc(n); }
@@ -72,6 +79,7 @@ void cc_cache_clear(struct cc_cache *c)
 	}
 	c->all = NULL;
 	c->count = 0;
+	c->held.set = false;
 }
 
 void cc_cache_destroy(struct cc_cache *c)
@@ -103,6 +111,8 @@ bool cc_cache_get(struct cc_cache *c, const char *key, size_t klen, uint64_t has
 
 void cc_cache_drop(struct cc_cache *c, const char *key, size_t klen, uint64_t hash)
 {
+	if (c->held.set && c->held.hash == hash)
+		c->held.set = false;
 	if (klen > UINT16_MAX)
 		return;
 	ck_ht_hash_t h = { .value = hash };
@@ -138,6 +148,30 @@ void cc_cache_put(struct cc_cache *c, const char *key, size_t klen, uint64_t has
 	e->next = c->all;
 	c->all = e;
 	c->count++;
+}
+
+void cc_cache_hold(struct cc_cache *c, const char *key, size_t klen, uint64_t hash,
+		   const struct st_ref *ref)
+{
+	c->held.set = klen <= CC_CACHE_HOLD_KEY;
+	if (!c->held.set)
+		return;
+	c->held.klen = (uint16_t)klen;
+	c->held.hash = hash;
+	c->held.ref = *ref;
+	memcpy(c->held.key, key, klen);
+}
+
+bool cc_cache_take(struct cc_cache *c, const char *key, size_t klen, uint64_t hash,
+		   struct st_ref *out)
+{
+	if (!c->held.set || c->held.hash != hash || c->held.klen != klen ||
+	    memcmp(c->held.key, key, klen) != 0)
+		return false;
+	c->held.set = false;
+	*out = c->held.ref;
+	c->hits++;
+	return true;
 }
 
 void cc_cache_stats(const struct cc_cache *c, uint64_t *hits, uint64_t *misses)

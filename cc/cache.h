@@ -5,6 +5,8 @@
  * was retired, reused, or relocated) is detected by the protocol's own
  * reads of the block (key bytes, generation, DEAD flag: cc/prim.c) and the
  * entry dropped. Owner worker only (one writer and reader, the _st rule).
+ * Only keys of nodes a round trip away use the table: for a node read as
+ * memory the index costs no more than the cache (cc/txn.c, cache_pays).
  */
 #ifndef RCKV_CC_CACHE_H
 #define RCKV_CC_CACHE_H
@@ -28,6 +30,20 @@ void cc_cache_put(struct cc_cache *c, const char *key, size_t klen, uint64_t has
 		  const struct st_ref *ref);
 void cc_cache_drop(struct cc_cache *c, const char *key, size_t klen, uint64_t hash);
 void cc_cache_clear(struct cc_cache *c);
+
+/*
+ * One key's ref held apart from the table, for a key the table is not used
+ * for: the ref an index lookup just found, handed to the transaction that
+ * follows it (cc_key_absent, then the command's transaction), so that it
+ * does not look the key up again. cc_cache_take returns it once, and only
+ * for the same key. A later hold replaces it; clear and drop forget it.
+ * Keys longer than CC_CACHE_HOLD_KEY bytes are not held.
+ */
+#define CC_CACHE_HOLD_KEY 64
+void cc_cache_hold(struct cc_cache *c, const char *key, size_t klen, uint64_t hash,
+		   const struct st_ref *ref);
+bool cc_cache_take(struct cc_cache *c, const char *key, size_t klen, uint64_t hash,
+		   struct st_ref *out);
 
 /* Hits and misses since creation. */
 void cc_cache_stats(const struct cc_cache *c, uint64_t *hits, uint64_t *misses);

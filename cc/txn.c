@@ -53,6 +53,19 @@ static uint16_t key_node(struct txn *t, const char *key, size_t klen)
 	return owner_node(t->node, key, klen);
 }
 
+/*
+ * Does the address cache pay for a key on node? Not for a near node (one
+ * this CPU reads with loads and no delay: shm, the own node): there the
+ * index lookup it saves is one bucket read, and the cache's own probe and
+ * key compare cost as many cache misses; with more keys than it holds, it
+ * also keeps clearing and refilling. For a node over a network (or a
+ * delayed fabric) it saves a round trip per key.
+ */
+static bool cache_pays(const struct node *n, uint16_t node)
+{
+	return !fab_node_near(n->fab, node);
+}
+
 static int img_reserve_acc(struct cc_access *a, uint8_t cls)
 {
 	uint32_t csz = st_class_size(cls);
@@ -160,7 +173,10 @@ static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t 
 
 	/* Resolve: the address cache, else the owner's index (finding the
 	 * item, or creating an ABSENT placeholder for it). */
-	if (cc_cache_get(t->ccw->cache, key, klen, h, &a->ref) && a->ref.node == a->node) {
+	bool cached = cache_pays(t->node, a->node);
+	if ((cached ? cc_cache_get(t->ccw->cache, key, klen, h, &a->ref)
+		    : cc_cache_take(t->ccw->cache, key, klen, h, &a->ref)) &&
+	    a->ref.node == a->node) {
 		t->w->stats.addr_cache_hits++;
 		if (img_reserve_acc(a, a->ref.cls) != 0) {
 			a->hnext = t->ccw->free_acc;
@@ -175,7 +191,8 @@ static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t 
 		a->img->data = st_make_data(0, ST_F_ABSENT);
 		memcpy(a->img + 1, key, klen);
 	} else {
-		t->w->stats.addr_cache_misses++;
+		if (cached)
+			t->w->stats.addr_cache_misses++;
 		/* The lookup may yield, so its buffer is this coroutine's own. */
 		struct st_item *buf = cc_scratch_get(t->ccw);
 		if (!buf) {
@@ -197,7 +214,8 @@ static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t 
 		}
 		memcpy(a->img, buf, st_class_size(a->ref.cls));
 		cc_scratch_put(t->ccw, buf);
-		cc_cache_put(t->ccw->cache, key, klen, h, &a->ref);
+		if (cached)
+			cc_cache_put(t->ccw->cache, key, klen, h, &a->ref);
 	}
 
 	t->acc[t->nacc++] = a;
@@ -356,22 +374,26 @@ int txn_attempt(const struct txn *t)
 
 /*
  * Is the key absent from its owner's index? A lookup that takes no lock
- * and creates no placeholder. A key found is put in the address cache, so
- * the transaction that reads it next does not look it up again.
+ * and creates no placeholder. A key found is put in the address cache (held
+ * apart from it, on a near node: cache_pays), so the transaction that reads
+ * it next does not look it up again.
  */
 static bool lookup_absent(struct cc_worker *ccw, struct fab_batch *b, uint16_t node,
 			  const char *key, size_t klen, uint64_t h)
 {
 	struct st_ref ref;
-	if (cc_cache_get(ccw->cache, key, klen, h, &ref))
+	bool cached = cache_pays(ccw->node, node);
+	if (cached && cc_cache_get(ccw->cache, key, klen, h, &ref))
 		return false;
 	struct st_item *buf = cc_scratch_get(ccw);
 	if (!buf)
 		return false;
 	int rc = st_lookup(b, ccw->node->layout, node, key, (uint32_t)klen, h, &ref, buf);
 	cc_scratch_put(ccw, buf);
-	if (rc == 0)
+	if (rc == 0 && cached)
 		cc_cache_put(ccw->cache, key, klen, h, &ref);
+	else if (rc == 0)
+		cc_cache_hold(ccw->cache, key, klen, h, &ref);
 	return rc == ST_ENOTFOUND;
 }
 
@@ -576,7 +598,7 @@ void txn_after_commit(struct txn *t)
 	/* Relocated items live in their new blocks now (prim_relocate set
 	 * a->ref): keep the address cache pointing there. */
 	for (int i = 0; i < t->nacc; i++)
-		if (t->acc[i]->pstate & ACC_MOVED)
+		if ((t->acc[i]->pstate & ACC_MOVED) && cache_pays(t->node, t->acc[i]->node))
 			cc_cache_put(t->ccw->cache, t->acc[i]->key, t->acc[i]->klen,
 				     t->acc[i]->hash, &t->acc[i]->ref);
 	/* Items that end absent (deleted, or placeholders only read) are

@@ -244,6 +244,10 @@ uint16_t fab_self(const struct fab *f);
  * Only the storage module's local paths (init, recovery, scans) may use it. */
 void *fab_local_base(const struct fab *f, uint16_t node);
 uint64_t fab_region_size(const struct fab *f, uint16_t node);
+/* Are ops on node applied by this CPU with no round-trip delay (a shm node
+ * or the own node, no fabric-delay-us)? Then a read costs what a load does,
+ * and caching what it would return saves nothing. */
+bool fab_node_near(const struct fab *f, uint16_t node);
 
 /* fab_worker_create - endpoints for one worker thread to every attached
  * node. Returns NULL on failure (with a message in err, if given). */

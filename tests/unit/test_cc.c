@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cc/cache.h"
 #include "cc/cc.h"
 #include "cc/exec.h"
 #include "cc/sched.h"
@@ -511,6 +512,35 @@ static void test_stale_addresses(const char *proto)
 	printf("  %s: stale cached addresses detected\n", proto);
 }
 
+/* The ref held apart from the address cache (cc_cache_hold): given back
+ * once, for the same key only, and forgotten by a clear or a drop. */
+static void test_cache_hold(void)
+{
+	struct cc_cache *c = cc_cache_create(4);
+	CHECK(c);
+	struct st_ref ref = { .node = 2, .off = 4096, .cls = 3, .gen = 7 }, out;
+	uint64_t h = st_hash("k1", 2);
+	cc_cache_hold(c, "k1", 2, h, &ref);
+	CHECK(!cc_cache_take(c, "k2", 2, st_hash("k2", 2), &out));
+	CHECK(!cc_cache_take(c, "k1x", 3, h, &out)); /* same hash, other key */
+	CHECK(cc_cache_take(c, "k1", 2, h, &out));
+	CHECK(out.node == 2 && out.off == 4096 && out.cls == 3 && out.gen == 7);
+	CHECK(!cc_cache_take(c, "k1", 2, h, &out)); /* once */
+	CHECK(!cc_cache_get(c, "k1", 2, h, &out));  /* never in the table */
+	cc_cache_hold(c, "k1", 2, h, &ref);
+	cc_cache_clear(c);
+	CHECK(!cc_cache_take(c, "k1", 2, h, &out));
+	cc_cache_hold(c, "k1", 2, h, &ref);
+	cc_cache_drop(c, "k1", 2, h);
+	CHECK(!cc_cache_take(c, "k1", 2, h, &out));
+	char longkey[CC_CACHE_HOLD_KEY + 1];
+	memset(longkey, 'x', sizeof(longkey));
+	cc_cache_hold(c, longkey, sizeof(longkey), st_hash(longkey, sizeof(longkey)), &ref);
+	CHECK(!cc_cache_take(c, longkey, sizeof(longkey), st_hash(longkey, sizeof(longkey)), &out));
+	cc_cache_destroy(c);
+	printf("  address cache: a held ref is taken once\n");
+}
+
 /* Timestamps (cc.h): strictly increasing per record, naming the node and
  * the record; ages of lock words compare across the 55-bit wrap. */
 static int ts_body(struct txn *t, void *arg)
@@ -549,6 +579,7 @@ static void test_timestamps(void)
 int main(void)
 {
 	CHECK(mkdtemp(dir));
+	test_cache_hold();
 	test_timestamps();
 	const char *protos[] = { "nowait", "nowait/shared", "waitdie", "woundwait",
 				 "timestamp",  "mvcc",          "silo" };
@@ -571,6 +602,9 @@ int main(void)
 		test_bank(protos[i], false);
 		test_fresh_keys(protos[i]);
 		test_opposite_transfers(protos[i]);
+		/* Only a delayed fabric uses the address cache for its own
+		 * node (txn.c, cache_pays). */
+		test_stale_addresses(protos[i]);
 	}
 	rmdir(dir);
 	printf("test_cc: ok\n");
