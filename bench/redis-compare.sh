@@ -17,7 +17,7 @@
 # Env: RCKV_SERVER (default build/rckv-server), REDIS_SERVER (default
 # redis-server), BENCH_N1 / BENCH_N16 requests per run for -P 1 / deeper pipelines
 # (default 200000 / 1000000), BENCH_CLIENTS (default 50), BENCH_REPS runs of
-# each row per server (default 5): the table shows each server's median, and
+# each row per server (default 7): the table shows each server's median, and
 # as the ratio the median of the runs' pairwise ratios (each rckv run over the
 # redis run right before or after it, so both saw the same machine), because
 # two runs a second apart on a shared 2-core machine differ by up to 30%.
@@ -35,7 +35,7 @@ REDIS=${REDIS_SERVER:-redis-server}
 N1=${BENCH_N1:-200000}
 N16=${BENCH_N16:-1000000}
 CLIENTS=${BENCH_CLIENTS:-50}
-REPS=${BENCH_REPS:-5}
+REPS=${BENCH_REPS:-7}
 OUT=${BENCH_OUT:-bench/results/redis-compare.txt}
 TESTS=${BENCH_TESTS:-GET SET INCR MSET}
 PIPES=${BENCH_PIPES:-1 16}
