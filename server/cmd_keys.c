@@ -7,13 +7,14 @@
  * cuts the partial reply back, CC_ABORT is returned as is, other errors
  * become this command's error reply).
  *
- * KEYS, SCAN and DBSIZE read the LOCAL region directly with st_scan /
- * st_count. That is deliberately not transactional: it is lock-free, may
- * see a concurrent write before or after its commit, never sees writes
- * still private to a running transaction (including the caller's own in
- * MULTI), and lists only the keys stored on this node. Redis gives
- * SCAN the same "no snapshot" guarantee; KEYS and DBSIZE in Redis are
- * atomic, which a lock-free scan of a shared region cannot be.
+ * KEYS, SCAN and DBSIZE read the regions directly with st_scan /
+ * st_count (each node's, through cluster.c). That is deliberately not
+ * transactional: it is lock-free, may see a concurrent write before or
+ * after its commit, and never sees writes still private to another
+ * running transaction. Inside MULTI, KEYS and DBSIZE overlay the block's
+ * own writes (overlay_walk); SCAN does not. Redis gives SCAN the same "no
+ * snapshot" guarantee; KEYS and DBSIZE in Redis are atomic, which a
+ * lock-free scan of a shared region cannot be.
  *
  * FLUSHDB/FLUSHALL empty the local region with the node quiesced, or, when
  * queued in MULTI, delete key by key inside the EXEC transaction (see
@@ -52,6 +53,138 @@ static bool arg_is(const struct resp_arg *a, const char *word)
 	size_t n = strlen(word);
 
 	return a->len == n && strncasecmp(a->p, word, n) == 0;
+}
+
+/* ---- keys a MULTI block wrote before this command ---- */
+
+struct key_list {
+	struct resp_arg *keys;
+	size_t n, cap;
+	bool oom;
+};
+
+static int list_key(void *arg, const char *key, uint32_t klen, const struct st_item *it)
+{
+	struct key_list *kl = arg;
+	char *copy;
+
+	(void)it;
+	if (kl->n == kl->cap) {
+		size_t cap = kl->cap ? kl->cap * 2 : 64;
+		struct resp_arg *k = realloc(kl->keys, cap * sizeof(*k));
+
+		if (!k) {
+			kl->oom = true;
+			return 1;
+		}
+		kl->keys = k;
+		kl->cap = cap;
+	}
+	copy = malloc(klen ? klen : 1);
+	if (!copy) {
+		kl->oom = true;
+		return 1;
+	}
+	memcpy(copy, key, klen);
+	kl->keys[kl->n].p = copy;
+	kl->keys[kl->n].len = klen;
+	kl->n++;
+	return 0;
+}
+
+static int list_key_c(void *arg, const char *key, size_t klen)
+{
+	return list_key(arg, key, (uint32_t)klen, NULL);
+}
+
+static void key_list_free(struct key_list *kl)
+{
+	size_t i;
+
+	for (i = 0; i < kl->n; i++)
+		free(kl->keys[i].p);
+	free(kl->keys);
+}
+
+static bool flush_args_ok(int argc, const struct resp_arg *argv)
+{
+	return argc <= 2 && (argc < 2 || arg_is(&argv[1], "sync") || arg_is(&argv[1], "async"));
+}
+
+static int cmp_arg(const void *x, const void *y)
+{
+	const struct resp_arg *a = x, *b = y;
+	size_t n = a->len < b->len ? a->len : b->len;
+	int d = memcmp(a->p, b->p, n);
+
+	return d ? d : (a->len > b->len) - (a->len < b->len);
+}
+
+/*
+ * The keys that commands queued before this one in the same MULTI block
+ * may have written: their writes are still private to the transaction, so
+ * st_scan cannot see them. Sorted, without repeats, for own_wrote. The
+ * queue is intact while EXEC runs it (multi.c frees it afterwards); this
+ * command is found in it by its argv. *flushed: a FLUSHDB or FLUSHALL came
+ * first in the block, so no key committed before the block is left in it.
+ * Returns 0, or -1 out of memory.
+ */
+static int own_writes(struct cmd_ctx *c, struct key_list *kl, bool *flushed)
+{
+	struct client *cl = c->cl;
+	int i, j;
+
+	*flushed = false;
+	if (!cl)
+		return 0;
+	for (i = 0; i < cl->mq_len && cl->mq[i].argv != c->argv; i++) {
+		const struct queued_cmd *q = &cl->mq[i];
+		int *idx, n;
+
+		if (!(q->def->flags & CMD_WRITE))
+			continue;
+		if ((q->def->flags & CMD_ALLKEYS) && flush_args_ok(q->argc, q->argv))
+			*flushed = true;
+		idx = malloc((size_t)q->argc * sizeof(*idx));
+		if (!idx)
+			return -1;
+		n = cmd_get_keys(q->def, q->argc, idx, q->argc);
+		for (j = 0; j < n && !kl->oom; j++)
+			list_key(kl, q->argv[idx[j]].p, (uint32_t)q->argv[idx[j]].len, NULL);
+		free(idx);
+		if (kl->oom)
+			return -1;
+	}
+	if (kl->n > 1) {
+		size_t k = 1;
+
+		qsort(kl->keys, kl->n, sizeof(*kl->keys), cmp_arg);
+		for (size_t r = 1; r < kl->n; r++) {
+			if (cmp_arg(&kl->keys[r], &kl->keys[k - 1]) == 0)
+				free(kl->keys[r].p);
+			else
+				kl->keys[k++] = kl->keys[r];
+		}
+		kl->n = k;
+	}
+	return 0;
+}
+
+static bool own_wrote(const struct key_list *kl, const char *key, size_t klen)
+{
+	struct resp_arg k = { .p = (char *)key, .len = klen };
+
+	return kl->n && bsearch(&k, kl->keys, kl->n, sizeof(*kl->keys), cmp_arg);
+}
+
+/* What the transaction sees of a key it may have written: a read through
+ * it, which answers from the transaction's own write if there is one. */
+static int txn_sees(struct cmd_ctx *c, const struct resp_arg *k, bool *found)
+{
+	const char *v;
+	size_t vl;
+
+	return txn_get(c->txn, k->p, k->len, &v, &vl, found);
 }
 
 /* ---- DEL / UNLINK, EXISTS, TYPE ---- */
@@ -163,10 +296,75 @@ static int collect_key_c(void *arg, const char *key, size_t klen)
 	return collect_key(arg, key, (uint32_t)klen, NULL);
 }
 
+/*
+ * KEYS and DBSIZE inside a MULTI block see the block's own writes, as in
+ * Redis: the committed keys the scan lists, except those the block wrote
+ * (all of them after a FLUSH* in the block), and then those it wrote as
+ * the transaction reads them now.
+ */
+struct overlay {
+	const struct key_list *own;
+	cluster_key_fn fn; /* the visitor for a committed key not overlaid */
+	void *arg;
+	uint64_t n;        /* keys passed on */
+};
+
+static int overlay_key(void *arg, const char *key, size_t klen)
+{
+	struct overlay *o = arg;
+
+	if (own_wrote(o->own, key, klen))
+		return 0;
+	o->n++;
+	return o->fn ? o->fn(o->arg, key, klen) : 0;
+}
+
+/* The committed keys through fn (NULL: count them only), then the block's
+ * own keys that it holds now through own_fn, in txn order; *n counts both. */
+static int overlay_walk(struct cmd_ctx *c, const char *pat, size_t plen, cluster_key_fn fn,
+			void *arg, uint64_t *n, char *err, size_t errlen, int *txn_rc)
+{
+	struct key_list own = { 0 };
+	bool flushed;
+	struct overlay o = { &own, fn, arg, 0 };
+	int rc = 0;
+
+	*txn_rc = 0;
+	if (own_writes(c, &own, &flushed) != 0) {
+		key_list_free(&own);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (!fn && !flushed && own.n == 0) { /* a count, and nothing to overlay */
+		key_list_free(&own);
+		return cluster_count(c->node, c->w, n, err, errlen);
+	}
+	if (!flushed && cluster_keys(c->node, c->w, pat, plen, overlay_key, &o, err, errlen) != 0)
+		rc = -1;
+	for (size_t i = 0; i < own.n && rc == 0; i++) {
+		bool found;
+
+		if (plen && !srv_strmatch(pat, plen, own.keys[i].p, own.keys[i].len, false))
+			continue;
+		if ((*txn_rc = txn_sees(c, &own.keys[i], &found)) != 0)
+			break;
+		if (!found)
+			continue;
+		o.n++;
+		if (fn)
+			fn(arg, own.keys[i].p, own.keys[i].len);
+	}
+	key_list_free(&own);
+	*n = o.n;
+	return rc;
+}
+
 int cmd_keys(struct cmd_ctx *c)
 {
 	struct key_collect kc;
 	char err[256];
+	int rc, txn_rc = 0;
+	uint64_t n;
 
 	collect_init(&kc, c);
 	kc.pat = c->argv[1].p;
@@ -175,9 +373,18 @@ int cmd_keys(struct cmd_ctx *c)
 	 * any other pattern goes through the matcher, which never matches
 	 * the empty key with a non-empty pattern (strutil.h). */
 	kc.use_pattern = !(kc.plen == 1 && kc.pat[0] == '*');
+	const char *pat = kc.use_pattern ? kc.pat : "";
+	size_t plen = kc.use_pattern ? kc.plen : 0;
 	/* Every node's keys: this node's region, then each peer's. */
-	if (cluster_keys(c->node, c->w, kc.use_pattern ? kc.pat : "", kc.use_pattern ? kc.plen : 0,
-			 collect_key_c, &kc, err, sizeof(err)) != 0) {
+	if (c->txn)
+		rc = overlay_walk(c, pat, plen, collect_key_c, &kc, &n, err, sizeof(err), &txn_rc);
+	else
+		rc = cluster_keys(c->node, c->w, pat, plen, collect_key_c, &kc, err, sizeof(err));
+	if (txn_rc) {
+		resp_w_free(&kc.buf);
+		return cmd_txn_failed(c, c->out->len, txn_rc);
+	}
+	if (rc != 0) {
 		resp_errorf(c->out, "ERR KEYS: %s", err);
 		resp_w_free(&kc.buf);
 		return 0;
@@ -298,7 +505,17 @@ int cmd_dbsize(struct cmd_ctx *c)
 {
 	uint64_t n;
 	char err[256];
-	if (cluster_count(c->node, c->w, &n, err, sizeof(err)) != 0) {
+	int rc, txn_rc = 0;
+
+	/* In a block: every key walked, as KEYS does (the block's own writes
+	 * replace what the count has of them); else the stores' counts. */
+	if (c->txn)
+		rc = overlay_walk(c, "", 0, NULL, NULL, &n, err, sizeof(err), &txn_rc);
+	else
+		rc = cluster_count(c->node, c->w, &n, err, sizeof(err));
+	if (txn_rc)
+		return cmd_txn_failed(c, c->out->len, txn_rc);
+	if (rc != 0) {
 		resp_errorf(c->out, "ERR DBSIZE: %s", err);
 		return 0;
 	}
@@ -317,89 +534,6 @@ static int flush_region(struct node *n, void *arg)
 }
 
 /* Keys copied out of the region, so they outlive the scan. */
-struct key_list {
-	struct resp_arg *keys;
-	size_t n, cap;
-	bool oom;
-};
-
-static int list_key(void *arg, const char *key, uint32_t klen, const struct st_item *it)
-{
-	struct key_list *kl = arg;
-	char *copy;
-
-	(void)it;
-	if (kl->n == kl->cap) {
-		size_t cap = kl->cap ? kl->cap * 2 : 64;
-		struct resp_arg *k = realloc(kl->keys, cap * sizeof(*k));
-
-		if (!k) {
-			kl->oom = true;
-			return 1;
-		}
-		kl->keys = k;
-		kl->cap = cap;
-	}
-	copy = malloc(klen ? klen : 1);
-	if (!copy) {
-		kl->oom = true;
-		return 1;
-	}
-	memcpy(copy, key, klen);
-	kl->keys[kl->n].p = copy;
-	kl->keys[kl->n].len = klen;
-	kl->n++;
-	return 0;
-}
-
-static int list_key_c(void *arg, const char *key, size_t klen)
-{
-	return list_key(arg, key, (uint32_t)klen, NULL);
-}
-
-static void key_list_free(struct key_list *kl)
-{
-	size_t i;
-
-	for (i = 0; i < kl->n; i++)
-		free(kl->keys[i].p);
-	free(kl->keys);
-}
-
-/*
- * Keys that commands queued before this one in the same MULTI block may
- * have written: their writes are still private to the transaction, so
- * st_scan cannot see them, yet the flush must remove them too. The queue
- * is intact while EXEC runs it (multi.c frees it afterwards); this command
- * is found in it by its argv. Returns 0, CC_ABORT, or a txn error.
- */
-static int flush_queued_keys(struct cmd_ctx *c)
-{
-	struct client *cl = c->cl;
-	int i, j, rc = 0;
-
-	if (!cl)
-		return 0;
-	for (i = 0; i < cl->mq_len && cl->mq[i].argv != c->argv && rc == 0; i++) {
-		const struct queued_cmd *q = &cl->mq[i];
-		int *idx, n;
-
-		if (!(q->def->flags & CMD_WRITE))
-			continue;
-		idx = malloc((size_t)q->argc * sizeof(*idx));
-		if (!idx)
-			return CC_EINTERNAL;
-		n = cmd_get_keys(q->def, q->argc, idx, q->argc);
-		for (j = 0; j < n && rc == 0; j++) {
-			bool existed;
-
-			rc = txn_del(c->txn, q->argv[idx[j]].p, q->argv[idx[j]].len, &existed);
-		}
-		free(idx);
-	}
-	return rc;
-}
-
 /*
  * FLUSH* queued in MULTI runs inside the EXEC transaction, and a
  * transaction cannot wait for the node to quiesce: it is itself one of the
@@ -426,12 +560,27 @@ static int flush_in_txn(struct cmd_ctx *c)
 		resp_error(c->out, "ERR out of memory");
 		return 0;
 	}
-	rc = flush_queued_keys(c);
+	struct key_list own = { 0 };
+	bool flushed;
+
+	if (own_writes(c, &own, &flushed) != 0) {
+		key_list_free(&own);
+		key_list_free(&kl);
+		resp_error(c->out, "ERR out of memory");
+		return 0;
+	}
+	rc = 0;
+	for (i = 0; i < own.n && rc == 0; i++) {
+		bool existed;
+
+		rc = txn_del(c->txn, own.keys[i].p, own.keys[i].len, &existed);
+	}
 	for (i = 0; i < kl.n && rc == 0; i++) {
 		bool existed;
 
 		rc = txn_del(c->txn, kl.keys[i].p, kl.keys[i].len, &existed);
 	}
+	key_list_free(&own);
 	key_list_free(&kl);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
@@ -445,8 +594,7 @@ static int flush_in_txn(struct cmd_ctx *c)
  */
 static int flush_cmd(struct cmd_ctx *c)
 {
-	if (c->argc > 2 ||
-	    (c->argc == 2 && !arg_is(&c->argv[1], "sync") && !arg_is(&c->argv[1], "async"))) {
+	if (!flush_args_ok(c->argc, c->argv)) {
 		cmd_reply_syntax(c);
 		return 0;
 	}

@@ -293,6 +293,26 @@ def test_keyspace_commands_cover_every_node(cluster, conns, key):
         assert sorted(set(seen)) == want, i
 
 
+def test_keys_in_multi_see_the_blocks_writes_on_every_node(cluster, conns, key):
+    """KEYS and DBSIZE inside MULTI, through node 1, include the keys the
+    block created on nodes 2 and 3 and leave out the one it deleted on
+    node 2, before any of it is committed."""
+    old = cluster.key_on(2, key + "kim:old:")
+    new2 = cluster.key_on(2, key + "kim:new2:")
+    new3 = cluster.key_on(3, key + "kim:new3:")
+    assert conns[2].call_raw("SET", old, "v") == OK
+    before = conns[1].call("DBSIZE")
+    c = conns[1]
+    assert c.call_raw("MULTI") == OK
+    for cmd in (("SET", new2, "v"), ("SET", new3, "v"), ("DEL", old), ("KEYS", key + "kim:*"),
+                ("DBSIZE",)):
+        assert c.call_raw(*cmd) == b"+QUEUED\r\n", cmd
+    r = c.call("EXEC")
+    assert sorted(r[3]) == sorted([new2.encode(), new3.encode()]), r
+    assert r[4] == before + 1, r
+    assert sorted(conns[3].call("KEYS", key + "kim:*")) == sorted([new2.encode(), new3.encode()])
+
+
 def test_flushall_empties_every_node(cluster, conns, key):
     """FLUSHALL through one node removes every node's keys, also for the
     clients that have just read them (their node may have cached where

@@ -5,7 +5,7 @@ Validated against redis-server 7.0 with RCKV_TEST_TARGET=redis.
 
 import pytest
 
-from rckvtest import encode
+from rckvtest import Error, encode
 
 OK = b"+OK\r\n"
 QUEUED = b"+QUEUED\r\n"
@@ -258,3 +258,49 @@ def test_pipelined_transaction(raw, key):
              + encode("EXEC") + encode("GET", k))
     assert [raw.read_raw() for _ in range(5)] == [OK, QUEUED, QUEUED,
                                                  b"*2\r\n" + OK + b":15\r\n", bulk("15")]
+
+
+def test_keys_and_dbsize_see_the_blocks_own_writes(make_server):
+    """Inside MULTI, KEYS and DBSIZE count what the block wrote before them:
+    keys it created, overwrote or deleted, a write that failed (the key
+    stays as it was), and nothing committed after a FLUSHDB in the block.
+    Against the build before this test, they counted only committed keys."""
+    s = make_server()
+    c = s.raw()
+    try:
+        for k in ("k1", "k2", "k3"):
+            assert c.call_raw("SET", k, "v") == OK
+        block = [
+            (("DBSIZE",), 3),
+            (("SET", "k4", "v"), "OK"),
+            (("DEL", "k1"), 1),
+            (("SET", "k2", "w"), "OK"),
+            (("INCR", "k5"), 1),
+            (("INCR", "k3"), None),  # an error: k3 holds "v"
+            (("DEL", "nosuch"), 0),
+            (("DBSIZE",), 4),
+            (("KEYS", "k*"), {b"k2", b"k3", b"k4", b"k5"}),
+            (("KEYS", "k[145]"), {b"k4", b"k5"}),
+            (("FLUSHDB",), "OK"),
+            (("DBSIZE",), 0),
+            (("KEYS", "*"), set()),
+            (("SET", "k6", "v"), "OK"),
+            (("DBSIZE",), 1),
+            (("KEYS", "*"), {b"k6"}),
+        ]
+        assert c.call_raw("MULTI") == OK
+        for cmd, _ in block:
+            assert c.call_raw(*cmd) == QUEUED, cmd
+        replies = c.call("EXEC")
+        assert len(replies) == len(block)
+        for (cmd, want), got in zip(block, replies):
+            if isinstance(want, set):
+                assert set(got) == want and len(got) == len(want), (cmd, got)
+            elif want is None:
+                assert isinstance(got, Error) and "not an integer" in got, (cmd, got)
+            else:
+                assert got == want and not isinstance(got, Error), (cmd, got)
+        assert c.call("DBSIZE") == 1
+        assert c.call("KEYS", "*") == [b"k6"]
+    finally:
+        c.close()
