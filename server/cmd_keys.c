@@ -319,8 +319,9 @@ static int overlay_key(void *arg, const char *key, size_t klen)
 	return o->fn ? o->fn(o->arg, key, klen) : 0;
 }
 
-/* The committed keys through fn (NULL: count them only), then the block's
- * own keys that it holds now through own_fn, in txn order; *n counts both. */
+/* The committed keys the block did not write, then the block's own keys
+ * that it holds now (as the transaction reads them), both through fn
+ * (NULL: count only); *n counts both. *txn_rc: a read's error, if any. */
 static int overlay_walk(struct cmd_ctx *c, const char *pat, size_t plen, cluster_key_fn fn,
 			void *arg, uint64_t *n, char *err, size_t errlen, int *txn_rc)
 {
