@@ -18,8 +18,7 @@
 #include "rdma/fab.h"
 #include "storage/st.h"
 
-struct node;
-struct worker;
+struct cc_node;
 struct txn;
 
 /* Access modes. */
@@ -94,6 +93,11 @@ struct cc_protocol {
 	const char *id;           /* unique key of the registry (a variant of a
 				     name, e.g. "nowait/shared"); NULL = name */
 	bool testing_only;        /* selectable only with `testing yes` */
+	/* Reads take shared locks (cc-lock-mode shared): the variant of its
+	 * name that CONFIG SET cc picks in that mode (cc_protocol_resolve).
+	 * Its lock words count holders per node in 8-bit lanes, so every
+	 * node id of the cluster must be at most CC_SHARED_MAX_NODE. */
+	bool shared_locks;
 	/* Installs first turn the lock word into the "installing" mark
 	 * (cc_lock_installing), because the protocol's readers may read an
 	 * item while another transaction holds its lock (timestamp, mvcc):
@@ -141,8 +145,7 @@ struct txn_undo {
 };
 
 struct txn {
-	struct node *node;
-	struct worker *w;
+	struct cc_node *node;
 	struct cc_worker *ccw;
 	const struct cc_protocol *proto;
 	uint64_t owner;           /* lock-owner word (cc_owner_word) */

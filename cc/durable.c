@@ -26,10 +26,9 @@
 #include <unistd.h>
 
 #include "cc/cc.h"
+#include "cc/exec_internal.h"
+#include "cc/node.h"
 #include "cc/sched.h"
-#include "server/log.h"
-#include "server/node.h"
-#include "server/worker.h"
 
 #define PAGE 4096ull
 
@@ -50,7 +49,7 @@ struct dworker {
 };
 
 struct durable {
-	struct node *n;
+	struct cc_node *n;
 	pthread_t thread;
 	bool started;
 
@@ -114,7 +113,7 @@ size_t durable_merge(struct fab_range *r, size_t n, uint64_t page)
  * pmem from msync, and power-sim), a peer's through the fabric. */
 static int persist_range(struct durable *d, uint16_t node, uint64_t off, uint64_t len)
 {
-	struct node *n = d->n;
+	struct cc_node *n = d->n;
 	ck_pr_add_64(&d->syncs, 1);
 	ck_pr_add_64(&d->pages, (len + PAGE - 1) / PAGE);
 	if (node == fab_self(n->fab))
@@ -208,7 +207,7 @@ static int persist_all(struct durable *d, struct fab_range *r, size_t n, uint64_
 static void *flusher_main(void *arg)
 {
 	struct durable *d = arg;
-	struct node *n = d->n;
+	struct cc_node *n = d->n;
 	struct fab_range *cur = NULL;
 	size_t curcap = 0;
 	bool logged = false;
@@ -237,7 +236,7 @@ static void *flusher_main(void *arg)
 		size_t m = durable_merge(r, nr, PAGE);
 		int err = persist_all(d, r, m, whole, true);
 		if (err && !logged) {
-			srv_log(n, LOG_WARNING,
+			cc_log(n, CC_LOG_WARNING,
 				"persistence power: a flush failed (%s): the commits waiting for it "
 				"fail with an error",
 				strerror(-err));
@@ -307,7 +306,7 @@ static int aux_poll(void *arg, int worker_id)
 	uint64_t v;
 	ssize_t k = read(dw->efd, &v, sizeof(v));
 	(void)k;
-	struct worker *w = d->n->workers ? d->n->workers[worker_id] : NULL;
+	struct cc_worker *w = d->n->workers ? ck_pr_load_ptr(&d->n->workers[worker_id]) : NULL;
 	int woken = 0;
 	for (struct dreq **pp = &dw->waiting; *pp;) {
 		struct dreq *q = *pp;
@@ -346,7 +345,7 @@ static int queue_ranges_locked(struct durable *d, struct fab_dirty *fd)
 int durable_wait(struct txn *t, bool commit)
 {
 	struct durable *d = t->node->durable;
-	struct worker *w = t->w;
+	struct cc_worker *w = t->ccw;
 	struct fab_dirty *fd = fab_worker_dirty(w->fw);
 	if (!d || !fd)
 		return 0;
@@ -360,7 +359,7 @@ int durable_wait(struct txn *t, bool commit)
 		fd->overflow = 0;
 		return rc;
 	}
-	struct dreq rq = { .worker = w->id, .commit = commit };
+	struct dreq rq = { .worker = w->worker_id, .commit = commit };
 	rq.handle = sched_self(w->sched);
 	pthread_mutex_lock(&d->lock);
 	int rc = queue_ranges_locked(d, fd);
@@ -377,7 +376,7 @@ int durable_wait(struct txn *t, bool commit)
 		return rc;
 	fd->n = 0;
 	fd->overflow = 0;
-	struct dworker *dw = &d->w[w->id];
+	struct dworker *dw = &d->w[w->worker_id];
 	rq.wnext = dw->waiting;
 	dw->waiting = &rq;
 	rq.linked = true;
@@ -396,7 +395,7 @@ int durable_wait(struct txn *t, bool commit)
 
 /* ---- start and stop ---- */
 
-int durable_start(struct node *n, char *err, size_t errlen)
+int durable_start(struct cc_node *n, char *err, size_t errlen)
 {
 	struct durable *d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -405,7 +404,7 @@ int durable_start(struct node *n, char *err, size_t errlen)
 	}
 	d->n = n;
 	d->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-	d->nworkers = n->cfg.threads;
+	d->nworkers = n->nworkers;
 	d->w = calloc((size_t)d->nworkers, sizeof(*d->w));
 	if (!d->w) {
 		free(d);
@@ -447,7 +446,7 @@ fail:
 	return rc;
 }
 
-void durable_get_stats(const struct node *n, struct durable_stats *out)
+void durable_get_stats(const struct cc_node *n, struct durable_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct durable *d = n->durable;
@@ -460,7 +459,7 @@ void durable_get_stats(const struct node *n, struct durable_stats *out)
 	out->pages = ck_pr_load_64(&d->pages);
 }
 
-void durable_stop(struct node *n)
+void durable_stop(struct cc_node *n)
 {
 	struct durable *d = n->durable;
 	if (!d)
@@ -473,7 +472,7 @@ void durable_stop(struct node *n)
 	pthread_join(d->thread, NULL);
 	struct durable_stats st;
 	durable_get_stats(n, &st);
-	srv_log(n, LOG_NOTICE,
+	cc_log(n, CC_LOG_NOTICE,
 		"group commit: %" PRIu64 " rounds for %" PRIu64 " commits (%.2f per round), %" PRIu64
 		" waits, %" PRIu64 " device flushes of %" PRIu64 " pages",
 		st.rounds, st.commits, st.rounds ? (double)st.commits / (double)st.rounds : 0.0,

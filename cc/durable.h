@@ -39,7 +39,7 @@
 
 #include "rdma/fab.h"
 
-struct node;
+struct cc_node;
 struct txn;
 struct durable;
 
@@ -49,11 +49,11 @@ struct durable;
  * thread, n->durable. Main thread, after fab_open and before the workers
  * are created. Returns 0, or -errno with err filled.
  */
-int durable_start(struct node *n, char *err, size_t errlen);
+int durable_start(struct cc_node *n, char *err, size_t errlen);
 
 /* durable_stop - after the workers have stopped: let the flusher finish
  * what is queued, join it, log the group-commit totals, free. */
-void durable_stop(struct node *n);
+void durable_stop(struct cc_node *n);
 
 /*
  * durable_wait - make every range the calling worker has written so far
@@ -73,7 +73,7 @@ struct durable_stats {
 	uint64_t syncs;     /* flushes: one per node per round (plus whole-region ones) */
 	uint64_t pages;     /* pages they covered (a peer's: its span) */
 };
-void durable_get_stats(const struct node *n, struct durable_stats *out);
+void durable_get_stats(const struct cc_node *n, struct durable_stats *out);
 
 /*
  * durable_merge - sort ranges (node, then offset), round each out to

@@ -15,8 +15,7 @@
 #include "cc/exec_internal.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
-#include "server/node.h"
-#include "server/worker.h"
+#include "cc/node.h"
 
 /* Timestamps (cc.h): clock:48 | node:6 | rec:10. */
 #define TS_EPOCH_US 1735689600000000ull
@@ -99,8 +98,8 @@ int cc_wait(struct txn *t, int round)
 	/* 2 us, doubling to 256 us: a holder usually finishes within a few
 	 * round trips. The wait is counted (INFO cc_lock_waits). */
 	uint64_t ns = 2000ull << (round < 7 ? round : 7);
-	t->w->stats.lock_waits++;
-	sched_sleep(t->w->sched, ns);
+	t->ccw->stats.lock_waits++;
+	sched_sleep(t->ccw->sched, ns);
 	return CC_OK;
 }
 
@@ -110,7 +109,7 @@ static int rec_get(struct cc_worker *ccw)
 	for (;;) {
 		if (ccw->nrec_free)
 			return ccw->rec_free[--ccw->nrec_free];
-		sched_sleep(ccw->w->sched, 50000); /* every record busy: wait for one */
+		sched_sleep(ccw->sched, 50000); /* every record busy: wait for one */
 	}
 }
 
@@ -127,62 +126,85 @@ int cc_abort_with(struct txn *t, int cause)
 
 static void waiter_fn(void *ctx, uint64_t ns)
 {
-	struct worker *w = ctx;
-	sched_sleep(w->sched, ns);
+	struct sched *s = ctx;
+	sched_sleep(s, ns);
 }
 
 static void *waiter_self(void *ctx)
 {
-	struct worker *w = ctx;
-	return sched_self(w->sched);
+	struct sched *s = ctx;
+	return sched_self(s);
 }
 
 static void waiter_park(void *ctx)
 {
-	struct worker *w = ctx;
-	sched_park(w->sched);
+	struct sched *s = ctx;
+	sched_park(s);
 }
 
 static void waiter_unpark(void *ctx, void *handle)
 {
-	struct worker *w = ctx;
-	sched_unpark(w->sched, handle);
+	struct sched *s = ctx;
+	sched_unpark(s, handle);
 }
 
-void cc_batch_init(struct fab_batch *b, struct worker *w, struct fab_stats *stats)
+void cc_batch_init(struct fab_batch *b, struct cc_worker *ccw, struct fab_stats *stats)
 {
-	fab_batch_init(b, w->fw,
-		       (struct fab_waiter){ .wait = waiter_fn, .ctx = w, .self = waiter_self,
-					    .park = waiter_park, .unpark = waiter_unpark },
+	fab_batch_init(b, ccw->fw,
+		       (struct fab_waiter){ .wait = waiter_fn, .ctx = ccw->sched,
+					    .self = waiter_self, .park = waiter_park,
+					    .unpark = waiter_unpark },
 		       stats);
 }
 
-struct cc_worker *cc_worker_create(struct node *n, struct worker *w)
+struct cc_worker *cc_worker_create(struct cc_node *n, int id, struct sched *sched,
+				   struct fab_worker *fw)
 {
+	if (id < 0 || id >= n->nworkers || !n->workers)
+		return NULL;
 	cc_quiesce_setup(); /* before this worker's first cc_enter */
 	struct cc_worker *ccw = calloc(1, sizeof(*ccw));
 	if (!ccw)
 		return NULL;
 	ccw->node = n;
-	ccw->w = w;
-	ccw->worker_id = w->id;
-	ccw->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)w->id << 32) ^ now_us();
+	ccw->worker_id = id;
+	ccw->sched = sched;
+	ccw->fw = fw;
+	ccw->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)id << 32) ^ now_us();
 	ccw->cache = cc_cache_create(1u << 16);
-	if (!ccw->cache) {
+	ccw->place_rec = pl_reader_get(&n->place);
+	if (!ccw->cache || !ccw->place_rec) {
+		if (ccw->cache)
+			cc_cache_destroy(ccw->cache);
+		pl_reader_put(&n->place, ccw->place_rec);
 		free(ccw);
 		return NULL;
 	}
-	int nw = n->nworkers > 0 ? n->nworkers : 1;
 	for (int r = ST_TXN_STATES - 1; r >= 0; r--)
-		if (r % nw == w->id % nw)
+		if (r % n->nworkers == id % n->nworkers)
 			ccw->rec_free[ccw->nrec_free++] = r;
+	ck_pr_store_ptr(&n->workers[id], ccw);
 	return ccw;
+}
+
+struct cc_stats *cc_worker_stats(struct cc_worker *ccw)
+{
+	return &ccw->stats;
+}
+
+uint64_t cc_worker_inflight(const struct cc_worker *ccw)
+{
+	return ck_pr_load_64((uint64_t *)&ccw->inflight);
 }
 
 void cc_worker_destroy(struct cc_worker *ccw)
 {
 	if (!ccw)
 		return;
+	struct cc_node *n = ccw->node;
+	if (n->workers && n->workers[ccw->worker_id] == ccw)
+		ck_pr_store_ptr(&n->workers[ccw->worker_id], NULL);
+	pl_reader_put(&n->place, ccw->place_rec);
 	struct cc_access *a;
 	while ((a = ccw->free_acc)) {
 		ccw->free_acc = a->hnext;
@@ -212,28 +234,32 @@ static uint64_t rng_next(struct cc_worker *ccw)
 
 void cc_enter(struct cc_worker *ccw)
 {
-	struct node *n = ccw->node;
+	struct cc_node *n = ccw->node;
 	for (;;) {
 		/* This worker's own counter: no cache line shared with the other
 		 * workers on the path of every transaction. */
-		ck_pr_store_64(&ccw->w->inflight, ccw->w->inflight + 1);
+		ck_pr_store_64(&ccw->inflight, ccw->inflight + 1);
 		/* inflight is visible before we read quiesce: our fence, or the
 		 * quiescer's membarrier (cc/switch.h). */
 		if (cc_enter_light)
 			ck_pr_barrier();
 		else
 			ck_pr_fence_memory();
-		if (!ck_pr_load_int(&n->quiesce))
+		if (!ck_pr_load_int(&n->quiesce)) {
+			/* The placement map stays valid until cc_leave. */
+			ck_epoch_begin(ccw->place_rec, NULL);
 			return;
-		ck_pr_store_64(&ccw->w->inflight, ccw->w->inflight - 1);
-		sched_sleep(ccw->w->sched, 200000); /* a switch takes milliseconds */
+		}
+		ck_pr_store_64(&ccw->inflight, ccw->inflight - 1);
+		sched_sleep(ccw->sched, 200000); /* a switch takes milliseconds */
 	}
 }
 
 void cc_leave(struct cc_worker *ccw)
 {
+	ck_epoch_end(ccw->place_rec, NULL);
 	ck_pr_fence_store(); /* the transaction's effects precede the count */
-	ck_pr_store_64(&ccw->w->inflight, ccw->w->inflight - 1);
+	ck_pr_store_64(&ccw->inflight, ccw->inflight - 1);
 }
 
 /* Field by field: a txn holds a batch of FAB_BATCH_MAX ops (kilobytes) that
@@ -252,10 +278,9 @@ void cc_cache_sync(struct cc_worker *ccw)
 
 static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t prio_ts)
 {
-	struct node *n = ccw->node;
+	struct cc_node *n = ccw->node;
 	cc_cache_sync(ccw);
 	t->node = n;
-	t->w = ccw->w;
 	t->ccw = ccw;
 	t->proto = ck_pr_load_ptr(&n->proto);
 	t->rec = rec;
@@ -285,7 +310,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	ccw->acc_cap = 0;
 	ccw->tab = NULL;
 	ccw->tab_mask = 0;
-	cc_batch_init(&t->batch, ccw->w, &t->fstats);
+	cc_batch_init(&t->batch, ccw, &t->fstats);
 }
 
 /* Big, but only the pages a lookup touches become resident (malloc maps
@@ -317,8 +342,8 @@ uint64_t cc_txn_start_ts(struct txn *t)
 
 int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 {
-	struct node *n = ccw->node;
-	struct srv_stats *st = &ccw->w->stats;
+	struct cc_node *n = ccw->node;
+	struct cc_stats *st = &ccw->stats;
 	uint64_t deadline = 0;
 	uint64_t backoff_ns = 2000;
 	struct txn t;
@@ -348,7 +373,7 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 			rc = t.fatal; /* a peer failed mid-transaction: abort all of it */
 		if (rc == CC_OK)
 			rc = t.proto->commit(&t);
-		struct srv_proto_stats *ps = &st->proto[pi];
+		struct cc_proto_stats *ps = &st->proto[pi];
 		if (rc == CC_OK) {
 			txn_after_commit(&t);
 			cc_leave(ccw);
@@ -392,7 +417,7 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 
 		uint64_t now = sched_now_ns();
 		if (attempt == 0) {
-			long long ms = ck_pr_load_64((uint64_t *)&n->cfg.txn_timeout_ms);
+			long long ms = (long long)ck_pr_load_64(&n->limits.txn_timeout_ms);
 			deadline = now + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
 		} else if (now >= deadline) {
 			st->txn_timeouts++;
@@ -414,7 +439,7 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		uint64_t sleep = window / 2 + rng_next(ccw) % (window / 2 + 1);
 		if (sleep > deadline - now) /* the last attempt, at txn-timeout */
 			sleep = deadline - now;
-		sched_sleep(ccw->w->sched, sleep);
+		sched_sleep(ccw->sched, sleep);
 		began = sched_now_ns();
 		if (backoff_ns < 1000000)
 			backoff_ns *= 2;

@@ -11,10 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct node;
-struct worker;
+struct cc_node;
 struct txn;
 struct cc_worker;
+struct sched;
+struct fab_worker;
 
 /*
  * A transaction body: runs the commands of one transaction through
@@ -24,8 +25,16 @@ struct cc_worker;
  */
 typedef int (*cc_body_fn)(struct txn *t, void *arg);
 
-/* Executor state of worker w; created on w's thread before it serves. */
-struct cc_worker *cc_worker_create(struct node *n, struct worker *w);
+/*
+ * cc_worker_create - executor state of worker `id` of node n (0 <= id <
+ * n->nworkers), whose coroutines are `sched` and fabric endpoints `fw`:
+ * its address cache, timestamp clock, transaction records and epoch
+ * record; it is entered in n->workers[id]. Created before the worker
+ * serves, on any thread. NULL if out of memory.
+ */
+struct cc_worker *cc_worker_create(struct cc_node *n, int id, struct sched *sched,
+				   struct fab_worker *fw);
+/* After the worker stopped: leave n->workers and free. */
 void cc_worker_destroy(struct cc_worker *ccw);
 
 /*
@@ -49,11 +58,11 @@ bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen);
  * clock afresh (between wake-ups, stamps reuse one reading a few times). */
 void cc_worker_tick(struct cc_worker *ccw);
 
-/* Initialize a fabric batch for a coroutine of worker w: waits yield the
+/* Initialize a fabric batch for a coroutine of worker ccw: waits yield the
  * coroutine (sleep, park/unpark) instead of blocking the thread. */
 struct fab_batch;
 struct fab_stats;
-void cc_batch_init(struct fab_batch *b, struct worker *w, struct fab_stats *stats);
+void cc_batch_init(struct fab_batch *b, struct cc_worker *ccw, struct fab_stats *stats);
 
 /* Enter/leave the node's in-flight count without a transaction (waits
  * while the node is quiesced). Used around work that must not overlap a

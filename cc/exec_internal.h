@@ -4,12 +4,21 @@
 
 #include <stdint.h>
 
+#include <ck_epoch.h>
+
 #include "cc/cc.h"
+#include "cc/node.h"
 
 struct cc_worker {
-	struct node *node;
-	struct worker *w;
+	struct cc_node *node;
 	int worker_id;
+	struct sched *sched;          /* the worker's coroutines */
+	struct fab_worker *fw;        /* the worker's fabric endpoints */
+	/* Transactions in flight here: owner stores (ck_pr), the quiescer
+	 * sums every worker's (cc/switch.c). */
+	uint64_t inflight;
+	ck_epoch_record_t *place_rec; /* read sections on node->place */
+	struct cc_stats stats;        /* owner writes; see cc/node.h */
 	uint64_t ts_clock;          /* last clock part handed out (us) */
 	uint64_t clock_us;          /* the clock as last read (cc_ts_next) */
 	unsigned clock_reuse;       /* stamps that may reuse it (cc_ts_unique) */

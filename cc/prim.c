@@ -10,7 +10,7 @@
 
 #include "cc/cc.h"
 #include "cc/durable.h"
-#include "server/node.h"
+#include "cc/node.h"
 
 static inline uint64_t word_off(const struct cc_access *a, int word)
 {

@@ -27,11 +27,11 @@
 #include <unistd.h>
 
 #include "cc/cc.h"
+#include "cc/exec_internal.h"
+#include "cc/node.h"
 #include "cc/sched.h"
-#include "server/node.h"
-#include "server/worker.h"
 
-static void pause_for(struct worker *w, uint64_t ns)
+static void pause_for(struct cc_worker *w, uint64_t ns)
 {
 	if (w) {
 		sched_sleep(w->sched, ns);
@@ -76,16 +76,18 @@ static void fence_all_threads(void)
 
 /* Transactions in flight on the node: the sum of the workers' counters
  * (each written only by its worker, see cc_enter). */
-static uint64_t node_inflight(struct node *n)
+static uint64_t node_inflight(struct cc_node *n)
 {
 	uint64_t sum = 0;
-	for (int i = 0; i < n->nworkers; i++)
-		if (n->workers[i])
-			sum += ck_pr_load_64(&n->workers[i]->inflight);
+	for (int i = 0; i < n->nworkers; i++) {
+		struct cc_worker *w = ck_pr_load_ptr(&n->workers[i]);
+		if (w)
+			sum += cc_worker_inflight(w);
+	}
 	return sum;
 }
 
-void cc_quiesce_begin(struct node *n, struct worker *w)
+void cc_quiesce_begin(struct cc_node *n, struct cc_worker *w)
 {
 	/* A coroutine must not block its thread: other coroutines of the same
 	 * worker may be the ones we wait for. */
@@ -101,29 +103,27 @@ void cc_quiesce_begin(struct node *n, struct worker *w)
 		pause_for(w, 100000);
 }
 
-void cc_quiesce_end(struct node *n)
+void cc_quiesce_end(struct cc_node *n)
 {
 	ck_pr_fence_store(); /* the quiet step's writes precede the resume */
 	ck_pr_store_int(&n->quiesce, 0);
 	pthread_mutex_unlock(&n->switch_lock);
 }
 
-void cc_switch_apply(struct node *n, const struct cc_protocol *to)
+void cc_switch_apply(struct cc_node *n, const struct cc_protocol *to)
 {
 	/* Item metadata of the old protocol means nothing to the new one:
 	 * reset lock and meta words (versions stay, so WATCH is unaffected). */
 	st_reset_meta(n->region);
 	ck_pr_store_ptr(&n->proto, (void *)to);
-	ck_pr_store_ptr(&n->cfg.cc, (void *)to->name); /* CONFIG GET cc */
-	if (to == &cc_nowait_shared || to == &cc_nowait) /* a peer's switch sets the mode too */
-		ck_pr_store_ptr(&n->cfg.cc_lock_mode,
-				(void *)(to == &cc_nowait_shared ? "shared" : "exclusive"));
+	if (n->on_switch)
+		n->on_switch(n, to); /* CONFIG GET cc, cc-lock-mode */
 	n->proto_epoch++;
 	struct st_header *h = st_region_header(n->region);
 	h->protocol_epoch = n->proto_epoch;
 }
 
-int cc_quiesce_run(struct node *n, struct worker *w, int (*fn)(struct node *n, void *arg),
+int cc_quiesce_run(struct cc_node *n, struct cc_worker *w, int (*fn)(struct cc_node *n, void *arg),
 		   void *arg)
 {
 	cc_quiesce_begin(n, w);
@@ -132,12 +132,12 @@ int cc_quiesce_run(struct node *n, struct worker *w, int (*fn)(struct node *n, v
 	return rc;
 }
 
-const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *name, int shared,
+const struct cc_protocol *cc_switch_lookup(const struct cc_node *n, const char *name, int shared,
 					   char *err, size_t errlen)
 {
 	const struct cc_protocol *p =
 		shared < 0 ? cc_protocol_find(name) : cc_protocol_resolve(name, shared != 0);
-	if (!p || (p->testing_only && !n->cfg.testing)) {
+	if (!p || (p->testing_only && !n->limits.testing)) {
 		snprintf(err, errlen, "unknown concurrency control protocol '%s'%s", name,
 			 p ? " (available only with 'testing yes')" : "");
 		return NULL;
@@ -145,24 +145,17 @@ const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *nam
 	return p;
 }
 
-int cc_switch(struct node *n, struct worker *w, const char *name, bool shared, char *err,
+int cc_switch(struct cc_node *n, struct cc_worker *w, const char *name, bool shared, char *err,
 	      size_t errlen)
 {
 	const struct cc_protocol *p = cc_switch_lookup(n, name, shared, err, errlen);
 	if (!p)
 		return -EINVAL;
-	if (p == &cc_nowait_shared && n->cfg.node_id > CC_SHARED_MAX_NODE) {
+	if (p->shared_locks && n->max_node_id > CC_SHARED_MAX_NODE) {
 		snprintf(err, errlen, "cc-lock-mode shared supports node ids 1..%d",
 			 CC_SHARED_MAX_NODE);
 		return -EINVAL;
 	}
-	if (p == &cc_nowait_shared)
-		for (int i = 0; i < n->cfg.ncluster_nodes; i++)
-			if (n->cfg.cluster_nodes[i].id > CC_SHARED_MAX_NODE) {
-				snprintf(err, errlen, "cc-lock-mode shared supports node ids 1..%d",
-					 CC_SHARED_MAX_NODE);
-				return -EINVAL;
-			}
 	if (n->cops)
 		return n->cops->switch_all(n, w, p, err, errlen);
 	if (p == ck_pr_load_ptr(&n->proto))
@@ -173,13 +166,13 @@ int cc_switch(struct node *n, struct worker *w, const char *name, bool shared, c
 	return 0;
 }
 
-const char *const *cc_protocol_names(const struct node *n)
+const char *const *cc_protocol_names(const struct cc_node *n)
 {
 	static __thread const char *names[16];
 	const struct cc_protocol *const *all = cc_protocol_all();
 	int k = 0;
 	for (int i = 0; all[i] && k < 15; i++)
-		if ((!all[i]->testing_only || n->cfg.testing) && !all[i]->id)
+		if ((!all[i]->testing_only || n->limits.testing) && !all[i]->id)
 			names[k++] = all[i]->name;
 	names[k] = NULL;
 	return names;

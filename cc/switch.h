@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct node;
-struct worker;
+struct cc_node;
+struct cc_worker;
 struct cc_protocol;
 
 /*
@@ -34,19 +34,19 @@ extern bool cc_enter_light;
  * a time per node: a second caller waits its turn. Must not be called from
  * inside a transaction.
  */
-void cc_quiesce_begin(struct node *n, struct worker *w);
+void cc_quiesce_begin(struct cc_node *n, struct cc_worker *w);
 /* Let transactions run again (pairs with cc_quiesce_begin, same thread). */
-void cc_quiesce_end(struct node *n);
+void cc_quiesce_end(struct cc_node *n);
 
 /* With the node quiesced: reset item metadata for `to`, publish it, bump
  * the protocol epoch. */
-void cc_switch_apply(struct node *n, const struct cc_protocol *to);
+void cc_switch_apply(struct cc_node *n, const struct cc_protocol *to);
 
 /*
  * cc_quiesce_run - quiesce this node, run fn(n, arg), resume. Returns what
  * fn returns.
  */
-int cc_quiesce_run(struct node *n, struct worker *w, int (*fn)(struct node *n, void *arg),
+int cc_quiesce_run(struct cc_node *n, struct cc_worker *w, int (*fn)(struct cc_node *n, void *arg),
 		   void *arg);
 
 /*
@@ -55,17 +55,17 @@ int cc_quiesce_run(struct node *n, struct worker *w, int (*fn)(struct node *n, v
  * Returns 0, or -EINVAL with err filled ("unknown protocol 'x'", or a
  * protocol that needs `testing yes`), or the cluster's error.
  */
-int cc_switch(struct node *n, struct worker *w, const char *name, bool shared, char *err,
+int cc_switch(struct cc_node *n, struct cc_worker *w, const char *name, bool shared, char *err,
 	      size_t errlen);
 
 /* Look up a protocol this node accepts; NULL with err filled if none.
  * shared: the lock mode to resolve `name` under (0 or 1), or -1 when name
  * is a registry id (a peer's switch message). */
-const struct cc_protocol *cc_switch_lookup(const struct node *n, const char *name, int shared,
+const struct cc_protocol *cc_switch_lookup(const struct cc_node *n, const char *name, int shared,
 					   char *err, size_t errlen);
 
 /* Names of the protocols CONFIG SET cc accepts on this node, NULL-terminated
  * (a per-thread buffer). */
-const char *const *cc_protocol_names(const struct node *n);
+const char *const *cc_protocol_names(const struct cc_node *n);
 
 #endif

@@ -16,9 +16,15 @@
 #include "cc/cc.h"
 #include "cc/exec.h"
 #include "cc/exec_internal.h"
-#include "server/node.h"
-#include "server/worker.h"
-#include "server/slots.h"
+#include "cc/node.h"
+
+const char *cc_cause_name(int cause)
+{
+#define CC_CAUSE_NAME(sym, name, what) [CC_CAUSE_##sym] = name,
+	static const char *const names[CC_CAUSES] = { CC_CAUSE_TABLE(CC_CAUSE_NAME) };
+#undef CC_CAUSE_NAME
+	return cause >= 0 && cause < CC_CAUSES ? names[cause] : names[CC_CAUSE_OTHER];
+}
 
 const char *cc_strerror(int rc)
 {
@@ -38,19 +44,9 @@ const char *cc_strerror(int rc)
 	}
 }
 
-/* The node that owns a key: its slot's owner in the node's slot map
- * (DESIGN.md section 7). */
-static uint16_t owner_node(struct node *n, const char *key, size_t klen)
-{
-	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
-	if (!m || m->nnodes <= 1)
-		return fab_self(n->fab);
-	return (uint16_t)m->nodes[slot_map_node_of(m, key, klen)].id;
-}
-
 static uint16_t key_node(struct txn *t, const char *key, size_t klen)
 {
-	return owner_node(t->node, key, klen);
+	return cc_key_node(t->ccw, key, klen);
 }
 
 /*
@@ -61,7 +57,7 @@ static uint16_t key_node(struct txn *t, const char *key, size_t klen)
  * also keeps clearing and refilling. For a node over a network (or a
  * delayed fabric) it saves a round trip per key.
  */
-static bool cache_pays(const struct node *n, uint16_t node)
+static bool cache_pays(const struct cc_node *n, uint16_t node)
 {
 	return !fab_node_near(n->fab, node);
 }
@@ -177,7 +173,7 @@ static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t 
 	if ((cached ? cc_cache_get(t->ccw->cache, key, klen, h, &a->ref)
 		    : cc_cache_take(t->ccw->cache, key, klen, h, &a->ref)) &&
 	    a->ref.node == a->node) {
-		t->w->stats.addr_cache_hits++;
+		t->ccw->stats.addr_cache_hits++;
 		if (img_reserve_acc(a, a->ref.cls) != 0) {
 			a->hnext = t->ccw->free_acc;
 			t->ccw->free_acc = a;
@@ -192,7 +188,7 @@ static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t 
 		memcpy(a->img + 1, key, klen);
 	} else {
 		if (cached)
-			t->w->stats.addr_cache_misses++;
+			t->ccw->stats.addr_cache_misses++;
 		/* The lookup may yield, so its buffer is this coroutine's own. */
 		struct st_item *buf = cc_scratch_get(t->ccw);
 		if (!buf) {
@@ -240,10 +236,9 @@ static int acc_get(struct txn *t, const char *key, size_t klen, struct cc_access
 	return acc_get_hashed(t, key, klen, st_hash(key, klen), out);
 }
 
-static bool key_too_long(struct node *n, size_t klen)
+static bool key_too_long(struct cc_node *n, size_t klen)
 {
-	long long max = ck_pr_load_64((uint64_t *)&n->cfg.max_key_bytes);
-	return (long long)klen > max;
+	return klen > ck_pr_load_64(&n->limits.max_key_bytes);
 }
 
 static bool key_too_big(struct txn *t, size_t klen)
@@ -420,7 +415,7 @@ static bool single_read_absent(struct txn *t, const char *key, size_t klen, uint
  */
 bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen)
 {
-	struct node *n = ccw->node;
+	struct cc_node *n = ccw->node;
 	if (key_too_long(n, klen))
 		return true; /* such a key cannot exist */
 	cc_enter(ccw); /* not across a flush or a protocol switch */
@@ -431,8 +426,8 @@ bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen)
 	}
 	cc_cache_sync(ccw);
 	struct fab_batch b;
-	cc_batch_init(&b, ccw->w, NULL);
-	bool absent = lookup_absent(ccw, &b, owner_node(n, key, klen), key, klen,
+	cc_batch_init(&b, ccw, NULL);
+	bool absent = lookup_absent(ccw, &b, cc_key_node(ccw, key, klen), key, klen,
 				    st_hash(key, klen));
 	cc_leave(ccw);
 	return absent;
@@ -503,7 +498,7 @@ static size_t block_vlen(struct txn *t, size_t vlen)
 	uint32_t imax = cc_inplace_max(t->node->layout);
 	if (!t->proto->versions || vlen >= imax)
 		return vlen;
-	size_t v = (size_t)ck_pr_load_int(&t->node->cfg.mvcc_versions);
+	size_t v = (size_t)ck_pr_load_64(&t->node->limits.mvcc_versions);
 	size_t want = vlen + (v > 1 ? (v - 1) * (16 + ((vlen + 7) & ~(size_t)7)) : 0);
 	return want < imax ? want : imax;
 }
@@ -547,9 +542,9 @@ static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 
 int txn_set(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen)
 {
-	struct node *n = t->node;
+	struct cc_node *n = t->node;
 	if (key_too_big(t, klen) ||
-	    (long long)vlen > (long long)ck_pr_load_64((uint64_t *)&n->cfg.max_value_bytes) ||
+	    vlen > ck_pr_load_64(&n->limits.max_value_bytes) ||
 	    st_class_for((uint32_t)klen, (uint32_t)vlen) < 0)
 		return CC_ETOOBIG;
 	struct cc_access *a;

@@ -39,21 +39,31 @@
 
 struct txn;
 
-/* Abort causes, counted in INFO (aborts_by_cause). */
-enum cc_cause {
-	CC_CAUSE_LOCK,      /* a lock was held by another transaction */
-	CC_CAUSE_VALIDATE,  /* validation found a changed item */
-	CC_CAUSE_STALE,     /* an item moved or was retired under us */
-	CC_CAUSE_OTHER,
-	CC_CAUSE_DIE,       /* wait-die: younger than the lock's holder */
-	CC_CAUSE_WOUNDED,   /* wound-wait: an older transaction wounded us */
-	CC_CAUSE_TS,        /* timestamp order: a read or write came too late */
-	CC_CAUSE_VERSION,   /* mvcc: no version old enough in the item's slots */
-	CC_CAUSES
-};
+/*
+ * Abort causes: the one table of them. INFO's cc_aborts_<name> lines and
+ * the per-protocol aborts_<name> fields are made from it, in this order,
+ * so a protocol that needs a new cause adds one row here and nothing else.
+ *   X(enum suffix, INFO name, what happened)
+ */
+#define CC_CAUSE_TABLE(X)                                                             \
+	X(LOCK, "lock", "a lock was held by another transaction")                     \
+	X(VALIDATE, "validate", "validation found a changed item")                    \
+	X(STALE, "stale", "an item moved or was retired under us")                    \
+	X(OTHER, "other", "any other conflict")                                       \
+	X(DIE, "die", "wait-die: younger than the lock's holder")                     \
+	X(WOUNDED, "wounded", "wound-wait: an older transaction wounded us")          \
+	X(TS, "ts", "timestamp order: a read or write came too late")                 \
+	X(VERSION, "version", "mvcc: no version old enough in the item's slots")
+
+#define CC_CAUSE_ENUM(sym, name, what) CC_CAUSE_##sym,
+enum cc_cause { CC_CAUSE_TABLE(CC_CAUSE_ENUM) CC_CAUSES };
+#undef CC_CAUSE_ENUM
+
+/* The INFO name of a cause ("lock", ...); "other" for one out of range. */
+const char *cc_cause_name(int cause);
 
 /* Protocols in the registry, at most (per-protocol INFO counters). */
-#define CC_MAX_PROTOCOLS 12
+#define CC_MAX_PROTOCOLS 24
 
 /*
  * txn_get - read a key. On 0, *found says whether it exists; if so *val and

@@ -27,10 +27,8 @@
 
 #include "cc/cc.h"
 #include "cc/exec_internal.h"
+#include "cc/node.h"
 #include "cc/sched.h"
-#include "server/log.h"
-#include "server/node.h"
-#include "server/worker.h"
 
 int cc_lock_holder_node(uint64_t lockword)
 {
@@ -45,7 +43,7 @@ static unsigned self_node(struct txn *t)
 void undo_slot_get(struct txn *t)
 {
 	struct cc_worker *ccw = t->ccw;
-	struct node *n = t->node;
+	struct cc_node *n = t->node;
 	unsigned nw = (unsigned)(n->nworkers > 0 ? n->nworkers : 1);
 	for (;;) {
 		for (unsigned s = (unsigned)ccw->worker_id % nw; s < ST_LOG_SLOTS; s += nw) {
@@ -58,7 +56,7 @@ void undo_slot_get(struct txn *t)
 			t->undo.slot = (int)s;
 			return;
 		}
-		sched_sleep(ccw->w->sched, 100000);
+		sched_sleep(ccw->sched, 100000);
 	}
 }
 
@@ -76,7 +74,7 @@ void undo_slot_put(struct txn *t)
  * settled its records (invariant 1). */
 void undo_slot_quarantine(struct txn *t, uint64_t failed)
 {
-	struct node *n = t->node;
+	struct cc_node *n = t->node;
 	int s = t->undo.slot;
 	if (s < 0)
 		return;
@@ -89,7 +87,7 @@ void undo_slot_quarantine(struct txn *t, uint64_t failed)
 
 void undo_locks_pending(struct txn *t, uint64_t failed)
 {
-	struct node *n = t->node;
+	struct cc_node *n = t->node;
 	failed |= t->unknown;
 	if (!failed)
 		return;
@@ -98,7 +96,7 @@ void undo_locks_pending(struct txn *t, uint64_t failed)
 	 * txn-timeout. Dropping one would leave its locks held for good. */
 	uint64_t waited_ms = 0;
 	for (;;) {
-		for (unsigned i = 0; i < NODE_LOCK_PENDING; i++) {
+		for (unsigned i = 0; i < CC_LOCK_PENDING; i++) {
 			if (ck_pr_load_64(&n->lock_pending[i]) != 0 ||
 			    !ck_pr_cas_64(&n->lock_pending[i], 0, ~0ull))
 				continue;
@@ -107,13 +105,13 @@ void undo_locks_pending(struct txn *t, uint64_t failed)
 			ck_pr_store_64(&n->lock_pending[i], t->owner);
 			return;
 		}
-		long long limit = ck_pr_load_64((uint64_t *)&n->cfg.txn_timeout_ms);
+		long long limit = (long long)ck_pr_load_64(&n->limits.txn_timeout_ms);
 		if ((long long)waited_ms >= limit)
 			break;
-		sched_sleep(t->ccw->w->sched, 10ull * 1000 * 1000);
+		sched_sleep(t->ccw->sched, 10ull * 1000 * 1000);
 		waited_ms += 10;
 	}
-	srv_log(n, LOG_WARNING,
+	cc_log(n, CC_LOG_WARNING,
 		"no room to remember the locks a failed transaction may hold on nodes 0x%llx: "
 		"they stay held until this node restarts",
 		(unsigned long long)failed);

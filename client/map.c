@@ -1,8 +1,8 @@
 /*
- * map.c: keys to slots to nodes on the client side. The CRC table is
- * computed once from the polynomial (CRC-16/XMODEM, as Redis Cluster and
- * server/slots.c), so the client agrees with the server on every key;
- * tests/unit/test_bench.c checks that against the server's function.
+ * map.c: keys to slots to nodes on the client side. The slot of a key is
+ * placement's (placement/placement.h), the function the server uses, so
+ * the client agrees with the server on every key; the slot -> node table
+ * comes from the server's RCKV NODES.
  */
 #include "client/rckv.h"
 
@@ -11,42 +11,17 @@
 #include <string.h>
 #include <strings.h>
 
-static uint16_t crc_table[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+#include "placement/placement.h"
 
-static void crc_init(void)
-{
-	for (int i = 0; i < 256; i++) {
-		uint16_t c = (uint16_t)(i << 8);
-		for (int b = 0; b < 8; b++)
-			c = (c & 0x8000) ? (uint16_t)((c << 1) ^ 0x1021) : (uint16_t)(c << 1);
-		crc_table[i] = c;
-	}
-}
-
+/* One keyslot function for the server and the client (placement/). */
 uint16_t rckv_crc16(const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-	uint16_t crc = 0;
-
-	pthread_once(&crc_once, crc_init);
-	for (size_t i = 0; i < len; i++)
-		crc = (uint16_t)((crc << 8) ^ crc_table[((crc >> 8) ^ p[i]) & 0xff]);
-	return crc;
+	return pl_crc16(buf, len);
 }
 
 unsigned rckv_keyslot(const char *key, size_t len)
 {
-	const char *open = memchr(key, '{', len);
-
-	if (open) {
-		size_t rest = len - (size_t)(open - key) - 1;
-		const char *close = memchr(open + 1, '}', rest);
-		/* "{}" is no tag: the whole key is hashed, as Redis does */
-		if (close && close > open + 1)
-			return rckv_crc16(open + 1, (size_t)(close - open - 1)) & (RCKV_SLOTS - 1);
-	}
-	return rckv_crc16(key, len) & (RCKV_SLOTS - 1);
+	return pl_keyslot(key, len);
 }
 
 void rckv_map_single(struct rckv_map *m, const char *host, int port)

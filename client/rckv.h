@@ -6,8 +6,9 @@
  *    connect and I/O timeouts;
  *  - the slot map: rckv_map_fetch() asks any node `RCKV NODES` and builds a
  *    table slot -> node; rckv_keyslot() is Redis Cluster's function (CRC16
- *    XMODEM of the key or of its non-empty {hash tag}, mod 16384), the same
- *    one server/slots.c uses, so a client predicts placement exactly;
+ *    XMODEM of the key or of its non-empty {hash tag}, mod 16384), the
+ *    same one the server uses (placement/), so a client predicts
+ *    placement exactly;
  *  - the cluster file: rckv_cluster_file_read() reads the node addresses
  *    from a cluster configuration file (one `cluster-node` line per node).
  *
@@ -15,8 +16,8 @@
  * code (or -errno) on failure; rckv_strerror() names the code, and the
  * functions that take an `err` buffer also write a sentence for the user.
  *
- * Threads: nothing here keeps global state except the CRC table, which is
- * built once under pthread_once; a redisContext must be used by one thread
+ * Threads: nothing here keeps global state except placement's CRC table,
+ * which is built once under pthread_once; a redisContext must be used by one thread
  * at a time, as hiredis requires; a struct rckv_map may be read by any
  * number of threads once built.
  */

@@ -387,12 +387,12 @@ static void fill_hello(struct node *n, struct ctl_hello *h, unsigned to)
 	memcpy(h->magic, CTL_HELLO_MAGIC, 8);
 	h->cluster_id = n->cluster->id;
 	h->node = (uint32_t)n->cfg.node_id;
-	h->incarnation = st_region_header(n->region)->incarnation;
-	h->region_size = n->layout->size;
-	h->layout = *n->layout;
-	snprintf(h->region_path, sizeof(h->region_path), "%s", st_region_path(n->region));
-	snprintf(h->backend, sizeof(h->backend), "%s", fab_backend_name(n->fab));
-	const struct cc_protocol *p = ck_pr_load_ptr(&n->proto);
+	h->incarnation = st_region_header(n->cc.region)->incarnation;
+	h->region_size = n->cc.layout->size;
+	h->layout = *n->cc.layout;
+	snprintf(h->region_path, sizeof(h->region_path), "%s", st_region_path(n->cc.region));
+	snprintf(h->backend, sizeof(h->backend), "%s", fab_backend_name(n->cc.fab));
+	const struct cc_protocol *p = ck_pr_load_ptr(&n->cc.proto);
 	snprintf(h->proto, sizeof(h->proto), "%s", p->name);
 	for (int i = 0; i < n->cfg.ncluster_nodes; i++)
 		if (n->cfg.cluster_nodes[i].id == n->cfg.node_id)
@@ -457,7 +457,7 @@ static void release_dead_switch_lock(struct node *n, uint32_t peer)
 {
 	if (n->cluster->lock_node != n->cfg.node_id)
 		return;
-	uint64_t *word = (uint64_t *)((char *)st_region_header(n->region) + SWITCH_LOCK_OFF);
+	uint64_t *word = (uint64_t *)((char *)st_region_header(n->cc.region) + SWITCH_LOCK_OFF);
 	uint64_t held = (uint64_t)peer;
 	if (ck_pr_cas_64(word, held, 0))
 		srv_log(n, LOG_WARNING, "released the cluster switch lock of node %u (it restarted)",
@@ -517,7 +517,7 @@ static void *ctl_conn_main(void *arg)
 				settle_from_hello(n, in);
 				release_dead_switch_lock(n, in->node);
 				if (in->node != (uint32_t)n->cfg.node_id)
-					fab_peer_back(n->fab, (uint16_t)in->node);
+					fab_peer_back(n->cc.fab, (uint16_t)in->node);
 			}
 			break;
 		}
@@ -543,25 +543,25 @@ static void *ctl_conn_main(void *arg)
 		case CTL_FAB: {
 			resp = malloc(64 * 1024);
 			rlen = 64 * 1024;
-			status = resp ? fab_ctl(n->fab, req, h.len, resp, &rlen) : -ENOMEM;
+			status = resp ? fab_ctl(n->cc.fab, req, h.len, resp, &rlen) : -ENOMEM;
 			if (status)
 				rlen = 0;
 			break;
 		}
 		case CTL_QUIESCE:
 			if (!quiesced) {
-				cc_quiesce_begin(n, NULL);
+				cc_quiesce_begin(&n->cc, NULL);
 				quiesced = true;
 			}
 			break;
 		case CTL_SWITCH: {
 			char err[256];
-			const struct cc_protocol *p = cc_switch_lookup(n, req, -1, err, sizeof(err));
+			const struct cc_protocol *p = cc_switch_lookup(&n->cc, req, -1, err, sizeof(err));
 			if (!quiesced || !p) {
 				status = -EINVAL;
 				break;
 			}
-			cc_switch_apply(n, p);
+			cc_switch_apply(&n->cc, p);
 			srv_log(n, LOG_NOTICE, "protocol switched to %s (cluster-wide)", p->name);
 			break;
 		}
@@ -570,12 +570,12 @@ static void *ctl_conn_main(void *arg)
 				status = -EINVAL;
 				break;
 			}
-			st_flush(n->region);
-			ck_pr_inc_64(&n->flush_epoch);
+			st_flush(n->cc.region);
+			ck_pr_inc_64(&n->cc.flush_epoch);
 			break;
 		case CTL_RESUME:
 			if (quiesced) {
-				cc_quiesce_end(n);
+				cc_quiesce_end(&n->cc);
 				quiesced = false;
 			}
 			break;
@@ -585,7 +585,7 @@ static void *ctl_conn_main(void *arg)
 				status = -ENOMEM;
 				break;
 			}
-			*c = st_count(n->region);
+			*c = st_count(n->cc.region);
 			resp = c;
 			rlen = 8;
 			break;
@@ -594,7 +594,7 @@ static void *ctl_conn_main(void *arg)
 			struct keybuf kb = { .pattern = req, .plen = h.len };
 			uint64_t cursor = 0;
 			do {
-				st_scan(n->region, &cursor, 4096, scan_collect, &kb);
+				st_scan(n->cc.region, &cursor, 4096, scan_collect, &kb);
 			} while (cursor);
 			resp = kb.p;
 			rlen = kb.len;
@@ -609,7 +609,7 @@ static void *ctl_conn_main(void *arg)
 			memcpy(in, req, 16);
 			struct keybuf kb = { .pattern = req + 16, .plen = h.len - 16 };
 			uint64_t cursor = in[0];
-			st_scan(n->region, &cursor, in[1] ? in[1] : 1, scan_collect, &kb);
+			st_scan(n->cc.region, &cursor, in[1] ? in[1] : 1, scan_collect, &kb);
 			char *out = malloc(8 + kb.len);
 			if (!out) {
 				free(kb.p);
@@ -638,7 +638,7 @@ static void *ctl_conn_main(void *arg)
 	}
 	if (quiesced) { /* the initiator went away mid-switch: never stay frozen */
 		srv_log(n, LOG_WARNING, "a cluster-wide quiesce was abandoned; resuming");
-		cc_quiesce_end(n);
+		cc_quiesce_end(&n->cc);
 	}
 	close(fd);
 	return NULL;
@@ -675,7 +675,7 @@ static void *listener_main(void *arg)
 		struct timeval none = { 0 };
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
 		if (h.type == TCP_HELLO_DATA) {
-			if (fab_adopt(n->fab, fd) != 0)
+			if (fab_adopt(n->cc.fab, fd) != 0)
 				close(fd);
 			continue;
 		}
@@ -838,7 +838,7 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 						    .region_size = p->hello.region_size };
 			snprintf(pi.region_path, sizeof(pi.region_path), "%s", p->hello.region_path);
 			snprintf(pi.addr, sizeof(pi.addr), "%s", p->fabric);
-			if (fab_attach_peer(n->fab, &pi, err, errlen) != 0)
+			if (fab_attach_peer(n->cc.fab, &pi, err, errlen) != 0)
 				return -1;
 			srv_log(n, LOG_NOTICE, "joined node %d at %s (protocol %s)", p->id, p->fabric,
 				p->hello.proto);
@@ -867,7 +867,7 @@ static int switch_lock(struct node *n, struct worker *w, bool take, char *err, s
 {
 	struct cluster *cl = n->cluster;
 	struct fab_batch b;
-	cc_batch_init(&b, w, NULL);
+	cc_batch_init(&b, w->ccw, NULL);
 	uint64_t me = (uint64_t)n->cfg.node_id;
 	uint64_t deadline = sched_now_ns() + 60ull * 1000000000ull;
 	for (;;) {
@@ -916,7 +916,7 @@ static int cluster_quiet_op(struct node *n, struct worker *w, enum quiet_step st
 		nopen++;
 	}
 	/* Phase 1: quiesce here, then everywhere. */
-	cc_quiesce_begin(n, w);
+	cc_quiesce_begin(&n->cc, w ? w->ccw : NULL);
 	for (int i = 0; i < nopen && rc == 0; i++)
 		rc = ctl_send(w, &conns[i], CTL_QUIESCE, NULL, 0, deadline);
 	for (int i = 0; i < nopen && rc == 0; i++) {
@@ -938,10 +938,10 @@ static int cluster_quiet_op(struct node *n, struct worker *w, enum quiet_step st
 			free(r);
 		}
 		if (step == STEP_SWITCH) {
-			cc_switch_apply(n, to);
+			cc_switch_apply(&n->cc, to);
 		} else {
-			st_flush(n->region);
-			ck_pr_inc_64(&n->flush_epoch);
+			st_flush(n->cc.region);
+			ck_pr_inc_64(&n->cc.flush_epoch);
 		}
 	}
 	if (rc && err[0] == '\0')
@@ -956,7 +956,7 @@ static int cluster_quiet_op(struct node *n, struct worker *w, enum quiet_step st
 			free(r);
 		}
 	}
-	cc_quiesce_end(n);
+	cc_quiesce_end(&n->cc);
 out_close:
 	for (int i = 0; i < nopen; i++)
 		ctl_close(&conns[i]);
@@ -965,9 +965,16 @@ out_close:
 	return rc;
 }
 
-static int switch_all(struct node *n, struct worker *w, const struct cc_protocol *to, char *err,
-		      size_t errlen)
+/* cc's switch reaches the control plane here (cc_node.cops): the worker
+ * whose executor is ccw, or none (a control-plane thread). */
+static int switch_all(struct cc_node *cn, struct cc_worker *ccw, const struct cc_protocol *to,
+		      char *err, size_t errlen)
 {
+	struct node *n = node_of_cc(cn);
+	struct worker *w = NULL;
+	for (int i = 0; ccw && i < n->nworkers && !w; i++)
+		if (n->workers[i] && n->workers[i]->ccw == ccw)
+			w = n->workers[i];
 	int rc = cluster_quiet_op(n, w, STEP_SWITCH, to, err, errlen);
 	if (rc == 0)
 		srv_log(n, LOG_NOTICE, "protocol switched to %s on every node", to->name);
@@ -980,8 +987,11 @@ static int flush_all(struct node *n, struct worker *w, char *err, size_t errlen)
 }
 
 static const struct node_cluster_ops cluster_ops = {
-	.switch_all = switch_all,
 	.flush_all = flush_all,
+};
+
+static const struct cc_cluster_ops cluster_cc_ops = {
+	.switch_all = switch_all,
 };
 
 /* ---- keyspace administration ---- */
@@ -1026,7 +1036,7 @@ int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t p
 	struct local_visit lv = { pattern, plen, fn, arg, 0 };
 	uint64_t cursor = 0;
 	do {
-		st_scan(n->region, &cursor, 4096, local_visit, &lv);
+		st_scan(n->cc.region, &cursor, 4096, local_visit, &lv);
 	} while (cursor && !lv.stopped);
 	struct cluster *cl = n->cluster;
 	for (int i = 0; cl && i < cl->npeers && !lv.stopped; i++) {
@@ -1046,7 +1056,7 @@ int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t p
 
 int cluster_count(struct node *n, struct worker *w, uint64_t *count, char *err, size_t errlen)
 {
-	*count = st_count(n->region);
+	*count = st_count(n->cc.region);
 	struct cluster *cl = n->cluster;
 	for (int i = 0; cl && i < cl->npeers; i++) {
 		void *r = NULL;
@@ -1080,7 +1090,7 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 	int id = m->nodes[idx].id;
 	if (id == n->cfg.node_id) {
 		struct local_visit lv = { NULL, 0, fn, arg, 0 };
-		st_scan(n->region, &local, count, local_visit, &lv);
+		st_scan(n->cc.region, &local, count, local_visit, &lv);
 	} else {
 		uint64_t in[2] = { local, count };
 		void *r = NULL;
@@ -1124,9 +1134,16 @@ static int build_slot_map(struct node *n, char *err, size_t errlen)
 			}
 			snprintf(sn->fabric_addr, sizeof(sn->fabric_addr), "%s", cn->fabric);
 		}
-	slot_map_spread(m);
+	struct pl_map *pm = slot_map_placement(m, 1);
+	if (!pm) {
+		snprintf(err, errlen, "out of memory");
+		free(m);
+		return -1;
+	}
+	/* Before the workers exist: nothing reads the old ones but us. */
 	free((void *)n->slots);
-	n->slots = m;
+	ck_pr_store_ptr(&n->slots, m);
+	pl_publish(&n->cc.place, pm);
 	return 0;
 }
 
@@ -1174,13 +1191,14 @@ int cluster_start(struct node *n, char *err, size_t errlen)
 	}
 	cl->listening = true;
 	srv_log(n, LOG_NOTICE, "node %d of a %d-node cluster; fabric %s at %s; waiting for peers",
-		c->node_id, c->ncluster_nodes, fab_backend_name(n->fab), self->fabric);
+		c->node_id, c->ncluster_nodes, fab_backend_name(n->cc.fab), self->fabric);
 	for (int i = 0; i < cl->npeers; i++)
 		if (join_peer(n, &cl->peers[i], err, errlen) != 0)
 			goto fail;
 	if (build_slot_map(n, err, errlen) != 0)
 		goto fail;
 	n->cops = &cluster_ops;
+	n->cc.cops = &cluster_cc_ops;
 	if (pthread_create(&cl->settler, NULL, settler_main, n) != 0) {
 		snprintf(err, errlen, "can't start the settler thread");
 		goto fail;
@@ -1199,6 +1217,7 @@ void cluster_stop(struct node *n)
 	if (!cl)
 		return;
 	n->cops = NULL;
+	n->cc.cops = NULL;
 	ck_pr_store_int(&cl->stop, 1);
 	if (cl->settling)
 		pthread_join(cl->settler, NULL);

@@ -526,7 +526,7 @@ int cmd_dbsize(struct cmd_ctx *c)
 
 /* ---- FLUSHDB, FLUSHALL ---- */
 
-static int flush_region(struct node *n, void *arg)
+static int flush_region(struct cc_node *n, void *arg)
 {
 	(void)arg;
 	st_flush(n->region);
@@ -608,7 +608,7 @@ static int flush_cmd(struct cmd_ctx *c)
 			return 0;
 		}
 	} else {
-		cc_quiesce_run(c->node, c->w, flush_region, NULL);
+		cc_quiesce_run(&c->node->cc, c->w->ccw, flush_region, NULL);
 	}
 	resp_status(c->out, "OK");
 	return 0;

@@ -13,8 +13,9 @@
 #include "server/command.h"
 #include "server/node.h"
 #include "server/slots.h"
+#include "server/worker.h"
 
-static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m)
+static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m, const struct pl_map *pm)
 {
 	resp_array(c->out, m->nnodes);
 	for (int i = 0; i < m->nnodes; i++) {
@@ -22,7 +23,8 @@ static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m)
 		/* ranges of consecutive slots owned by node i */
 		int nranges = 0;
 		for (unsigned s = 0; s < SLOT_COUNT; s++)
-			if (m->owner[s] == i && (s == 0 || m->owner[s - 1] != i))
+			if (pl_slot_primary(pm, s) == sn->id &&
+			    (s == 0 || pl_slot_primary(pm, s - 1) != sn->id))
 				nranges++;
 		resp_array(c->out, 5);
 		resp_int(c->out, sn->id);
@@ -31,10 +33,11 @@ static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m)
 		resp_bulk_cstr(c->out, sn->fabric_addr);
 		resp_array(c->out, nranges);
 		for (unsigned s = 0; s < SLOT_COUNT; s++) {
-			if (m->owner[s] != i || (s > 0 && m->owner[s - 1] == i))
+			if (pl_slot_primary(pm, s) != sn->id ||
+			    (s > 0 && pl_slot_primary(pm, s - 1) == sn->id))
 				continue;
 			unsigned e = s;
-			while (e + 1 < SLOT_COUNT && m->owner[e + 1] == i)
+			while (e + 1 < SLOT_COUNT && pl_slot_primary(pm, e + 1) == sn->id)
 				e++;
 			resp_array(c->out, 2);
 			resp_int(c->out, s);
@@ -48,11 +51,14 @@ int cmd_rckv(struct cmd_ctx *c)
 	const struct slot_map *m = ck_pr_load_ptr(&c->node->slots);
 	const char *sub = c->argv[1].p;
 	if (strcasecmp(sub, "nodes") == 0) {
-		reply_nodes(c, m);
+		reply_nodes(c, m, cc_placement_begin(c->w->ccw));
+		cc_placement_end(c->w->ccw);
 	} else if (strcasecmp(sub, "keyslot") == 0) {
-		resp_int(c->out, slot_of_key(c->argv[2].p, c->argv[2].len));
+		resp_int(c->out, pl_keyslot(c->argv[2].p, c->argv[2].len));
 	} else if (strcasecmp(sub, "keynode") == 0) {
-		resp_int(c->out, m->nodes[slot_map_node_of(m, c->argv[2].p, c->argv[2].len)].id);
+		const struct pl_map *pm = cc_placement_begin(c->w->ccw);
+		resp_int(c->out, pl_primary(pm, c->argv[2].p, c->argv[2].len));
+		cc_placement_end(c->w->ccw);
 	} else {
 		static const char *const help[] = {
 			"RCKV <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

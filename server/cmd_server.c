@@ -588,8 +588,8 @@ static void config_set(struct cmd_ctx *c)
 	}
 
 	if (cc_pair < 0 && lock_pair >= 0 && strcmp(scratch.cc_lock_mode, n->cfg.cc_lock_mode) != 0 &&
-	    strcasecmp(n->cfg.cc, "nowait") == 0)
-		cc_pair = lock_pair; /* nowait changes lock mode: a switch, see below */
+	    cc_protocol_resolve(n->cfg.cc, true) != cc_protocol_resolve(n->cfg.cc, false))
+		cc_pair = lock_pair; /* the protocol's lock mode changes: a switch, see below */
 	if (cc_pair >= 0 && c->txn) {
 		/* Queued in MULTI: EXEC's own transaction is in flight, and the
 		 * switch waits for every in-flight transaction to finish. */
@@ -604,7 +604,7 @@ static void config_set(struct cmd_ctx *c)
 		const char *to = cc_pair == lock_pair ? n->cfg.cc : values[cc_pair];
 		bool shared = strcmp(lock_pair >= 0 ? scratch.cc_lock_mode : n->cfg.cc_lock_mode,
 				     "shared") == 0;
-		if (cc_switch(n, c->w, to, shared, err, sizeof(err)) != 0) {
+		if (cc_switch(&n->cc, c->w->ccw, to, shared, err, sizeof(err)) != 0) {
 			resp_errorf(c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
 				    names[cc_pair], err[0] ? err : "protocol switch failed");
 			goto out;
@@ -618,6 +618,7 @@ static void config_set(struct cmd_ctx *c)
 			srv_log(n, LOG_WARNING, "CONFIG SET %s: %s", names[i], err);
 	}
 	pthread_mutex_unlock(&n->cfg_lock);
+	srv_node_limits(n);
 	for (int i = 0; i < npairs; i++)
 		srv_log(n, LOG_NOTICE, "CONFIG SET %s %s", names[i],
 			strcasecmp(names[i], "requirepass") == 0 ? "(hidden)" : values[i]);
@@ -643,16 +644,24 @@ out:
  * its old value plus one), which is as exact as Redis's own RESETSTAT
  * needs to be.
  */
+static void zero_words(void *p, size_t size)
+{
+	uint64_t *word = p;
+	for (size_t k = 0; k < size / sizeof(uint64_t); k++)
+		ck_pr_store_64(&word[k], 0);
+}
+
 static void reset_stats(struct node *n)
 {
 	static_assert(sizeof(struct srv_stats) % sizeof(uint64_t) == 0,
 		      "srv_stats is made of 64-bit counters only");
+	static_assert(sizeof(struct cc_stats) % sizeof(uint64_t) == 0,
+		      "cc_stats is made of 64-bit counters only");
 	for (int i = 0; i < n->nworkers; i++) {
 		if (!n->workers[i])
 			continue;
-		uint64_t *word = (uint64_t *)&n->workers[i]->stats;
-		for (size_t k = 0; k < sizeof(struct srv_stats) / sizeof(uint64_t); k++)
-			ck_pr_store_64(&word[k], 0);
+		zero_words(&n->workers[i]->stats, sizeof(struct srv_stats));
+		zero_words(cc_worker_stats(n->workers[i]->ccw), sizeof(struct cc_stats));
 	}
 }
 
@@ -688,17 +697,25 @@ int cmd_config(struct cmd_ctx *c)
 
 /* ======================= INFO ======================= */
 
-/* Sum of every worker's stats, read with relaxed loads (node.h). */
-static void sum_stats(struct node *n, struct srv_stats *sum)
+static void add_words(void *dst, const void *src, size_t size)
+{
+	uint64_t *d = dst;
+	const uint64_t *s = src;
+	for (size_t k = 0; k < size / sizeof(uint64_t); k++)
+		d[k] += ck_pr_load_64((uint64_t *)&s[k]);
+}
+
+/* Sum of every worker's stats, the server's and cc's, read with relaxed
+ * loads (node.h, cc/node.h). */
+static void sum_stats(struct node *n, struct srv_stats *sum, struct cc_stats *csum)
 {
 	memset(sum, 0, sizeof(*sum));
-	uint64_t *dst = (uint64_t *)sum;
+	memset(csum, 0, sizeof(*csum));
 	for (int i = 0; i < n->nworkers; i++) {
 		if (!n->workers[i])
 			continue;
-		uint64_t *src = (uint64_t *)&n->workers[i]->stats;
-		for (size_t k = 0; k < sizeof(*sum) / sizeof(uint64_t); k++)
-			dst[k] += ck_pr_load_64(&src[k]);
+		add_words(sum, &n->workers[i]->stats, sizeof(*sum));
+		add_words(csum, cc_worker_stats(n->workers[i]->ccw), sizeof(*csum));
 	}
 }
 
@@ -726,8 +743,10 @@ static double ratio(uint64_t a, uint64_t b)
 
 struct info_ctx {
 	struct node *n;
+	struct worker *w;             /* the worker INFO runs on */
 	struct sbuf *b;
 	struct srv_stats st;
+	struct cc_stats cst;
 	time_t now;
 };
 
@@ -844,8 +863,8 @@ static void info_persistence(struct info_ctx *x)
 {
 	struct node *n = x->n;
 	const struct st_log_stats *rs = &n->recovery;
-	const uint64_t gc_flushes = ck_pr_load_64(&n->gc_flushes);
-	const uint64_t gc_commits = ck_pr_load_64(&n->gc_commits);
+	const uint64_t gc_flushes = ck_pr_load_64(&n->cc.gc_flushes);
+	const uint64_t gc_commits = ck_pr_load_64(&n->cc.gc_commits);
 	pthread_mutex_lock(&n->cfg_lock);
 	const char *mode = n->cfg.persistence ? n->cfg.persistence : "";
 	/* What the data survives (conf/rckv.conf "persistence"). */
@@ -885,6 +904,7 @@ static void info_persistence(struct info_ctx *x)
 static void info_stats(struct info_ctx *x)
 {
 	const struct srv_stats *s = &x->st;
+	const struct cc_stats *cs = &x->cst;
 	sb_printf(x->b,
 		  "# Stats\r\n"
 		  "total_connections_received:%llu\r\n"
@@ -915,8 +935,8 @@ static void info_stats(struct info_ctx *x)
 		  (unsigned long long)s->conns_rejected, (unsigned long long)s->keyspace_hits,
 		  (unsigned long long)s->keyspace_misses,
 		  (unsigned long long)(s->error_replies + s->proto_errors),
-		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts,
-		  (unsigned long long)s->txn_retries, (unsigned long long)s->txn_timeouts,
+		  (unsigned long long)cs->txn_committed, (unsigned long long)cs->txn_aborts,
+		  (unsigned long long)cs->txn_retries, (unsigned long long)cs->txn_timeouts,
 		  (unsigned long long)s->txn_watch_failed, (unsigned long long)s->txn_groups,
 		  (unsigned long long)s->txn_group_splits, (unsigned long long)s->absent_reads);
 }
@@ -961,15 +981,9 @@ static void info_cpu(struct info_ctx *x)
  */
 static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
 {
-	static const char *const cause_names[CC_CAUSES] = {
-		[CC_CAUSE_LOCK] = "lock",       [CC_CAUSE_VALIDATE] = "validate",
-		[CC_CAUSE_STALE] = "stale",     [CC_CAUSE_OTHER] = "other",
-		[CC_CAUSE_DIE] = "die",         [CC_CAUSE_WOUNDED] = "wounded",
-		[CC_CAUSE_TS] = "ts",           [CC_CAUSE_VERSION] = "version",
-	};
 	const struct cc_protocol *const *all = cc_protocol_all();
 	for (int i = 0; all[i] && i < CC_MAX_PROTOCOLS; i++) {
-		const struct srv_proto_stats *ps = &x->st.proto[i];
+		const struct cc_proto_stats *ps = &x->cst.proto[i];
 		uint64_t aborts = 0, verbs = 0;
 		for (int k = 0; k < CC_CAUSES; k++)
 			aborts += ps->aborts_by_cause[k];
@@ -986,7 +1000,7 @@ static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
 			  (unsigned long long)ps->commits, (unsigned long long)aborts,
 			  (unsigned long long)ps->errors);
 		for (int k = 0; k < CC_CAUSES; k++)
-			sb_printf(x->b, ",aborts_%s=%llu", cause_names[k],
+			sb_printf(x->b, ",aborts_%s=%llu", cc_cause_name(k),
 				  (unsigned long long)ps->aborts_by_cause[k]);
 		sb_printf(x->b,
 			  ",abort_rate=%.4f,verbs_per_txn=%.2f,reads_per_txn=%.2f,"
@@ -1004,8 +1018,8 @@ static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
 static void info_cc(struct info_ctx *x)
 {
 	struct node *n = x->n;
-	const struct srv_stats *s = &x->st;
-	const struct cc_protocol *p = ck_pr_load_ptr(&n->proto);
+	const struct cc_stats *s = &x->cst;
+	const struct cc_protocol *p = ck_pr_load_ptr(&n->cc.proto);
 	uint64_t verbs = 0;
 	for (int k = 0; k < FAB_KINDS; k++)
 		verbs += s->fab.verbs[k];
@@ -1017,15 +1031,13 @@ static void info_cc(struct info_ctx *x)
 		  "cc_protocol:%s\r\n"
 		  "cc_epoch:%llu\r\n"
 		  "cc_txn_committed:%llu\r\n"
-		  "cc_aborts:%llu\r\n"
-		  "cc_aborts_lock:%llu\r\n"
-		  "cc_aborts_validate:%llu\r\n"
-		  "cc_aborts_stale:%llu\r\n"
-		  "cc_aborts_other:%llu\r\n"
-		  "cc_aborts_die:%llu\r\n"
-		  "cc_aborts_wounded:%llu\r\n"
-		  "cc_aborts_ts:%llu\r\n"
-		  "cc_aborts_version:%llu\r\n"
+		  "cc_aborts:%llu\r\n",
+		  name, (unsigned long long)ck_pr_load_64(&n->cc.proto_epoch),
+		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts);
+	for (int k = 0; k < CC_CAUSES; k++)
+		sb_printf(x->b, "cc_aborts_%s:%llu\r\n", cc_cause_name(k),
+			  (unsigned long long)s->aborts_by_cause[k]);
+	sb_printf(x->b,
 		  "cc_lock_waits:%llu\r\n"
 		  "cc_wounds:%llu\r\n"
 		  "cc_retries:%llu\r\n"
@@ -1038,16 +1050,6 @@ static void info_cc(struct info_ctx *x)
 		  "cc_round_trips_per_txn:%.2f\r\n"
 		  "cc_addr_cache_hits:%llu\r\n"
 		  "cc_addr_cache_misses:%llu\r\n",
-		  name, (unsigned long long)ck_pr_load_64(&n->proto_epoch),
-		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts,
-		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_LOCK],
-		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_VALIDATE],
-		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_STALE],
-		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_OTHER],
-		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_DIE],
-		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_WOUNDED],
-		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_TS],
-		  (unsigned long long)s->aborts_by_cause[CC_CAUSE_VERSION],
 		  (unsigned long long)s->lock_waits, (unsigned long long)s->wounds,
 		  (unsigned long long)s->txn_retries, ratio(s->txn_aborts, attempts),
 		  ratio(verbs, s->fab_txns), ratio(s->fab.verbs[FAB_READ], s->fab_txns),
@@ -1063,7 +1065,7 @@ static void info_cc(struct info_ctx *x)
 static void info_fabric(struct info_ctx *x)
 {
 	struct node *n = x->n;
-	const struct srv_stats *s = &x->st;
+	const struct cc_stats *s = &x->cst;
 	pthread_mutex_lock(&n->cfg_lock);
 	sb_printf(x->b,
 		  "# Fabric\r\n"
@@ -1099,12 +1101,13 @@ static void info_cluster(struct info_ctx *x)
 		  "rckv_cluster_id:%016llx\r\n"
 		  "rckv_fabric:%s\r\n",
 		  n->cfg.node_id, m ? m->nnodes : 1,
-		  (unsigned long long)cluster_id_of(n), fab_backend_name(n->fab));
+		  (unsigned long long)cluster_id_of(n), fab_backend_name(n->cc.fab));
+	const struct pl_map *pm = cc_placement_begin(x->w->ccw);
 	for (int i = 0; m && i < m->nnodes; i++) {
 		const struct slot_node *sn = &m->nodes[i];
 		unsigned first = SLOT_COUNT, last = 0, count = 0;
 		for (unsigned sl = 0; sl < SLOT_COUNT; sl++)
-			if (m->owner[sl] == i) {
+			if (pl_slot_primary(pm, sl) == sn->id) {
 				if (first == SLOT_COUNT)
 					first = sl;
 				last = sl;
@@ -1115,13 +1118,14 @@ static void info_cluster(struct info_ctx *x)
 			  count, count ? first : 0, count ? last : 0,
 			  sn->id == n->cfg.node_id ? ",self=1" : "");
 	}
+	cc_placement_end(x->w->ccw);
 }
 
 static void info_keyspace(struct info_ctx *x)
 {
 	sb_printf(x->b, "# Keyspace\r\n");
 	/* A full scan of the local region: INFO is not a hot path. */
-	uint64_t keys = x->n->region ? st_count(x->n->region) : 0;
+	uint64_t keys = x->n->cc.region ? st_count(x->n->cc.region) : 0;
 	if (keys)
 		sb_printf(x->b, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)keys);
 }
@@ -1160,8 +1164,8 @@ int cmd_info(struct cmd_ctx *c)
 		/* An unknown section adds nothing, as in Redis. */
 	}
 	struct sbuf b = { 0 };
-	struct info_ctx x = { .n = c->node, .b = &b, .now = time(NULL) };
-	sum_stats(c->node, &x.st);
+	struct info_ctx x = { .n = c->node, .w = c->w, .b = &b, .now = time(NULL) };
+	sum_stats(c->node, &x.st, &x.cst);
 	int emitted = 0;
 	for (int k = 0; k < NSECTIONS; k++) {
 		if (!everything && !want[k])
@@ -1307,7 +1311,7 @@ static void debug_lose_reply(struct cmd_ctx *c)
 		resp_error(c->out, "ERR value is not an integer or out of range");
 		return;
 	}
-	int rc = fab_lose_replies(c->node->fab, (uint16_t)node, (uint32_t)count);
+	int rc = fab_lose_replies(c->node->cc.fab, (uint16_t)node, (uint32_t)count);
 	if (rc == -ENOTSUP)
 		resp_error(c->out, "ERR DEBUG FABRIC-LOSE-REPLY needs the tcp fabric");
 	else if (rc)

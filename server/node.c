@@ -196,10 +196,71 @@ static int check_power(const struct node *n, const struct st_config *sc, char *e
 	return 0;
 }
 
+void srv_node_limits(struct node *n)
+{
+	struct cc_limits *l = &n->cc.limits;
+	ck_pr_store_64(&l->max_key_bytes, (uint64_t)n->cfg.max_key_bytes);
+	ck_pr_store_64(&l->max_value_bytes, (uint64_t)n->cfg.max_value_bytes);
+	ck_pr_store_64(&l->txn_timeout_ms, (uint64_t)n->cfg.txn_timeout_ms);
+	ck_pr_store_64(&l->mvcc_versions, (uint64_t)n->cfg.mvcc_versions);
+	ck_pr_store_64(&l->testing, n->cfg.testing ? 1 : 0);
+}
+
+/* cc's log lines go to the node's log. */
+static void log_from_cc(struct cc_node *cn, int level, const char *line)
+{
+	static_assert((int)CC_LOG_WARNING == (int)LOG_WARNING &&
+			      (int)CC_LOG_NOTICE == (int)LOG_NOTICE,
+		      "cc's log levels are the server's");
+	srv_log(node_of_cc(cn), level, "%s", line);
+}
+
+/* A switch applied here (ours or a peer's) keeps CONFIG GET cc and, for a
+ * protocol with a shared-lock variant, cc-lock-mode true. */
+static void switched(struct cc_node *cn, const struct cc_protocol *to)
+{
+	struct node *n = node_of_cc(cn);
+	ck_pr_store_ptr(&n->cfg.cc, (void *)to->name);
+	if (cc_protocol_resolve(to->name, true) != cc_protocol_resolve(to->name, false))
+		ck_pr_store_ptr(&n->cfg.cc_lock_mode,
+				(void *)(to->shared_locks ? "shared" : "exclusive"));
+}
+
+/* The CC layer's view of the node, before anything uses it: one member
+ * (itself) until the cluster's placement is published. */
+static int cc_setup(struct node *n, char *err, size_t errlen)
+{
+	uint16_t self = (uint16_t)n->cfg.node_id;
+	struct pl_map *pm = pl_map_spread(&self, 1, 1, 0);
+	if (!pm || cc_node_init(&n->cc, self, pm) != 0) {
+		pl_map_free(pm);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	n->cc.max_node_id = (uint16_t)log_nodes_of(n);
+	n->cc.log = log_from_cc;
+	n->cc.on_switch = switched;
+	n->cc.nworkers = n->cfg.threads;
+	n->cc.workers = calloc((size_t)n->cc.nworkers, sizeof(*n->cc.workers));
+	if (!n->cc.workers) {
+		cc_node_destroy(&n->cc);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	srv_node_limits(n);
+	return 0;
+}
+
+static void cc_teardown(struct node *n)
+{
+	free(n->cc.workers);
+	n->cc.workers = NULL;
+	cc_node_destroy(&n->cc);
+}
+
 int srv_node_start(struct node *n, char *err, size_t errlen)
 {
 	pthread_mutex_init(&n->cfg_lock, NULL);
-	pthread_mutex_init(&n->switch_lock, NULL);
 	n->start_time = time(NULL);
 	make_run_id(n);
 	if (srv_log_open(n) != 0) {
@@ -207,23 +268,25 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 			 strerror(errno));
 		return -1;
 	}
+	if (cc_setup(n, err, errlen) != 0)
+		return -1;
 	const struct cc_protocol *proto =
 		cc_protocol_resolve(n->cfg.cc, strcmp(n->cfg.cc_lock_mode, "shared") == 0);
 	if (!proto || (proto->testing_only && !n->cfg.testing)) {
 		snprintf(err, errlen, "bad value for 'cc': unknown protocol '%s'%s", n->cfg.cc,
 			 proto ? " (it needs 'testing yes')" : "");
-		return -1;
+		goto fail_cc;
 	}
-	n->proto = proto;
+	n->cc.proto = proto;
 	if (apply_cluster_self(n, err, errlen) != 0)
-		return -1;
+		goto fail_cc;
 	srv_log(n, LOG_NOTICE, "rckv-server starting: node %d, pid %d, port %d, cc %s",
 		n->cfg.node_id, (int)getpid(), n->cfg.port, proto->name);
 
 	int rc = mkdir_p(n->cfg.dir);
 	if (rc) {
 		snprintf(err, errlen, "can't create dir '%s': %s", n->cfg.dir, strerror(-rc));
-		return -1;
+		goto fail_cc;
 	}
 	struct st_config sc = {
 		.dir = n->cfg.dir,
@@ -236,18 +299,18 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		.power_sim_crash_after = (uint64_t)n->cfg.power_sim_crash_after,
 	};
 	if (check_power(n, &sc, err, errlen) != 0)
-		return -1;
+		goto fail_cc;
 	st_set_self_node((uint16_t)n->cfg.node_id);
 	char serr[512] = "";
-	rc = st_region_open(&sc, &n->region, serr, sizeof(serr));
+	rc = st_region_open(&sc, &n->cc.region, serr, sizeof(serr));
 	if (rc) {
 		snprintf(err, errlen, "can't open the MemStore: %s", serr[0] ? serr : st_strerror(rc));
-		return -1;
+		goto fail_cc;
 	}
-	n->layout = st_region_layout(n->region);
-	struct st_header *h = st_region_header(n->region);
-	if (st_region_reopened(n->region)) {
-		n->recovered_unclean = !st_region_was_clean(n->region);
+	n->cc.layout = st_region_layout(n->cc.region);
+	struct st_header *h = st_region_header(n->cc.region);
+	if (st_region_reopened(n->cc.region)) {
+		n->recovered_unclean = !st_region_was_clean(n->cc.region);
 		uint64_t live = 0;
 		if (n->recovered_unclean) {
 			/* The last process died: roll back the transactions it was
@@ -255,36 +318,36 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 			srv_recover_local(n);
 			live = n->recovered_keys;
 		} else {
-			live = st_count(n->region);
+			live = st_count(n->cc.region);
 			srv_log(n, LOG_NOTICE, "MemStore reopened after a clean shutdown: %llu keys",
 				(unsigned long long)live);
 		}
 		n->recovered_keys = live;
 	}
 	if (h->protocol_id != protocol_id(proto)) {
-		st_reset_meta(n->region);
+		st_reset_meta(n->cc.region);
 		h->protocol_id = protocol_id(proto);
 	}
-	n->proto_epoch = h->protocol_epoch;
+	n->cc.proto_epoch = h->protocol_epoch;
 
 	struct fab_config fc = { .backend = n->cfg.fabric, .self = (uint16_t)n->cfg.node_id,
 				 .delay_us = (uint32_t)n->cfg.fabric_delay_us,
 				 .device = n->cfg.fabric_device,
 				 .ctl_call = cluster_fab_bridge(), .ctl_ctx = n };
-	if (fab_open(&fc, &n->fab, err, errlen) != 0)
+	if (fab_open(&fc, &n->cc.fab, err, errlen) != 0)
 		goto fail_region;
-	if (fab_attach_err(n->fab, fc.self, st_region_base(n->region), n->layout->size, err,
+	if (fab_attach_err(n->cc.fab, fc.self, st_region_base(n->cc.region), n->cc.layout->size, err,
 			   errlen) != 0)
 		goto fail_listen;
 	if (sc.persistence == ST_PERSIST_POWER) {
 		/* Group commit (cc/durable.c): before the workers' endpoints,
 		 * which it equips with write tracking and its wake-up fd. */
-		if (durable_start(n, err, errlen) != 0)
+		if (durable_start(&n->cc, err, errlen) != 0)
 			goto fail_listen;
 		srv_log(n, LOG_NOTICE, "persistence power: %s, group commit on",
-			st_region_is_sim(n->region)
+			st_region_is_sim(n->cc.region)
 				? "power-sim (the region file gets only the pages persisted)"
-			: st_region_is_pmem(n->region) ? "pmem_persist (persistent memory)"
+			: st_region_is_pmem(n->cc.region) ? "pmem_persist (persistent memory)"
 						       : "pmem_msync of the changed pages");
 	}
 
@@ -329,11 +392,13 @@ fail_listen:
 	for (int i = 0; i < n->nlisten; i++)
 		close(n->listen_fds[i]);
 	n->nlisten = 0;
-	durable_stop(n);
-	if (n->fab)
-		fab_close(n->fab);
+	durable_stop(&n->cc);
+	if (n->cc.fab)
+		fab_close(n->cc.fab);
 fail_region:
-	st_region_close(n->region, true);
+	st_region_close(n->cc.region, true);
+fail_cc:
+	cc_teardown(n);
 	return -1;
 }
 
@@ -357,10 +422,11 @@ void srv_node_stop(struct node *n)
 	free(n->workers);
 	n->workers = NULL;
 	cluster_stop(n);
-	durable_stop(n); /* after the workers: nobody waits any more */
-	fab_close(n->fab);
+	durable_stop(&n->cc); /* after the workers: nobody waits any more */
+	fab_close(n->cc.fab);
 	free((void *)n->slots);
 	n->slots = NULL;
-	st_region_close(n->region, true);
+	st_region_close(n->cc.region, true);
+	cc_teardown(n);
 	srv_log(n, LOG_NOTICE, "MemStore closed cleanly. rckv is now ready to exit, bye bye...");
 }

@@ -31,10 +31,10 @@ static uint64_t mono_ms(void)
 
 void srv_read_decisions(struct node *n, uint64_t out[ST_LOG_SLOTS])
 {
-	const char *base = st_region_base(n->region);
+	const char *base = st_region_base(n->cc.region);
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
 		const struct st_txn_rec *tr =
-			(const struct st_txn_rec *)(base + st_txn_rec_off(n->layout, s));
+			(const struct st_txn_rec *)(base + st_txn_rec_off(n->cc.layout, s));
 		out[s] = ck_pr_load_64((uint64_t *)&tr->committed);
 	}
 }
@@ -55,7 +55,7 @@ static uint64_t held_by_node(void *arg, uint64_t lockword)
 /* Lock words to release: those naming one of a list of txns. */
 struct txn_list {
 	unsigned n;
-	uint64_t txn[ST_LOG_SLOTS + NODE_LOCK_PENDING];
+	uint64_t txn[ST_LOG_SLOTS + CC_LOCK_PENDING];
 };
 
 static uint64_t held_by_txn(void *arg, uint64_t lockword)
@@ -92,21 +92,21 @@ void srv_recover_local(struct node *n)
 	uint64_t decided[ST_LOG_SLOTS];
 	struct st_log_stats st = { 0 };
 	srv_read_decisions(n, decided);
-	st_log_resolve(n->region, self, decided, NULL, &st);
+	st_log_resolve(n->cc.region, self, decided, NULL, &st);
 	uint64_t t1 = mono_ms();
 	uint64_t live = 0;
 	if (n->cfg.ncluster_nodes == 0) {
 		/* Nobody else maps this region: every lock is a dead one, and
 		 * blocks not reachable from the index can be freed. The locks
 		 * it resets count as released (INFO recovered_locks_released). */
-		st_recover_stats(n->region, &live, &st);
+		st_recover_stats(n->cc.region, &live, &st);
 	} else {
 		/* Peers may be running transactions here right now (shm): only
 		 * our own dead transactions' locks go, and the free bitmaps stay
 		 * (a block a dead transaction allocated and never published
 		 * stays allocated: a leak, never a double use). */
-		st_release_locks(n->region, held_by_node, (void *)(uintptr_t)self, (int)self, &st);
-		live = st_count(n->region);
+		st_release_locks(n->cc.region, held_by_node, (void *)(uintptr_t)self, (int)self, &st);
+		live = st_count(n->cc.region);
 	}
 	uint64_t t2 = mono_ms();
 	n->recovery = st;
@@ -124,7 +124,7 @@ void srv_recover_local(struct node *n)
 void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnation,
 			       const uint64_t decided[ST_LOG_SLOTS])
 {
-	struct st_header *h = st_region_header(n->region);
+	struct st_header *h = st_region_header(n->cc.region);
 	if (peer >= FAB_MAX_NODES)
 		return;
 	pthread_mutex_lock(&settle_mu);
@@ -136,15 +136,15 @@ void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnati
 	if (known != 0) {
 		uint64_t t0 = mono_ms();
 		struct st_log_stats st = { 0 };
-		st_log_resolve(n->region, peer, decided, NULL, &st);
-		st_release_locks(n->region, held_by_node, (void *)(uintptr_t)peer, (int)peer, &st);
+		st_log_resolve(n->cc.region, peer, decided, NULL, &st);
+		st_release_locks(n->cc.region, held_by_node, (void *)(uintptr_t)peer, (int)peer, &st);
 		char what[96];
 		snprintf(what, sizeof(what), "node %u restarted (incarnation %" PRIu64 ")", peer,
 			 incarnation);
 		log_settled(n, what, &st, mono_ms() - t0);
 	}
 	ck_pr_store_64(&h->peer_incarnation[peer], incarnation);
-	st_region_persist(n->region, (uint64_t)((char *)&h->peer_incarnation[peer] - (char *)h), 8);
+	st_region_persist(n->cc.region, (uint64_t)((char *)&h->peer_incarnation[peer] - (char *)h), 8);
 	pthread_mutex_unlock(&settle_mu);
 }
 
@@ -157,14 +157,14 @@ void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
 		if (p->slots[s])
 			l.txn[l.n++] = p->slots[s];
-	for (unsigned i = 0; i < NODE_LOCK_PENDING; i++)
+	for (unsigned i = 0; i < CC_LOCK_PENDING; i++)
 		if (p->locks[i])
 			l.txn[l.n++] = p->locks[i];
 	if (l.n) {
 		uint64_t t0 = mono_ms();
 		struct st_log_stats st = { 0 };
-		st_log_resolve(n->region, peer, decided, p->slots, &st);
-		st_release_locks(n->region, held_by_txn, &l, -1, &st);
+		st_log_resolve(n->cc.region, peer, decided, p->slots, &st);
+		st_release_locks(n->cc.region, held_by_txn, &l, -1, &st);
 		char what[96];
 		snprintf(what, sizeof(what), "transactions node %u could not finish here", peer);
 		log_settled(n, what, &st, mono_ms() - t0);
@@ -176,14 +176,14 @@ bool srv_pending_for(struct node *n, unsigned peer, struct srv_pending *out)
 {
 	bool any = false;
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
-		uint64_t txn = ck_pr_load_64(&n->log_pending[s]);
-		uint64_t nodes = ck_pr_load_64(&n->log_pending_nodes[s]);
+		uint64_t txn = ck_pr_load_64(&n->cc.log_pending[s]);
+		uint64_t nodes = ck_pr_load_64(&n->cc.log_pending_nodes[s]);
 		out->slots[s] = txn && (nodes & (1ull << peer)) ? txn : 0;
 		any |= out->slots[s] != 0;
 	}
-	for (unsigned i = 0; i < NODE_LOCK_PENDING; i++) {
-		uint64_t txn = ck_pr_load_64(&n->lock_pending[i]);
-		uint64_t nodes = ck_pr_load_64(&n->lock_pending_nodes[i]);
+	for (unsigned i = 0; i < CC_LOCK_PENDING; i++) {
+		uint64_t txn = ck_pr_load_64(&n->cc.lock_pending[i]);
+		uint64_t nodes = ck_pr_load_64(&n->cc.lock_pending_nodes[i]);
 		out->locks[i] = txn && txn != ~0ull && (nodes & (1ull << peer)) ? txn : 0;
 		any |= out->locks[i] != 0;
 	}
@@ -208,8 +208,8 @@ void srv_pending_settled(struct node *n, unsigned peer, const struct srv_pending
 {
 	pthread_mutex_lock(&settle_mu);
 	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
-		settled_one(&n->log_pending[s], &n->log_pending_nodes[s], p->slots[s], peer);
-	for (unsigned i = 0; i < NODE_LOCK_PENDING; i++)
-		settled_one(&n->lock_pending[i], &n->lock_pending_nodes[i], p->locks[i], peer);
+		settled_one(&n->cc.log_pending[s], &n->cc.log_pending_nodes[s], p->slots[s], peer);
+	for (unsigned i = 0; i < CC_LOCK_PENDING; i++)
+		settled_one(&n->cc.lock_pending[i], &n->cc.lock_pending_nodes[i], p->locks[i], peer);
 	pthread_mutex_unlock(&settle_mu);
 }

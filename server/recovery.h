@@ -27,7 +27,7 @@ void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnati
  * (a list, 0 = unused). Sent to that node when it rejoins. */
 struct srv_pending {
 	uint64_t slots[ST_LOG_SLOTS];
-	uint64_t locks[NODE_LOCK_PENDING];
+	uint64_t locks[CC_LOCK_PENDING];
 };
 
 /* Settle what live `peer` reports it left here. */

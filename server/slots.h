@@ -1,9 +1,8 @@
 /*
- * slots: keys to slots to nodes (DESIGN.md section 7). A key maps to one of
- * 16384 slots with Redis Cluster's function: CRC16 (XMODEM) of the key, or
- * of the part between the first '{' and the next '}' when that part is not
- * empty (a hash tag), modulo 16384. The slot map says which node owns each
- * slot.
+ * slots: the cluster's members as clients and peers reach them (DESIGN.md
+ * section 7): id, client address, fabric address. Which node holds which
+ * key is placement's (placement/placement.h, held in node->cc.place); this
+ * is only who the members are and where they listen.
  */
 #ifndef RCKV_SRV_SLOTS_H
 #define RCKV_SRV_SLOTS_H
@@ -11,8 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SLOT_COUNT 16384
-#define SLOT_MAX_NODES 64
+#include "placement/placement.h"
+
+#define SLOT_COUNT PL_SLOTS
+#define SLOT_MAX_NODES PL_MAX_NODES
 
 struct slot_node {
 	int id;                 /* node id, 1..63 */
@@ -24,22 +25,14 @@ struct slot_node {
 /* Immutable once published; replaced whole (never edited in place). */
 struct slot_map {
 	int nnodes;
-	struct slot_node nodes[SLOT_MAX_NODES];
-	uint8_t owner[SLOT_COUNT]; /* index into nodes[] */
+	struct slot_node nodes[SLOT_MAX_NODES]; /* ascending ids */
 };
 
-uint16_t slot_crc16(const char *buf, size_t len);
-/* The slot of a key (hash tags honoured). */
-unsigned slot_of_key(const char *key, size_t len);
-
-/* A map where node `self` owns every slot (a standalone node). */
+/* A map of one member, `id` (a standalone node). */
 void slot_map_single(struct slot_map *m, int id, const char *host, int port);
-/* Spread the slots evenly over the map's nodes, in order of nodes[]. */
-void slot_map_spread(struct slot_map *m);
-/* The node owning a key, as an index into nodes[]. */
-static inline int slot_map_node_of(const struct slot_map *m, const char *key, size_t len)
-{
-	return m->owner[slot_of_key(key, len)];
-}
+
+/* The placement of the members of m: slots spread evenly in id order,
+ * one node per slot. NULL if out of memory. */
+struct pl_map *slot_map_placement(const struct slot_map *m, uint64_t epoch);
 
 #endif

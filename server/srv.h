@@ -19,6 +19,11 @@ int srv_node_start(struct node *n, char *err, size_t errlen);
 /* Ask the node to stop (SHUTDOWN, signals): any thread. */
 void srv_request_shutdown(struct node *n);
 
+/* Copy the options cc reads while it runs (max-key-bytes, max-value-bytes,
+ * txn-timeout, mvcc-versions, testing) into n->cc.limits: at start, and
+ * after every CONFIG SET. Any thread. */
+void srv_node_limits(struct node *n);
+
 /* Stop the workers, close the region cleanly, free everything. */
 void srv_node_stop(struct node *n);
 

@@ -246,11 +246,11 @@ int worker_start(struct node *n, int id, struct worker **out, char *err, size_t 
 		snprintf(err, errlen, "worker %d: out of memory or file descriptors", id);
 		return -ENOMEM;
 	}
-	w->fw = fab_worker_create_err(n->fab, id, err, errlen);
+	w->fw = fab_worker_create_err(n->cc.fab, id, err, errlen);
 	if (!w->fw)
 		return -EHOSTUNREACH;
 	ck_ring_init(&h->ring, HANDOFF_SLOTS);
-	w->ccw = cc_worker_create(n, w);
+	w->ccw = cc_worker_create(&n->cc, id, w->sched, w->fw);
 	if (!w->ccw)
 		return -ENOMEM;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_wake };

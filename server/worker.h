@@ -26,10 +26,9 @@ struct worker {
 	bool busy;                    /* the last epoll wait returned events */
 	struct sched *sched;          /* coroutines of this worker */
 	struct fab_worker *fw;        /* fabric endpoints */
-	struct cc_worker *ccw;        /* executor state: address cache, ts clock */
+	struct cc_worker *ccw;        /* executor state: address cache, ts clock,
+					 its transactions' stats and in-flight count */
 	struct srv_stats stats;       /* owner writes; see node.h */
-	uint64_t inflight;            /* transactions in flight here: owner stores
-					 (ck_pr), the quiescer sums (cc/switch.c) */
 
 	pthread_mutex_t clients_lock; /* guards the list links for CLIENT LIST */
 	struct client *clients;       /* list of this worker's clients */

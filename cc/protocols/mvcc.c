@@ -137,7 +137,7 @@
 #include "cc/cc.h"
 #include "cc/protocols/lock2pl.h"
 #include "rdma/fab.h"
-#include "server/node.h"
+#include "cc/node.h"
 
 #define MV_MAX 16           /* mvcc-versions' upper bound (server/config.c) */
 #define MV_ENTRY_HDR 16u    /* wts and data words of a tail entry */
@@ -449,7 +449,7 @@ static uint32_t tail_build(struct cc_access *a, int keep, uint32_t room, char *o
 static int mvcc_commit(struct txn *t)
 {
 	const uint64_t ctts = t->start_ts;
-	int keep = ck_pr_load_int(&t->node->cfg.mvcc_versions) - 1;
+	int keep = (int)ck_pr_load_64(&t->node->limits.mvcc_versions) - 1;
 	keep = keep < 0 ? 0 : keep > MV_MAX - 1 ? MV_MAX - 1 : keep;
 	uint64_t total = 0;
 	for (int i = 0; i < t->nacc; i++)

@@ -45,7 +45,7 @@
 #include "cc/cc.h"
 
 #include "rdma/fab.h"
-#include "server/node.h"
+#include "cc/node.h"
 
 static unsigned self(struct txn *t) { return fab_self(t->node->fab); }
 
@@ -66,7 +66,7 @@ static int lock_exclusive(struct txn *t, struct cc_access *a)
 	uint64_t expect = a->pstate & ACC_SHARED ? tag | cc_shared_unit(self(t)) : 0;
 	uint64_t old = 0;
 	int rc = cas_and_read(t, a, expect, &old);
-	if (rc == 0 && expect == 0 && old == tag && t->proto == &cc_nowait_shared) {
+	if (rc == 0 && expect == 0 && old == tag && t->proto->shared_locks) {
 		/* Free, but still tagged (the last sharer's FAA landed and its
 		 * clearing CAS did not yet): one more try from the tag. */
 		expect = tag;
@@ -108,7 +108,7 @@ static int nowait_read(struct txn *t, struct cc_access *a)
 {
 	if (acc_locked(a) || (a->pstate & ACC_SHARED))
 		return CC_OK;
-	return t->proto == &cc_nowait_shared ? lock_shared(t, a) : lock_exclusive(t, a);
+	return t->proto->shared_locks ? lock_shared(t, a) : lock_exclusive(t, a);
 }
 
 static int nowait_write(struct txn *t, struct cc_access *a)
@@ -138,6 +138,7 @@ const struct cc_protocol cc_nowait = {
 const struct cc_protocol cc_nowait_shared = {
 	.name = "nowait",
 	.id = "nowait/shared",
+	.shared_locks = true,
 	.read = nowait_read,
 	.write = nowait_write,
 	.commit = nowait_commit,

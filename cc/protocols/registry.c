@@ -35,8 +35,12 @@ const struct cc_protocol *cc_protocol_find(const char *name)
 const struct cc_protocol *cc_protocol_resolve(const char *name, bool shared_locks)
 {
 	const struct cc_protocol *p = cc_protocol_find(name);
-	if (p && shared_locks && p == &cc_nowait)
-		return &cc_nowait_shared;
+	if (!p || !shared_locks || p->shared_locks)
+		return p;
+	/* The variant of the same name that takes shared locks, if any. */
+	for (int i = 0; protocols[i]; i++)
+		if (protocols[i]->shared_locks && strcasecmp(protocols[i]->name, p->name) == 0)
+			return protocols[i];
 	return p;
 }
 

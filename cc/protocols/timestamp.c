@@ -129,7 +129,7 @@
 #include "cc/protocols/lock2pl.h"
 
 #include "rdma/fab.h"
-#include "server/node.h"
+#include "cc/node.h"
 
 /* CAS attempts on one item's rts before giving up (readers keep raising
  * it); the executor retries the transaction. */

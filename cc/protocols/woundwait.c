@@ -43,8 +43,7 @@
 #include "cc/protocols/lock2pl.h"
 
 #include "rdma/fab.h"
-#include "server/node.h"
-#include "server/worker.h"
+#include "cc/node.h"
 
 enum { ST_RN = 1, ST_CM = 2, ST_AB = 3 };
 
@@ -92,7 +91,7 @@ static int ww_conflict(struct txn *t, uint64_t holder, int round)
 		if ((rc = prim_exec(t)))
 			return rc;
 		if (old == status_word(ST_RN, holder))
-			t->w->stats.wounds++;
+			cc_worker_stats(t->ccw)->wounds++;
 	}
 	return cc_wait(t, round);
 }

@@ -29,7 +29,7 @@
 #include "bench/rng.h"
 #include "bench/zipf.h"
 #include "client/rckv.h"
-#include "server/slots.h"
+#include "placement/placement.h"
 
 static int failures;
 
@@ -283,7 +283,8 @@ static void test_hist(void)
 
 /* ---- keys and the transaction key chooser ---- */
 
-/* n nodes, slots spread evenly in order (as slot_map_spread does). */
+/* n nodes, slots spread evenly in order (as the server's placement does:
+ * test_keyslot checks that they agree). */
 static void make_map(struct rckv_map *m, int n)
 {
 	memset(m, 0, sizeof(*m));
@@ -310,6 +311,9 @@ static void test_keys(void)
 	CHECK(bench_key(key, BENCH_KEY_MAX_ID) == 14 && strcmp(key, "user9999999999") == 0);
 
 	make_map(&m, 3);
+	const uint16_t pids[3] = { 1, 2, 3 };
+	struct pl_map *pm = pl_map_spread(pids, 3, 1, 1);
+	CHECK(pm);
 	CHECK(bench_keyspace_build(&ks, &m, 30000, 0.99, 256) == 0);
 	uint64_t total = 0;
 	for (int n = 0; n < 3; n++)
@@ -329,7 +333,7 @@ static void test_keys(void)
 					bad_range += ids[i] >= 30000;
 					bench_key(key, ids[i]);
 					/* the owner, recomputed with the server's function */
-					int own = m.owner[slot_of_key(key, BENCH_KEY_LEN)];
+					int own = pl_primary(pm, key, BENCH_KEY_LEN) - 1;
 					bad_owner += own != nodes[i];
 					if (!seen[own]++)
 						distinct++;
@@ -356,6 +360,7 @@ static void test_keys(void)
 	CHECK(strstr(err, "--ops 2"));
 	CHECK(bench_keyspace_check(&ks, 0, 2, err, sizeof(err)) == -EINVAL);
 	bench_keyspace_free(&ks);
+	pl_map_free(pm);
 
 	/* a one-node map: one node per txn works, two is refused */
 	make_map(&m, 1);
@@ -388,16 +393,24 @@ static void test_keyslot(void)
 	CHECK(rckv_keyslot("{user1000}.following", 20) == rckv_keyslot("user1000", 8));
 	CHECK(rckv_keyslot("foo{}bar", 8) == (rckv_crc16("foo{}bar", 8) & 16383));
 	CHECK(rckv_keyslot("foo{{bar}}zap", 13) == rckv_keyslot("{bar", 4));
-	/* the client and the server agree on every key */
+	/* the client's map of a 3-node cluster puts every key on the node
+	 * the server's placement does */
+	struct rckv_map cm;
+	make_map(&cm, 3);
+	const uint16_t ids[3] = { 1, 2, 3 };
+	struct pl_map *pm = pl_map_spread(ids, 3, 1, 1);
+	CHECK(pm);
 	bench_rng_seed(&r, 9, 9);
 	int agree = 1;
 	for (int i = 0; i < 100000; i++) {
 		int len = 1 + (int)bench_rng_below(&r, sizeof(key) - 1);
 		for (int j = 0; j < len; j++)
 			key[j] = "ab{}c0123456789"[bench_rng_below(&r, 15)];
-		agree &= rckv_keyslot(key, (size_t)len) == slot_of_key(key, (size_t)len);
+		agree &= cm.nodes[rckv_map_node_of(&cm, key, (size_t)len)].id ==
+			 pl_primary(pm, key, (size_t)len);
 	}
 	CHECK(agree);
+	pl_map_free(pm);
 }
 
 static redisReply *mk(int type)

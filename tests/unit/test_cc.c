@@ -18,8 +18,10 @@
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
-#include "server/node.h"
-#include "server/worker.h"
+#include "cc/node.h"
+#include "placement/placement.h"
+#include "rdma/fab.h"
+#include "storage/st.h"
 
 #define CHECK(c)                                                                    \
 	do {                                                                        \
@@ -31,48 +33,116 @@
 
 #define NWORKERS 2
 #define NCORO 8
+#define MAX_NODES 2
 
-static struct node N;
+/* A worker as the server makes one: a scheduler, fabric endpoints and the
+ * executor state, driven by a thread of the test. */
+struct tworker {
+	struct sched *sched;
+	struct fab_worker *fw;
+	struct cc_worker *ccw;
+};
+
+/* A node as cc sees it (cc/node.h): no server is linked into this test. */
+struct tnode {
+	struct cc_node cc;
+	struct cc_worker *ccws[NWORKERS];
+	struct tworker w[NWORKERS];
+};
+
+static struct tnode nodes[MAX_NODES];
+static int nnodes;
+#define N (nodes[0])
 static char dir[] = "/tmp/rckv-test-cc-XXXXXX";
 
 static uint32_t fabric_delay_us; /* > 0: coroutines interleave at every round trip */
 
+/* Nodes 1..count in this process, on the shm fabric, each mapping every
+ * region (as shm peers do), keys spread over all of them. */
+static void nodes_up(int count, const char *proto)
+{
+	char err[256];
+	uint16_t ids[MAX_NODES];
+	for (int i = 0; i < count; i++)
+		ids[i] = (uint16_t)(i + 1);
+	nnodes = count;
+	for (int i = 0; i < count; i++) {
+		struct tnode *tn = &nodes[i];
+		memset(tn, 0, sizeof(*tn));
+		CHECK(cc_node_init(&tn->cc, ids[i], pl_map_spread(ids, count, 1, 1)) == 0);
+		tn->cc.max_node_id = (uint16_t)count;
+		tn->cc.limits = (struct cc_limits){ .max_key_bytes = 64 << 10,
+						    .max_value_bytes = 1 << 20,
+						    .txn_timeout_ms = 20000,
+						    .mvcc_versions = 4 };
+		struct st_config sc = { .dir = dir, .node_id = ids[i], .size = 64ull << 20,
+					.log_nodes = (unsigned)count,
+					.persistence = ST_PERSIST_NONE };
+		CHECK(st_region_open(&sc, &tn->cc.region, err, sizeof(err)) == 0);
+		tn->cc.layout = st_region_layout(tn->cc.region);
+		struct fab_config fc = { .backend = "shm", .self = ids[i],
+					 .delay_us = fabric_delay_us };
+		CHECK(fab_open(&fc, &tn->cc.fab, err, sizeof(err)) == 0);
+		tn->cc.proto = cc_protocol_find(proto);
+		CHECK(tn->cc.proto);
+	}
+	/* Its own region by address; a peer's by its file, as the control
+	 * plane's HELLO tells a shm peer (server/cluster.c). */
+	for (int i = 0; i < count; i++)
+		for (int j = 0; j < count; j++) {
+			struct cc_node *cn = &nodes[j].cc;
+			if (i == j) {
+				CHECK(fab_attach(nodes[i].cc.fab, ids[j], st_region_base(cn->region),
+						 cn->layout->size) == 0);
+				continue;
+			}
+			struct fab_peer_info pi = { .node = ids[j], .region_size = cn->layout->size };
+			snprintf(pi.region_path, sizeof(pi.region_path), "%s",
+				 st_region_path(cn->region));
+			CHECK(fab_attach_peer(nodes[i].cc.fab, &pi, err, sizeof(err)) == 0);
+		}
+	for (int i = 0; i < count; i++) {
+		struct tnode *tn = &nodes[i];
+		tn->cc.nworkers = NWORKERS;
+		tn->cc.workers = tn->ccws;
+		for (int k = 0; k < NWORKERS; k++) {
+			struct tworker *w = &tn->w[k];
+			w->sched = sched_create(NCORO + 2, 256 * 1024);
+			w->fw = fab_worker_create_err(tn->cc.fab, k, err, sizeof(err));
+			CHECK(w->sched && w->fw);
+			w->ccw = cc_worker_create(&tn->cc, k, w->sched, w->fw);
+			CHECK(w->ccw && tn->cc.workers[k] == w->ccw);
+		}
+	}
+}
+
 static void node_up(const char *proto)
 {
-	memset(&N, 0, sizeof(N));
-	cfg_defaults(&N.cfg);
-	pthread_mutex_init(&N.switch_lock, NULL);
-	N.cfg.memory = 64ll << 20;
-	N.cfg.coroutines = NCORO + 2;
-	N.cfg.txn_timeout_ms = 20000;
-	struct st_config sc = { .dir = dir, .node_id = 1, .size = (uint64_t)N.cfg.memory,
-				.persistence = ST_PERSIST_NONE };
-	char err[256];
-	CHECK(st_region_open(&sc, &N.region, err, sizeof(err)) == 0);
-	N.layout = st_region_layout(N.region);
-	struct fab_config fc = { .backend = "shm", .self = 1, .delay_us = fabric_delay_us };
-	CHECK(fab_open(&fc, &N.fab, err, sizeof(err)) == 0);
-	fab_attach(N.fab, 1, st_region_base(N.region), N.layout->size);
-	N.proto = cc_protocol_find(proto);
-	CHECK(N.proto);
-	N.nworkers = NWORKERS;
-	N.workers = calloc(NWORKERS, sizeof(*N.workers));
-	for (int i = 0; i < NWORKERS; i++)
-		CHECK(worker_start(&N, i, &N.workers[i], err, sizeof(err)) == 0);
+	nodes_up(1, proto);
 }
 
 static void node_down(void)
 {
-	for (int i = 0; i < NWORKERS; i++)
-		worker_destroy(N.workers[i]);
-	free(N.workers);
-	fab_close(N.fab);
-	st_region_close(N.region, true);
+	for (int i = 0; i < nnodes; i++) {
+		struct tnode *tn = &nodes[i];
+		for (int k = 0; k < NWORKERS; k++) {
+			cc_worker_destroy(tn->w[k].ccw);
+			CHECK(tn->cc.workers[k] == NULL);
+			fab_worker_destroy(tn->w[k].fw);
+			sched_destroy(tn->w[k].sched);
+		}
+		fab_close(tn->cc.fab);
+	}
+	for (int i = 0; i < nnodes; i++) {
+		st_region_close(nodes[i].cc.region, true);
+		cc_node_destroy(&nodes[i].cc);
+	}
+	nnodes = 0;
 }
 
 static void *drive(void *arg)
 {
-	struct worker *w = arg;
+	struct tworker *w = arg;
 	while (!sched_idle(w->sched)) {
 		sched_run(w->sched);
 		int to = sched_timeout_ms(w->sched);
@@ -82,12 +152,15 @@ static void *drive(void *arg)
 	return NULL;
 }
 
+/* Drive every worker of every node until all their coroutines ended. */
 static void run_all(void)
 {
-	pthread_t th[NWORKERS];
-	for (int i = 0; i < NWORKERS; i++)
-		pthread_create(&th[i], NULL, drive, N.workers[i]);
-	for (int i = 0; i < NWORKERS; i++)
+	pthread_t th[MAX_NODES * NWORKERS];
+	int n = 0;
+	for (int i = 0; i < nnodes; i++)
+		for (int k = 0; k < NWORKERS; k++)
+			pthread_create(&th[n++], NULL, drive, &nodes[i].w[k]);
+	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
 }
 
@@ -192,7 +265,7 @@ static void must_commit(struct cc_worker *ccw, cc_body_fn fn, void *arg, const c
 }
 
 struct worker_job {
-	struct worker *w;
+	struct tworker *w;
 	int kind;
 	int n;
 	unsigned seed;
@@ -238,7 +311,7 @@ static void job(struct sched *s, void *arg)
 		} else if (j->kind == 2) {
 			char err[128];
 			sched_sleep(s, 3 * 1000 * 1000);
-			CHECK(cc_switch(&N, j->w, switch_to[i % NSWITCH], false, err, sizeof(err)) == 0);
+			CHECK(cc_switch(&N.cc, j->w->ccw, switch_to[i % NSWITCH], false, err, sizeof(err)) == 0);
 		}
 	}
 }
@@ -257,14 +330,14 @@ static void run_jobs(int kind, int per, bool switching)
 	static struct worker_job jobs[NWORKERS][NCORO + 1];
 	for (int w = 0; w < NWORKERS; w++) {
 		for (int c = 0; c < NCORO; c++) {
-			jobs[w][c] = (struct worker_job){ N.workers[w], kind, per,
+			jobs[w][c] = (struct worker_job){ &N.w[w], kind, per,
 							  (unsigned)(w * 100 + c + 1) };
-			CHECK(sched_spawn(N.workers[w]->sched, job, &jobs[w][c]) == 0);
+			CHECK(sched_spawn(N.w[w].sched, job, &jobs[w][c]) == 0);
 		}
 	}
 	if (switching) {
-		jobs[0][NCORO] = (struct worker_job){ N.workers[0], 2, 4, 0 };
-		CHECK(sched_spawn(N.workers[0]->sched, job, &jobs[0][NCORO]) == 0);
+		jobs[0][NCORO] = (struct worker_job){ &N.w[0], 2, 4, 0 };
+		CHECK(sched_spawn(N.w[0].sched, job, &jobs[0][NCORO]) == 0);
 	}
 	run_all();
 }
@@ -274,23 +347,30 @@ struct one_shot {
 	void *arg;
 };
 
-static int shot_worker;
+static int shot_node, shot_worker;
 
 static void one_shot_job(struct sched *s, void *arg)
 {
 	struct one_shot *o = arg;
-	int rc = cc_run(N.workers[shot_worker]->ccw, o->fn, o->arg);
+	int rc = cc_run(nodes[shot_node].w[shot_worker].ccw, o->fn, o->arg);
 	if (rc != 0)
 		fprintf(stderr, "cc_run: %d (%s)\n", rc, cc_strerror(rc));
 	CHECK(rc == 0);
 }
 
-static void run_one_on(int w, cc_body_fn fn, void *arg)
+/* One transaction on worker w of node i (0-based), driven to its end. */
+static void run_one_at(int i, int w, cc_body_fn fn, void *arg)
 {
 	struct one_shot o = { fn, arg };
+	shot_node = i;
 	shot_worker = w;
-	CHECK(sched_spawn(N.workers[w]->sched, one_shot_job, &o) == 0);
-	drive(N.workers[w]);
+	CHECK(sched_spawn(nodes[i].w[w].sched, one_shot_job, &o) == 0);
+	drive(&nodes[i].w[w]);
+}
+
+static void run_one_on(int w, cc_body_fn fn, void *arg)
+{
+	run_one_at(0, w, fn, arg);
 }
 
 static void run_one(cc_body_fn fn, void *arg)
@@ -334,9 +414,9 @@ static void test_fresh_keys(const char *proto)
 	long long sum = 0;
 	run_one(sum_fresh, &sum);
 	printf("  %s: racing creations, total %lld (expect %d), %llu keys\n", proto, sum,
-	       NWORKERS * NCORO * 100, (unsigned long long)st_count(N.region));
+	       NWORKERS * NCORO * 100, (unsigned long long)st_count(N.cc.region));
 	CHECK(sum == NWORKERS * NCORO * 100);
-	CHECK(st_count(N.region) == 10);
+	CHECK(st_count(N.cc.region) == 10);
 	node_down();
 }
 
@@ -355,6 +435,47 @@ static void test_bank(const char *proto, bool switching)
 	node_down();
 }
 
+/*
+ * Two nodes in one process (DESIGN.md principle 5): each has its own
+ * region, fabric, placement and workers, and nothing of one leaks into the
+ * other through a process global. The accounts spread over both regions;
+ * both nodes' workers transfer between them at once, each transaction
+ * reaching the other node's region through the fabric; an audit through
+ * either node sees the total, and a write through one is read through the
+ * other.
+ */
+static void test_two_nodes(const char *proto)
+{
+	nodes_up(2, proto);
+	run_one_at(0, 0, init_body, NULL);
+	uint64_t on1 = st_count(nodes[0].cc.region), on2 = st_count(nodes[1].cc.region);
+	CHECK(on1 > 0 && on2 > 0 && on1 + on2 == ACCOUNTS);
+	audit_failures = audits = 0;
+	static struct worker_job jobs[MAX_NODES][NWORKERS][NCORO];
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < NWORKERS; k++)
+			for (int c = 0; c < NCORO; c++) {
+				jobs[i][k][c] = (struct worker_job){ &nodes[i].w[k], 1, 100,
+								     (unsigned)(i * 1000 + k * 100 + c + 1) };
+				CHECK(sched_spawn(nodes[i].w[k].sched, job, &jobs[i][k][c]) == 0);
+			}
+	run_all();
+	long long sum1 = 0, sum2 = 0;
+	run_one_at(0, 1, audit_body, &sum1);
+	run_one_at(1, 0, audit_body, &sum2);
+	printf("  %s: two nodes in one process, %llu + %llu accounts, bank total %lld / %lld "
+	       "(expect %d), %d audits\n",
+	       proto, (unsigned long long)on1, (unsigned long long)on2, sum1, sum2, TOTAL, audits);
+	CHECK(sum1 == TOTAL && sum2 == TOTAL && audit_failures == 0);
+	for (int i = 0; i < 2; i++) {
+		run_one_at(i, 0, incr_body, "counter");
+		long long c = 0;
+		run_one_at(1 - i, 1, get_counter, &c);
+		CHECK(c == i + 1);
+	}
+	node_down();
+}
+
 /* Two transfers between the same two accounts, in opposite directions,
  * over and over: under shared locks each reads both accounts and then
  * upgrades one, so two that overlap abort each other, and restarted a
@@ -364,7 +485,7 @@ static void test_bank(const char *proto, bool switching)
 static void test_opposite_transfers(const char *proto)
 {
 	node_up(proto);
-	N.cfg.txn_timeout_ms = 5000;
+	N.cc.limits.txn_timeout_ms = 5000;
 	run_one(init_body, NULL);
 	run_jobs(4, 50, false);
 	long long sum = 0;
@@ -434,7 +555,7 @@ static void test_grow_and_delete(const char *proto)
 	CHECK(existed);
 	run_one(del_body, &existed);
 	CHECK(!existed);
-	CHECK(st_count(N.region) == 0);
+	CHECK(st_count(N.cc.region) == 0);
 	node_down();
 	printf("  %s: grow to 12000 bytes and delete ok\n", proto);
 }
@@ -499,15 +620,15 @@ static void test_stale_addresses(const char *proto)
 	run_one_on(0, kv_set, &blind);        /* a blind write through the stale entry */
 	run_one_on(1, kv_get, &r);
 	CHECK(r.found && strcmp(r.got, "four") == 0);
-	CHECK(st_count(N.region) == 1);
+	CHECK(st_count(N.cc.region) == 1);
 	/* A worker that relocates a key itself keeps its cache right: no
 	 * STALE abort when it reads the key next. */
-	uint64_t stale0 = N.workers[0]->stats.aborts_by_cause[CC_CAUSE_STALE];
+	uint64_t stale0 = cc_worker_stats(N.w[0].ccw)->aborts_by_cause[CC_CAUSE_STALE];
 	struct kv grow = { .key = "moving", .val = "5", .len = 20000 };
 	run_one_on(0, kv_set, &grow);
 	run_one_on(0, kv_get, &r);
 	CHECK(r.found && r.len == 20000);
-	CHECK(N.workers[0]->stats.aborts_by_cause[CC_CAUSE_STALE] == stale0);
+	CHECK(cc_worker_stats(N.w[0].ccw)->aborts_by_cause[CC_CAUSE_STALE] == stale0);
 	node_down();
 	printf("  %s: stale cached addresses detected\n", proto);
 }
@@ -592,6 +713,9 @@ int main(void)
 	}
 	test_increments("nowait", true);
 	test_bank("silo", true);
+	test_two_nodes("silo");
+	test_two_nodes("nowait");
+	test_two_nodes("mvcc");
 	/* With a fabric delay every round trip yields, so the coroutines of a
 	 * worker interleave inside their transactions: per-worker state that
 	 * is not per-transaction shows up here (it lost increments once). */
