@@ -5,8 +5,8 @@
  * in /dev/shm, so that shm can map it by path), node 2 is the initiator with
  * one worker whose batch polls (no coroutines: the calling thread blocks in
  * fab_exec's poll, as a control thread would). On tcp node 1 runs the NIC
- * thread, fed by a minimal fabric listener here (accept, 16-byte hello,
- * fab_adopt: what server/cluster.c's listener does for data connections).
+ * thread, fed by a fabric listener on loopback (rdma/listen.h), the one
+ * server/cluster.c runs.
  *
  * Each cell of the table runs N operations after N/10 of warm-up and
  * reports wall time / N. Operations rotate over 64 targets a cache line
@@ -17,25 +17,20 @@
  */
 #include "bench/fabric.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rdma/fab.h"
-#include "rdma/tcp_wire.h"
+#include "rdma/listen.h"
 
 #define BF_REGION (1u << 20)
 #define BF_TARGETS 64
@@ -51,10 +46,7 @@ struct bf_node {
 	void *base;
 	uint64_t size;
 	char path[256]; /* region file (node 1) */
-	int lfd;        /* tcp listener (node 1), or -1 */
-	pthread_t lth;
-	int lstop;      /* set by the main thread, read by the listener */
-	char addr[64];
+	struct fab_listener *l; /* tcp: node 1's fabric listener, or NULL */
 };
 
 struct bf_run {
@@ -73,79 +65,10 @@ static uint64_t bf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int bf_read_full(int fd, void *p, size_t n)
-{
-	char *q = p;
-	while (n) {
-		ssize_t k = read(fd, q, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		q += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* Node 1's fabric listener: hand data connections to its NIC thread. */
-static void *bf_listener(void *arg)
-{
-	struct bf_node *n = arg;
-	while (!__atomic_load_n(&n->lstop, __ATOMIC_ACQUIRE)) {
-		struct pollfd pfd = { .fd = n->lfd, .events = POLLIN };
-		if (poll(&pfd, 1, 50) <= 0)
-			continue;
-		int fd = accept4(n->lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		struct timeval tv = { .tv_sec = 2 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		struct tcp_hello h;
-		if (bf_read_full(fd, &h, sizeof(h)) != 0 || tcp_hello_check(&h) != 0 ||
-		    h.type != TCP_HELLO_DATA) {
-			close(fd);
-			continue;
-		}
-		struct timeval none = { 0 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-		if (fab_adopt(n->f, fd) != 0)
-			close(fd);
-	}
-	return NULL;
-}
-
-static int bf_listen(struct bf_node *n, char *err, size_t errlen)
-{
-	n->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (n->lfd < 0)
-		goto fail;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	if (bind(n->lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(n->lfd, 16) != 0 ||
-	    getsockname(n->lfd, (struct sockaddr *)&sa, &sl) != 0)
-		goto fail;
-	snprintf(n->addr, sizeof(n->addr), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
-	n->lstop = 0;
-	if (pthread_create(&n->lth, NULL, bf_listener, n) != 0)
-		goto fail;
-	return 0;
-fail:
-	snprintf(err, errlen, "fabric listener: %s", strerror(errno));
-	if (n->lfd >= 0)
-		close(n->lfd);
-	n->lfd = -1;
-	return -1;
-}
-
 static void bf_node_down(struct bf_node *n, bool file)
 {
-	if (n->lfd >= 0) {
-		__atomic_store_n(&n->lstop, 1, __ATOMIC_RELEASE);
-		pthread_join(n->lth, NULL);
-		close(n->lfd);
-		n->lfd = -1;
-	}
+	fab_listener_stop(n->l);
+	n->l = NULL;
 	if (n->f)
 		fab_close(n->f);
 	if (n->base && n->base != MAP_FAILED)
@@ -159,7 +82,6 @@ static int bf_node_up(struct bf_node *n, const char *be, uint16_t id, bool file,
 		      size_t errlen)
 {
 	memset(n, 0, sizeof(*n));
-	n->lfd = -1;
 	n->size = BF_REGION;
 	int fd = -1;
 	if (file) {
@@ -186,7 +108,8 @@ static int bf_node_up(struct bf_node *n, const char *be, uint16_t id, bool file,
 		goto fail;
 	if (fab_attach_err(n->f, id, n->base, n->size, err, errlen) != 0)
 		goto fail;
-	if (strcmp(be, "tcp") == 0 && bf_listen(n, err, errlen) != 0)
+	struct fab_listener_config lc = { .fd = -1, .fab = n->f };
+	if (strcmp(be, "tcp") == 0 && fab_listener_start(&lc, &n->l, err, errlen) != 0)
 		goto fail;
 	return 0;
 fail:
@@ -277,7 +200,8 @@ static int bf_backend(const char *be, uint64_t n, int batch)
 	}
 	struct fab_peer_info pi = { .node = 1, .region_size = target.size };
 	snprintf(pi.region_path, sizeof(pi.region_path), "%s", target.path);
-	snprintf(pi.addr, sizeof(pi.addr), "%s", target.addr);
+	if (target.l)
+		snprintf(pi.addr, sizeof(pi.addr), "%s", fab_listener_addr(target.l));
 	if (fab_attach_peer(init.f, &pi, err, sizeof(err)) != 0) {
 		fprintf(stderr, "rckv-bench fabric: %s attach: %s\n", be, err);
 		goto out_init;

@@ -43,6 +43,7 @@
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
+#include "rdma/listen.h"
 #include "rdma/tcp_wire.h"
 #include "server/log.h"
 #include "server/node.h"
@@ -123,9 +124,7 @@ struct cluster {
 	struct node *n;
 	uint64_t id;
 	int self_id;
-	int listen_fd;
-	pthread_t listener;
-	bool listening;
+	struct fab_listener *listener; /* the fabric address's connections */
 	pthread_t settler;
 	bool settling;
 	int stop;
@@ -653,50 +652,29 @@ static void block_signals(void)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 }
 
-static void *listener_main(void *arg)
+/* The fabric listener's callback for a control connection: serve it on a
+ * thread of its own. Runs on the listener's thread, whose signal mask
+ * (all blocked) the new thread inherits. */
+static int ctl_accept(void *arg, int fd, const struct tcp_hello *h)
 {
-	struct node *n = arg;
-	struct cluster *cl = n->cluster;
-	block_signals();
-	while (!ck_pr_load_int(&cl->stop)) {
-		struct pollfd pfd = { .fd = cl->listen_fd, .events = POLLIN };
-		if (poll(&pfd, 1, 200) <= 0)
-			continue;
-		int fd = accept4(cl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		struct timeval tv = { .tv_sec = 2 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		struct tcp_hello h;
-		if (read_all(fd, &h, sizeof(h)) != 0 || tcp_hello_check(&h) != 0) {
-			close(fd);
-			continue;
-		}
-		struct timeval none = { 0 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-		if (h.type == TCP_HELLO_DATA) {
-			if (fab_adopt(n->cc.fab, fd) != 0)
-				close(fd);
-			continue;
-		}
-		struct ctl_box *box = malloc(sizeof(*box));
-		pthread_t th;
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (!box) {
-			close(fd);
-		} else {
-			box->fd = fd;
-			box->n = n;
-			if (pthread_create(&th, &at, ctl_conn_main, box) != 0) {
-				close(fd);
-				free(box);
-			}
-		}
-		pthread_attr_destroy(&at);
+	if (h->type != TCP_HELLO_CTL)
+		return -EPROTO;
+	struct ctl_box *box = malloc(sizeof(*box));
+	if (!box)
+		return -ENOMEM;
+	box->fd = fd;
+	box->n = arg;
+	pthread_t th;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&th, &at, ctl_conn_main, box);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		free(box);
+		return -rc;
 	}
-	return NULL;
+	return 0;
 }
 
 /*
@@ -748,7 +726,8 @@ static void *settler_main(void *arg)
 	return NULL;
 }
 
-static int listen_fabric(struct node *n, const char *addr, char *err, size_t errlen)
+/* A socket listening on the fabric address "host:port"; -1 with err. */
+static int listen_fabric(const char *addr, char *err, size_t errlen)
 {
 	char host[128];
 	int port;
@@ -777,8 +756,7 @@ static int listen_fabric(struct node *n, const char *addr, char *err, size_t err
 		return -1;
 	}
 	freeaddrinfo(res);
-	n->cluster->listen_fd = fd;
-	return 0;
+	return fd;
 }
 
 static bool stop_requested(void)
@@ -1169,7 +1147,6 @@ int cluster_start(struct node *n, char *err, size_t errlen)
 	cl->n = n;
 	cl->id = cluster_id_of(n);
 	cl->self_id = c->node_id;
-	cl->listen_fd = -1;
 	cl->lock_node = FAB_MAX_NODES;
 	for (int i = 0; i < c->ncluster_nodes; i++) {
 		const struct cfg_cluster_node *cn = &c->cluster_nodes[i];
@@ -1183,13 +1160,10 @@ int cluster_start(struct node *n, char *err, size_t errlen)
 		snprintf(p->fabric, sizeof(p->fabric), "%s", cn->fabric);
 	}
 	n->cluster = cl;
-	if (listen_fabric(n, self->fabric, err, errlen) != 0)
+	struct fab_listener_config lc = { .fab = n->fab, .other = ctl_accept, .arg = n };
+	lc.fd = listen_fabric(self->fabric, err, errlen);
+	if (lc.fd < 0 || fab_listener_start(&lc, &cl->listener, err, errlen) != 0)
 		goto fail;
-	if (pthread_create(&cl->listener, NULL, listener_main, n) != 0) {
-		snprintf(err, errlen, "can't start the fabric listener");
-		goto fail;
-	}
-	cl->listening = true;
 	srv_log(n, LOG_NOTICE, "node %d of a %d-node cluster; fabric %s at %s; waiting for peers",
 		c->node_id, c->ncluster_nodes, fab_backend_name(n->cc.fab), self->fabric);
 	for (int i = 0; i < cl->npeers; i++)
@@ -1221,10 +1195,7 @@ void cluster_stop(struct node *n)
 	ck_pr_store_int(&cl->stop, 1);
 	if (cl->settling)
 		pthread_join(cl->settler, NULL);
-	if (cl->listening)
-		pthread_join(cl->listener, NULL);
-	if (cl->listen_fd >= 0)
-		close(cl->listen_fd);
+	fab_listener_stop(cl->listener);
 	n->cluster = NULL;
 	free(cl);
 }

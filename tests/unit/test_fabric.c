@@ -3,8 +3,8 @@
  * contract in rdma/fab.h). Every case runs on each software backend, shm
  * and tcp, so a new backend inherits all of them. Nodes live in this
  * process (several struct fab side by side, tcp ones reached over loopback
- * through a tiny fabric listener) or in forked processes (contention, a
- * dying peer).
+ * through the fabric listener of rdma/listen.h) or in forked processes
+ * (contention, a dying peer).
  *
  * What each case checks, as a user of the fabric would notice it:
  *  errors      out-of-range offsets (also ones whose off+len wraps past
@@ -40,6 +40,15 @@
  *              failure: the mapping outlives its owner.)
  *  peer close  (tcp) a peer closes its fabric while its process lives on:
  *              an initiator's next op fails instead of hanging.
+ *  listener    (tcp) the fabric listener closes connections whose hello is
+ *              bad (wrong magic, wrong version, unknown type, node id out
+ *              of range, cut short) and goes on: a data connection after
+ *              them works. A CTL hello reaches the callback with a plain
+ *              socket (blocking, no receive timeout); one the callback
+ *              refuses is closed. Stopping it while a connection stalls in
+ *              its hello returns (within a generous 5 s), closes that
+ *              connection and the listening socket, and leaves adopted
+ *              data connections working.
  *
  * `test_fabric shm` or `test_fabric tcp` runs one backend.
  *
@@ -48,7 +57,7 @@
  * (PR_SET_PDEATHSIG) and are killed on any failure.
  */
 #include <errno.h>
-#include <netinet/in.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -61,11 +70,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
 #include "cc/cc.h"
 #include "cc/sched.h"
 #include "rdma/fab.h"
+#include "rdma/listen.h"
 #include "rdma/tcp_wire.h"
 #include "storage/st.h"
 
@@ -174,10 +183,10 @@ struct tnode {
 	char path[256];
 	int tmp_slot;          /* tmp_paths index of path, or -1 */
 	struct st_region *st;  /* when the region is a MemStore */
-	int lfd;               /* tcp: listening socket, or -1 */
-	pthread_t lth;
-	int lstop;             /* written by the owner, read by the listener */
-	char addr[64];
+	int lfd;               /* tcp: a listening socket made before the listener
+				  starts (fab_listen_loopback), or -1 */
+	struct fab_listener *l; /* tcp: the fabric listener, or NULL */
+	char addr[64];         /* tcp: its address */
 };
 
 static int tmp_register(const char *path)
@@ -204,71 +213,15 @@ static char *region_create(char *path, size_t pathlen, uint64_t size, int *slot)
 	return p;
 }
 
-/* Listen on 127.0.0.1, any port; fills addr. Returns the socket. */
-static int listen_any(char *addr, size_t addrlen)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(fd >= 0);
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	CHECK(listen(fd, 64) == 0);
-	socklen_t sl = sizeof(sa);
-	CHECK(getsockname(fd, (struct sockaddr *)&sa, &sl) == 0);
-	snprintf(addr, addrlen, "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
-	return fd;
-}
-
-static int read_full(int fd, void *p, size_t n)
-{
-	char *q = p;
-	while (n) {
-		ssize_t k = read(fd, q, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		q += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* The fabric listener, as server/cluster.c's does it for data
- * connections: accept, read the 16-byte hello, hand the fd to the NIC. */
-static void *listener_main(void *arg)
-{
-	struct tnode *n = arg;
-	while (!__atomic_load_n(&n->lstop, __ATOMIC_ACQUIRE)) {
-		struct pollfd pfd = { .fd = n->lfd, .events = POLLIN };
-		if (poll(&pfd, 1, 50) <= 0)
-			continue;
-		int fd = accept4(n->lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		struct timeval tv = { .tv_sec = 2 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		struct tcp_hello h;
-		if (read_full(fd, &h, sizeof(h)) != 0 || tcp_hello_check(&h) != 0 ||
-		    h.type != TCP_HELLO_DATA) {
-			close(fd);
-			continue;
-		}
-		struct timeval none = { 0 };
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-		if (fab_adopt(n->f, fd) != 0)
-			close(fd);
-	}
-	return NULL;
-}
-
+/* The fabric listener, on n->lfd if there is one, else on a new socket. */
 static void listener_start(struct tnode *n)
 {
-	if (n->lfd < 0)
-		n->lfd = listen_any(n->addr, sizeof(n->addr));
-	n->lstop = 0;
-	CHECK(pthread_create(&n->lth, NULL, listener_main, n) == 0);
+	char err[256] = "";
+	struct fab_listener_config lc = { .fd = n->lfd, .fab = n->f };
+	int rc = fab_listener_start(&lc, &n->l, err, sizeof(err));
+	n->lfd = -1; /* the listener's now, whatever rc */
+	CHECKV(rc == 0, "fab_listener_start: %d %s", rc, err);
+	snprintf(n->addr, sizeof(n->addr), "%s", fab_listener_addr(n->l));
 }
 
 static void fabric_open(struct tnode *n, const char *be, uint16_t id)
@@ -314,12 +267,8 @@ static void node_up_st(struct tnode *n, const char *be, uint16_t id, uint64_t si
 
 static void node_down(struct tnode *n)
 {
-	if (n->lfd >= 0) {
-		__atomic_store_n(&n->lstop, 1, __ATOMIC_RELEASE);
-		pthread_join(n->lth, NULL);
-		close(n->lfd);
-		n->lfd = -1;
-	}
+	fab_listener_stop(n->l);
+	n->l = NULL;
 	fab_close(n->f);
 	if (n->st) {
 		st_region_close(n->st, false);
@@ -988,8 +937,10 @@ static void test_contention(const char *be, int n_ops, int owner_cap)
 	owner.lfd = -1;
 	owner.size = 1 << 20;
 	owner.base = region_create(owner.path, sizeof(owner.path), owner.size, &owner.tmp_slot);
-	if (tcp)
-		owner.lfd = listen_any(owner.addr, sizeof(owner.addr));
+	if (tcp) {
+		owner.lfd = fab_listen_loopback(owner.addr, sizeof(owner.addr));
+		CHECKV(owner.lfd >= 0, "fab_listen_loopback: %d", owner.lfd);
+	}
 	snprintf(sh->addr, sizeof(sh->addr), "%s", owner.addr);
 	snprintf(sh->path, sizeof(sh->path), "%s", owner.path);
 	sh->size = owner.size;
@@ -1495,19 +1446,26 @@ static void test_peer_death(const char *be)
 	munmap(sh, sizeof(*sh));
 }
 
+/* Node 2 (me) with a worker that reaches t, whose region is fresh: a
+ * first FAA on t's word 0 returns 0 (on tcp: through t's listener). */
+static void initiator_up(struct tnode *me, struct tworker *w, const char *be, struct tnode *t)
+{
+	node_up(me, be, 2, 1 << 20);
+	link_peer(me, t);
+	tw_init(w, me, 0);
+	uint64_t old = 9;
+	CHECK(fab_faa1(&w->b, t->id, 0, 1, &old) == 0 && old == 0);
+}
+
 /* A peer that shuts its fabric down (fab_close) while its process lives
  * on: its connections must go with it, so that an initiator's next op
  * fails instead of waiting forever for a NIC that no longer runs. */
 static void test_peer_close(const char *be)
 {
 	struct tnode t, me;
-	node_up(&t, be, 1, 1 << 20);
-	node_up(&me, be, 2, 1 << 20);
-	link_peer(&me, &t);
 	struct tworker w;
-	tw_init(&w, &me, 0);
-	uint64_t old = 9;
-	CHECK(fab_faa1(&w.b, 1, 0, 1, &old) == 0 && old == 0);
+	node_up(&t, be, 1, 1 << 20);
+	initiator_up(&me, &w, be, &t);
 	node_down(&t);
 
 	struct pd_pending pend = { &w, 0, 0, 0 };
@@ -1524,6 +1482,158 @@ static void test_peer_close(const char *be)
 	       (double)(now_ns() - t0) / 1e6);
 	tw_fini(&w);
 	node_down(&me);
+}
+
+/* ---- the fabric listener (tcp) ---- */
+
+struct tl_seen {
+	int calls;  /* callback runs: the listener's thread adds (release) after
+		       writing the fields below; the test reads it (acquire) */
+	int type, from;
+	bool plain; /* the fd was blocking and had no receive timeout */
+};
+
+/* The callback for non-DATA connections: note what came; answer "ok" on
+ * the first and close it, refuse the others (the listener closes them). */
+static int tl_other(void *arg, int fd, const struct tcp_hello *h)
+{
+	struct tl_seen *s = arg;
+	struct timeval tv = { 1, 1 };
+	socklen_t tl = sizeof(tv);
+	int fl = fcntl(fd, F_GETFL);
+	s->plain = getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) == 0 && tv.tv_sec == 0 &&
+		   tv.tv_usec == 0 && fl >= 0 && !(fl & O_NONBLOCK);
+	s->type = h->type;
+	s->from = h->from;
+	if (__atomic_add_fetch(&s->calls, 1, __ATOMIC_RELEASE) > 1)
+		return -EPERM;
+	ssize_t w = send(fd, "ok", 2, MSG_NOSIGNAL);
+	(void)w; /* the client sees what arrived */
+	close(fd);
+	return 0;
+}
+
+/* Connect to addr and send the first len bytes of h. Returns the fd. */
+static int tl_connect(const char *addr, const struct tcp_hello *h, size_t len)
+{
+	char err[256] = "";
+	int fd = fab_tcp_connect(addr, 2000, err, sizeof(err));
+	CHECKV(fd >= 0, "connect to the listener %s: %s", addr, err);
+	CHECK(send(fd, h, len, MSG_NOSIGNAL) == (ssize_t)len);
+	return fd;
+}
+
+/* Read what comes on a client's connection until the other side closes
+ * it, for at most 5 s. Returns the bytes that came before the close (into
+ * buf, NUL-terminated), or -1 if it is still open after 5 s. Closes fd. */
+static int tl_until_closed(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	uint64_t deadline = now_ns() + 5ull * 1000000000ull;
+	int rc = -1;
+	while (now_ns() < deadline) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		ssize_t k = recv(fd, buf + got, cap - 1 - got, 0);
+		if (k > 0) {
+			got += (size_t)k;
+			if (got == cap - 1)
+				break; /* more than the listener's peers ever send */
+			continue;
+		}
+		if (k == 0 || errno == ECONNRESET) {
+			rc = (int)got;
+			break;
+		}
+		if (errno != EINTR)
+			break;
+	}
+	buf[got] = '\0';
+	close(fd);
+	return rc;
+}
+
+static void test_listener(const char *be)
+{
+	struct tnode t, me;
+	node_up(&t, be, 1, 1 << 20);
+	/* Swap t's listener for one with a callback (a new socket, a new
+	 * address): a node's fabric outlives its listener. */
+	fab_listener_stop(t.l);
+	struct tl_seen seen = { 0 };
+	char err[256] = "", buf[16];
+	struct fab_listener_config lc = { .fd = -1, .fab = t.f, .other = tl_other, .arg = &seen };
+	int rc = fab_listener_start(&lc, &t.l, err, sizeof(err));
+	CHECKV(rc == 0, "fab_listener_start: %d %s", rc, err);
+	snprintf(t.addr, sizeof(t.addr), "%s", fab_listener_addr(t.l));
+
+	/* Bad hellos: each connection is closed, with nothing sent back. */
+	static const char *const bad_name[] = { "wrong magic", "wrong version", "unknown type",
+						"node id out of range", "cut short" };
+	for (int i = 0; i < 5; i++) {
+		struct tcp_hello h;
+		tcp_hello_encode(&h, TCP_HELLO_DATA, 2, 0);
+		size_t len = sizeof(h);
+		if (i == 0)
+			memcpy(h.magic, "XXXXXXXX", 8);
+		else if (i == 1)
+			h.magic[7]++; /* "RCKVFAB2" */
+		else if (i == 2)
+			h.type = 7;
+		else if (i == 3)
+			h.from = FAB_MAX_NODES;
+		else
+			len = 10;
+		int fd = tl_connect(t.addr, &h, len);
+		if (i == 4)
+			shutdown(fd, SHUT_WR);
+		int got = tl_until_closed(fd, buf, sizeof(buf));
+		CHECKV(got == 0, "%s hello: connection %s", bad_name[i],
+		       got < 0 ? "still open after 5 s" : "answered");
+	}
+	CHECK(__atomic_load_n(&seen.calls, __ATOMIC_ACQUIRE) == 0);
+
+	/* A data connection after them: the fabric works through it. */
+	struct tworker w;
+	initiator_up(&me, &w, be, &t);
+
+	/* CTL hellos reach the callback: the first it answers, the second it
+	 * refuses, and the listener closes that one. */
+	struct tcp_hello ctl;
+	tcp_hello_encode(&ctl, TCP_HELLO_CTL, 5, 0);
+	int got = tl_until_closed(tl_connect(t.addr, &ctl, sizeof(ctl)), buf, sizeof(buf));
+	CHECKV(got == 2 && strcmp(buf, "ok") == 0, "CTL connection: %d bytes '%s'", got, buf);
+	CHECK(__atomic_load_n(&seen.calls, __ATOMIC_ACQUIRE) == 1);
+	CHECKV(seen.type == TCP_HELLO_CTL && seen.from == 5, "callback saw type %d from %d",
+	       seen.type, seen.from);
+	CHECKV(seen.plain, "%s", "the CTL socket is non-blocking or has a receive timeout");
+	got = tl_until_closed(tl_connect(t.addr, &ctl, sizeof(ctl)), buf, sizeof(buf));
+	CHECKV(got == 0, "refused CTL connection: %s", got < 0 ? "still open after 5 s" : buf);
+	CHECK(__atomic_load_n(&seen.calls, __ATOMIC_ACQUIRE) == 2);
+
+	/* Stop while a connection stalls half-way through its hello (the
+	 * listener waits for the rest): stop returns, that connection and the
+	 * listening socket are closed, the adopted connection still works. */
+	int stalled = tl_connect(t.addr, &ctl, 8);
+	sleep_ms(100);
+	uint64_t t0 = now_ns();
+	fab_listener_stop(t.l);
+	t.l = NULL;
+	double stop_ms = (double)(now_ns() - t0) / 1e6;
+	CHECKV(stop_ms < 5000, "fab_listener_stop took %.0f ms", stop_ms);
+	got = tl_until_closed(stalled, buf, sizeof(buf));
+	CHECKV(got == 0, "stalled connection after stop: %s",
+	       got < 0 ? "still open after 5 s" : buf);
+	int fd = fab_tcp_connect(t.addr, 2000, err, sizeof(err));
+	CHECKV(fd < 0, "connected to %s after the listener stopped", t.addr);
+	uint64_t old = 9;
+	CHECK(fab_faa1(&w.b, 1, 0, 1, &old) == 0 && old == 1);
+	printf("  %s listener: 5 bad hellos closed, data and CTL served; stop took %.1f ms\n", be,
+	       stop_ms);
+	tw_fini(&w);
+	node_down(&me);
+	node_down(&t);
 }
 
 static bool want(const char *only_case, const char *name)
@@ -1569,6 +1679,8 @@ int main(int argc, char **argv)
 			test_peer_death(be);
 		if (tcp && want(only_case, "peer-close"))
 			test_peer_close(be);
+		if (tcp && want(only_case, "listener"))
+			test_listener(be);
 	}
 	remove_tmp();
 	printf("test_fabric: all passed\n");
