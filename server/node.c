@@ -237,7 +237,6 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	};
 	if (check_power(n, &sc, err, errlen) != 0)
 		return -1;
-	st_set_self_node((uint16_t)n->cfg.node_id);
 	char serr[512] = "";
 	rc = st_region_open(&sc, &n->region, serr, sizeof(serr));
 	if (rc) {
