@@ -432,7 +432,7 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 		goto fail;
 	}
 	d->started = true;
-	(void)st_set_persist(n->layout, index_persist, d); /* one per node: fits */
+	st_region_set_persister(n->region, index_persist, d);
 	fab_track_writes(n->fab);
 	fab_set_aux(n->fab, &(struct fab_aux){ .fd = aux_fd, .poll = aux_poll, .arg = d });
 	n->durable = d;
@@ -464,7 +464,7 @@ void durable_stop(struct cc_node *n)
 	struct durable *d = n->durable;
 	if (!d)
 		return;
-	st_set_persist(n->layout, NULL, NULL);
+	st_region_set_persister(n->region, NULL, NULL);
 	pthread_mutex_lock(&d->lock);
 	d->stop = true;
 	pthread_cond_signal(&d->cond);

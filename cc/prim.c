@@ -224,7 +224,7 @@ static int reloc_post_block(struct txn *t, struct cc_access *a, uint64_t ver)
 
 static int reloc_swap(struct txn *t, struct cc_access *a)
 {
-	int rc = st_swap(&t->batch, t->node->layout, a->hash, &a->ref, &a->nref);
+	int rc = st_swap(&t->batch, st_region_coord(t->node->region), a->hash, &a->ref, &a->nref);
 	if (rc == 0) {
 		a->pstate |= ACC_SWAPPED;
 		return CC_OK;
@@ -503,7 +503,8 @@ void prim_release_locks(struct txn *t)
 			struct cc_access *a = t->acc[i];
 			if (!(a->pstate & ACC_SWAPPED))
 				continue;
-			if (st_swap(&t->batch, t->node->layout, a->hash, &a->nref, &a->ref) != 0)
+			if (st_swap(&t->batch, st_region_coord(t->node->region), a->hash, &a->nref,
+				    &a->ref) != 0)
 				failed |= 1ull << a->node;
 			a->pstate &= ~ACC_SWAPPED;
 		}

@@ -196,8 +196,8 @@ static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t 
 			t->ccw->free_acc = a;
 			return CC_EINTERNAL;
 		}
-		int rc = st_create(&t->batch, t->node->layout, a->node, key, (uint32_t)klen, h,
-				   &a->ref, buf);
+		int rc = st_create(&t->batch, st_region_coord(t->node->region), a->node, key,
+				   (uint32_t)klen, h, &a->ref, buf);
 		if (rc == 0 && img_reserve_acc(a, a->ref.cls) != 0)
 			rc = -ENOMEM;
 		if (rc) {
@@ -610,7 +610,8 @@ void txn_after_commit(struct txn *t)
 			continue; /* resolved only: its image was never read */
 		bool absent = (a->mode & ACC_W) ? a->wdel
 						: (st_data_flags(a->img->data) & ST_F_ABSENT);
-		if (absent && st_reap(&t->batch, t->node->layout, a->hash, &a->ref, t->owner) == 0)
+		if (absent && st_reap(&t->batch, st_region_coord(t->node->region), a->hash, &a->ref,
+				      t->owner) == 0)
 			cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
 	}
 }

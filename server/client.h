@@ -88,9 +88,6 @@ struct client {
 	struct client *wnext;
 };
 
-/* CLIENT LIST / CLIENT INFO line for this client, Redis format, into buf. */
-int client_info_line(const struct client *cl, char *buf, size_t cap);
-
 /* Forget WATCHed keys (UNWATCH, EXEC, DISCARD, RESET). */
 void client_unwatch(struct client *cl);
 /* Free the MULTI queue and leave MULTI state. */

@@ -1160,7 +1160,7 @@ int cluster_start(struct node *n, char *err, size_t errlen)
 		snprintf(p->fabric, sizeof(p->fabric), "%s", cn->fabric);
 	}
 	n->cluster = cl;
-	struct fab_listener_config lc = { .fab = n->fab, .other = ctl_accept, .arg = n };
+	struct fab_listener_config lc = { .fab = n->cc.fab, .other = ctl_accept, .arg = n };
 	lc.fd = listen_fabric(self->fabric, err, errlen);
 	if (lc.fd < 0 || fab_listener_start(&lc, &cl->listener, err, errlen) != 0)
 		goto fail;

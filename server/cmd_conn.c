@@ -294,7 +294,8 @@ int cmd_reset(struct cmd_ctx *c)
 /* ---- CLIENT ---- */
 
 /*
- * The CLIENT LIST line of cl. `owner` says the caller runs on cl's worker.
+ * Append the CLIENT LIST line of cl, and its '\n', to b. `owner` says the
+ * caller runs on cl's worker.
  * Otherwise the caller holds cl's worker's clients_lock, which keeps cl and
  * its name/lib strings alive but does not stop the owner from updating
  * the scalar fields read here (flags, times, buffer sizes): those may be a
@@ -302,7 +303,7 @@ int cmd_reset(struct cmd_ctx *c)
  * free. The parser is the exception: its internals change under the
  * owner, so another worker reports qbuf=0.
  */
-static int info_line(const struct client *cl, char *buf, size_t cap, bool owner)
+static void info_line(struct srv_sbuf *b, const struct client *cl, bool owner)
 {
 	time_t now = time(NULL);
 	uint32_t fl = cl->flags; /* once: the line shows one state */
@@ -321,11 +322,11 @@ static int info_line(const struct client *cl, char *buf, size_t cap, bool owner)
 	size_t qbuf = owner && cl->parser ? resp_parser_pending(cl->parser) : 0;
 	size_t multi_mem = (size_t)cl->mq_cap * sizeof(struct queued_cmd);
 	size_t tot = sizeof(*cl) + cl->out.cap + qbuf + multi_mem;
-	return snprintf(buf, cap,
+	srv_sbuf_printf(b,
 			"id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s "
 			"db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=0 argv-mem=0 "
 			"multi-mem=%zu rbs=%zu rbp=%zu obl=%zu oll=0 omem=0 tot-mem=%zu "
-			"events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
+			"events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 			(unsigned long long)cl->id, cl->addr, cl->laddr, cl->fd,
 			cl->name ? cl->name : "", (long long)(now - cl->ctime),
 			(long long)(now - cl->last_active), flags,
@@ -335,39 +336,15 @@ static int info_line(const struct client *cl, char *buf, size_t cap, bool owner)
 			cl->lib_name ? cl->lib_name : "", cl->lib_ver ? cl->lib_ver : "");
 }
 
-int client_info_line(const struct client *cl, char *buf, size_t cap)
+/* Reply the text of b (CLIENT LIST, CLIENT INFO), or an error if it is
+ * incomplete, and free it. */
+static void reply_text(struct cmd_ctx *c, struct srv_sbuf *b)
 {
-	return info_line(cl, buf, cap, true);
-}
-
-/* A growing text buffer for CLIENT LIST. */
-struct text {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void text_line(struct text *t, const struct client *cl, bool owner)
-{
-	for (;;) {
-		size_t room = t->cap - t->len;
-		int n = room ? info_line(cl, t->p + t->len, room, owner) : -1;
-		if (n >= 0 && (size_t)n + 1 < room) { /* + the '\n' */
-			t->len += (size_t)n;
-			t->p[t->len++] = '\n';
-			return;
-		}
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		if (n >= 0 && cap < t->len + (size_t)n + 2)
-			cap = t->len + (size_t)n + 2;
-		char *p = realloc(t->p, cap);
-		if (!p) {
-			t->oom = true;
-			return;
-		}
-		t->p = p;
-		t->cap = cap;
-	}
+	if (b->failed)
+		resp_error(c->out, "ERR out of memory");
+	else
+		resp_verbatim(c->out, b->p ? b->p : "", b->len);
+	srv_sbuf_free(b);
 }
 
 static void client_list(struct cmd_ctx *c)
@@ -406,7 +383,7 @@ static void client_list(struct cmd_ctx *c)
 		return;
 	}
 
-	struct text t = { 0 };
+	struct srv_sbuf t = { 0 };
 	struct node *n = c->node;
 	for (int i = 0; i < n->nworkers && !no_type; i++) {
 		struct worker *w = n->workers[i];
@@ -421,36 +398,19 @@ static void client_list(struct cmd_ctx *c)
 				if (!hit)
 					continue;
 			}
-			text_line(&t, cl, w == c->w);
+			info_line(&t, cl, w == c->w);
 		}
 		pthread_mutex_unlock(&w->clients_lock);
 	}
 	free(ids);
-	if (t.oom)
-		resp_error(c->out, "ERR out of memory");
-	else
-		resp_verbatim(c->out, t.p ? t.p : "", t.len);
-	free(t.p);
+	reply_text(c, &t);
 }
 
 static void client_info(struct cmd_ctx *c)
 {
-	char small[1024];
-	int n = client_info_line(c->cl, small, sizeof(small) - 1);
-	if (n >= 0 && (size_t)n < sizeof(small) - 1) {
-		small[n] = '\n';
-		resp_verbatim(c->out, small, (size_t)n + 1);
-		return;
-	}
-	char *big = n >= 0 ? malloc((size_t)n + 2) : NULL;
-	if (!big) {
-		resp_error(c->out, "ERR out of memory");
-		return;
-	}
-	client_info_line(c->cl, big, (size_t)n + 1);
-	big[n] = '\n';
-	resp_verbatim(c->out, big, (size_t)n + 1);
-	free(big);
+	struct srv_sbuf b = { 0 };
+	info_line(&b, c->cl, true);
+	reply_text(c, &b);
 }
 
 static void client_setinfo(struct cmd_ctx *c)

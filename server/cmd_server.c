@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,41 +80,6 @@ static const char *resolve_sub(struct cmd_ctx *c, const char *upper)
 		return NULL;
 	}
 	return strchr(sub->name, '|') + 1;
-}
-
-/* A growing text buffer (INFO). */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_list ap;
-		va_start(ap, fmt);
-		int n = room ? vsnprintf(b->p + b->len, room, fmt, ap) : -1;
-		va_end(ap);
-		if (n >= 0 && (size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		if (b->oom)
-			return;
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		if (n >= 0 && cap < b->len + (size_t)n + 1)
-			cap = b->len + (size_t)n + 1;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
 }
 
 /* ======================= COMMAND ======================= */
@@ -744,7 +708,7 @@ static double ratio(uint64_t a, uint64_t b)
 struct info_ctx {
 	struct node *n;
 	struct worker *w;             /* the worker INFO runs on */
-	struct sbuf *b;
+	struct srv_sbuf *b;
 	struct srv_stats st;
 	struct cc_stats cst;
 	time_t now;
@@ -761,50 +725,50 @@ static void info_server(struct info_ctx *x)
 	gettimeofday(&tv, NULL);
 	long long uptime = (long long)(x->now - n->start_time);
 	pthread_mutex_lock(&n->cfg_lock);
-	sb_printf(x->b,
-		  "# Server\r\n"
-		  "redis_version:" SRV_REDIS_VERSION "\r\n"
-		  "redis_git_sha1:00000000\r\n"
-		  "redis_git_dirty:0\r\n"
-		  "redis_build_id:0\r\n"
-		  "redis_mode:standalone\r\n"
-		  "os:%s\r\n"
-		  "arch_bits:%d\r\n"
-		  "monotonic_clock:POSIX clock_gettime\r\n"
-		  "multiplexing_api:epoll\r\n"
-		  "gcc_version:%d.%d.%d\r\n"
-		  "process_id:%ld\r\n"
-		  "process_supervised:no\r\n"
-		  "run_id:%s\r\n"
-		  "tcp_port:%d\r\n"
-		  "server_time_usec:%lld\r\n"
-		  "uptime_in_seconds:%lld\r\n"
-		  "uptime_in_days:%lld\r\n"
-		  "executable:%s\r\n"
-		  "config_file:%s\r\n"
-		  "server_name:rckv\r\n"
-		  "worker_threads:%d\r\n"
-		  "coroutines_per_worker:%d\r\n",
-		  os, (int)(sizeof(long) * 8), __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__,
-		  (long)getpid(), n->run_id, n->cfg.port,
-		  (long long)tv.tv_sec * 1000000 + tv.tv_usec, uptime, uptime / 86400,
-		  n->executable, n->config_file ? n->config_file : "", n->nworkers,
-		  n->cfg.coroutines);
+	srv_sbuf_printf(x->b,
+			"# Server\r\n"
+			"redis_version:" SRV_REDIS_VERSION "\r\n"
+			"redis_git_sha1:00000000\r\n"
+			"redis_git_dirty:0\r\n"
+			"redis_build_id:0\r\n"
+			"redis_mode:standalone\r\n"
+			"os:%s\r\n"
+			"arch_bits:%d\r\n"
+			"monotonic_clock:POSIX clock_gettime\r\n"
+			"multiplexing_api:epoll\r\n"
+			"gcc_version:%d.%d.%d\r\n"
+			"process_id:%ld\r\n"
+			"process_supervised:no\r\n"
+			"run_id:%s\r\n"
+			"tcp_port:%d\r\n"
+			"server_time_usec:%lld\r\n"
+			"uptime_in_seconds:%lld\r\n"
+			"uptime_in_days:%lld\r\n"
+			"executable:%s\r\n"
+			"config_file:%s\r\n"
+			"server_name:rckv\r\n"
+			"worker_threads:%d\r\n"
+			"coroutines_per_worker:%d\r\n",
+			os, (int)(sizeof(long) * 8), __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__,
+			(long)getpid(), n->run_id, n->cfg.port,
+			(long long)tv.tv_sec * 1000000 + tv.tv_usec, uptime, uptime / 86400,
+			n->executable, n->config_file ? n->config_file : "", n->nworkers,
+			n->cfg.coroutines);
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 
 static void info_clients(struct info_ctx *x)
 {
-	sb_printf(x->b,
-		  "# Clients\r\n"
-		  "connected_clients:%llu\r\n"
-		  "cluster_connections:0\r\n"
-		  "maxclients:%d\r\n"
-		  "blocked_clients:0\r\n"
-		  "tracking_clients:0\r\n"
-		  "clients_in_timeout_table:0\r\n",
-		  (unsigned long long)ck_pr_load_64(&x->n->connected_clients),
-		  ck_pr_load_int(&x->n->cfg.maxclients));
+	srv_sbuf_printf(x->b,
+			"# Clients\r\n"
+			"connected_clients:%llu\r\n"
+			"cluster_connections:0\r\n"
+			"maxclients:%d\r\n"
+			"blocked_clients:0\r\n"
+			"tracking_clients:0\r\n"
+			"clients_in_timeout_table:0\r\n",
+			(unsigned long long)ck_pr_load_64(&x->n->connected_clients),
+			ck_pr_load_int(&x->n->cfg.maxclients));
 }
 
 static void info_memory(struct info_ctx *x)
@@ -831,21 +795,21 @@ static void info_memory(struct info_ctx *x)
 	/* used_memory is the heap; the MemStore region is mapped memory of
 	 * fixed size `memory`, reported as maxmemory: a write that finds it
 	 * full fails with OOM, as Redis's noeviction policy does. */
-	sb_printf(x->b,
-		  "# Memory\r\n"
-		  "used_memory:%llu\r\n"
-		  "used_memory_human:%s\r\n"
-		  "used_memory_rss:%llu\r\n"
-		  "used_memory_rss_human:%s\r\n"
-		  "total_system_memory:%llu\r\n"
-		  "total_system_memory_human:%s\r\n"
-		  "maxmemory:%llu\r\n"
-		  "maxmemory_human:%s\r\n"
-		  "maxmemory_policy:noeviction\r\n"
-		  "memstore_bytes:%llu\r\n"
-		  "memstore_human:%s\r\n"
-		  "mem_allocator:libc\r\n",
-		  used, h_used, rss, h_rss, total, h_total, store, h_store, store, h_store);
+	srv_sbuf_printf(x->b,
+			"# Memory\r\n"
+			"used_memory:%llu\r\n"
+			"used_memory_human:%s\r\n"
+			"used_memory_rss:%llu\r\n"
+			"used_memory_rss_human:%s\r\n"
+			"total_system_memory:%llu\r\n"
+			"total_system_memory_human:%s\r\n"
+			"maxmemory:%llu\r\n"
+			"maxmemory_human:%s\r\n"
+			"maxmemory_policy:noeviction\r\n"
+			"memstore_bytes:%llu\r\n"
+			"memstore_human:%s\r\n"
+			"mem_allocator:libc\r\n",
+			used, h_used, rss, h_rss, total, h_total, store, h_store, store, h_store);
 }
 
 /*
@@ -871,33 +835,33 @@ static void info_persistence(struct info_ctx *x)
 	const char *durable = strcasecmp(mode, "none") == 0    ? "nothing (lost at exit)"
 			      : strcasecmp(mode, "power") == 0 ? "power loss"
 							       : "process crash";
-	sb_printf(x->b,
-		  "# Persistence\r\n"
-		  "loading:0\r\n"
-		  "async_loading:0\r\n"
-		  "rdb_bgsave_in_progress:0\r\n"
-		  "aof_enabled:0\r\n"
-		  "aof_rewrite_in_progress:0\r\n"
-		  "persistence:%s\r\n"
-		  "persistence_durable_on:%s\r\n"
-		  "dir:%s\r\n"
-		  "recovered_keys:%llu\r\n"
-		  "last_stop_clean:%d\r\n"
-		  "recovery_ms:%llu\r\n"
-		  "recovered_txns_rolled_back:%llu\r\n"
-		  "recovered_records_undone:%llu\r\n"
-		  "recovered_txns_committed:%llu\r\n"
-		  "recovered_locks_released:%llu\r\n"
-		  "persistence_group_flushes:%llu\r\n"
-		  "persistence_group_commits:%llu\r\n"
-		  "persistence_commits_per_flush:%.2f\r\n",
-		  mode, durable, n->cfg.dir ? n->cfg.dir : "",
-		  (unsigned long long)n->recovered_keys, n->recovered_unclean ? 0 : 1,
-		  (unsigned long long)n->recovery_ms, (unsigned long long)rs->txns_rolled_back,
-		  (unsigned long long)rs->records_undone, (unsigned long long)rs->txns_committed,
-		  (unsigned long long)rs->locks_released, (unsigned long long)gc_flushes,
-		  (unsigned long long)gc_commits,
-		  gc_flushes ? (double)gc_commits / (double)gc_flushes : 0.0);
+	srv_sbuf_printf(x->b,
+			"# Persistence\r\n"
+			"loading:0\r\n"
+			"async_loading:0\r\n"
+			"rdb_bgsave_in_progress:0\r\n"
+			"aof_enabled:0\r\n"
+			"aof_rewrite_in_progress:0\r\n"
+			"persistence:%s\r\n"
+			"persistence_durable_on:%s\r\n"
+			"dir:%s\r\n"
+			"recovered_keys:%llu\r\n"
+			"last_stop_clean:%d\r\n"
+			"recovery_ms:%llu\r\n"
+			"recovered_txns_rolled_back:%llu\r\n"
+			"recovered_records_undone:%llu\r\n"
+			"recovered_txns_committed:%llu\r\n"
+			"recovered_locks_released:%llu\r\n"
+			"persistence_group_flushes:%llu\r\n"
+			"persistence_group_commits:%llu\r\n"
+			"persistence_commits_per_flush:%.2f\r\n",
+			mode, durable, n->cfg.dir ? n->cfg.dir : "",
+			(unsigned long long)n->recovered_keys, n->recovered_unclean ? 0 : 1,
+			(unsigned long long)n->recovery_ms, (unsigned long long)rs->txns_rolled_back,
+			(unsigned long long)rs->records_undone, (unsigned long long)rs->txns_committed,
+			(unsigned long long)rs->locks_released, (unsigned long long)gc_flushes,
+			(unsigned long long)gc_commits,
+			gc_flushes ? (double)gc_commits / (double)gc_flushes : 0.0);
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 
@@ -905,55 +869,55 @@ static void info_stats(struct info_ctx *x)
 {
 	const struct srv_stats *s = &x->st;
 	const struct cc_stats *cs = &x->cst;
-	sb_printf(x->b,
-		  "# Stats\r\n"
-		  "total_connections_received:%llu\r\n"
-		  "total_commands_processed:%llu\r\n"
-		  "instantaneous_ops_per_sec:0\r\n"
-		  "total_net_input_bytes:%llu\r\n"
-		  "total_net_output_bytes:%llu\r\n"
-		  "instantaneous_input_kbps:0.00\r\n"
-		  "instantaneous_output_kbps:0.00\r\n"
-		  "rejected_connections:%llu\r\n"
-		  "expired_keys:0\r\n"
-		  "evicted_keys:0\r\n"
-		  "keyspace_hits:%llu\r\n"
-		  "keyspace_misses:%llu\r\n"
-		  "pubsub_channels:0\r\n"
-		  "pubsub_patterns:0\r\n"
-		  "total_error_replies:%llu\r\n"
-		  "txn_committed:%llu\r\n"
-		  "txn_aborts:%llu\r\n"
-		  "txn_retries:%llu\r\n"
-		  "txn_timeouts:%llu\r\n"
-		  "txn_watch_failed:%llu\r\n"
-		  "txn_groups:%llu\r\n"
-		  "txn_group_splits:%llu\r\n"
-		  "absent_key_reads:%llu\r\n",
-		  (unsigned long long)s->conns_received, (unsigned long long)s->commands,
-		  (unsigned long long)s->net_in, (unsigned long long)s->net_out,
-		  (unsigned long long)s->conns_rejected, (unsigned long long)s->keyspace_hits,
-		  (unsigned long long)s->keyspace_misses,
-		  (unsigned long long)(s->error_replies + s->proto_errors),
-		  (unsigned long long)cs->txn_committed, (unsigned long long)cs->txn_aborts,
-		  (unsigned long long)cs->txn_retries, (unsigned long long)cs->txn_timeouts,
-		  (unsigned long long)s->txn_watch_failed, (unsigned long long)s->txn_groups,
-		  (unsigned long long)s->txn_group_splits, (unsigned long long)s->absent_reads);
+	srv_sbuf_printf(x->b,
+			"# Stats\r\n"
+			"total_connections_received:%llu\r\n"
+			"total_commands_processed:%llu\r\n"
+			"instantaneous_ops_per_sec:0\r\n"
+			"total_net_input_bytes:%llu\r\n"
+			"total_net_output_bytes:%llu\r\n"
+			"instantaneous_input_kbps:0.00\r\n"
+			"instantaneous_output_kbps:0.00\r\n"
+			"rejected_connections:%llu\r\n"
+			"expired_keys:0\r\n"
+			"evicted_keys:0\r\n"
+			"keyspace_hits:%llu\r\n"
+			"keyspace_misses:%llu\r\n"
+			"pubsub_channels:0\r\n"
+			"pubsub_patterns:0\r\n"
+			"total_error_replies:%llu\r\n"
+			"txn_committed:%llu\r\n"
+			"txn_aborts:%llu\r\n"
+			"txn_retries:%llu\r\n"
+			"txn_timeouts:%llu\r\n"
+			"txn_watch_failed:%llu\r\n"
+			"txn_groups:%llu\r\n"
+			"txn_group_splits:%llu\r\n"
+			"absent_key_reads:%llu\r\n",
+			(unsigned long long)s->conns_received, (unsigned long long)s->commands,
+			(unsigned long long)s->net_in, (unsigned long long)s->net_out,
+			(unsigned long long)s->conns_rejected, (unsigned long long)s->keyspace_hits,
+			(unsigned long long)s->keyspace_misses,
+			(unsigned long long)(s->error_replies + s->proto_errors),
+			(unsigned long long)cs->txn_committed, (unsigned long long)cs->txn_aborts,
+			(unsigned long long)cs->txn_retries, (unsigned long long)cs->txn_timeouts,
+			(unsigned long long)s->txn_watch_failed, (unsigned long long)s->txn_groups,
+			(unsigned long long)s->txn_group_splits, (unsigned long long)s->absent_reads);
 }
 
 static void info_replication(struct info_ctx *x)
 {
-	sb_printf(x->b,
-		  "# Replication\r\n"
-		  "role:master\r\n"
-		  "connected_slaves:0\r\n"
-		  "master_failover_state:no-failover\r\n"
-		  "master_replid:%s\r\n"
-		  "master_replid2:0000000000000000000000000000000000000000\r\n"
-		  "master_repl_offset:0\r\n"
-		  "second_repl_offset:-1\r\n"
-		  "repl_backlog_active:0\r\n",
-		  x->n->run_id);
+	srv_sbuf_printf(x->b,
+			"# Replication\r\n"
+			"role:master\r\n"
+			"connected_slaves:0\r\n"
+			"master_failover_state:no-failover\r\n"
+			"master_replid:%s\r\n"
+			"master_replid2:0000000000000000000000000000000000000000\r\n"
+			"master_repl_offset:0\r\n"
+			"second_repl_offset:-1\r\n"
+			"repl_backlog_active:0\r\n",
+			x->n->run_id);
 }
 
 static void info_cpu(struct info_ctx *x)
@@ -961,16 +925,16 @@ static void info_cpu(struct info_ctx *x)
 	struct rusage self = { 0 }, kids = { 0 };
 	getrusage(RUSAGE_SELF, &self);
 	getrusage(RUSAGE_CHILDREN, &kids);
-	sb_printf(x->b,
-		  "# CPU\r\n"
-		  "used_cpu_sys:%ld.%06ld\r\n"
-		  "used_cpu_user:%ld.%06ld\r\n"
-		  "used_cpu_sys_children:%ld.%06ld\r\n"
-		  "used_cpu_user_children:%ld.%06ld\r\n",
-		  (long)self.ru_stime.tv_sec, (long)self.ru_stime.tv_usec,
-		  (long)self.ru_utime.tv_sec, (long)self.ru_utime.tv_usec,
-		  (long)kids.ru_stime.tv_sec, (long)kids.ru_stime.tv_usec,
-		  (long)kids.ru_utime.tv_sec, (long)kids.ru_utime.tv_usec);
+	srv_sbuf_printf(x->b,
+			"# CPU\r\n"
+			"used_cpu_sys:%ld.%06ld\r\n"
+			"used_cpu_user:%ld.%06ld\r\n"
+			"used_cpu_sys_children:%ld.%06ld\r\n"
+			"used_cpu_user_children:%ld.%06ld\r\n",
+			(long)self.ru_stime.tv_sec, (long)self.ru_stime.tv_usec,
+			(long)self.ru_utime.tv_sec, (long)self.ru_utime.tv_usec,
+			(long)kids.ru_stime.tv_sec, (long)kids.ru_stime.tv_usec,
+			(long)kids.ru_utime.tv_sec, (long)kids.ru_utime.tv_usec);
 }
 
 /*
@@ -996,22 +960,22 @@ static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
 		for (char *c = id; *c; c++)
 			if (*c == '/')
 				*c = '_';
-		sb_printf(x->b, "cc_proto_%s:commits=%llu,aborts=%llu,errors=%llu", id,
-			  (unsigned long long)ps->commits, (unsigned long long)aborts,
-			  (unsigned long long)ps->errors);
+		srv_sbuf_printf(x->b, "cc_proto_%s:commits=%llu,aborts=%llu,errors=%llu", id,
+				(unsigned long long)ps->commits, (unsigned long long)aborts,
+				(unsigned long long)ps->errors);
 		for (int k = 0; k < CC_CAUSES; k++)
-			sb_printf(x->b, ",aborts_%s=%llu", cc_cause_name(k),
-				  (unsigned long long)ps->aborts_by_cause[k]);
-		sb_printf(x->b,
-			  ",abort_rate=%.4f,verbs_per_txn=%.2f,reads_per_txn=%.2f,"
-			  "writes_per_txn=%.2f,cas_per_txn=%.2f,faa_per_txn=%.2f,"
-			  "round_trips_per_txn=%.2f\r\n",
-			  ratio(aborts, ps->commits + aborts), ratio(verbs, ps->commits),
-			  ratio(ps->fab.verbs[FAB_READ], ps->commits),
-			  ratio(ps->fab.verbs[FAB_WRITE], ps->commits),
-			  ratio(ps->fab.verbs[FAB_CAS], ps->commits),
-			  ratio(ps->fab.verbs[FAB_FAA], ps->commits),
-			  ratio(ps->fab.round_trips, ps->commits));
+			srv_sbuf_printf(x->b, ",aborts_%s=%llu", cc_cause_name(k),
+					(unsigned long long)ps->aborts_by_cause[k]);
+		srv_sbuf_printf(x->b,
+				",abort_rate=%.4f,verbs_per_txn=%.2f,reads_per_txn=%.2f,"
+				"writes_per_txn=%.2f,cas_per_txn=%.2f,faa_per_txn=%.2f,"
+				"round_trips_per_txn=%.2f\r\n",
+				ratio(aborts, ps->commits + aborts), ratio(verbs, ps->commits),
+				ratio(ps->fab.verbs[FAB_READ], ps->commits),
+				ratio(ps->fab.verbs[FAB_WRITE], ps->commits),
+				ratio(ps->fab.verbs[FAB_CAS], ps->commits),
+				ratio(ps->fab.verbs[FAB_FAA], ps->commits),
+				ratio(ps->fab.round_trips, ps->commits));
 	}
 }
 
@@ -1026,38 +990,38 @@ static void info_cc(struct info_ctx *x)
 	uint64_t attempts = s->txn_committed + s->txn_aborts;
 	pthread_mutex_lock(&n->cfg_lock);
 	const char *name = p ? p->name : (n->cfg.cc ? n->cfg.cc : "");
-	sb_printf(x->b,
-		  "# CC\r\n"
-		  "cc_protocol:%s\r\n"
-		  "cc_epoch:%llu\r\n"
-		  "cc_txn_committed:%llu\r\n"
-		  "cc_aborts:%llu\r\n",
-		  name, (unsigned long long)ck_pr_load_64(&n->cc.proto_epoch),
-		  (unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts);
+	srv_sbuf_printf(x->b,
+			"# CC\r\n"
+			"cc_protocol:%s\r\n"
+			"cc_epoch:%llu\r\n"
+			"cc_txn_committed:%llu\r\n"
+			"cc_aborts:%llu\r\n",
+			name, (unsigned long long)ck_pr_load_64(&n->cc.proto_epoch),
+			(unsigned long long)s->txn_committed, (unsigned long long)s->txn_aborts);
 	for (int k = 0; k < CC_CAUSES; k++)
-		sb_printf(x->b, "cc_aborts_%s:%llu\r\n", cc_cause_name(k),
-			  (unsigned long long)s->aborts_by_cause[k]);
-	sb_printf(x->b,
-		  "cc_lock_waits:%llu\r\n"
-		  "cc_wounds:%llu\r\n"
-		  "cc_retries:%llu\r\n"
-		  "cc_abort_rate:%.4f\r\n"
-		  "cc_verbs_per_txn:%.2f\r\n"
-		  "cc_reads_per_txn:%.2f\r\n"
-		  "cc_writes_per_txn:%.2f\r\n"
-		  "cc_cas_per_txn:%.2f\r\n"
-		  "cc_faa_per_txn:%.2f\r\n"
-		  "cc_round_trips_per_txn:%.2f\r\n"
-		  "cc_addr_cache_hits:%llu\r\n"
-		  "cc_addr_cache_misses:%llu\r\n",
-		  (unsigned long long)s->lock_waits, (unsigned long long)s->wounds,
-		  (unsigned long long)s->txn_retries, ratio(s->txn_aborts, attempts),
-		  ratio(verbs, s->fab_txns), ratio(s->fab.verbs[FAB_READ], s->fab_txns),
-		  ratio(s->fab.verbs[FAB_WRITE], s->fab_txns),
-		  ratio(s->fab.verbs[FAB_CAS], s->fab_txns),
-		  ratio(s->fab.verbs[FAB_FAA], s->fab_txns),
-		  ratio(s->fab.round_trips, s->fab_txns),
-		  (unsigned long long)s->addr_cache_hits, (unsigned long long)s->addr_cache_misses);
+		srv_sbuf_printf(x->b, "cc_aborts_%s:%llu\r\n", cc_cause_name(k),
+				(unsigned long long)s->aborts_by_cause[k]);
+	srv_sbuf_printf(x->b,
+			"cc_lock_waits:%llu\r\n"
+			"cc_wounds:%llu\r\n"
+			"cc_retries:%llu\r\n"
+			"cc_abort_rate:%.4f\r\n"
+			"cc_verbs_per_txn:%.2f\r\n"
+			"cc_reads_per_txn:%.2f\r\n"
+			"cc_writes_per_txn:%.2f\r\n"
+			"cc_cas_per_txn:%.2f\r\n"
+			"cc_faa_per_txn:%.2f\r\n"
+			"cc_round_trips_per_txn:%.2f\r\n"
+			"cc_addr_cache_hits:%llu\r\n"
+			"cc_addr_cache_misses:%llu\r\n",
+			(unsigned long long)s->lock_waits, (unsigned long long)s->wounds,
+			(unsigned long long)s->txn_retries, ratio(s->txn_aborts, attempts),
+			ratio(verbs, s->fab_txns), ratio(s->fab.verbs[FAB_READ], s->fab_txns),
+			ratio(s->fab.verbs[FAB_WRITE], s->fab_txns),
+			ratio(s->fab.verbs[FAB_CAS], s->fab_txns),
+			ratio(s->fab.verbs[FAB_FAA], s->fab_txns),
+			ratio(s->fab.round_trips, s->fab_txns),
+			(unsigned long long)s->addr_cache_hits, (unsigned long long)s->addr_cache_misses);
 	pthread_mutex_unlock(&n->cfg_lock);
 	info_cc_protocols(x, p);
 }
@@ -1067,22 +1031,22 @@ static void info_fabric(struct info_ctx *x)
 	struct node *n = x->n;
 	const struct cc_stats *s = &x->cst;
 	pthread_mutex_lock(&n->cfg_lock);
-	sb_printf(x->b,
-		  "# Fabric\r\n"
-		  "fabric:%s\r\n"
-		  "fabric_delay_us:%d\r\n"
-		  "fabric_txns:%llu\r\n"
-		  "fabric_reads:%llu\r\n"
-		  "fabric_writes:%llu\r\n"
-		  "fabric_cas:%llu\r\n"
-		  "fabric_faa:%llu\r\n"
-		  "fabric_round_trips:%llu\r\n",
-		  n->cfg.fabric ? n->cfg.fabric : "", n->cfg.fabric_delay_us,
-		  (unsigned long long)s->fab_txns, (unsigned long long)s->fab.verbs[FAB_READ],
-		  (unsigned long long)s->fab.verbs[FAB_WRITE],
-		  (unsigned long long)s->fab.verbs[FAB_CAS],
-		  (unsigned long long)s->fab.verbs[FAB_FAA],
-		  (unsigned long long)s->fab.round_trips);
+	srv_sbuf_printf(x->b,
+			"# Fabric\r\n"
+			"fabric:%s\r\n"
+			"fabric_delay_us:%d\r\n"
+			"fabric_txns:%llu\r\n"
+			"fabric_reads:%llu\r\n"
+			"fabric_writes:%llu\r\n"
+			"fabric_cas:%llu\r\n"
+			"fabric_faa:%llu\r\n"
+			"fabric_round_trips:%llu\r\n",
+			n->cfg.fabric ? n->cfg.fabric : "", n->cfg.fabric_delay_us,
+			(unsigned long long)s->fab_txns, (unsigned long long)s->fab.verbs[FAB_READ],
+			(unsigned long long)s->fab.verbs[FAB_WRITE],
+			(unsigned long long)s->fab.verbs[FAB_CAS],
+			(unsigned long long)s->fab.verbs[FAB_FAA],
+			(unsigned long long)s->fab.round_trips);
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 
@@ -1093,15 +1057,15 @@ static void info_cluster(struct info_ctx *x)
 	 * cross-slot MULTI; the layout is in the rckv_ fields and RCKV NODES. */
 	struct node *n = x->n;
 	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
-	sb_printf(x->b,
-		  "# Cluster\r\n"
-		  "cluster_enabled:0\r\n"
-		  "rckv_node:%d\r\n"
-		  "rckv_cluster_size:%d\r\n"
-		  "rckv_cluster_id:%016llx\r\n"
-		  "rckv_fabric:%s\r\n",
-		  n->cfg.node_id, m ? m->nnodes : 1,
-		  (unsigned long long)cluster_id_of(n), fab_backend_name(n->cc.fab));
+	srv_sbuf_printf(x->b,
+			"# Cluster\r\n"
+			"cluster_enabled:0\r\n"
+			"rckv_node:%d\r\n"
+			"rckv_cluster_size:%d\r\n"
+			"rckv_cluster_id:%016llx\r\n"
+			"rckv_fabric:%s\r\n",
+			n->cfg.node_id, m ? m->nnodes : 1,
+			(unsigned long long)cluster_id_of(n), fab_backend_name(n->cc.fab));
 	const struct pl_map *pm = cc_placement_begin(x->w->ccw);
 	for (int i = 0; m && i < m->nnodes; i++) {
 		const struct slot_node *sn = &m->nodes[i];
@@ -1113,21 +1077,23 @@ static void info_cluster(struct info_ctx *x)
 				last = sl;
 				count++;
 			}
-		sb_printf(x->b, "rckv_node%d:addr=%s:%d,fabric=%s,slots=%u,first_slot=%u,last_slot=%u%s\r\n",
-			  sn->id, sn->host, sn->port, sn->fabric_addr[0] ? sn->fabric_addr : "-",
-			  count, count ? first : 0, count ? last : 0,
-			  sn->id == n->cfg.node_id ? ",self=1" : "");
+		srv_sbuf_printf(x->b,
+				"rckv_node%d:addr=%s:%d,fabric=%s,slots=%u,first_slot=%u,"
+				"last_slot=%u%s\r\n",
+				sn->id, sn->host, sn->port, sn->fabric_addr[0] ? sn->fabric_addr : "-",
+				count, count ? first : 0, count ? last : 0,
+				sn->id == n->cfg.node_id ? ",self=1" : "");
 	}
 	cc_placement_end(x->w->ccw);
 }
 
 static void info_keyspace(struct info_ctx *x)
 {
-	sb_printf(x->b, "# Keyspace\r\n");
+	srv_sbuf_printf(x->b, "# Keyspace\r\n");
 	/* A full scan of the local region: INFO is not a hot path. */
 	uint64_t keys = x->n->cc.region ? st_count(x->n->cc.region) : 0;
 	if (keys)
-		sb_printf(x->b, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)keys);
+		srv_sbuf_printf(x->b, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)keys);
 }
 
 static const struct {
@@ -1163,7 +1129,7 @@ int cmd_info(struct cmd_ctx *c)
 				want[k] = true;
 		/* An unknown section adds nothing, as in Redis. */
 	}
-	struct sbuf b = { 0 };
+	struct srv_sbuf b = { 0 };
 	struct info_ctx x = { .n = c->node, .w = c->w, .b = &b, .now = time(NULL) };
 	sum_stats(c->node, &x.st, &x.cst);
 	int emitted = 0;
@@ -1171,14 +1137,14 @@ int cmd_info(struct cmd_ctx *c)
 		if (!everything && !want[k])
 			continue;
 		if (emitted++)
-			sb_printf(&b, "\r\n"); /* a blank line between sections */
+			srv_sbuf_printf(&b, "\r\n"); /* a blank line between sections */
 		info_sections[k].fn(&x);
 	}
-	if (b.oom)
+	if (b.failed)
 		resp_error(c->out, "ERR out of memory");
 	else
 		resp_verbatim(c->out, b.p ? b.p : "", b.len);
-	free(b.p);
+	srv_sbuf_free(&b);
 	return 0;
 }
 

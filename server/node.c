@@ -300,7 +300,6 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	};
 	if (check_power(n, &sc, err, errlen) != 0)
 		goto fail_cc;
-	st_set_self_node((uint16_t)n->cfg.node_id);
 	char serr[512] = "";
 	rc = st_region_open(&sc, &n->cc.region, serr, sizeof(serr));
 	if (rc) {

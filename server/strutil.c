@@ -2,6 +2,7 @@
  * strutil: Redis 7.0 number and glob semantics (see strutil.h). The
  * accepted inputs and produced texts were checked case by case against a
  * real redis-server 7.0 (tests/unit/test_strutil.c keeps those cases).
+ * Also the growable text buffer (srv_sbuf).
  */
 #include "server/strutil.h"
 
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,4 +274,49 @@ bool srv_strmatch(const char *pat, size_t plen, const char *str, size_t slen, bo
 	while (pi < plen && pat[pi] == '*')
 		pi++;
 	return pi == plen;
+}
+
+/* ---- growable text buffer ---- */
+
+void srv_sbuf_printf(struct srv_sbuf *b, const char *fmt, ...)
+{
+	if (b->failed)
+		return;
+	size_t room = b->cap - b->len;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(room ? b->p + b->len : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n >= room) {
+		/* Too long for the room left: grow to fit, then print again
+		 * (vsnprintf wrote at most room - 1 bytes and a NUL past len,
+		 * which the second print overwrites). */
+		size_t need = b->len + (size_t)n + 1;
+		size_t cap = b->cap ? b->cap : SRV_SBUF_FIRST;
+		while (cap < need)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			n = -1;
+		} else {
+			b->p = p;
+			b->cap = cap;
+			va_start(ap, fmt);
+			n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+			va_end(ap);
+		}
+	}
+	if (n < 0) {
+		b->failed = true;
+		if (b->p)
+			b->p[b->len] = '\0'; /* drop what a truncated print left */
+		return;
+	}
+	b->len += (size_t)n;
+}
+
+void srv_sbuf_free(struct srv_sbuf *b)
+{
+	free(b->p);
+	*b = (struct srv_sbuf){ 0 };
 }

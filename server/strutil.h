@@ -3,10 +3,12 @@
  * semantics Redis 7.0 gives its commands, so replies match byte for byte.
  * These are protocol facts (which inputs are accepted, what text comes
  * out), written here from the documented behaviour and checked against a
- * real redis-server 7.0; none of Redis's code is used.
+ * real redis-server 7.0; none of Redis's code is used. Also the growable
+ * text buffer that long replies (INFO, CLIENT LIST) are printed into.
  *
- * Every function is pure (no allocation, no global state besides the C
- * locale, which rckv never changes) and may be called from any thread.
+ * Every function but srv_sbuf_* is pure (no allocation, no global state
+ * besides the C locale, which rckv never changes); srv_sbuf_* allocate and
+ * touch only the buffer they are given. All may be called from any thread.
  */
 #ifndef RCKV_SRV_STRUTIL_H
 #define RCKV_SRV_STRUTIL_H
@@ -82,5 +84,35 @@ int srv_ll2str(char *buf, size_t cap, long long v);
  * Returns true when str matches pattern.
  */
 bool srv_strmatch(const char *pat, size_t plen, const char *str, size_t slen, bool nocase);
+
+/* Capacity of a srv_sbuf's first allocation; it doubles from there. */
+#define SRV_SBUF_FIRST 4096
+
+/*
+ * struct srv_sbuf - a growable text buffer for printf-style appends.
+ * Start from { 0 }; one buffer belongs to one caller at a time.
+ * @p:      len bytes of text, then a NUL; NULL until the first append
+ * @len:    bytes of text
+ * @cap:    bytes allocated at p
+ * @failed: an append failed (out of memory, or vsnprintf refused the
+ *          format); the text stops before it, further appends do nothing,
+ *          and the caller replies an error instead of the text
+ */
+struct srv_sbuf {
+	char *p;
+	size_t len, cap;
+	bool failed;
+};
+
+/*
+ * srv_sbuf_printf - append printf-formatted text to b, growing it as
+ * needed (doubling from SRV_SBUF_FIRST bytes). Sets b->failed, and leaves
+ * the text as it was, when memory runs out or the format fails.
+ */
+void srv_sbuf_printf(struct srv_sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* srv_sbuf_free - free b's text and make it empty again ({ 0 }). */
+void srv_sbuf_free(struct srv_sbuf *b);
 
 #endif

@@ -20,10 +20,10 @@
  *           trips. No empty slot among the 21: kick-out.
  *   kick:   move one key V that sits in one of our buckets at its way p to
  *           a free slot of its way q > p: CAS the copy in (V is now in two
- *           slots, both pointing at its block), persist the copy when a
- *           persister is registered (st_set_persist; invariant (7)), then
- *           CAS V's old slot straight to our new key's word. Needs V's
- *           primary lock too (taken with a CAS that never waits, so two
+ *           slots, both pointing at its block), persist the copy when the
+ *           inserting node has a persister (invariant (7)), then CAS V's
+ *           old slot straight to our new key's word. Needs V's primary
+ *           lock too (taken with a CAS that never waits, so two
  *           inserters cannot deadlock). One level deep: raises the load at
  *           which the index first reports full from ~50% to ~93% (measured
  *           by simulation).
@@ -31,6 +31,13 @@
  *           to the new one.
  *   reap:   lock the item, lock the primary bucket, CAS the slot to 0,
  *           unlock the bucket, mark the block DEAD, unlock the item, free.
+ *
+ * The operations that take bucket locks (insert, swap, reap) are given the
+ * calling coordinator's handle (struct st_coord, st.h), not just the
+ * layout: its node id goes into the owner word of every bucket lock it
+ * takes (bucket_owner), and its persister, if any, makes a kick's copy
+ * durable (invariant (7)). Nothing here is per process, so several nodes
+ * can run in one process (DESIGN.md principle 5).
  *
  * Invariants:
  * (1) A slot word changes only by CAS, and every change of a key's slots
@@ -63,9 +70,10 @@
  *     kick also holds them across the flush of invariant (7).
  * (7) Durability follows (3) (persistence power): V's copy is durable
  *     before its old slot is overwritten, by the flush of the persister
- *     the node registered for its layout (st_set_persist; cc/durable.c
- *     registers one with group commit). Without that, both writes wait
- *     for the transaction's flush (cc/durable.c), which persists its pages
+ *     the inserting node registered on its own handle (st_coord, set by
+ *     st_region_set_persister; cc/durable.c registers one with group
+ *     commit). Without that, both writes wait for the transaction's
+ *     flush (cc/durable.c), which persists its pages
  *     in no promised order, and any other flush of the old slot's page (a
  *     bucket page is shared by 64 buckets: another worker's commit, the
  *     kernel's writeback) may carry the overwrite alone: a power cut then
@@ -174,30 +182,30 @@ void st_ways_of_slot(const struct st_layout *L, uint64_t bucket, uint64_t s, str
 
 /* ---- lookup ---- */
 
-/* Per-thread owner value for bucket locks: any nonzero value gives mutual
- * exclusion (a coroutine never CASes a lock it holds); a per-thread random
- * one also tells a debugger who holds it. Bits 56..63 are the node, so
- * that when a node restarts its peers release the bucket locks its dead
- * inserters held (st_release_locks_of). */
-static __thread uint64_t tls_owner;
-static uint16_t self_node;
+/*
+ * The owner word a coordinator puts in the bucket locks it takes: bits
+ * 56..63 are its node (c->node), so that when a node restarts its peers
+ * release the bucket locks its dead inserters held (st_release_locks);
+ * bits 0..55 are random per thread, which tells a debugger which thread
+ * holds a lock (any nonzero value gives mutual exclusion: a coroutine never
+ * CASes a lock it holds). Only the random part is cached per thread (a
+ * per-worker cache, STYLE.md): the node comes from the caller's handle at
+ * every call, so two nodes of one process, on one thread, each lock with
+ * their own id.
+ */
+static_assert(FAB_MAX_NODES <= 256, "a node id fits the owner word's top byte");
+static __thread uint64_t tls_owner_bits;
 
-void st_set_self_node(uint16_t node)
+static uint64_t bucket_owner(const struct st_coord *c)
 {
-	__atomic_store_n(&self_node, node, __ATOMIC_RELAXED);
-}
-
-static uint64_t bucket_owner(void)
-{
-	if (!tls_owner || (tls_owner >> 56) != __atomic_load_n(&self_node, __ATOMIC_RELAXED)) {
-		uint64_t x = (uint64_t)(uintptr_t)&tls_owner ^ ((uint64_t)getpid() << 32);
+	if (!tls_owner_bits) {
+		uint64_t x = (uint64_t)(uintptr_t)&tls_owner_bits ^ ((uint64_t)getpid() << 32);
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		x ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull;
-		tls_owner = (fold(x) & ((1ull << 56) - 1)) | 1 |
-			    ((uint64_t)__atomic_load_n(&self_node, __ATOMIC_RELAXED) << 56);
+		tls_owner_bits = (fold(x) & ((1ull << 56) - 1)) | 1;
 	}
-	return tls_owner;
+	return tls_owner_bits | (uint64_t)c->node << 56;
 }
 
 struct backoff {
@@ -407,62 +415,13 @@ static int find_locked(struct fab_batch *b, const struct st_layout *L, uint16_t 
 
 /* ---- persisting an index write before the next (invariant (7)) ---- */
 
-/*
- * Registered persisters (st_set_persist), one per coordinator layout.
- * Written by st_set_persist under persisters_lock, fn and arg before L
- * (release); read by kick() on any worker with an acquire load of L. The
- * contract keeps a change and a kick of the same L apart in time; the
- * atomics keep a kick of another node's L, in the same process, clean.
- */
-static struct persister {
-	const struct st_layout *L; /* NULL: free entry */
-	st_persist_fn fn;
-	void *arg;
-} persisters[FAB_MAX_NODES];
-static pthread_mutex_t persisters_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int st_set_persist(const struct st_layout *L, st_persist_fn fn, void *arg)
-{
-	int rc = 0;
-	pthread_mutex_lock(&persisters_lock);
-	struct persister *hit = NULL, *free_e = NULL;
-	for (unsigned i = 0; i < FAB_MAX_NODES; i++) {
-		const struct st_layout *x = __atomic_load_n(&persisters[i].L, __ATOMIC_RELAXED);
-		if (x == L)
-			hit = &persisters[i];
-		else if (!x && !free_e)
-			free_e = &persisters[i];
-	}
-	if (!fn) {
-		if (hit)
-			__atomic_store_n(&hit->L, NULL, __ATOMIC_RELEASE);
-	} else if (hit || free_e) {
-		struct persister *e = hit ? hit : free_e;
-		__atomic_store_n(&e->L, NULL, __ATOMIC_RELEASE);
-		__atomic_store_n(&e->fn, fn, __ATOMIC_RELAXED);
-		__atomic_store_n(&e->arg, arg, __ATOMIC_RELAXED);
-		__atomic_store_n(&e->L, L, __ATOMIC_RELEASE);
-	} else {
-		rc = -ENOSPC;
-	}
-	pthread_mutex_unlock(&persisters_lock);
-	return rc;
-}
-
-/* Make [off, off+len) of node durable now if L has a persister: 0 (also
- * when it has none), or its -errno. */
-static int persist_now(struct fab_batch *b, const struct st_layout *L, uint16_t node,
+/* Make [off, off+len) of node durable now if the calling coordinator has a
+ * persister (st_region_set_persister): 0 (also when it has none), or its
+ * -errno. */
+static int persist_now(const struct st_coord *c, struct fab_batch *b, uint16_t node,
 		       uint64_t off, uint64_t len)
 {
-	for (unsigned i = 0; i < FAB_MAX_NODES; i++) {
-		struct persister *e = &persisters[i];
-		if (__atomic_load_n(&e->L, __ATOMIC_ACQUIRE) != L)
-			continue;
-		st_persist_fn fn = __atomic_load_n(&e->fn, __ATOMIC_RELAXED);
-		void *arg = __atomic_load_n(&e->arg, __ATOMIC_RELAXED);
-		return fn ? fn(arg, b, node, off, len) : 0;
-	}
-	return 0;
+	return c->persist ? c->persist(c->persist_arg, b, node, off, len) : 0;
 }
 
 /* ---- insert ---- */
@@ -500,9 +459,10 @@ struct target {
  * ST_EFULL, or -errno (from the fabric, or the persister: then the copy
  * is gone again and V's lock released).
  */
-static int kick(struct fab_batch *b, const struct st_layout *L, uint16_t node,
+static int kick(struct fab_batch *b, const struct st_coord *coord, uint16_t node,
 		const struct st_ways *w, uint64_t owner, uint64_t bk[ST_WAYS][8], struct target *t)
 {
+	const struct st_layout *L = coord->L;
 	for (unsigned i = 0; i < ST_WAYS; i++) {
 		/* The later ways of the 7 keys in our way i, read at once. */
 		uint64_t tb[ST_BUCKET_SLOTS * 2][8];
@@ -567,7 +527,7 @@ static int kick(struct fab_batch *b, const struct st_layout *L, uint16_t node,
 			 * slot (invariant (7)). If that fails, take the copy back:
 			 * V's slots are ours to change (we hold its primary lock),
 			 * and V in its old slot alone is where we started. */
-			if ((rc = persist_now(b, L, node, copy, 8))) {
+			if ((rc = persist_now(coord, b, node, copy, 8))) {
 				fab_cas(b, node, copy, st_slot_set_way(v, c[k].q), 0, NULL);
 				if (vlocked)
 					unlock_q(b, L, node, vprim, owner);
@@ -582,9 +542,10 @@ static int kick(struct fab_batch *b, const struct st_layout *L, uint16_t node,
 	return ST_EFULL;
 }
 
-int st_create(struct fab_batch *b, const struct st_layout *L, uint16_t node, const void *key,
+int st_create(struct fab_batch *b, const struct st_coord *c, uint16_t node, const void *key,
 	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf)
 {
+	const struct st_layout *L = c->L;
 	struct st_ways w;
 	uint64_t bk[ST_WAYS][8];
 	st_ways_of(L, hash, &w);
@@ -597,7 +558,7 @@ int st_create(struct fab_batch *b, const struct st_layout *L, uint16_t node, con
 	if (cls < 0)
 		return ST_EFULL;
 
-	const uint64_t owner = bucket_owner();
+	const uint64_t owner = bucket_owner(c);
 	uint64_t boff = 0;
 	uint32_t gen = 0;
 	bool have_block = false;
@@ -633,7 +594,7 @@ int st_create(struct fab_batch *b, const struct st_layout *L, uint16_t node, con
 			gen = st_next_gen(old_ident);
 			have_block = true;
 		}
-		if (t.wi == ST_WAYS && (rc = kick(b, L, node, &w, owner, bk, &t))) {
+		if (t.wi == ST_WAYS && (rc = kick(b, c, node, &w, owner, bk, &t))) {
 			int urc = unlock1(b, L, node, w.b[0], owner);
 			rc = rc == ST_EFULL && urc ? urc : rc;
 			goto out;
@@ -685,9 +646,10 @@ static int slot_of(const struct st_layout *L, const struct st_ways *w, uint64_t 
 	return ST_ESTALE;
 }
 
-int st_swap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
+int st_swap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
 	    const struct st_ref *old, const struct st_ref *nw)
 {
+	const struct st_layout *L = c->L;
 	const uint16_t node = old->node;
 	uint64_t slab;
 	uint32_t idx;
@@ -697,7 +659,7 @@ int st_swap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
 	struct st_ways w;
 	uint64_t bk[ST_WAYS][8], so = 0, cur = 0, was = ~0ull;
 	st_ways_of(L, hash, &w);
-	const uint64_t owner = bucket_owner();
+	const uint64_t owner = bucket_owner(c);
 	int rc = lock_and_read(b, L, node, &w, owner, bk, 0, NULL);
 	if (rc)
 		return rc;
@@ -713,9 +675,10 @@ int st_swap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
 	return rc ? rc : was == cur ? 0 : ST_ESTALE;
 }
 
-int st_reap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
+int st_reap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
 	    const struct st_ref *ref, uint64_t owner)
 {
+	const struct st_layout *L = c->L;
 	const uint16_t node = ref->node;
 	uint64_t slab;
 	uint32_t idx;
@@ -745,7 +708,7 @@ int st_reap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
 	struct st_ways w;
 	uint64_t bk[ST_WAYS][8], so = 0, cur = 0, was = ~0ull;
 	st_ways_of(L, hash, &w);
-	const uint64_t bowner = bucket_owner();
+	const uint64_t bowner = bucket_owner(c);
 	if ((rc = lock_and_read(b, L, node, &w, bowner, bk, 0, NULL)))
 		goto unlock_item;
 	rc = slot_of(L, &w, bk, ref->off, ref->cls, &so, &cur);

@@ -132,11 +132,18 @@ int st_layout_compute(uint64_t size, unsigned log_nodes, struct st_layout *L, ch
 
 void *st_region_base(struct st_region *r) { return r->base; }
 const struct st_layout *st_region_layout(struct st_region *r) { return &r->layout; }
+const struct st_coord *st_region_coord(struct st_region *r) { return &r->coord; }
 struct st_header *st_region_header(struct st_region *r) { return (struct st_header *)r->base; }
 bool st_region_reopened(struct st_region *r) { return r->reopened; }
 bool st_region_was_clean(struct st_region *r) { return r->was_clean; }
 
 bool st_region_is_pmem(struct st_region *r) { return r->is_pmem != 0; }
+
+void st_region_set_persister(struct st_region *r, st_persist_fn fn, void *arg)
+{
+	r->coord.persist = fn;
+	r->coord.persist_arg = fn ? arg : NULL;
+}
 
 /* ---- power-sim ---- */
 
@@ -639,6 +646,7 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 	int rc = st_layout_compute(cfg->size, cfg->log_nodes, &r->layout, err, errlen);
 	if (rc)
 		goto fail;
+	r->coord = (struct st_coord){ .L = &r->layout, .node = cfg->node_id };
 
 	if (cfg->persistence == ST_PERSIST_NONE) {
 		sweep_dead_shm();

@@ -12,7 +12,12 @@
  *    its own mapping, with the node quiesced where noted;
  *  - one-sided (st_lookup, st_create, st_swap, st_retire, st_reap): run by any
  *    coordinator on any node through the fabric (struct fab_batch), so they
- *    only use READ, WRITE, CAS and FAA, and tolerate torn reads.
+ *    only use READ, WRITE, CAS and FAA, and tolerate torn reads. Those
+ *    that take bucket locks (st_create, st_swap, st_reap) are given the
+ *    coordinator's own handle (struct st_coord) to say who calls.
+ *
+ * Nothing in this module is per process: several nodes, each with its own
+ * region and handle, may live in one process (DESIGN.md principle 5).
  *
  * Errors: 0 on success, negative ST_E* or -errno.
  */
@@ -267,6 +272,52 @@ uint64_t st_count(struct st_region *r);
 /* ---- one-sided: any coordinator, through the fabric ---- */
 
 /*
+ * st_persist_fn - make [off, off+len) of node's region durable now.
+ * Returns 0 once it is, or -errno; may park the coroutine behind b's
+ * waiter. Called on the thread of the st_create that needs it.
+ */
+typedef int (*st_persist_fn)(void *arg, struct fab_batch *b, uint16_t node, uint64_t off,
+			     uint64_t len);
+
+/*
+ * struct st_coord - the calling coordinator, as the one-sided operations
+ * that take bucket locks need it: the layout, the node's id (bits 56..63
+ * of every bucket lock it takes, which st_release_locks keys on) and the
+ * node's persister (st_region_set_persister). One per node, owned by its
+ * region (st_region_coord), so it is set up with the node id the region
+ * was opened with and two nodes of one process never share one.
+ *
+ * Why a handle rather than the layout or the batch: a layout is the
+ * cluster's (identical on every node, stored in the header, sent to peers
+ * at connect) and is handed out const, so it cannot say which node calls;
+ * a fab_batch belongs to the rdma layer, below storage, which has no
+ * business carrying a storage persister. The region is the node's one
+ * storage object and already knows the node id.
+ */
+struct st_coord;
+
+/* st_region_coord - r's node as a coordinator (see struct st_coord); valid
+ * until st_region_close. Any thread. */
+const struct st_coord *st_region_coord(struct st_region *r);
+
+/*
+ * st_region_set_persister - give the index a way to make one of the index
+ * writes r's node makes as a coordinator (st_create with
+ * st_region_coord(r), on any node) durable before its next one, for where
+ * the order in which they reach the medium matters (persistence power:
+ * st_create's kick-out, which copies a key's slot word to another bucket
+ * and then overwrites the old one, must not let the overwrite be durable
+ * without the copy). fn NULL removes it. Other nodes' handles, in this
+ * process or not, are not affected. Without one, index writes are made
+ * durable only by the caller's flushes (cc/durable.c), in no particular
+ * order: right for persistence none and process, which survive a process
+ * crash, where every write stays in the page cache. Main thread, while no
+ * st_create, st_swap or st_reap runs with r's handle (before the workers
+ * start, after they stopped).
+ */
+void st_region_set_persister(struct st_region *r, st_persist_fn fn, void *arg);
+
+/*
  * st_lookup - resolve a key on a node through its cuckoo index (at most
  * ST_WAYS bucket READs, usually 1) and READ its block into buf.
  * buf must hold ST_SLAB_BYTES: a candidate block is read whole (its class
@@ -287,33 +338,17 @@ int st_lookup(struct fab_batch *b, const struct st_layout *L, uint16_t node, con
  * bucket lock (RCBench 4.2), moving another key to a later bucket of its
  * own if the key's 21 slots are full. Fills ref and buf as st_lookup
  * (same buf size rule).
+ * @c: the calling coordinator (st_region_coord of its own region): its
+ *     node id marks the bucket locks taken, its persister orders a
+ *     kick-out's writes.
  * Returns 0, ST_EFULL (no memory or index full), ST_EBUSY (a bucket lock
- * stayed held for 2 s: an inserter died), or -errno.
+ * stayed held for 2 s: an inserter died), or -errno (from the fabric, or
+ * from c's persister).
  * Cost: an existing key in its first bucket 2 round trips; a new key 4;
- * a kick-out at least 2 more, and with st_set_persist one flush of 8 bytes.
+ * a kick-out at least 2 more, and with a persister one flush of 8 bytes.
  */
-int st_create(struct fab_batch *b, const struct st_layout *L, uint16_t node, const void *key,
+int st_create(struct fab_batch *b, const struct st_coord *c, uint16_t node, const void *key,
 	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf);
-
-/*
- * st_set_persist - give the index a way to make one of its writes durable
- * before its next one, for where the order in which they reach the medium
- * matters (persistence power: st_create's kick-out, which copies a key's
- * slot word to another bucket and then overwrites the old one, must not
- * let the overwrite be durable without the copy). fn(arg, b, node, off,
- * len) returns 0 once [off, off+len) of node's region is durable, or
- * -errno; it may park the coroutine behind b's waiter. Registered per
- * coordinator: L is the layout pointer it passes to st_create (its own
- * st_region_layout); fn NULL removes it. Without one, index writes are
- * made durable only by the caller's flushes (cc/durable.c), in no
- * particular order: right for persistence none and process, which survive
- * a process crash, where every write stays in the page cache. Returns 0,
- * or -ENOSPC past FAB_MAX_NODES layouts. Main thread, while no st_create
- * runs with L (before the workers start, after they stopped).
- */
-typedef int (*st_persist_fn)(void *arg, struct fab_batch *b, uint16_t node, uint64_t off,
-			     uint64_t len);
-int st_set_persist(const struct st_layout *L, st_persist_fn fn, void *arg);
 
 /*
  * st_alloc - take a free block able to hold klen+vlen on a node; its ident
@@ -329,12 +364,13 @@ int st_alloc(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint
 /*
  * st_swap - point the key's index slot from `old` to `nw` (a relocation to
  * a bigger block); the caller holds the CC lock of `old`. Takes the key's
- * primary bucket lock for the change (2 round trips). Returns 0,
- * ST_ESTALE (no slot points at `old`), ST_EBUSY, -EINVAL, or -errno.
+ * primary bucket lock for the change (2 round trips), marked with c's
+ * node id. Returns 0, ST_ESTALE (no slot points at `old`), ST_EBUSY,
+ * -EINVAL, or -errno.
  * Afterwards st_retire(old); never unlock the old block's lock word after
  * st_retire: the block may already belong to another key.
  */
-int st_swap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
+int st_swap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
 	    const struct st_ref *old, const struct st_ref *nw);
 
 /* st_retire - mark a block DEAD and give it back to its free bitmap.
@@ -350,10 +386,11 @@ int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref 
 /*
  * st_reap - remove an ABSENT, unlocked item of generation ref->gen from the
  * index and retire it. Lock value `owner` is CASed into the lock word for
- * the duration. Returns 0 if reaped, ST_EBUSY if locked or no longer ABSENT,
- * ST_ESTALE if the block changed.
+ * the duration; the key's primary bucket lock, taken meanwhile, is marked
+ * with c's node id. Returns 0 if reaped, ST_EBUSY if locked or no longer
+ * ABSENT, ST_ESTALE if the block changed.
  */
-int st_reap(struct fab_batch *b, const struct st_layout *L, uint64_t hash,
+int st_reap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
 	    const struct st_ref *ref, uint64_t owner);
 
 /* ---- the undo log (DESIGN.md section 9, FORD 4.3) ----
@@ -482,14 +519,13 @@ void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[
  * st_release_locks - replace every item lock word w by match(arg, w) when
  * that differs from w (0 releases it; a shared-lock count can drop one
  * holder's part), and clear every bucket lock held by node `bucket_node`
- * (-1: none). By CAS, so a lock word changed meanwhile is never touched
- * (a shared one is recomputed). Walks the whole index.
+ * (-1: none): those whose bits 56..63 are that node id, which a bucket
+ * lock gets from the st_coord of the coordinator that took it. By CAS, so
+ * a lock word changed meanwhile is never touched (a shared one is
+ * recomputed). Walks the whole index.
  */
 typedef uint64_t (*st_lock_match_fn)(void *arg, uint64_t lockword);
 void st_release_locks(struct st_region *r, st_lock_match_fn match, void *arg, int bucket_node,
 		      struct st_log_stats *stats);
-
-/* The node that holds a bucket lock (bucket locks carry it in bits 56..63). */
-void st_set_self_node(uint16_t node);
 
 #endif

@@ -173,10 +173,25 @@ int st_bit_clear(struct fab_batch *b, const struct st_layout *L, uint16_t node, 
 /* Suspend the caller at least ns nanoseconds (the batch's waiter, or sleep). */
 void st_pause(struct fab_batch *b, uint64_t ns);
 
+/*
+ * st.h's handle of a calling coordinator. L and node are set by
+ * st_region_open and never change; persist and persist_arg are written by
+ * st_region_set_persister on the main thread while no operation uses the
+ * handle (workers not started, or stopped: thread start and join order
+ * them), and read by the node's own workers.
+ */
+struct st_coord {
+	const struct st_layout *L; /* its region's layout (every node's is the same) */
+	uint16_t node;             /* bits 56..63 of the bucket locks it takes */
+	st_persist_fn persist;     /* NULL: none */
+	void *persist_arg;
+};
+
 struct st_region {
 	char *base;                /* the mapping (pmem_map_file) */
 	size_t mapped_len;
 	struct st_layout layout;   /* copy of the header's, fixed after open */
+	struct st_coord coord;     /* this node as a coordinator (st_region_coord) */
 	enum st_persistence persistence;
 	int is_pmem;               /* pmem_is_pmem() of the mapping, asked once */
 	int fd;                    /* held open for flock() and hole punching */

@@ -8,7 +8,8 @@
  * garbage, truncated, wrong-size and busy region files without touching
  * them; swap, retire, reap; concurrent inserts of the same keys (no
  * duplicate, no leaked block); lookups racing relocations and kick-outs
- * (never a miss).
+ * (never a miss); two nodes in one process (each one's bucket locks carry
+ * its own id, each one's persister serves only its own inserts).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,15 +38,19 @@ static void cleanup(void)
 {
 	if (tmpdir[0])
 		nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	/* Regions of persistence none still open when a CHECK failed. */
+	/* Regions of persistence none still open when a CHECK failed (node 2:
+	 * test_two_nodes). */
 	char p[128];
-	for (int i = 0; i <= 100; i++) {
-		if (i == 0)
-			snprintf(p, sizeof(p), "/dev/shm/rckv-%d-node-1.region", (int)getpid());
-		else
-			snprintf(p, sizeof(p), "/dev/shm/rckv-%d-node-1-%d.region", (int)getpid(), i);
-		unlink(p);
-	}
+	for (int node = 1; node <= 2; node++)
+		for (int i = 0; i <= 100; i++) {
+			if (i == 0)
+				snprintf(p, sizeof(p), "/dev/shm/rckv-%d-node-%d.region",
+					 (int)getpid(), node);
+			else
+				snprintf(p, sizeof(p), "/dev/shm/rckv-%d-node-%d-%d.region",
+					 (int)getpid(), node, i);
+			unlink(p);
+		}
 }
 
 #define CHECK(cond, ...)                                                                   \
@@ -69,6 +74,7 @@ struct env {
 	struct st_config cfg;
 	struct st_region *r;
 	const struct st_layout *L;
+	const struct st_coord *C; /* the node as a coordinator (st_create, st_swap, st_reap) */
 	struct fab *f;
 	struct fab_worker *fw;
 	struct fab_batch b;
@@ -89,6 +95,7 @@ static void env_open(struct env *e, const struct st_config *cfg)
 	int rc = st_region_open(cfg, &e->r, err, sizeof(err));
 	CHECK(rc == 0, "st_region_open: %d %s", rc, err);
 	e->L = st_region_layout(e->r);
+	e->C = st_region_coord(e->r);
 	struct fab_config fc = { .backend = "shm", .self = 1 };
 	CHECK(fab_open(&fc, &e->f, err, sizeof(err)) == 0, "fab_open: %s", err);
 	CHECK(fab_attach(e->f, 1, st_region_base(e->r), e->L->size) == 0, "fab_attach");
@@ -112,7 +119,7 @@ static int create(struct env *e, int i, struct st_ref *ref)
 {
 	char k[32];
 	int n = keyf(k, i);
-	return st_create(&e->b, e->L, 1, k, n, st_hash(k, n), ref, e->buf);
+	return st_create(&e->b, e->C, 1, k, n, st_hash(k, n), ref, e->buf);
 }
 
 static int lookup(struct env *e, int i, struct st_ref *ref)
@@ -548,8 +555,8 @@ static void test_swap_retire_reap(void)
 	memcpy(it + 1, k, kl);
 	memcpy((char *)(it + 1) + kl, val, sizeof(val));
 	CHECK_RC(fab_write1(&e.b, 1, big.off, it, 48 + kl + sizeof(val)), 0);
-	CHECK_RC(st_swap(&e.b, e.L, h, &a, &big), 0);
-	CHECK_RC(st_swap(&e.b, e.L, h, &a, &big), ST_ESTALE);
+	CHECK_RC(st_swap(&e.b, e.C, h, &a, &big), 0);
+	CHECK_RC(st_swap(&e.b, e.C, h, &a, &big), ST_ESTALE);
 	CHECK_RC(lookup(&e, 1, &ref), 0);
 	CHECK(ref.off == big.off && ref.gen == big.gen && st_data_vlen(e.buf->data) == sizeof(val) &&
 		      memcmp(st_item_val(e.buf), val, sizeof(val)) == 0,
@@ -577,21 +584,21 @@ static void test_swap_retire_reap(void)
 	uint64_t h2 = st_hash(k, kl);
 	uint64_t lockv = 77;
 	CHECK_RC(fab_write1(&e.b, 1, b2.off, &lockv, 8), 0);
-	CHECK_RC(st_reap(&e.b, e.L, h2, &b2, owner), ST_EBUSY); /* locked */
+	CHECK_RC(st_reap(&e.b, e.C, h2, &b2, owner), ST_EBUSY); /* locked */
 	lockv = 0;
 	CHECK_RC(fab_write1(&e.b, 1, b2.off, &lockv, 8), 0);
 	wrong = b2;
 	wrong.gen--;
-	CHECK_RC(st_reap(&e.b, e.L, h2, &wrong, owner), ST_ESTALE);
+	CHECK_RC(st_reap(&e.b, e.C, h2, &wrong, owner), ST_ESTALE);
 	CHECK_RC(fab_read1(&e.b, 1, b2.off, &lockv, 8), 0);
 	CHECK(lockv == 0, "failed reap restores the lock");
-	CHECK_RC(st_reap(&e.b, e.L, h, &big, owner), ST_EBUSY); /* has a value */
-	CHECK_RC(st_reap(&e.b, e.L, h2, &b2, owner), 0);
+	CHECK_RC(st_reap(&e.b, e.C, h, &big, owner), ST_EBUSY); /* has a value */
+	CHECK_RC(st_reap(&e.b, e.C, h2, &b2, owner), 0);
 	CHECK_RC(lookup(&e, 2, &ref), ST_ENOTFOUND);
 	CHECK(!bit_used(&e, &b2), "reaped block freed");
 	CHECK_RC(fab_read1(&e.b, 1, b2.off, e.buf, 48), 0);
 	CHECK(e.buf->lock == 0 && (st_data_flags(e.buf->data) & ST_F_DEAD), "reaped: DEAD, unlocked");
-	CHECK_RC(st_reap(&e.b, e.L, h2, &b2, owner), ST_ESTALE);
+	CHECK_RC(st_reap(&e.b, e.C, h2, &b2, owner), ST_ESTALE);
 	/* Re-create after reap: a new item (maybe the same block, new gen). */
 	CHECK_RC(create(&e, 2, &ref), 0);
 	CHECK(ref.off != b2.off || ref.gen != b2.gen, "re-created");
@@ -630,7 +637,7 @@ static void *create_thread(void *p)
 		char k[32];
 		int kl = keyf(k, i);
 		struct st_ref ref;
-		int rc = st_create(&b, e->L, 1, k, kl, st_hash(k, kl), &ref, buf);
+		int rc = st_create(&b, e->C, 1, k, kl, st_hash(k, kl), &ref, buf);
 		CHECK(rc == 0, "thread %d create %d: %s", a->t, i, st_strerror(rc));
 		CHECK(memcmp(st_item_key(buf), k, kl) == 0, "buf key");
 		a->sh->offs[a->t][i] = ref.off;
@@ -721,7 +728,7 @@ static void test_lookup_races_relocation(void)
 	const uint32_t kl = sizeof(RACE_KEY) - 1;
 	uint64_t h = st_hash(RACE_KEY, kl);
 	struct st_ref cur, nw;
-	CHECK_RC(st_create(&e.b, e.L, 1, RACE_KEY, kl, h, &cur, e.buf), 0);
+	CHECK_RC(st_create(&e.b, e.C, 1, RACE_KEY, kl, h, &cur, e.buf), 0);
 	struct race r[2];
 	pthread_t th[2];
 	for (int t = 0; t < 2; t++) {
@@ -738,15 +745,15 @@ static void test_lookup_races_relocation(void)
 		it->data = st_make_data(vlen, 0);
 		memcpy(it + 1, RACE_KEY, kl);
 		CHECK_RC(fab_write1(&e.b, 1, nw.off, it, (48 + kl + vlen + 7) & ~7u), 0);
-		CHECK_RC(st_swap(&e.b, e.L, h, &cur, &nw), 0);
+		CHECK_RC(st_swap(&e.b, e.C, h, &cur, &nw), 0);
 		CHECK_RC(st_retire(&e.b, e.L, &cur), 0);
 		cur = nw;
 		if (i % 2) {
 			char k[32];
 			int n = keyf(k, i);
 			struct st_ref o;
-			CHECK_RC(st_create(&e.b, e.L, 1, k, n, st_hash(k, n), &o, e.buf), 0);
-			CHECK_RC(st_reap(&e.b, e.L, st_hash(k, n), &o, 1), 0);
+			CHECK_RC(st_create(&e.b, e.C, 1, k, n, st_hash(k, n), &o, e.buf), 0);
+			CHECK_RC(st_reap(&e.b, e.C, st_hash(k, n), &o, 1), 0);
 		}
 	}
 	__atomic_store_n(&r[0].stop, 1, __ATOMIC_RELEASE);
@@ -791,7 +798,7 @@ static void *kick_insert_thread(void *p)
 		char k[32];
 		int kl = keyf(k, sh->prefill + i);
 		struct st_ref ref;
-		int rc = st_create(&b, sh->e->L, 1, k, kl, st_hash(k, kl), &ref, buf);
+		int rc = st_create(&b, sh->e->C, 1, k, kl, st_hash(k, kl), &ref, buf);
 		CHECK(rc == 0 || rc == ST_EFULL, "kick insert: %s", st_strerror(rc));
 		sh->new_off[a->t][i] = rc == 0 ? ref.off : 0;
 		sh->efull[a->t] += rc == ST_EFULL;
@@ -910,7 +917,7 @@ static void between(void *ctx, uint64_t ns)
 	struct st_ref ref;
 	if (x->mode == 0) {
 		if (x->calls++ == 0) /* between the lookup's first and second round trip */
-			x->rc = st_create(&x->e->b, x->e->L, 1, x->key, kl, st_hash(x->key, kl),
+			x->rc = st_create(&x->e->b, x->e->C, 1, x->key, kl, st_hash(x->key, kl),
 					  &x->ref, x->e->buf);
 		return;
 	}
@@ -981,7 +988,7 @@ static void kick_scenario(int mode)
 		      st_strerror(rc));
 		kref = x.ref;
 	} else {
-		CHECK_RC(st_create(&sb, L, 1, K, strlen(K), st_hash(K, strlen(K)), &kref, buf), 0);
+		CHECK_RC(st_create(&sb, e.C, 1, K, strlen(K), st_hash(K, strlen(K)), &kref, buf), 0);
 		CHECK(x.calls >= 4 && x.misses == 0,
 		      "V missed by %d of %d lookups during the kick-out", x.misses, x.calls);
 	}
@@ -1028,7 +1035,7 @@ static void relocate_between(void *ctx, uint64_t ns)
 	it->data = st_make_data(100, 0);
 	memcpy(it + 1, x->key, kl);
 	CHECK_RC(fab_write1(&e->b, 1, x->nw.off, it, sizeof(it)), 0);
-	CHECK_RC(st_swap(&e->b, e->L, st_hash(x->key, kl), &x->cur, &x->nw), 0);
+	CHECK_RC(st_swap(&e->b, e->C, st_hash(x->key, kl), &x->cur, &x->nw), 0);
 	CHECK_RC(st_retire(&e->b, e->L, &x->cur), 0);
 	if (x->reuse) { /* the old block now holds another key's placeholder */
 		memset(it, 0, sizeof(it));
@@ -1048,7 +1055,7 @@ static void test_lookup_vs_relocation(void)
 		const char *X = "moving-key";
 		uint32_t xl = (uint32_t)strlen(X);
 		struct reloc x = { .e = &e, .reuse = reuse, .key = X };
-		CHECK_RC(st_create(&e.b, e.L, 1, X, xl, st_hash(X, xl), &x.cur, e.buf), 0);
+		CHECK_RC(st_create(&e.b, e.C, 1, X, xl, st_hash(X, xl), &x.cur, e.buf), 0);
 		char err[128];
 		struct fab *slow;
 		struct fab_config fc = { .backend = "shm", .self = 1, .delay_us = 1 };
@@ -1126,7 +1133,7 @@ static void test_insert_exclusion(void)
 	struct fab_batch sb;
 	fab_batch_init(&sb, sw, (struct fab_waiter){ .wait = holder_inserts, .ctx = &x }, NULL);
 	struct st_ref ref;
-	CHECK_RC(st_create(&sb, e.L, 1, K, kl, st_hash(K, kl), &ref, e.buf), 0);
+	CHECK_RC(st_create(&sb, e.C, 1, K, kl, st_hash(K, kl), &ref, e.buf), 0);
 	CHECK(x.calls >= 2 && ref.off == x.ref.off,
 	      "st_create ignored a held bucket lock: got %#llx, the holder inserted %#llx",
 	      (unsigned long long)ref.off, (unsigned long long)x.ref.off);
@@ -1183,6 +1190,254 @@ static void test_alloc_race(void)
 	env_close(&e, true);
 }
 
+/* ---- two nodes in one process (DESIGN.md principle 5) ---- */
+
+/*
+ * Node 1 and node 2, each with its own region, handle (st_region_coord)
+ * and fabric, the other's region attached as a peer. Both insert into
+ * node 1's region, from this one thread: node 1 locally, node 2 through
+ * the fabric, as a peer coordinator does.
+ */
+struct two {
+	struct st_region *r[2]; /* r[i] is node i + 1's */
+	struct fab *f[2];
+	struct fab_worker *fw[2];
+	struct fab_batch b[2];
+	struct st_item *buf;
+	uint64_t *ix;           /* node 1's index */
+};
+
+static void no_wait(void *ctx, uint64_t ns) { (void)ctx, (void)ns; }
+
+static void two_open(struct two *t)
+{
+	char err[256] = "";
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < 2; i++) {
+		struct st_config cfg = config(16ull << 20, ST_PERSIST_NONE, 0);
+		cfg.node_id = (uint16_t)(i + 1);
+		int rc = st_region_open(&cfg, &t->r[i], err, sizeof(err));
+		CHECK(rc == 0, "st_region_open node %d: %d %s", i + 1, rc, err);
+	}
+	for (int i = 0; i < 2; i++) {
+		/* delay_us: fab_exec calls the batch's waiter after each round
+		 * trip (the hooks below); no_wait otherwise, so nothing sleeps. */
+		struct fab_config fc = { .backend = "shm", .self = (uint16_t)(i + 1), .delay_us = 1 };
+		CHECK(fab_open(&fc, &t->f[i], err, sizeof(err)) == 0, "fab_open: %s", err);
+		CHECK(fab_attach(t->f[i], (uint16_t)(i + 1), st_region_base(t->r[i]),
+				 st_region_layout(t->r[i])->size) == 0,
+		      "fab_attach");
+		struct fab_peer_info pi = { .node = (uint16_t)(2 - i),
+					    .region_size = st_region_layout(t->r[1 - i])->size };
+		snprintf(pi.region_path, sizeof(pi.region_path), "%s", st_region_path(t->r[1 - i]));
+		CHECK(fab_attach_peer(t->f[i], &pi, err, sizeof(err)) == 0, "attach_peer: %s", err);
+		t->fw[i] = fab_worker_create(t->f[i], 30 + i);
+		CHECK(t->fw[i], "fab_worker_create");
+		fab_batch_init(&t->b[i], t->fw[i], (struct fab_waiter){ .wait = no_wait }, NULL);
+	}
+	t->buf = malloc(ST_SLAB_BYTES);
+	CHECK(t->buf, "alloc");
+	t->ix = (uint64_t *)((char *)st_region_base(t->r[0]) + st_region_layout(t->r[0])->index_off);
+}
+
+static void two_close(struct two *t)
+{
+	free(t->buf);
+	for (int i = 0; i < 2; i++) {
+		fab_worker_destroy(t->fw[i]);
+		fab_close(t->f[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		st_region_close(t->r[i], true);
+}
+
+/*
+ * One node's insert of a key into node 1's region, watched between its
+ * round trips (the batch's waiter): the first time the key's primary
+ * bucket lock is seen held, `seen` keeps the owner word; then the insert
+ * of `inner` runs (by the other node, while this one holds its lock), or,
+ * for the innermost, st_release_locks(node `release`) runs with both
+ * locks held, and `after_mine`/`after_outer` keep what it left.
+ */
+struct lock_watch {
+	struct two *t;
+	int who; /* 0: node 1, 1: node 2 */
+	const char *key;
+	uint64_t *lockw;
+	uint64_t seen;
+	struct lock_watch *inner, *outer;
+	int release;
+	uint64_t after_mine, after_outer, released;
+	struct st_ref ref;
+	int rc;
+};
+
+static void watch_insert(struct lock_watch *x);
+
+/* st_release_locks' item lock match: none of them is a dead node's. */
+static uint64_t keep_lock(void *arg, uint64_t lockword)
+{
+	(void)arg;
+	return lockword;
+}
+
+static void watch_between(void *ctx, uint64_t ns)
+{
+	struct lock_watch *x = ctx;
+	(void)ns;
+	uint64_t w = __atomic_load_n(x->lockw, __ATOMIC_ACQUIRE);
+	if (x->seen || !w)
+		return;
+	x->seen = w;
+	if (x->inner) {
+		watch_insert(x->inner);
+		return;
+	}
+	CHECK(__atomic_load_n(x->outer->lockw, __ATOMIC_ACQUIRE) == x->outer->seen,
+	      "the outer insert holds its lock");
+	struct st_log_stats st = { 0 };
+	st_release_locks(x->t->r[0], keep_lock, NULL, x->release, &st);
+	x->released = st.locks_released;
+	x->after_mine = __atomic_load_n(x->lockw, __ATOMIC_ACQUIRE);
+	x->after_outer = __atomic_load_n(x->outer->lockw, __ATOMIC_ACQUIRE);
+}
+
+static void watch_insert(struct lock_watch *x)
+{
+	struct fab_batch *b = &x->t->b[x->who];
+	uint32_t kl = (uint32_t)strlen(x->key);
+	b->waiter = (struct fab_waiter){ .wait = watch_between, .ctx = x };
+	x->rc = st_create(b, st_region_coord(x->t->r[x->who]), 1, x->key, kl, st_hash(x->key, kl),
+			  &x->ref, x->t->buf);
+	b->waiter = (struct fab_waiter){ .wait = no_wait };
+}
+
+/* A key of node 1's region whose primary bucket is not `other`'s. */
+static void pick_key(struct two *t, char *k, size_t cap, const char *prefix, uint64_t other,
+		     uint64_t **lockw, uint64_t *bucket)
+{
+	for (int i = 0;; i++) {
+		snprintf(k, cap, "%s-%d", prefix, i);
+		struct st_ways w;
+		st_ways_of(st_region_layout(t->r[0]), st_hash(k, strlen(k)), &w);
+		if (w.b[0] != other) {
+			*bucket = w.b[0];
+			*lockw = &t->ix[w.b[0] * 8];
+			return;
+		}
+	}
+}
+
+/* The bucket locks of node 1's index: each one's owner word carries the
+ * node that took it, and st_release_locks of one node's id clears only
+ * that node's, both times with the two locks taken on one thread. */
+static void two_nodes_locks(struct two *t, int outer_who)
+{
+	char ko[64], ki[64];
+	uint64_t bo, bi;
+	struct lock_watch in = { .t = t, .who = 1 - outer_who, .key = ki };
+	in.release = in.who + 1; /* the inner node's own locks */
+	struct lock_watch out = { .t = t, .who = outer_who, .key = ko, .inner = &in };
+	in.outer = &out;
+	pick_key(t, ko, sizeof(ko), outer_who ? "outer-2" : "outer-1", ~0ull, &out.lockw, &bo);
+	pick_key(t, ki, sizeof(ki), outer_who ? "inner-1" : "inner-2", bo, &in.lockw, &bi);
+	watch_insert(&out);
+	CHECK_RC(out.rc, 0);
+	CHECK_RC(in.rc, 0);
+	CHECK(out.seen >> 56 == (uint64_t)out.who + 1 && in.seen >> 56 == (uint64_t)in.who + 1,
+	      "bucket lock owners %#llx (node %d's) and %#llx (node %d's)",
+	      (unsigned long long)out.seen, out.who + 1, (unsigned long long)in.seen, in.who + 1);
+	CHECK(in.after_mine == 0 && in.after_outer == out.seen && in.released == 1,
+	      "releasing node %d's bucket locks left %#llx of its own and %#llx of node %d's "
+	      "(was %#llx), %llu released",
+	      in.release, (unsigned long long)in.after_mine, (unsigned long long)in.after_outer,
+	      out.who + 1, (unsigned long long)out.seen, (unsigned long long)in.released);
+	/* Both inserts went through; node 1's unlock left nothing held. */
+	struct st_ref ref;
+	CHECK_RC(st_lookup(&t->b[0], st_region_layout(t->r[0]), 1, ko, strlen(ko),
+			   st_hash(ko, strlen(ko)), &ref, t->buf), 0);
+	CHECK(ref.off == out.ref.off, "outer key");
+	CHECK_RC(st_lookup(&t->b[0], st_region_layout(t->r[0]), 1, ki, strlen(ki),
+			   st_hash(ki, strlen(ki)), &ref, t->buf), 0);
+	CHECK(ref.off == in.ref.off, "inner key");
+	CHECK(*out.lockw == 0 && *in.lockw == 0, "bucket locks free");
+}
+
+/* A persister that counts its calls, and the calls that came with another
+ * node's batch. */
+struct persist_count {
+	const struct fab_batch *mine;
+	uint64_t index_off, index_end;
+	int calls, foreign;
+};
+
+static int count_persist(void *arg, struct fab_batch *b, uint16_t node, uint64_t off, uint64_t len)
+{
+	struct persist_count *p = arg;
+	p->calls++;
+	p->foreign += b != p->mine;
+	CHECK(node == 1 && len == 8 && off >= p->index_off && off + len <= p->index_end,
+	      "persist of node %u [%#llx, +%llu): not a slot of node 1's index", node,
+	      (unsigned long long)off, (unsigned long long)len);
+	return 0;
+}
+
+/* Key n of a fill of node 1's index, inserted by node n % 2 + 1. */
+static int fill_one(struct two *t, int n)
+{
+	char k[32];
+	int kl = snprintf(k, sizeof(k), "fill:%07d", n);
+	struct st_ref ref;
+	return st_create(&t->b[n % 2], st_region_coord(t->r[n % 2]), 1, k, (uint32_t)kl,
+			 st_hash(k, (size_t)kl), &ref, t->buf);
+}
+
+/* Each node's persister is called for the kick-outs of its own inserts,
+ * and never for the other node's. */
+static void two_nodes_persisters(struct two *t)
+{
+	const struct st_layout *L = st_region_layout(t->r[0]);
+	struct persist_count pc[2];
+	for (int i = 0; i < 2; i++) {
+		pc[i] = (struct persist_count){ .mine = &t->b[i], .index_off = L->index_off,
+						.index_end = L->index_off + L->index_buckets * 64 };
+		st_region_set_persister(t->r[i], count_persist, &pc[i]);
+	}
+	/* Fill node 1's index, the two nodes taking turns, until each has
+	 * had kick-outs (they begin near half load). */
+	int n = 0, rc = 0;
+	while (rc == 0 && (pc[0].calls == 0 || pc[1].calls == 0))
+		rc = fill_one(t, n++);
+	CHECK_RC(rc, 0);
+	CHECK(pc[0].foreign == 0 && pc[1].foreign == 0,
+	      "a node's persister was called for the other's insert (%d, %d of %d, %d calls)",
+	      pc[0].foreign, pc[1].foreign, pc[0].calls, pc[1].calls);
+	/* Removed from node 2, it is called no more; node 1's still is. */
+	st_region_set_persister(t->r[1], NULL, NULL);
+	const int before[2] = { pc[0].calls, pc[1].calls };
+	while (rc == 0 && pc[0].calls < before[0] + 3)
+		rc = fill_one(t, n++);
+	CHECK_RC(rc, 0);
+	CHECK(pc[1].calls == before[1] && pc[0].foreign == 0,
+	      "node 2's persister called %d times after its removal, node 1's %d times for "
+	      "node 2's inserts", pc[1].calls - before[1], pc[0].foreign);
+	printf("two nodes: %d keys in node 1's index (%.1f%% of slots), kick-out persists: "
+	       "node 1 %d, node 2 %d\n",
+	       n, 100.0 * n / (double)(L->index_buckets * ST_BUCKET_SLOTS), pc[0].calls,
+	       pc[1].calls);
+	st_region_set_persister(t->r[0], NULL, NULL);
+}
+
+static void test_two_nodes(void)
+{
+	struct two t;
+	two_open(&t);
+	two_nodes_locks(&t, 0);
+	two_nodes_locks(&t, 1);
+	two_nodes_persisters(&t);
+	two_close(&t);
+}
+
 static void test_kick_order(void)
 {
 	kick_scenario(0);
@@ -1207,6 +1462,7 @@ int main(void)
 	test_lookup_vs_relocation();
 	test_kick_order();
 	test_kick_races();
+	test_two_nodes();
 	printf("test_storage: all passed\n");
 	return 0;
 }

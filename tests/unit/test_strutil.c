@@ -2,7 +2,8 @@
  * test_strutil: the Redis 7.0 number parsing/formatting and glob matching
  * of server/strutil.c. Every expected value here was taken from a real
  * redis-server 7.0 (INCRBY/INCRBYFLOAT/KEYS replies), so a mismatch means
- * rckv would reply differently from Redis.
+ * rckv would reply differently from Redis. Also the growable text buffer
+ * (srv_sbuf) that INFO and CLIENT LIST print into.
  */
 #include <errno.h>
 #include <float.h>
@@ -10,6 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/strutil.h"
@@ -553,6 +555,60 @@ static void test_glob_misc(void)
 	}
 }
 
+/* ---- srv_sbuf ---- */
+
+static void test_sbuf(void)
+{
+	/* Empty until the first append; an empty append gives "". */
+	struct srv_sbuf b = { 0 };
+	CHECK(b.p == NULL && b.len == 0);
+	srv_sbuf_printf(&b, "%s", "");
+	CHECK(b.p != NULL && b.len == 0 && b.p[0] == '\0' && !b.failed);
+	srv_sbuf_free(&b);
+	CHECK(b.p == NULL && b.len == 0 && b.cap == 0);
+
+	/* Many small appends, crossing the first capacity and several
+	 * doublings, some of them straddling the end of the room left:
+	 * the text is exactly what one long snprintf would give. */
+	static char want[200000];
+	size_t wlen = 0;
+	for (int i = 0; i < 20000; i++) {
+		srv_sbuf_printf(&b, "%d:%s,", i, i % 7 ? "x" : "seven");
+		wlen += (size_t)snprintf(want + wlen, sizeof(want) - wlen, "%d:%s,", i,
+					 i % 7 ? "x" : "seven");
+	}
+	CHECK(wlen < sizeof(want) - 1);
+	CHECK(!b.failed && b.len == wlen && b.cap > SRV_SBUF_FIRST);
+	CHECK(b.p && memcmp(b.p, want, wlen) == 0 && b.p[b.len] == '\0');
+	srv_sbuf_free(&b);
+
+	/* One append longer than the first capacity (and than twice it),
+	 * into an empty buffer and after some text: no byte lost or doubled. */
+	static char big[3 * SRV_SBUF_FIRST + 17];
+	for (size_t i = 0; i < sizeof(big) - 1; i++)
+		big[i] = (char)('a' + i % 26);
+	big[sizeof(big) - 1] = '\0';
+	srv_sbuf_printf(&b, "%s", big);
+	CHECK(!b.failed && b.len == sizeof(big) - 1 && strcmp(b.p, big) == 0);
+	srv_sbuf_free(&b);
+	srv_sbuf_printf(&b, "head ");
+	srv_sbuf_printf(&b, "%s|%d", big, 42);
+	CHECK(!b.failed && b.len == 5 + sizeof(big) - 1 + 3);
+	CHECK(b.p && memcmp(b.p, "head ", 5) == 0 && memcmp(b.p + 5, big, sizeof(big) - 1) == 0 &&
+	      strcmp(b.p + 5 + sizeof(big) - 1, "|42") == 0);
+
+	/* Filling the room exactly (text up to cap - 1, the NUL in the last
+	 * byte), then one byte more. */
+	srv_sbuf_free(&b);
+	srv_sbuf_printf(&b, "%0*d", SRV_SBUF_FIRST - 1, 0);
+	CHECK(!b.failed && b.len == SRV_SBUF_FIRST - 1 && b.cap == SRV_SBUF_FIRST);
+	srv_sbuf_printf(&b, "Z");
+	CHECK(!b.failed && b.len == SRV_SBUF_FIRST && b.cap > SRV_SBUF_FIRST &&
+	      b.p[SRV_SBUF_FIRST - 2] == '0' && b.p[SRV_SBUF_FIRST - 1] == 'Z' &&
+	      b.p[SRV_SBUF_FIRST] == '\0');
+	srv_sbuf_free(&b);
+}
+
 int main(void)
 {
 	test_str2ll();
@@ -561,6 +617,7 @@ int main(void)
 	test_glob_hand();
 	test_glob_table();
 	test_glob_misc();
+	test_sbuf();
 	if (failures) {
 		fprintf(stderr, "test_strutil: %d check(s) failed\n", failures);
 		return 1;
