@@ -239,6 +239,15 @@ void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t
 /* Execute everything queued (doorbell batch, one round trip). CC_EFAB on a
  * fabric failure. */
 int prim_exec(struct txn *t);
+/* After a prim_exec that returned CC_EFAB: the nodes (bit per node) whose
+ * part of that batch failed. Their ops have no result, yet one that was
+ * sent may have taken effect (a lock CAS that won unseen: prim_exec added
+ * those nodes to t->unknown); every other node's part ran and its results
+ * are in place. 0 after an exec that succeeded. */
+uint64_t prim_failed_nodes(const struct txn *t);
+/* The node this transaction runs on (its coordinator): the node of its
+ * transaction record and of t->owner's top byte. A lookup, no verb. */
+uint16_t prim_self(const struct txn *t);
 
 /*
  * prim_post_install - queue the raw install of a's pending write in place
@@ -275,6 +284,12 @@ void prim_post_read_txn(struct txn *t, uint16_t node, int rec, void *buf, uint32
 void prim_post_write_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t val);
 void prim_post_atomic_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t cmp,
 			  uint64_t swp, uint64_t *old);
+/* Word `word` (0 = status, 1..7 protocol-defined) of the transaction's own
+ * record (t->rec on prim_self), by an 8-byte acquire load of the node's own
+ * region: no verb, nothing counted. What another node's Atomic^T wrote
+ * there (wound-wait's wound) is seen whole: an aligned 8-byte load and a
+ * CAS are both atomic. Another transaction's record needs Read^T. */
+uint64_t prim_read_own_txn(const struct txn *t, int word);
 
 /* ---- the undo log (cc/undo.c), used by prim_commit_writes ---- */
 

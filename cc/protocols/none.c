@@ -72,7 +72,7 @@ static int none_commit(struct txn *t)
 	int rc = prim_exec(t);
 	/* A failed exec still ran the parts of the nodes that answered: their
 	 * locks are noted, so the abort releases them. */
-	uint64_t lost = rc ? t->batch.failed : 0;
+	uint64_t lost = rc ? prim_failed_nodes(t) : 0;
 	bool busy = false, moved = false;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];

@@ -150,7 +150,7 @@ static int silo_commit(struct txn *t)
 		/* A failed exec still ran the parts of the nodes that answered:
 		 * the locks won there are noted, so the abort releases them. */
 		rc = prim_exec(t);
-		int lrc = silo_note_locks(t, rc ? t->batch.failed : 0);
+		int lrc = silo_note_locks(t, rc ? prim_failed_nodes(t) : 0);
 		if (rc || lrc)
 			return rc ? rc : lrc;
 	}
