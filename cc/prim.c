@@ -115,6 +115,45 @@ int prim_shared_won(struct txn *t, struct cc_access *a)
 	return rc;
 }
 
+int prim_post_lock_writes(struct txn *t, bool read_all)
+{
+	int n = 0;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->mode & ACC_W) || acc_locked(a))
+			continue;
+		a->pstate |= ACC_CASPEND;
+		prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
+		if (read_all || (a->pstate & ACC_BLIND)) {
+			a->pstate |= ACC_NEEDIMG;
+			prim_post_read_block(t, a);
+		}
+		n++;
+	}
+	return n;
+}
+
+int prim_note_locks(struct txn *t, int rc)
+{
+	uint64_t lost = rc ? prim_failed_nodes(t) : 0;
+	bool busy = false;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->pstate & ACC_CASPEND))
+			continue;
+		a->pstate &= (uint8_t)~(ACC_CASPEND | ACC_NEEDIMG);
+		if (lost & (1ull << a->node))
+			continue; /* no result: t->unknown covers it */
+		if (a->stage[2] == 0)
+			a->pstate |= ACC_LOCKED;
+		else
+			busy = true;
+	}
+	if (rc)
+		return rc;
+	return busy ? cc_abort_with(t, CC_CAUSE_LOCK) : CC_OK;
+}
+
 void prim_post_read_hdr(struct txn *t, struct cc_access *a, uint64_t hdr[2])
 {
 	fab_read(&t->batch, a->ref.node, a->ref.off, hdr, 16);
