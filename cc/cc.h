@@ -29,9 +29,9 @@ enum {
 	ACC_LOCKED = 1u << 0,  /* this txn holds the item's lock word */
 	ACC_BLIND = 1u << 1,   /* written without being read (no version to validate) */
 	ACC_MOVED = 1u << 2,   /* relocated to a bigger block at commit */
-	ACC_CASPEND = 1u << 3, /* silo: lock CAS posted, result not yet noted */
+	ACC_CASPEND = 1u << 3, /* lock CAS posted, result not yet noted (prim_post_lock_writes) */
 	ACC_SWAPPED = 1u << 4, /* relocation: the index points at nref now */
-	ACC_NEEDIMG = 1u << 5, /* silo: blind write, block read with the lock CAS */
+	ACC_NEEDIMG = 1u << 5, /* block READ posted behind that CAS, into img (same) */
 	ACC_SHARED = 1u << 6,  /* holds a shared lock (nowait, cc-lock-mode shared) */
 	ACC_PROTO = 1u << 7,   /* free for the protocol's own use */
 };
@@ -213,6 +213,30 @@ int prim_check_block(struct txn *t, struct cc_access *a);
  * access is not marked locked. */
 int prim_lock_won(struct txn *t, struct cc_access *a);
 int prim_shared_won(struct txn *t, struct cc_access *a);
+/*
+ * Locking the write set at commit (One-Cas, RCBench 6.1: silo's LOCKING,
+ * none's latch), in two calls around the prim_exec that runs it, so that
+ * the caller may queue more behind it in the same batch.
+ *
+ * prim_post_lock_writes - queue CAS lock 0 -> t->owner on every written
+ * access not locked yet, its result in a->stage[2] (ACC_CASPEND). Behind
+ * each CAS, on the same endpoint and so after it, READ the block into
+ * a->img (ACC_NEEDIMG): for every such access if `read_all`, else for
+ * blind writes (ACC_BLIND) only, whose image was never read. If the CAS
+ * wins, that image is the item as its last writer left it (what the undo
+ * record keeps); whether it is still the key's block is the caller's to
+ * check (prim_check_block). Returns how many CASes it queued.
+ *
+ * prim_note_locks - after the exec that ran them, `rc` its result: every
+ * access whose CAS won is ACC_LOCKED (the abort releases it), ACC_CASPEND
+ * and ACC_NEEDIMG are cleared. A CAS on a node of prim_failed_nodes has no
+ * result and its access is not marked: it may have won unseen, and
+ * prim_exec put that node in t->unknown, which has the abort release there
+ * whatever we hold. Returns rc if the exec failed, else CC_ABORT (cause
+ * LOCK) if any lock was busy, else CC_OK.
+ */
+int prim_post_lock_writes(struct txn *t, bool read_all);
+int prim_note_locks(struct txn *t, int rc);
 /* Double-Read: a consistent image in a->img, with img->lock/ver as seen.
  * CC_ABORT (VALIDATE) if writers kept it inconsistent, (STALE) as above. */
 int prim_read_consistent(struct txn *t, struct cc_access *a);
@@ -242,6 +266,15 @@ void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t
 /* Execute everything queued (doorbell batch, one round trip). CC_EFAB on a
  * fabric failure. */
 int prim_exec(struct txn *t);
+/* After a prim_exec that returned CC_EFAB: the nodes (bit per node) whose
+ * part of that batch failed. Their ops have no result, yet one that was
+ * sent may have taken effect (a lock CAS that won unseen: prim_exec added
+ * those nodes to t->unknown); every other node's part ran and its results
+ * are in place. 0 after an exec that succeeded. */
+uint64_t prim_failed_nodes(const struct txn *t);
+/* The node this transaction runs on (its coordinator): the node of its
+ * transaction record and of t->owner's top byte. A lookup, no verb. */
+uint16_t prim_self(const struct txn *t);
 
 /*
  * prim_post_install - queue the raw install of a's pending write in place
@@ -278,6 +311,12 @@ void prim_post_read_txn(struct txn *t, uint16_t node, int rec, void *buf, uint32
 void prim_post_write_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t val);
 void prim_post_atomic_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t cmp,
 			  uint64_t swp, uint64_t *old);
+/* Word `word` (0 = status, 1..7 protocol-defined) of the transaction's own
+ * record (t->rec on prim_self), by an 8-byte acquire load of the node's own
+ * region: no verb, nothing counted. What another node's Atomic^T wrote
+ * there (wound-wait's wound) is seen whole: an aligned 8-byte load and a
+ * CAS are both atomic. Another transaction's record needs Read^T. */
+uint64_t prim_read_own_txn(const struct txn *t, int word);
 
 /* ---- the undo log (cc/undo.c), used by prim_commit_writes ---- */
 

@@ -4,6 +4,7 @@
  * verb is counted in the transaction's fab_stats by the batch.
  * See cc.h for the install order and the Double-Read argument.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,16 @@ int prim_exec(struct txn *t)
 		return CC_EFAB;
 	}
 	return CC_OK;
+}
+
+uint64_t prim_failed_nodes(const struct txn *t)
+{
+	return t->batch.failed;
+}
+
+uint16_t prim_self(const struct txn *t)
+{
+	return fab_self(t->node->fab);
 }
 
 void prim_post_read_block(struct txn *t, struct cc_access *a)
@@ -92,16 +103,55 @@ int prim_shared_won(struct txn *t, struct cc_access *a)
 	 * block's new owner may have written it meanwhile (a relocation's
 	 * unlock), and adding our count back onto that write would leave a
 	 * lock nobody holds. */
-	uint64_t unit = cc_shared_unit(fab_self(t->node->fab));
+	uint64_t unit = cc_shared_unit(prim_self(t));
 	uint64_t old = 0;
 	prim_post_faa_item(t, a, W_LOCK, -unit, &old);
 	prim_post_cas_item(t, a, W_LOCK, CC_SHARED_TAG << 56, 0, &a->stage[1]);
 	if (prim_exec(t) == CC_OK && (!cc_lock_is_shared(old) ||
-				      cc_shared_count(old, fab_self(t->node->fab)) == 0)) {
+				      cc_shared_count(old, prim_self(t)) == 0)) {
 		prim_post_cas_item(t, a, W_LOCK, old - unit, old, &a->stage[0]);
 		(void)prim_exec(t);
 	}
 	return rc;
+}
+
+int prim_post_lock_writes(struct txn *t, bool read_all)
+{
+	int n = 0;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->mode & ACC_W) || acc_locked(a))
+			continue;
+		a->pstate |= ACC_CASPEND;
+		prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
+		if (read_all || (a->pstate & ACC_BLIND)) {
+			a->pstate |= ACC_NEEDIMG;
+			prim_post_read_block(t, a);
+		}
+		n++;
+	}
+	return n;
+}
+
+int prim_note_locks(struct txn *t, int rc)
+{
+	uint64_t lost = rc ? prim_failed_nodes(t) : 0;
+	bool busy = false;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->pstate & ACC_CASPEND))
+			continue;
+		a->pstate &= (uint8_t)~(ACC_CASPEND | ACC_NEEDIMG);
+		if (lost & (1ull << a->node))
+			continue; /* no result: t->unknown covers it */
+		if (a->stage[2] == 0)
+			a->pstate |= ACC_LOCKED;
+		else
+			busy = true;
+	}
+	if (rc)
+		return rc;
+	return busy ? cc_abort_with(t, CC_CAUSE_LOCK) : CC_OK;
 }
 
 void prim_post_read_hdr(struct txn *t, struct cc_access *a, uint64_t hdr[2])
@@ -287,11 +337,19 @@ void prim_post_atomic_txn(struct txn *t, uint16_t node, int rec, int word, uint6
 		cmp, swp, old);
 }
 
+uint64_t prim_read_own_txn(const struct txn *t, int word)
+{
+	assert(word >= 0 && (size_t)word < sizeof(struct st_txn_state) / 8);
+	const char *rec = (const char *)st_region_base(t->node->region) +
+			  st_txn_state_off(t->node->layout, (unsigned)t->rec);
+	return __atomic_load_n((const uint64_t *)rec + word, __ATOMIC_ACQUIRE);
+}
+
 /* Release the lock word of every access still locked (after the commit
  * point, or on abort). */
 static void post_unlocks(struct txn *t)
 {
-	uint64_t dec = -cc_shared_unit(fab_self(t->node->fab));
+	uint64_t dec = -cc_shared_unit(prim_self(t));
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (acc_locked(a) && !(a->pstate & ACC_SWAPPED))

@@ -26,8 +26,12 @@
  *   READING  --read: Double-Read (prim_read_consistent)--> READING
  *            --write: nothing (the value is buffered by the executor)
  *   LATCHING --commit: CAS lock 0 -> owner on each written item, then READ
- *              its block (the undo record's old image), one batch; a busy latch or a moved block ->
- *              ABORTED
+ *              its block (the undo record's old image), one batch
+ *              (prim_post_lock_writes, reading every block); then
+ *              prim_note_locks: a busy latch -> ABORTED (lock); a failed
+ *              node -> ABORTED with CC_EFAB, its CASes may have won unseen
+ *              (t->unknown has it release them); then a moved block ->
+ *              ABORTED (stale)
  *   INSTALLING --per written item: data, ver := cts, lock := 0 --> COMMITTED
  *   ABORTED  --abort: lock := 0 on every item we latched.
  *
@@ -56,47 +60,22 @@ static int none_write(struct txn *t, struct cc_access *a)
 
 static int none_commit(struct txn *t)
 {
-	int nw = 0;
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (!(a->mode & ACC_W))
-			continue;
-		nw++;
-		/* Ordered on the item's endpoint: the header READ sees the block
-		 * after our CAS (invariant 2). */
-		prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
-		prim_post_read_block(t, a); /* the image the undo record keeps */
-	}
-	if (nw == 0)
+	/* Nothing is latched before commit, so this latches every written
+	 * item. Every block is read behind its latch (read_all): the image of
+	 * a read may be of any age (nothing is validated), and both the undo
+	 * record and the check of invariant (2) need the current one. */
+	if (prim_post_lock_writes(t, true) == 0)
 		return CC_OK;
-	int rc = prim_exec(t);
 	/* A failed exec still ran the parts of the nodes that answered: their
-	 * locks are noted, so the abort releases them. */
-	uint64_t lost = rc ? t->batch.failed : 0;
-	bool busy = false, moved = false;
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (!(a->mode & ACC_W) || (lost & (1ull << a->node)))
-			continue;
-		if (rc) {
-			if (a->stage[2] == 0)
-				a->pstate |= ACC_LOCKED;
-			continue;
-		}
-		if (a->stage[2] != 0) {
-			busy = true;
-			continue;
-		}
-		a->pstate |= ACC_LOCKED;
-		if (prim_check_block(t, a) != CC_OK)
-			moved = true;
-	}
+	 * latches are noted, so the abort releases them. */
+	int rc = prim_note_locks(t, prim_exec(t));
 	if (rc)
 		return rc;
-	if (busy)
-		return cc_abort_with(t, CC_CAUSE_LOCK);
-	if (moved)
-		return cc_abort_with(t, CC_CAUSE_STALE);
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if ((a->mode & ACC_W) && (rc = prim_check_block(t, a)))
+			return rc; /* moved since the read: STALE, invariant (2) */
+	}
 
 	t->cts = cc_ts_next(t);
 	return prim_commit_writes(t, t->cts);

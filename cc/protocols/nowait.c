@@ -47,8 +47,6 @@
 #include "rdma/fab.h"
 #include "cc/node.h"
 
-static unsigned self(struct txn *t) { return fab_self(t->node->fab); }
-
 /* CAS cmp -> owner, then READ the block, one batch (RCC's CAS + READ). */
 static int cas_and_read(struct txn *t, struct cc_access *a, uint64_t cmp, uint64_t *old)
 {
@@ -63,7 +61,7 @@ static int lock_exclusive(struct txn *t, struct cc_access *a)
 {
 	const uint64_t tag = CC_SHARED_TAG << 56;
 	/* An upgrade expects only our own shared hold. */
-	uint64_t expect = a->pstate & ACC_SHARED ? tag | cc_shared_unit(self(t)) : 0;
+	uint64_t expect = a->pstate & ACC_SHARED ? tag | cc_shared_unit(prim_self(t)) : 0;
 	uint64_t old = 0;
 	int rc = cas_and_read(t, a, expect, &old);
 	if (rc == 0 && expect == 0 && old == tag && t->proto->shared_locks) {
@@ -82,14 +80,14 @@ static int lock_exclusive(struct txn *t, struct cc_access *a)
 
 static int lock_shared(struct txn *t, struct cc_access *a)
 {
-	uint64_t unit = cc_shared_unit(self(t));
+	uint64_t unit = cc_shared_unit(prim_self(t));
 	prim_post_read_block(t, a);
 	int rc = prim_exec(t);
 	for (int tries = 0; rc == 0; tries++) {
 		uint64_t w = a->img->lock;
 		if (w && !cc_lock_is_shared(w))
 			return cc_abort_with(t, CC_CAUSE_LOCK); /* exclusive holder */
-		if (cc_shared_count(w, self(t)) == 0xff || tries == 16)
+		if (cc_shared_count(w, prim_self(t)) == 0xff || tries == 16)
 			return cc_abort_with(t, CC_CAUSE_LOCK); /* lane full, or too busy */
 		uint64_t nw = (w ? w : CC_SHARED_TAG << 56) + unit;
 		uint64_t old = 0;

@@ -10,8 +10,13 @@
  *   READING    --read: Double-Read of the item (One-Read, consistent image),
  *                remember ver-->                                   READING
  *              --write: as read, unless blind (never read by the txn) -->
- *   LOCKING    --commit: CAS lockb 0 -> owner on every written item, one
- *                batch (One-Cas); any failure -> ABORTED
+ *   LOCKING    --commit: CAS lockb 0 -> owner on every written item not
+ *                locked by a pessimistic read, and behind the CAS a READ of
+ *                the block of a blind write (the undo record's image), one
+ *                batch (prim_post_lock_writes, One-Cas); then
+ *                prim_note_locks: a busy lock -> ABORTED (lock); a failed
+ *                node -> ABORTED with CC_EFAB, its CASes may have won
+ *                unseen (t->unknown has it release them)
  *   VALIDATING --READ the header of every accessed item, one batch: lockb is
  *                0 or ours, ver unchanged, block neither retired nor reused;
  *                else ABORTED. (On one node, LOCKING and VALIDATING share
@@ -94,27 +99,6 @@ static int silo_write(struct txn *t, struct cc_access *a)
 	return CC_OK;
 }
 
-/* After the lock CASes ran: note which we hold; abort if any failed. The
- * CASes on nodes in `lost` have no result (their part of the batch failed;
- * t->unknown has those nodes release what we may hold there). */
-static int silo_note_locks(struct txn *t, uint64_t lost)
-{
-	bool failed = false;
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (!(a->pstate & ACC_CASPEND))
-			continue;
-		a->pstate &= ~ACC_CASPEND;
-		if (lost & (1ull << a->node))
-			failed = true;
-		else if (a->stage[2] == 0)
-			a->pstate |= ACC_LOCKED;
-		else
-			failed = true;
-	}
-	return failed ? cc_abort_with(t, CC_CAUSE_LOCK) : CC_OK;
-}
-
 static int silo_commit(struct txn *t)
 {
 	int nw = 0, nr = 0;
@@ -134,25 +118,16 @@ static int silo_commit(struct txn *t)
 	bool one_node = true;
 	for (int i = 1; i < t->nacc && one_node; i++)
 		one_node = t->acc[i]->node == t->acc[0]->node;
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if ((a->mode & ACC_W) && !acc_locked(a)) {
-			a->pstate |= ACC_CASPEND;
-			prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
-			/* A blind write was never read: its image for the undo
-			 * record is read under the lock, ordered after the CAS. */
-			if (a->pstate & ACC_BLIND)
-				prim_post_read_block(t, a);
-		}
-	}
+	/* A blind write was never read: its image for the undo record is
+	 * read under the lock, behind the CAS (ACC_NEEDIMG). Items locked by
+	 * a pessimistic read are not locked again. */
+	prim_post_lock_writes(t, false);
 	int rc;
 	if (!one_node) {
 		/* A failed exec still ran the parts of the nodes that answered:
 		 * the locks won there are noted, so the abort releases them. */
-		rc = prim_exec(t);
-		int lrc = silo_note_locks(t, rc ? t->batch.failed : 0);
-		if (rc || lrc)
-			return rc ? rc : lrc;
+		if ((rc = prim_note_locks(t, prim_exec(t))))
+			return rc;
 	}
 	/* On one node, a blind write's block READ follows its own lock CAS in
 	 * the batch; once that CAS won, only we change the item (invariants 1
@@ -161,7 +136,7 @@ static int silo_commit(struct txn *t)
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (a->mode && !(a->pstate & ACC_READ_LOCKED) &&
-		    !(one_node && (a->pstate & ACC_CASPEND) && (a->pstate & ACC_BLIND)))
+		    !(one_node && (a->pstate & ACC_NEEDIMG)))
 			prim_post_read_header(t, a, a->vhdr);
 	}
 	rc = prim_exec(t); /* nothing posted: no round trip (fab_exec) */
@@ -170,10 +145,10 @@ static int silo_commit(struct txn *t)
 	if (one_node) {
 		for (int i = 0; i < t->nacc; i++) {
 			struct cc_access *a = t->acc[i];
-			if ((a->pstate & ACC_CASPEND) && (a->pstate & ACC_BLIND))
+			if (a->pstate & ACC_NEEDIMG)
 				memcpy(a->vhdr, a->img, sizeof(a->vhdr));
 		}
-		if ((rc = silo_note_locks(t, 0)))
+		if ((rc = prim_note_locks(t, 0)))
 			return rc;
 	}
 	t->cts = cc_ts_unique(t); /* a version: unique is enough (cc.h) */

@@ -52,28 +52,18 @@ static uint64_t status_word(int state, uint64_t owner)
 	return ((uint64_t)state << 56) | (owner & ((1ull << 56) - 1));
 }
 
-static uint16_t self(struct txn *t) { return (uint16_t)fab_self(t->node->fab); }
-
-/* Our own status, loaded from our region: a wound is an 8-byte atomic,
- * and an aligned 8-byte load sees it whole. */
-static uint64_t own_status(struct txn *t)
-{
-	const char *base = st_region_base(t->node->region);
-	const uint64_t *w = (const uint64_t *)(base + st_txn_state_off(t->node->layout,
-								      (unsigned)t->rec));
-	return __atomic_load_n(w, __ATOMIC_ACQUIRE);
-}
-
+/* Our own status is in our own region: a load, no verb, sees a wound whole
+ * (prim_read_own_txn). */
 static int ww_check(struct txn *t)
 {
-	if (own_status(t) == status_word(ST_AB, t->owner))
+	if (prim_read_own_txn(t, 0) == status_word(ST_AB, t->owner))
 		return cc_abort_with(t, CC_CAUSE_WOUNDED);
 	return CC_OK;
 }
 
 static int ww_begin(struct txn *t)
 {
-	prim_post_write_txn(t, self(t), t->rec, 0, status_word(ST_RN, t->owner));
+	prim_post_write_txn(t, prim_self(t), t->rec, 0, status_word(ST_RN, t->owner));
 	return prim_exec(t);
 }
 
@@ -107,7 +97,7 @@ static int ww_lock(struct txn *t, struct cc_access *a)
 static int ww_commit(struct txn *t)
 {
 	uint64_t old = 0;
-	prim_post_atomic_txn(t, self(t), t->rec, 0, status_word(ST_RN, t->owner),
+	prim_post_atomic_txn(t, prim_self(t), t->rec, 0, status_word(ST_RN, t->owner),
 			     status_word(ST_CM, t->owner), &old);
 	int rc = prim_exec(t);
 	if (rc)
@@ -123,7 +113,7 @@ static void ww_abort(struct txn *t)
 	prim_release_locks(t);
 	/* Whatever it was (wounded or not), the attempt is over: no wound
 	 * aimed at it may land on the retry, which writes RN again. */
-	prim_post_write_txn(t, self(t), t->rec, 0, status_word(ST_AB, t->owner));
+	prim_post_write_txn(t, prim_self(t), t->rec, 0, status_word(ST_AB, t->owner));
 	(void)prim_exec(t);
 }
 
