@@ -135,9 +135,8 @@
 #include <string.h>
 
 #include "cc/cc.h"
-#include "cc/protocols/lock2pl.h"
-#include "rdma/fab.h"
 #include "cc/node.h"
+#include "cc/protocols/lock2pl.h"
 
 #define MV_MAX 16           /* mvcc-versions' upper bound (server/config.c) */
 #define MV_ENTRY_HDR 16u    /* wts and data words of a tail entry */

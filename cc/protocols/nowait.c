@@ -44,9 +44,6 @@
  */
 #include "cc/cc.h"
 
-#include "rdma/fab.h"
-#include "cc/node.h"
-
 /* CAS cmp -> owner, then READ the block, one batch (RCC's CAS + READ). */
 static int cas_and_read(struct txn *t, struct cc_access *a, uint64_t cmp, uint64_t *old)
 {

@@ -128,9 +128,6 @@
  */
 #include "cc/protocols/lock2pl.h"
 
-#include "rdma/fab.h"
-#include "cc/node.h"
-
 /* CAS attempts on one item's rts before giving up (readers keep raising
  * it); the executor retries the transaction. */
 #define TS_RTS_TRIES 32

@@ -40,10 +40,9 @@
  *      finish without waiting for any lock: wounders wait at most for our
  *      commit.
  */
+#include "cc/node.h"
 #include "cc/protocols/lock2pl.h"
 
-#include "rdma/fab.h"
-#include "cc/node.h"
 
 enum { ST_RN = 1, ST_CM = 2, ST_AB = 3 };
 
