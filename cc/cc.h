@@ -24,6 +24,10 @@ struct txn;
 /* Access modes. */
 enum { ACC_R = 1, ACC_W = 2 };
 
+/* A batched read's "not this way": the executor reads the access alone
+ * (cc_protocol.read_done). Private to cc: never returned by cc/txn.h. */
+#define CC_RETRY 2
+
 /* Protocol-owned state bits of an access (a->pstate). */
 enum {
 	ACC_LOCKED = 1u << 0,  /* this txn holds the item's lock word */
@@ -117,8 +121,24 @@ struct cc_protocol {
 	/* Items keep older versions after the value (mvcc): blocks are sized
 	 * with room for them (cc/txn.c reserve_block). */
 	bool versions;
+	/* The fetch stage reads the keys a transaction declares for writing
+	 * too, with the batched read below, which under this protocol locks
+	 * them (2PL hitchhiking, FORD 4.2: the lock CAS and the READ in one
+	 * batch). Without it, a key declared for writing only is resolved at
+	 * fetch and written blind. */
+	bool fetch_locks_writes;
 	int (*begin)(struct txn *t); /* optional: at the start of each attempt */
 	int (*read)(struct txn *t, struct cc_access *a);
+	/* Batched first reads, the fetch stage's (cc/fetch.c); both optional.
+	 * read_post queues what `read` would do for a, without running it,
+	 * and says whether it did (false: the executor calls `read` for a
+	 * alone). Once the batch of every access ran, read_done finishes a's
+	 * read as `read` would: CC_OK, CC_ABORT, or CC_RETRY (`read` runs for
+	 * a alone, e.g. an image caught mid-install). read_done is called for
+	 * every access posted, even after another's abort, so that a lock a
+	 * CAS in the batch won is recorded and released. */
+	bool (*read_post)(struct txn *t, struct cc_access *a);
+	int (*read_done)(struct txn *t, struct cc_access *a);
 	int (*write)(struct txn *t, struct cc_access *a);
 	int (*commit)(struct txn *t);
 	void (*abort)(struct txn *t);
@@ -246,6 +266,12 @@ int prim_read_consistent(struct txn *t, struct cc_access *a);
  * halves equal and unlocked; timestamp and mvcc also accept a foreign
  * lock that is not installing). */
 int prim_double_read(struct txn *t, struct cc_access *a);
+/* The Double-Read's three READs queued, not run (a batched fetch), and
+ * the verdict once they ran: CC_OK (a consistent image, as
+ * prim_read_consistent gives), CC_ABORT (STALE), or CC_RETRY (a writer
+ * was installing: read again, e.g. with prim_read_consistent). */
+void prim_post_double_read(struct txn *t, struct cc_access *a);
+int prim_double_read_done(struct txn *t, struct cc_access *a);
 /* READ lock+ver into hdr[2] (the Double-Read halves). */
 void prim_post_read_hdr(struct txn *t, struct cc_access *a, uint64_t hdr[2]);
 /* READ the six header words into v[6] (validation: lock, ver, ident, data). */

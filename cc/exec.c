@@ -340,7 +340,7 @@ uint64_t cc_txn_start_ts(struct txn *t)
 /* The longest backoff sleep between two attempts. */
 #define BACKOFF_MAX_NS (50ull * 1000 * 1000)
 
-int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
+int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 {
 	struct cc_node *n = ccw->node;
 	struct cc_stats *st = &ccw->stats;
@@ -367,13 +367,22 @@ int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg)
 		t.attempt = attempt;
 		int pi = cc_protocol_index(t.proto);
 		rc = t.proto->begin ? t.proto->begin(&t) : CC_OK;
+		struct cc_proto_stats *ps = &st->proto[pi];
+		/* Fetch. One key gains nothing from a batch, and keeps the
+		 * single-key paths (an absent GET needs no placeholder). */
+		if (rc == CC_OK && tx->nkeys > 1) {
+			uint64_t rt0 = t.fstats.round_trips;
+			rc = txn_fetch(&t, tx->keys, tx->nkeys);
+			ps->fetch_round_trips += t.fstats.round_trips - rt0;
+			ps->fetches++;
+		}
+		/* Execute. */
 		if (rc == CC_OK)
-			rc = body(&t, arg);
+			rc = tx->body(&t, tx->arg);
 		if (rc == CC_OK && t.fatal)
 			rc = t.fatal; /* a peer failed mid-transaction: abort all of it */
 		if (rc == CC_OK)
-			rc = t.proto->commit(&t);
-		struct cc_proto_stats *ps = &st->proto[pi];
+			rc = t.proto->commit(&t); /* commit */
 		if (rc == CC_OK) {
 			txn_after_commit(&t);
 			cc_leave(ccw);

@@ -25,6 +25,33 @@ struct fab_worker;
  */
 typedef int (*cc_body_fn)(struct txn *t, void *arg);
 
+/* How a transaction declares it uses a key (the command table's key
+ * specs: RO reads, OW writes blind, RW and RM read, then write). */
+enum { CC_KEY_READ = 1, CC_KEY_WRITE = 2 };
+struct cc_key {
+	const char *p;
+	uint32_t len;
+	uint8_t access;           /* CC_KEY_READ | CC_KEY_WRITE */
+};
+
+/*
+ * A declared transaction (DESIGN.md section 5): its keys, each with its
+ * access, and its commands (the body). The executor runs RCC's stages:
+ * fetch (every declared key resolved and read in one batch per node, all
+ * nodes in flight together; under a 2PL protocol, locked too), execute
+ * (the body, on the fetched images: a declared key costs no fabric
+ * operation there), commit (the protocol's). A key the body reaches that
+ * was not declared is fetched when reached, a second fetch round of one
+ * key (later keys that depend on earlier values: scripts). keys may
+ * repeat a key; nkeys may be 0.
+ */
+struct cc_txn {
+	const struct cc_key *keys;
+	int nkeys;
+	cc_body_fn body;
+	void *arg;
+};
+
 /*
  * cc_worker_create - executor state of worker `id` of node n (0 <= id <
  * n->nworkers), whose coroutines are `sched` and fabric endpoints `fw`:
@@ -38,12 +65,13 @@ struct cc_worker *cc_worker_create(struct cc_node *n, int id, struct sched *sche
 void cc_worker_destroy(struct cc_worker *ccw);
 
 /*
- * cc_run - run body as one serializable transaction. Must be called on a
- * coroutine of w's scheduler (it yields while waiting). Returns 0 once an
- * attempt committed, or CC_ETIMEOUT when txn-timeout passed with every
- * attempt aborted (nothing of the transaction is visible).
+ * cc_run - run tx as one serializable transaction. Must be called on a
+ * coroutine of ccw's scheduler (it yields while waiting). Returns 0 once an
+ * attempt committed; the body's error; or CC_ETIMEOUT when txn-timeout
+ * passed with every attempt aborted (nothing of the transaction is
+ * visible).
  */
-int cc_run(struct cc_worker *ccw, cc_body_fn body, void *arg);
+int cc_run(struct cc_worker *ccw, const struct cc_txn *tx);
 
 /*
  * cc_key_absent - true if key is absent in committed state and no

@@ -7,6 +7,7 @@
 #include <ck_epoch.h>
 
 #include "cc/cc.h"
+#include "cc/exec.h"
 #include "cc/node.h"
 
 struct cc_worker {
@@ -43,6 +44,34 @@ struct cc_worker {
 	uint32_t undo_spare_cap[8];
 	int nundo_spare;
 };
+
+/* txn.c: accesses, for the fetch stage (cc/fetch.c). */
+/* Room in t's arrays for `more` accesses (txn_acc_add never grows them). */
+int txn_acc_reserve(struct txn *t, int more);
+/* A new access of a key that t has not touched: not resolved, not yet in
+ * t's table (txn_acc_add, after txn_acc_reserve); NULL if out of memory. */
+struct cc_access *txn_acc_new(struct txn *t, const char *key, size_t klen, uint64_t h);
+void txn_acc_drop(struct txn *t, struct cc_access *a); /* back to the pool */
+void txn_acc_add(struct txn *t, struct cc_access *a);  /* into t's accesses */
+struct cc_access *txn_acc_find(struct txn *t, const char *key, size_t klen, uint64_t h);
+/* Does the address cache serve a's node (cache_pays)? */
+bool txn_acc_uses_cache(struct txn *t, const struct cc_access *a);
+/* Resolve a from the address cache: true on a hit. */
+bool txn_acc_from_cache(struct txn *t, struct cc_access *a);
+/* Make a->img hold a block of class cls: CC_OK or CC_EINTERNAL. */
+int txn_acc_img(struct cc_access *a, uint8_t cls);
+/* Resolve a to the block at ref (found by a probe): CC_OK or CC_EINTERNAL. */
+int txn_acc_found(struct txn *t, struct cc_access *a, const struct st_ref *ref);
+/* Resolve a through the index, creating its placeholder if absent:
+ * CC_OK, CC_EFULL, CC_EFAB (t->fatal set) or CC_EINTERNAL. */
+int txn_acc_create(struct txn *t, struct cc_access *a);
+/* The protocol's first read of a, unless read already (ACC_R after). */
+int txn_acc_read(struct txn *t, struct cc_access *a);
+/* A key longer than max-key-bytes (it cannot exist). */
+bool txn_key_too_big(struct txn *t, size_t klen);
+
+/* fetch.c: the fetch stage (DESIGN.md section 5). */
+int txn_fetch(struct txn *t, const struct cc_key *keys, int nkeys);
 
 /* txn.c: end-of-transaction work. */
 void txn_after_commit(struct txn *t); /* reap tombstones, free spare blocks */

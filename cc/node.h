@@ -49,6 +49,8 @@ struct cc_proto_stats {
 	uint64_t errors;              /* ended with an error, not a commit */
 	uint64_t aborts_by_cause[CC_CAUSES];
 	struct fab_stats fab;         /* verbs and round trips of every attempt */
+	uint64_t fetches;             /* attempts that ran a fetch stage (cc/fetch.c) */
+	uint64_t fetch_round_trips;   /* round trips those fetch stages took */
 };
 
 /*

@@ -164,12 +164,27 @@ void prim_post_read_header(struct txn *t, struct cc_access *a, uint64_t v[6])
 	fab_read(&t->batch, a->ref.node, a->ref.off, v, 48);
 }
 
-int prim_double_read(struct txn *t, struct cc_access *a)
+void prim_post_double_read(struct txn *t, struct cc_access *a)
 {
 	prim_post_read_hdr(t, a, a->hdr[0]);
 	prim_post_read_block(t, a);
 	prim_post_read_hdr(t, a, a->hdr[1]);
+}
+
+int prim_double_read(struct txn *t, struct cc_access *a)
+{
+	prim_post_double_read(t, a);
 	return prim_exec(t);
+}
+
+int prim_double_read_done(struct txn *t, struct cc_access *a)
+{
+	if (a->hdr[0][0] != a->hdr[1][0] || a->hdr[0][1] != a->hdr[1][1] ||
+	    (a->hdr[0][0] != 0 && a->hdr[0][0] != t->owner))
+		return CC_RETRY;
+	a->img->lock = a->hdr[0][0];
+	a->img->ver = a->hdr[0][1];
+	return prim_check_block(t, a);
 }
 
 int prim_read_consistent(struct txn *t, struct cc_access *a)
@@ -178,12 +193,9 @@ int prim_read_consistent(struct txn *t, struct cc_access *a)
 		int rc = prim_double_read(t, a);
 		if (rc)
 			return rc;
-		if (a->hdr[0][0] == a->hdr[1][0] && a->hdr[0][1] == a->hdr[1][1] &&
-		    (a->hdr[0][0] == 0 || a->hdr[0][0] == t->owner)) {
-			a->img->lock = a->hdr[0][0];
-			a->img->ver = a->hdr[0][1];
-			return prim_check_block(t, a);
-		}
+		rc = prim_double_read_done(t, a);
+		if (rc != CC_RETRY)
+			return rc;
 		/* A writer is installing: its lock is held only for one round
 		 * trip of installs, so re-reading soon usually succeeds. */
 		if (tries >= 2) {

@@ -117,37 +117,41 @@ static struct cc_access *acc_find(struct txn *t, const char *key, size_t klen, u
 	return NULL;
 }
 
-/*
- * acc_get - the access of a key, resolving the key to its block (and
- * creating a placeholder item) on first touch.
- */
-static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t h,
-			  struct cc_access **out)
+void txn_acc_drop(struct txn *t, struct cc_access *a)
 {
-	struct cc_access *a = acc_find(t, key, klen, h);
-	if (a) {
-		*out = a;
-		return CC_OK;
-	}
-	if (t->nacc == t->acc_cap) {
-		int cap = t->acc_cap ? t->acc_cap * 2 : 8;
+	a->hnext = t->ccw->free_acc;
+	t->ccw->free_acc = a;
+}
+
+int txn_acc_reserve(struct txn *t, int more)
+{
+	int need = t->nacc + more;
+	if (need > t->acc_cap) {
+		int cap = t->acc_cap ? t->acc_cap : 8;
+		while (cap < need)
+			cap *= 2;
 		struct cc_access **p = realloc(t->acc, (size_t)cap * sizeof(*p));
 		if (!p)
 			return CC_EINTERNAL;
 		t->acc = p;
 		t->acc_cap = cap;
 	}
-	if ((uint32_t)t->nacc >= (t->tab ? t->tab_mask + 1 : 0) && tab_grow(t))
-		return CC_EINTERNAL;
-	a = acc_alloc(t);
+	while ((uint32_t)need > (t->tab ? t->tab_mask + 1 : 0))
+		if (tab_grow(t))
+			return CC_EINTERNAL;
+	return CC_OK;
+}
+
+struct cc_access *txn_acc_new(struct txn *t, const char *key, size_t klen, uint64_t h)
+{
+	struct cc_access *a = acc_alloc(t);
 	if (!a)
-		return CC_EINTERNAL;
+		return NULL;
 	if (a->kcap < klen || !a->key) {
 		char *kcopy = realloc(a->key, klen > 32 ? klen : 32);
 		if (!kcopy) {
-			a->hnext = t->ccw->free_acc;
-			t->ccw->free_acc = a;
-			return CC_EINTERNAL;
+			txn_acc_drop(t, a);
+			return NULL;
 		}
 		a->key = kcopy;
 		a->kcap = (uint32_t)(klen > 32 ? klen : 32);
@@ -166,58 +170,121 @@ static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t 
 	a->grow = false;
 	a->wtail = NULL;
 	a->wtlen = a->otail = 0;
+	return a;
+}
 
-	/* Resolve: the address cache, else the owner's index (finding the
-	 * item, or creating an ABSENT placeholder for it). */
-	bool cached = cache_pays(t->node, a->node);
-	if ((cached ? cc_cache_get(t->ccw->cache, key, klen, h, &a->ref)
-		    : cc_cache_take(t->ccw->cache, key, klen, h, &a->ref)) &&
-	    a->ref.node == a->node) {
-		t->ccw->stats.addr_cache_hits++;
-		if (img_reserve_acc(a, a->ref.cls) != 0) {
-			a->hnext = t->ccw->free_acc;
-			t->ccw->free_acc = a;
-			return CC_EINTERNAL;
-		}
-		/* Not read yet: a header the protocol's first read replaces. A
-		 * blind write installs it as is, so ident and key must be right;
-		 * the block's identity is checked by the protocol (cc/prim.c). */
-		memset(a->img, 0, sizeof(*a->img));
-		a->img->ident = st_make_ident(a->ref.gen, (uint32_t)klen, a->ref.cls);
-		a->img->data = st_make_data(0, ST_F_ABSENT);
-		memcpy(a->img + 1, key, klen);
-	} else {
-		if (cached)
-			t->ccw->stats.addr_cache_misses++;
-		/* The lookup may yield, so its buffer is this coroutine's own. */
-		struct st_item *buf = cc_scratch_get(t->ccw);
-		if (!buf) {
-			a->hnext = t->ccw->free_acc;
-			t->ccw->free_acc = a;
-			return CC_EINTERNAL;
-		}
-		int rc = st_create(&t->batch, st_region_coord(t->node->region), a->node, key,
-				   (uint32_t)klen, h, &a->ref, buf);
-		if (rc == 0 && img_reserve_acc(a, a->ref.cls) != 0)
-			rc = -ENOMEM;
-		if (rc) {
-			cc_scratch_put(t->ccw, buf);
-			a->hnext = t->ccw->free_acc;
-			t->ccw->free_acc = a;
-			if (rc != ST_EFULL && rc != -ENOMEM)
-				t->fatal = CC_EFAB;
-			return rc == ST_EFULL ? CC_EFULL : rc == -ENOMEM ? CC_EINTERNAL : CC_EFAB;
-		}
-		memcpy(a->img, buf, st_class_size(a->ref.cls));
-		cc_scratch_put(t->ccw, buf);
-		if (cached)
-			cc_cache_put(t->ccw->cache, key, klen, h, &a->ref);
-	}
-
+void txn_acc_add(struct txn *t, struct cc_access *a)
+{
 	t->acc[t->nacc++] = a;
-	uint32_t b = (uint32_t)h & t->tab_mask;
+	uint32_t b = (uint32_t)a->hash & t->tab_mask;
 	a->hnext = t->tab[b];
 	t->tab[b] = a;
+}
+
+struct cc_access *txn_acc_find(struct txn *t, const char *key, size_t klen, uint64_t h)
+{
+	return acc_find(t, key, klen, h);
+}
+
+bool txn_acc_uses_cache(struct txn *t, const struct cc_access *a)
+{
+	return cache_pays(t->node, a->node);
+}
+
+/* Not read yet: a header the protocol's first read replaces. A blind write
+ * installs it as is, so ident and key must be right; the block's identity
+ * is checked by the protocol (cc/prim.c). */
+static void img_header(struct cc_access *a)
+{
+	memset(a->img, 0, sizeof(*a->img));
+	a->img->ident = st_make_ident(a->ref.gen, a->klen, a->ref.cls);
+	a->img->data = st_make_data(0, ST_F_ABSENT);
+	memcpy(a->img + 1, a->key, a->klen);
+}
+
+bool txn_acc_from_cache(struct txn *t, struct cc_access *a)
+{
+	bool cached = cache_pays(t->node, a->node);
+	if (!(cached ? cc_cache_get(t->ccw->cache, a->key, a->klen, a->hash, &a->ref)
+		     : cc_cache_take(t->ccw->cache, a->key, a->klen, a->hash, &a->ref)) ||
+	    a->ref.node != a->node)
+		return false;
+	t->ccw->stats.addr_cache_hits++;
+	if (img_reserve_acc(a, a->ref.cls) != 0)
+		return false;
+	img_header(a);
+	return true;
+}
+
+int txn_acc_img(struct cc_access *a, uint8_t cls)
+{
+	return img_reserve_acc(a, cls) ? CC_EINTERNAL : CC_OK;
+}
+
+int txn_acc_found(struct txn *t, struct cc_access *a, const struct st_ref *ref)
+{
+	a->ref = *ref;
+	if (img_reserve_acc(a, a->ref.cls) != 0)
+		return CC_EINTERNAL;
+	img_header(a);
+	if (cache_pays(t->node, a->node))
+		cc_cache_put(t->ccw->cache, a->key, a->klen, a->hash, &a->ref);
+	return CC_OK;
+}
+
+int txn_acc_create(struct txn *t, struct cc_access *a)
+{
+	bool cached = cache_pays(t->node, a->node);
+	if (cached)
+		t->ccw->stats.addr_cache_misses++;
+	/* The lookup may yield, so its buffer is this coroutine's own. */
+	struct st_item *buf = cc_scratch_get(t->ccw);
+	if (!buf)
+		return CC_EINTERNAL;
+	int rc = st_create(&t->batch, st_region_coord(t->node->region), a->node, a->key, a->klen,
+			   a->hash, &a->ref, buf);
+	if (rc == 0 && img_reserve_acc(a, a->ref.cls) != 0)
+		rc = -ENOMEM;
+	if (rc) {
+		cc_scratch_put(t->ccw, buf);
+		if (rc != ST_EFULL && rc != -ENOMEM)
+			t->fatal = CC_EFAB;
+		return rc == ST_EFULL ? CC_EFULL : rc == -ENOMEM ? CC_EINTERNAL : CC_EFAB;
+	}
+	memcpy(a->img, buf, st_class_size(a->ref.cls));
+	cc_scratch_put(t->ccw, buf);
+	if (cached)
+		cc_cache_put(t->ccw->cache, a->key, a->klen, a->hash, &a->ref);
+	return CC_OK;
+}
+
+/*
+ * acc_get - the access of a key, resolving the key to its block (and
+ * creating a placeholder item) on first touch: the address cache, else
+ * the owner's index (finding the item, or creating an ABSENT placeholder
+ * for it).
+ */
+static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t h,
+			  struct cc_access **out)
+{
+	struct cc_access *a = acc_find(t, key, klen, h);
+	if (a) {
+		*out = a;
+		return CC_OK;
+	}
+	if (txn_acc_reserve(t, 1) != CC_OK)
+		return CC_EINTERNAL;
+	a = txn_acc_new(t, key, klen, h);
+	if (!a)
+		return CC_EINTERNAL;
+	if (!txn_acc_from_cache(t, a)) {
+		int rc = txn_acc_create(t, a);
+		if (rc) {
+			txn_acc_drop(t, a);
+			return rc;
+		}
+	}
+	txn_acc_add(t, a);
 	*out = a;
 	return CC_OK;
 }
@@ -241,7 +308,7 @@ static bool key_too_long(struct cc_node *n, size_t klen)
 	return klen > ck_pr_load_64(&n->limits.max_key_bytes);
 }
 
-static bool key_too_big(struct txn *t, size_t klen)
+bool txn_key_too_big(struct txn *t, size_t klen)
 {
 	return key_too_long(t->node, klen);
 }
@@ -261,7 +328,7 @@ static void visible(const struct cc_access *a, const char **val, size_t *vlen, b
 	*vlen = *found ? st_data_vlen(it->data) : 0;
 }
 
-static int ensure_read(struct txn *t, struct cc_access *a)
+int txn_acc_read(struct txn *t, struct cc_access *a)
 {
 	if (a->mode)
 		return CC_OK;
@@ -443,7 +510,7 @@ int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_
 		*vlen = 0;
 		return CC_OK;
 	}
-	if (key_too_big(t, klen)) { /* such a key cannot exist */
+	if (txn_key_too_big(t, klen)) { /* such a key cannot exist */
 		*found = false;
 		*val = NULL;
 		*vlen = 0;
@@ -462,7 +529,7 @@ int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_
 		return CC_OK;
 	}
 	if (rc == CC_OK)
-		rc = ensure_read(t, a);
+		rc = txn_acc_read(t, a);
 	if (rc != CC_OK)
 		return rc;
 	visible(a, val, vlen, found);
@@ -471,7 +538,7 @@ int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_
 
 int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver)
 {
-	if (key_too_big(t, klen)) {
+	if (txn_key_too_big(t, klen)) {
 		*ver = 0;
 		return CC_OK;
 	}
@@ -482,7 +549,7 @@ int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver)
 		return CC_OK;
 	}
 	if (rc == CC_OK)
-		rc = ensure_read(t, a);
+		rc = txn_acc_read(t, a);
 	if (rc == CC_OK)
 		*ver = a->img->ver;
 	return rc;
@@ -543,7 +610,7 @@ static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 int txn_set(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen)
 {
 	struct cc_node *n = t->node;
-	if (key_too_big(t, klen) ||
+	if (txn_key_too_big(t, klen) ||
 	    vlen > ck_pr_load_64(&n->limits.max_value_bytes) ||
 	    st_class_for((uint32_t)klen, (uint32_t)vlen) < 0)
 		return CC_ETOOBIG;

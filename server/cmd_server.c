@@ -969,13 +969,16 @@ static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
 		srv_sbuf_printf(x->b,
 				",abort_rate=%.4f,verbs_per_txn=%.2f,reads_per_txn=%.2f,"
 				"writes_per_txn=%.2f,cas_per_txn=%.2f,faa_per_txn=%.2f,"
-				"round_trips_per_txn=%.2f\r\n",
+				"round_trips_per_txn=%.2f,fetches=%llu,"
+				"fetch_round_trips_per_txn=%.2f\r\n",
 				ratio(aborts, ps->commits + aborts), ratio(verbs, ps->commits),
 				ratio(ps->fab.verbs[FAB_READ], ps->commits),
 				ratio(ps->fab.verbs[FAB_WRITE], ps->commits),
 				ratio(ps->fab.verbs[FAB_CAS], ps->commits),
 				ratio(ps->fab.verbs[FAB_FAA], ps->commits),
-				ratio(ps->fab.round_trips, ps->commits));
+				ratio(ps->fab.round_trips, ps->commits),
+				(unsigned long long)ps->fetches,
+				ratio(ps->fetch_round_trips, ps->commits));
 	}
 }
 

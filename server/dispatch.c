@@ -17,6 +17,7 @@
 #include "cc/txn.h"
 #include "server/client.h"
 #include "server/command.h"
+#include "server/declare.h"
 #include "server/multi.h"
 #include "server/node.h"
 #include "server/worker.h"
@@ -223,7 +224,12 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 		w->stats.absent_reads++;
 		return;
 	}
-	int rc = cc_run(w->ccw, one_body, &o);
+	struct srv_decl d;
+	srv_decl_init(&d);
+	srv_decl_command(&d, def, argc, argv);
+	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = one_body, .arg = &o };
+	int rc = cc_run(w->ccw, &tx);
+	srv_decl_free(&d);
 	if (rc != 0) {
 		out->len = o.mark;
 		srv_reply_txn_failed(out, n, rc);
@@ -338,7 +344,13 @@ void srv_group_run(struct worker *w, struct client *cl)
 		return;
 	}
 	struct group_run g = { .w = w, .cl = cl, .mark = cl->out.len };
-	int rc = cc_run(w->ccw, group_body, &g);
+	struct srv_decl d;
+	srv_decl_init(&d);
+	for (int i = 0; i < n; i++)
+		srv_decl_command(&d, cl->grp[i].def, cl->grp[i].argc, group_argv(cl, i));
+	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = group_body, .arg = &g };
+	int rc = cc_run(w->ccw, &tx);
+	srv_decl_free(&d);
 	if (rc == 0) {
 		w->stats.commands += (uint64_t)n;
 		w->stats.txn_groups++;

@@ -18,6 +18,7 @@
 #include "cc/txn.h"
 #include "server/client.h"
 #include "server/command.h"
+#include "server/declare.h"
 #include "server/dispatch.h"
 #include "server/node.h"
 #include "server/worker.h"
@@ -145,7 +146,17 @@ int cmd_exec(struct cmd_ctx *c)
 		return 0;
 	}
 	struct exec_run r = { .c = c, .mark = c->out->len };
-	int rc = cc_run(c->w->ccw, exec_body, &r);
+	/* The block's key set: the watched keys (read for their versions),
+	 * then every queued command's. */
+	struct srv_decl d;
+	srv_decl_init(&d);
+	for (int i = 0; i < cl->nwatched; i++)
+		srv_decl_key(&d, cl->watched[i].key, cl->watched[i].klen, CC_KEY_READ);
+	for (int i = 0; i < cl->mq_len; i++)
+		srv_decl_command(&d, cl->mq[i].def, cl->mq[i].argc, cl->mq[i].argv);
+	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = exec_body, .arg = &r };
+	int rc = cc_run(c->w->ccw, &tx);
+	srv_decl_free(&d);
 	if (rc != 0) {
 		c->out->len = r.mark;
 		srv_reply_txn_failed(c->out, c->node, rc);
@@ -190,7 +201,13 @@ int cmd_watch(struct cmd_ctx *c)
 		return 0;
 	}
 	struct watch_run r = { .c = c, .vers = vers };
-	int rc = cc_run(c->w->ccw, watch_body, &r);
+	struct srv_decl d;
+	srv_decl_init(&d);
+	for (int i = 1; i < c->argc; i++)
+		srv_decl_key(&d, c->argv[i].p, c->argv[i].len, CC_KEY_READ);
+	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = watch_body, .arg = &r };
+	int rc = cc_run(c->w->ccw, &tx);
+	srv_decl_free(&d);
 	if (rc != 0) {
 		resp_errorf(c->out, "ERR WATCH failed: %s", cc_strerror(rc));
 		goto out;

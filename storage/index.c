@@ -287,6 +287,45 @@ static int match_bucket(struct fab_batch *b, const struct st_layout *L, uint16_t
 	return M_NONE;
 }
 
+/* ---- the probe (st.h): lookups of many keys, batched ---- */
+
+void st_probe_post(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint64_t hash,
+		   uint64_t bucket[8])
+{
+	struct st_ways w;
+	st_ways_of(L, hash, &w);
+	fab_read(b, node, st_bucket_off(L, w.b[0]), bucket, 64);
+}
+
+int st_probe_candidate(const struct st_layout *L, uint64_t hash, const uint64_t bucket[8],
+		       uint64_t *off, uint8_t *cls)
+{
+	struct st_ways w;
+	st_ways_of(L, hash, &w);
+	int found = 0;
+	for (int j = 1; j <= ST_BUCKET_SLOTS; j++) {
+		uint64_t s = bucket[j];
+		uint64_t slab;
+		uint32_t idx;
+		if (!s || st_slot_tag(s) != w.tag || st_slot_way(s) != 0 ||
+		    st_block_locate(L, st_slot_off(s), st_slot_cls(s), &slab, &idx))
+			continue;
+		/* Two slots with our tag: a move in progress (both point at one
+		 * block) or a tag collision; either way, st_lookup's business. */
+		if (found++ && st_slot_off(s) != *off)
+			return ST_ENOTFOUND;
+		*off = st_slot_off(s);
+		*cls = st_slot_cls(s);
+	}
+	return found ? 0 : ST_ENOTFOUND;
+}
+
+int st_probe_match(const struct st_item *buf, const void *key, uint32_t klen, uint16_t node,
+		   uint8_t cls, uint64_t off, struct st_ref *ref)
+{
+	return match_block(buf, key, klen, node, cls, off, ref) == M_FOUND ? 0 : ST_ENOTFOUND;
+}
+
 /* Read ways [from, ST_WAYS) of a key, in way order (invariant (3)). */
 static void read_ways(struct fab_batch *b, const struct st_layout *L, uint16_t node,
 		      const struct st_ways *w, unsigned from, uint64_t bk[ST_WAYS][8])

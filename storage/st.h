@@ -332,6 +332,34 @@ int st_lookup(struct fab_batch *b, const struct st_layout *L, uint16_t node, con
 	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf);
 
 /*
+ * The probe: st_lookup's two round trips taken for many keys at once, by a
+ * coordinator that resolves a transaction's whole key set (cc's fetch
+ * stage). For every key, st_probe_post queues the READ of its primary
+ * bucket into its own 8 words; after the batch ran, st_probe_candidate
+ * names the one slot of that bucket whose tag and way are the key's; the
+ * caller queues the READ of that block (its class size) for every key,
+ * runs the batch, and st_probe_match says whether the block is the key's
+ * live block (ref filled) or not.
+ * A probe answers only "found": a key it misses (absent, in way 1 or 2,
+ * behind several candidate slots, moving, retired) is left to st_lookup or
+ * st_create, which decide absence with the restarts of the index's
+ * invariant (5). "Found" needs none: a live block holding the key, read
+ * through one of the key's slots, is what st_lookup returns too, and what
+ * an address cache holds (a caller checks it again at its own read, as it
+ * does a cached address).
+ */
+void st_probe_post(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint64_t hash,
+		   uint64_t bucket[8]);
+/* 0 with the candidate's offset and class, or ST_ENOTFOUND (no slot, or
+ * several: left to st_lookup). */
+int st_probe_candidate(const struct st_layout *L, uint64_t hash, const uint64_t bucket[8],
+		       uint64_t *off, uint8_t *cls);
+/* 0 with *ref (node, class, generation, offset) if buf, read from the
+ * candidate, is the key's live block; ST_ENOTFOUND otherwise. */
+int st_probe_match(const struct st_item *buf, const void *key, uint32_t klen, uint16_t node,
+		   uint8_t cls, uint64_t off, struct st_ref *ref);
+
+/*
  * st_create - find or create the item of a key. If absent, allocates a
  * block of the smallest class, writes a placeholder (ABSENT, vlen 0,
  * lock/ver/meta = 0) and inserts it in the index under the key's primary

@@ -106,6 +106,29 @@ static int nowait_read(struct txn *t, struct cc_access *a)
 	return t->proto->shared_locks ? lock_shared(t, a) : lock_exclusive(t, a);
 }
 
+/* The fetch stage's batched read in exclusive mode: every key's lock CAS
+ * and block READ in one batch (FORD's hitchhiking), reads and writes
+ * alike. Shared mode, an upgrade, and the free-but-tagged word take
+ * nowait_read alone. */
+static bool nowait_read_post(struct txn *t, struct cc_access *a)
+{
+	if (t->proto->shared_locks || acc_locked(a) || (a->pstate & ACC_SHARED))
+		return false;
+	a->stage[2] = ~0ull;
+	prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
+	prim_post_read_block(t, a); /* after the CAS: invariant (2) */
+	return true;
+}
+
+static int nowait_read_done(struct txn *t, struct cc_access *a)
+{
+	if (a->stage[2] == CC_SHARED_TAG << 56)
+		return CC_RETRY; /* free but still tagged: lock_exclusive knows */
+	if (a->stage[2] != 0)
+		return cc_abort_with(t, CC_CAUSE_LOCK);
+	return prim_lock_won(t, a);
+}
+
 static int nowait_write(struct txn *t, struct cc_access *a)
 {
 	return acc_locked(a) ? CC_OK : lock_exclusive(t, a);
@@ -124,7 +147,10 @@ static void nowait_abort(struct txn *t)
 
 const struct cc_protocol cc_nowait = {
 	.name = "nowait",
+	.fetch_locks_writes = true,
 	.read = nowait_read,
+	.read_post = nowait_read_post,
+	.read_done = nowait_read_done,
 	.write = nowait_write,
 	.commit = nowait_commit,
 	.abort = nowait_abort,

@@ -9,6 +9,8 @@
  * States and transitions:
  *   READING    --read: Double-Read of the item (One-Read, consistent image),
  *                remember ver-->                                   READING
+ *                (the fetch stage posts every declared key's Double-Read
+ *                in one batch: silo_read_post / silo_read_done)
  *              --write: as read, unless blind (never read by the txn) -->
  *   LOCKING    --commit: CAS lockb 0 -> owner on every written item not
  *                locked by a pessimistic read, and behind the CAS a READ of
@@ -84,6 +86,25 @@ static int silo_read(struct txn *t, struct cc_access *a)
 		return rc;
 	}
 	int rc = prim_read_consistent(t, a);
+	if (rc == CC_OK)
+		a->p[0] = a->img->ver;
+	return rc;
+}
+
+/* The fetch stage's batched read: every key's Double-Read in one batch
+ * (all nodes in flight together); a pessimistic read, and an image caught
+ * mid-install, take silo_read alone. */
+static bool silo_read_post(struct txn *t, struct cc_access *a)
+{
+	if (t->attempt >= SILO_PESSIMISTIC_AFTER || t->single_write || acc_locked(a))
+		return false;
+	prim_post_double_read(t, a);
+	return true;
+}
+
+static int silo_read_done(struct txn *t, struct cc_access *a)
+{
+	int rc = prim_double_read_done(t, a);
 	if (rc == CC_OK)
 		a->p[0] = a->img->ver;
 	return rc;
@@ -179,6 +200,8 @@ static void silo_abort(struct txn *t)
 const struct cc_protocol cc_silo = {
 	.name = "silo",
 	.read = silo_read,
+	.read_post = silo_read_post,
+	.read_done = silo_read_done,
 	.write = silo_write,
 	.commit = silo_commit,
 	.abort = silo_abort,

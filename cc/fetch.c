@@ -1,0 +1,230 @@
+/*
+ * fetch.c: the fetch stage of a declared transaction (DESIGN.md section 5,
+ * RCC's fetch-execute-commit; FORD 4.2's hitchhiked locking; RCBench's
+ * doorbell batching and outstanding requests).
+ *
+ * Before the body runs, every declared key gets its access, resolved and
+ * read, in as few round trips as the keys allow, each round one batch
+ * that reaches every node at once (fab_exec posts all nodes' parts, then
+ * waits for all):
+ *
+ *   RESOLVE  a key the address cache serves needs nothing. The others:
+ *            round 1 READs every key's primary bucket, round 2 READs the
+ *            block of every key's one candidate slot (st.h, the probe); a
+ *            key the probe does not find (absent, in a later way, several
+ *            candidates) is resolved alone with st_create, as the body
+ *            would have (its placeholder, if absent).
+ *   READ     round 3 posts every key's first read through the protocol's
+ *            read_post (silo: the Double-Read; nowait: the lock CAS and
+ *            the READ behind it), runs them, and finishes each with
+ *            read_done. A key the protocol cannot batch (no hook, a
+ *            pessimistic or shared read, an image caught mid-install) is
+ *            read alone with its `read`. Keys declared for writing only
+ *            are read (and so locked) only under a protocol that says
+ *            fetch_locks_writes; elsewhere they are written blind.
+ *
+ * So a transaction of cached keys fetches in one round trip, and one of
+ * uncached existing keys in three, where reading them key by key took
+ * two or three per key. The body then finds every declared access read:
+ * txn_get costs no fabric operation.
+ *
+ * Invariants:
+ *  (1) Fetching changes no outcome: each key ends as the body's first
+ *      touch would have left it (resolved to the same block, read by the
+ *      same protocol read, or not touched at all). A key fetch could not
+ *      do is left to the body, which reaches it through the usual path.
+ *  (2) Every read_post is matched by its read_done, even after another
+ *      access aborted, so a lock won in the batch is on record for the
+ *      abort to release (cc_protocol.read_done).
+ *  (3) An access enters t's table only once resolved; t's arrays are
+ *      grown for all of them first (txn_acc_reserve), so nothing moves
+ *      while batches that point into accesses are in flight.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc/cc.h"
+#include "cc/exec.h"
+#include "cc/exec_internal.h"
+#include "cc/node.h"
+
+struct fkey {
+	struct cc_access *a;
+	uint8_t access;          /* CC_KEY_* of every declaration of the key */
+	bool fresh;              /* made by this fetch, not yet in t's table */
+	bool cached;             /* resolved by the address cache */
+	bool probing;            /* resolution by the probe in progress */
+	uint8_t cls;             /* the probe's candidate */
+	uint64_t off;
+	uint64_t bucket[8];      /* the probe's primary bucket */
+};
+
+/* The entry of an access already listed (a key declared twice). */
+static struct fkey *find_listed(struct fkey *fk, int n, const struct cc_access *a)
+{
+	for (int i = n - 1; i >= 0; i--)
+		if (fk[i].a == a)
+			return &fk[i];
+	return NULL;
+}
+
+/* Accesses for every declared key; cached ones resolved, others probed. */
+static int list_keys(struct txn *t, const struct cc_key *keys, int nkeys, struct fkey *fk,
+		     int *nfk)
+{
+	int n = 0;
+	for (int i = 0; i < nkeys; i++) {
+		if (txn_key_too_big(t, keys[i].len))
+			continue; /* it cannot exist: the body says so */
+		uint64_t h = st_hash(keys[i].p, keys[i].len);
+		struct cc_access *a = txn_acc_find(t, keys[i].p, keys[i].len, h);
+		if (!a) {
+			struct fkey *dup = NULL;
+			for (int j = 0; j < n && !dup; j++)
+				if (fk[j].fresh && fk[j].a->hash == h && fk[j].a->klen == keys[i].len &&
+				    memcmp(fk[j].a->key, keys[i].p, keys[i].len) == 0)
+					dup = &fk[j];
+			if (dup) {
+				dup->access |= keys[i].access;
+				continue;
+			}
+			a = txn_acc_new(t, keys[i].p, keys[i].len, h);
+			if (!a)
+				break; /* out of memory: the body goes key by key */
+			fk[n] = (struct fkey){ .a = a, .access = keys[i].access, .fresh = true };
+			fk[n].cached = txn_acc_from_cache(t, a);
+			if (!fk[n].cached) {
+				fk[n].probing = true;
+				st_probe_post(&t->batch, t->node->layout, a->node, h, fk[n].bucket);
+			}
+			n++;
+			continue;
+		}
+		struct fkey *e = find_listed(fk, n, a);
+		if (e)
+			e->access |= keys[i].access;
+		else
+			fk[n++] = (struct fkey){ .a = a, .access = keys[i].access };
+	}
+	*nfk = n;
+	return CC_OK;
+}
+
+/* Rounds 1 and 2: the probe; then st_create for what it missed. */
+static int resolve(struct txn *t, struct fkey *fk, int n)
+{
+	bool any = false;
+	for (int i = 0; i < n; i++)
+		any |= fk[i].fresh && !fk[i].cached;
+	if (!any)
+		return CC_OK;
+	int rc = prim_exec(t);
+	if (rc)
+		return rc;
+	any = false;
+	for (int i = 0; i < n; i++) {
+		struct fkey *e = &fk[i];
+		if (!e->probing)
+			continue;
+		if (st_probe_candidate(t->node->layout, e->a->hash, e->bucket, &e->off, &e->cls) ||
+		    txn_acc_img(e->a, e->cls)) {
+			e->probing = false; /* st_create's */
+			continue;
+		}
+		fab_read(&t->batch, e->a->node, e->off, e->a->img, st_class_size(e->cls));
+		any = true;
+	}
+	if (any && (rc = prim_exec(t)))
+		return rc;
+	for (int i = 0; i < n; i++) {
+		struct fkey *e = &fk[i];
+		if (!e->fresh || e->cached)
+			continue;
+		struct st_ref ref;
+		bool found = e->probing && st_probe_match(e->a->img, e->a->key, e->a->klen,
+							  e->a->node, e->cls, e->off, &ref) == 0;
+		if (found && txn_acc_uses_cache(t, e->a))
+			t->ccw->stats.addr_cache_misses++;
+		rc = found ? txn_acc_found(t, e->a, &ref) : txn_acc_create(t, e->a);
+		if (rc == CC_EFAB)
+			return rc; /* t->fatal: the transaction fails whole */
+		if (rc) { /* no room for its placeholder: the body decides */
+			txn_acc_drop(t, e->a);
+			e->a = NULL;
+		}
+		e->probing = false;
+	}
+	return CC_OK;
+}
+
+/* Does the fetch read this key? */
+static bool wants_read(const struct txn *t, const struct fkey *e)
+{
+	if (!e->a || e->a->mode)
+		return false;
+	return (e->access & CC_KEY_READ) ||
+	       ((e->access & CC_KEY_WRITE) && t->proto->fetch_locks_writes);
+}
+
+/* Round 3: the protocol's first reads, batched where it can. */
+static int read_all(struct txn *t, struct fkey *fk, int n)
+{
+	const struct cc_protocol *p = t->proto;
+	bool *posted = calloc((size_t)n, sizeof(*posted));
+	if (!posted)
+		return CC_EINTERNAL;
+	bool any = false;
+	for (int i = 0; i < n; i++)
+		if (wants_read(t, &fk[i]) && p->read_post && p->read_post(t, fk[i].a))
+			any = posted[i] = true;
+	int rc = any ? prim_exec(t) : CC_OK;
+	if (rc) {
+		free(posted);
+		return rc;
+	}
+	int verdict = CC_OK;
+	for (int i = 0; i < n; i++) {
+		if (!posted[i])
+			continue;
+		int r = p->read_done(t, fk[i].a); /* invariant (2): every one */
+		if (r == CC_OK)
+			fk[i].a->mode |= ACC_R;
+		else if (r != CC_RETRY && verdict == CC_OK)
+			verdict = r;
+	}
+	free(posted);
+	for (int i = 0; i < n && verdict == CC_OK; i++)
+		if (wants_read(t, &fk[i]))
+			verdict = txn_acc_read(t, fk[i].a); /* not batched, or CC_RETRY */
+	return verdict;
+}
+
+int txn_fetch(struct txn *t, const struct cc_key *keys, int nkeys)
+{
+	/* Invariant (3): room for every key before any is resolved. */
+	if (txn_acc_reserve(t, nkeys) != CC_OK)
+		return CC_OK; /* out of memory: the body goes key by key */
+	struct fkey *fk = malloc((size_t)nkeys * sizeof(*fk));
+	if (!fk)
+		return CC_OK;
+	int n = 0;
+	int rc = list_keys(t, keys, nkeys, fk, &n);
+	if (rc == CC_OK)
+		rc = resolve(t, fk, n);
+	/* Resolved accesses join the transaction (its abort path releases
+	 * them); the rest go back to the pool. */
+	for (int i = 0; i < n; i++) {
+		if (!fk[i].fresh || !fk[i].a)
+			continue;
+		if (rc == CC_OK) {
+			txn_acc_add(t, fk[i].a);
+		} else {
+			txn_acc_drop(t, fk[i].a);
+			fk[i].a = NULL;
+		}
+	}
+	if (rc == CC_OK)
+		rc = read_all(t, fk, n);
+	free(fk);
+	return rc == CC_EINTERNAL ? CC_OK : rc;
+}
