@@ -22,10 +22,11 @@ test: build
 
 # The long serializability check (minutes; README.md "Checking
 # serializability"). Extra options for tests/checker/run.py in CHECK_ARGS,
-# e.g. make check-serializable CHECK_ARGS="--duration 120".
+# e.g. make check-serializable CHECK_ARGS="--duration 120". Paths are
+# absolute: run.py starts its servers in temporary directories.
 check-serializable: build
-	@RCKV_SERVER=$(BUILD)/rckv-server /usr/bin/python3 tests/checker/run.py --long \
-		--out $(BUILD)/checker-histories $(CHECK_ARGS)
+	@RCKV_SERVER=$(abspath $(BUILD))/rckv-server /usr/bin/python3 tests/checker/run.py --long \
+		--out $(abspath $(BUILD))/checker-histories $(CHECK_ARGS)
 
 # redis-benchmark's GET/SET/INCR/MSET table, then rckv-bench's YCSB runs
 # against redis-server and the sweep charts, then every protocol on a

@@ -240,6 +240,21 @@ TOPOLOGIES = {"single": SingleTopology, "shm3": Shm3Topology, "tcp3": Tcp3Topolo
 CLUSTER_TOPOLOGIES = ("shm3", "tcp3")
 
 
+def resolve_server_binary():
+    """Make the server binary's path absolute in RCKV_SERVER, once, before
+    any server starts: the servers run in temporary directories
+    (rckvtest.Server, cluster.py), where a path relative to the caller's
+    directory names nothing. Returns (path, None), or (path, why) when it
+    cannot be run, for a one-line error."""
+    path = os.path.abspath(rckvtest.server_binary())
+    os.environ["RCKV_SERVER"] = path
+    if not os.path.exists(path):
+        return path, "does not exist (build first: make build, or set RCKV_SERVER)"
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return path, "is not an executable file (set RCKV_SERVER to the rckv-server binary)"
+    return path, None
+
+
 def discover_protocols(admin):
     """The protocols the server offers, from its reply to a bogus name."""
     try:
@@ -680,6 +695,11 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep histories of passing runs too")
     ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args(argv)
+
+    server, why = resolve_server_binary()
+    if why:
+        print("%s: error: server binary %s %s" % (ap.prog, server, why), file=sys.stderr)
+        return 2
 
     duration = args.duration or (30.0 if args.long else 10.0)
     topologies = args.topology or (["single"] + list(CLUSTER_TOPOLOGIES) if args.long
