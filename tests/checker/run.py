@@ -3,6 +3,7 @@
 
   /usr/bin/python3 tests/checker/run.py                 # short: every protocol, ~10 s each
   /usr/bin/python3 tests/checker/run.py --long          # what `make check-serializable` runs
+  /usr/bin/python3 tests/checker/run.py --quick         # --long cut to about 20 minutes
   /usr/bin/python3 tests/checker/run.py --protocol silo --zipf 0.99 --keys 8 --duration 60
   /usr/bin/python3 tests/checker/run.py --protocol silo --fault --duration 30
   /usr/bin/python3 tests/checker/run.py --topology tcp3 --protocol nowait --keys 64
@@ -12,7 +13,12 @@ A run starts a topology, loads it with client threads that record every
 transaction (history.py), optionally switches the protocol or kill -9s and
 restarts a node in the middle, stops the load, reads every key it used
 (final reads), stops the servers and checks the history (checker.py).
-Histories of failing runs are kept.
+Histories of failing runs are kept. The suites (short, quick, long) are
+the rows of SUITES.
+
+RCKV_SERVER names the server binary (default build/rckv-server); a
+relative path is made absolute at start, since the servers run in
+temporary directories.
 
 Topologies: `single` (one node), `shm3` and `tcp3` (a 3-node cluster,
 tests/integration/cluster.py, on the shm or the tcp fabric). On a cluster
@@ -604,46 +610,81 @@ class _StallWatch:
 
 # ---------------------------------------------------------------- suites
 
-def suite(protocols, duration, long_mode, topology="single", with_none=True):
-    """The runs of `make check-serializable` (long) or of a quick check, on
-    one topology.
+class Suite:
+    """Which runs a suite makes on each topology (suite() builds them).
 
-    Per protocol: list-append at high contention (zipf 0.99 over 8 keys)
-    and, in the long suite, also low contention (zipf 0.0) and 64 keys; all
-    with the fabric delay that makes a worker's coroutines interleave
-    inside transactions, plus one run without it (far more transactions,
-    parallel only across worker threads); the bank; kill -9 faults (on a
-    cluster, of a random node each time). Then one run that switches
-    protocols in the middle, and the runs under `none` that must find
-    anomalies."""
+    duration: default seconds of load per run. Per protocol:
+      cells: (zipf, hot keys) of the list-append runs, `duration` each;
+      bank: a bank run of duration / 2;
+      nodelay: a list-append run (zipf 0.99, 8 keys) without the fabric
+        delay, duration / 2: far more transactions, parallel only across
+        worker threads;
+      fault, bank_fault: a list-append / bank run with kill -9 faults, as
+        (kills on one node, kills on a cluster, run length as a fraction of
+        duration), or None for no such run.
+    Per topology:
+      switch_rounds: a list-append run that switches through every protocol
+        this many times (when there are two or more);
+      none, bank_none: a list-append / bank run under `none`, which must
+        find anomalies (min(duration, 15) s each; not with --no-none)."""
+
+    def __init__(self, duration, cells, bank=True, nodelay=False, fault=None,
+                 bank_fault=None, switch_rounds=1, none=True, bank_none=False):
+        self.__dict__.update(locals())
+        del self.__dict__["self"]
+
+
+# The suites, by the option that selects one. "quick" is "long" cut to
+# about a fifth of its length: every protocol on every topology still, at
+# the two extremes of contention of the long matrix (zipf 0.99 over 8
+# keys, zipf 0.0 over 64), with the bank and a kill -9 run per protocol,
+# the switch run and both runs under `none`. It drops the cells in between
+# (zipf 0.0 over 8 keys, zipf 0.99 over 64), the run without fabric delay
+# and the bank under kill -9, and each run is a third as long.
+SUITES = {
+    "short": Suite(10.0, cells=((0.99, 8),)),
+    "quick": Suite(10.0, cells=((0.99, 8), (0.0, 64)), fault=(1, 3, 1.0), bank_none=True),
+    "long": Suite(30.0, cells=((0.0, 8), (0.0, 64), (0.99, 8), (0.99, 64)), nodelay=True,
+                  fault=(2, 6, 1.0), bank_fault=(1, 4, 0.5), switch_rounds=3, bank_none=True),
+}
+
+
+def suite(protocols, duration, kind="short", topology="single", with_none=True):
+    """The runs of the suite SUITES[kind] on one topology, `duration`
+    seconds per run (see Suite for what each run lasts). The long one is
+    `make check-serializable`, the short one run.py's default; kill -9
+    faults hit a random node of a cluster each time."""
+    su = SUITES[kind]
     specs = []
-    zipfs = (0.0, 0.99) if long_mode else (0.99,)
-    keyss = (8, 64) if long_mode else (8,)
-    faults = True
     t = dict(topology=topology)
+    on_cluster = topology in CLUSTER_TOPOLOGIES
     for p in protocols:
-        for z in zipfs:
-            for k in keyss:
-                specs.append(RunSpec("append-z%.2f-k%d" % (z, k), p, keys=k, zipf=z,
-                                     duration=duration, **t))
-        specs.append(RunSpec("bank", p, workload="bank", duration=duration / 2, **t))
-        if long_mode:
+        for z, k in su.cells:
+            specs.append(RunSpec("append-z%.2f-k%d" % (z, k), p, keys=k, zipf=z,
+                                 duration=duration, **t))
+        if su.bank:
+            specs.append(RunSpec("bank", p, workload="bank", duration=duration / 2, **t))
+        if su.nodelay:
             specs.append(RunSpec("append-nodelay-z0.99-k8", p, duration=duration / 2,
                                  fabric_delay_us=0, **t))
-        if long_mode and faults:
-            specs.append(RunSpec("fault-kill9", p, duration=duration,
-                                 faults=2 if topology == "single" else 6, **t))
-            specs.append(RunSpec("bank-fault-kill9", p, workload="bank", duration=duration / 2,
-                                 faults=1 if topology == "single" else 4, **t))
-    if len(protocols) > 1:
+        if su.fault:
+            one, three, part = su.fault
+            specs.append(RunSpec("fault-kill9", p, duration=duration * part,
+                                 faults=three if on_cluster else one, **t))
+        if su.bank_fault:
+            one, three, part = su.bank_fault
+            specs.append(RunSpec("bank-fault-kill9", p, workload="bank",
+                                 duration=duration * part,
+                                 faults=three if on_cluster else one, **t))
+    if len(protocols) > 1 and su.switch_rounds:
         specs.append(RunSpec("switch", protocols[0], duration=duration,
-                             switch=list(protocols) * (3 if long_mode else 1), **t))
-    if with_none:
+                             switch=list(protocols) * su.switch_rounds, **t))
+    if with_none and su.none:
         specs.append(RunSpec("must-find-anomalies", BROKEN_PROTOCOL,
                              duration=min(duration, 15.0), **t))
-        if long_mode:
-            specs.append(RunSpec("bank-must-find-anomalies", BROKEN_PROTOCOL, workload="bank",
-                                 duration=min(duration, 15.0), **t))
+    if with_none and su.bank_none:
+        specs.append(RunSpec("bank-must-find-anomalies", BROKEN_PROTOCOL, workload="bank",
+                             duration=min(duration, 15.0), **t))
     return specs
 
 
@@ -654,16 +695,24 @@ def main(argv=None):
         epilog="Topologies: 'single' is one node; 'shm3' and 'tcp3' are a 3-node cluster "
                "on the shm and the tcp fabric, with client threads spread over the nodes "
                "and hot keys placed on every node (RCKV KEYNODE), so that transactions span "
-               "nodes. kill -9 faults run on 'single' only.")
+               "nodes. kill -9 faults hit a random node of a cluster each time. --long and "
+               "--quick: the last one given wins (`make check-serializable "
+               "CHECK_ARGS=--quick` runs the quick suite).")
     ap.add_argument("--topology", choices=sorted(TOPOLOGIES), action="append",
                     help="where to run (repeatable): 'single' = one node, 'shm3'/'tcp3' = a "
                          "3-node cluster on the shm/tcp fabric. Default: single, or all three "
-                         "with --long")
-    ap.add_argument("--long", action="store_true",
-                    help="the full matrix of `make check-serializable`, on every topology "
-                         "unless --topology is given: every protocol x zipf 0.0/0.99 x 8/64 "
-                         "keys, bank, kill -9 faults (single node), a switch run, and `none` "
-                         "(which must fail)")
+                         "with --long or --quick")
+    ap.add_argument("--long", dest="suite", action="store_const", const="long",
+                    default="short",
+                    help="the full matrix of `make check-serializable` (about 1.5 hours), on "
+                         "every topology unless --topology is given: every protocol x zipf "
+                         "0.0/0.99 x 8/64 keys, with and without fabric delay, bank, kill -9 "
+                         "faults, a switch run, and `none` (which must fail)")
+    ap.add_argument("--quick", dest="suite", action="store_const", const="quick",
+                    help="--long cut to about 20 minutes: every protocol on every topology "
+                         "unless --topology is given, zipf 0.99 over 8 keys and zipf 0.0 over "
+                         "64, bank, a kill -9 run per protocol, a switch run, and `none` "
+                         "(list-append and bank, which must fail); 10 s per run")
     ap.add_argument("--duration", type=float, default=None,
                     help="seconds per run (default 10, or 30 with --long)")
     ap.add_argument("--protocol", action="append",
@@ -677,8 +726,8 @@ def main(argv=None):
                     help="client threads per run (default %d, or %d on a cluster: %d per node)"
                          % (DEFAULT_CLIENTS, CLUSTER_CLIENTS, CLUSTER_CLIENTS // 3))
     ap.add_argument("--fault", type=int, nargs="?", const=1, default=0, metavar="N",
-                    help="kill -9 and restart the node N times during a single run "
-                         "(topology single only)")
+                    help="kill -9 and restart a node N times during a single run (on a "
+                         "cluster, a random node each time)")
     ap.add_argument("--switch", action="store_true",
                     help="single run: cycle CONFIG SET cc through the protocols mid-run")
     ap.add_argument("--switch-every", type=float, default=None, metavar="S",
@@ -701,9 +750,9 @@ def main(argv=None):
         print("%s: error: server binary %s %s" % (ap.prog, server, why), file=sys.stderr)
         return 2
 
-    duration = args.duration or (30.0 if args.long else 10.0)
-    topologies = args.topology or (["single"] + list(CLUSTER_TOPOLOGIES) if args.long
-                                   else ["single"])
+    duration = args.duration or SUITES[args.suite].duration
+    topologies = args.topology or (["single"] + list(CLUSTER_TOPOLOGIES)
+                                   if args.suite != "short" else ["single"])
     topologies = list(dict.fromkeys(topologies))  # once each, in the order given
     out = args.out or tempfile.mkdtemp(prefix="rckv-checker-")
     os.makedirs(out, exist_ok=True)
@@ -732,7 +781,7 @@ def main(argv=None):
     else:
         specs = []
         for topo in topologies:
-            specs += suite(protocols, duration, args.long, topo, with_none=not args.no_none)
+            specs += suite(protocols, duration, args.suite, topo, with_none=not args.no_none)
         for s in specs:
             if args.fabric_delay_us is not None:
                 s.fabric_delay_us = args.fabric_delay_us
