@@ -14,7 +14,8 @@ transaction (history.py), optionally switches the protocol or kill -9s and
 restarts a node in the middle, stops the load, reads every key it used
 (final reads), stops the servers and checks the history (checker.py).
 Histories of failing runs are kept. The suites (short, quick, long) are
-the rows of SUITES.
+the rows of SUITES. The last line printed says how many runs passed and
+failed and the wall time.
 
 RCKV_SERVER names the server binary (default build/rckv-server); a
 relative path is made absolute at start, since the servers run in
@@ -745,6 +746,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args(argv)
 
+    started = time.monotonic()
     server, why = resolve_server_binary()
     if why:
         print("%s: error: server binary %s %s" % (ap.prog, server, why), file=sys.stderr)
@@ -791,68 +793,98 @@ def main(argv=None):
             if args.seed is not None:
                 s.seed = args.seed
 
+    print("%d runs, %.0f min of load (plus each run's start, final reads and check)"
+          % (len(specs), sum(sp.duration for sp in specs) / 60), flush=True)
     failures = 0
     results = []
-    for i, spec in enumerate(specs, 1):
-        path = os.path.join(out, "%02d-%s-%s-%s.jsonl" % (i, spec.topology, spec.name,
-                                                           spec.protocol))
-        print("[%d/%d] %s" % (i, len(specs), spec.describe()), flush=True)
-        try:
-            r = run(spec, path)
-        except Exception as e:
-            failures += 1
-            print("   ERROR: %s" % e, flush=True)
-            if os.path.exists(path):
-                print("   history so far kept: %s (replay: /usr/bin/python3 %s %s --realtime)"
-                      % (path, os.path.join(HERE, "checker.py"), path), flush=True)
-            continue
-        results.append(r)
-        expect_anomalies = spec.protocol == BROKEN_PROTOCOL
-        bad = (r.result.valid() == expect_anomalies) or r.client_errors
-        print("   %s  [%.1f s%s]" % (r.line(), r.elapsed,
-                                     "; " + ", ".join(r.events) if r.events else ""),
+    done = 0
+    try:
+        for i, spec in enumerate(specs, 1):
+            path = os.path.join(out, "%02d-%s-%s-%s.jsonl" % (i, spec.topology, spec.name,
+                                                               spec.protocol))
+            print("[%d/%d] %s" % (i, len(specs), spec.describe()), flush=True)
+            r, bad = _run_and_report(spec, path, args.keep)
+            done += 1
+            failures += bad
+            if r is not None:
+                results.append(r)
+    finally:
+        # Also when stopped part-way (Ctrl-C, SIGTERM): what ran, and how
+        # it went; the run in progress then is not counted.
+        total = sum(r.checked for r in results if r.spec.protocol != BROKEN_PROTOCOL)
+        print("\nsummary: %d runs, %d transactions checked under real protocols, %d failures"
+              % (done, total, failures))
+        for r in results:
+            print("  " + r.line())
+        if not args.out and not os.listdir(out):
+            os.rmdir(out)
+        elif os.path.isdir(out):
+            print("histories: %s" % out)
+        ran = ("%d runs" % done if done == len(specs)
+               else "stopped after %d of %d runs" % (done, len(specs)))
+        print("result: %s: %d passed, %d failed; wall time %s"
+              % (ran, done - failures, failures, _minutes(time.monotonic() - started)),
               flush=True)
-        if r.span.get("committed"):
-            print("   %d of %d committed transactions span nodes; operations per node: %s"
-                  % (r.span["cross"], r.span["committed"],
-                     ", ".join("%s: %d" % kv for kv in sorted(r.span["ops_per_node"].items(),
-                                                                key=str))))
-        for e in r.client_errors:
-            print("   client error: %s" % e)
-        if bad:
-            failures += 1
-            if expect_anomalies:
-                print("   FAIL: `none` has no concurrency control, yet the checker found "
-                      "nothing: the checker is blind or the load too gentle")
-            else:
-                print(r.result.report())
-            print("   history kept: %s (replay: /usr/bin/python3 %s %s%s)"
-                  % (path, os.path.join(HERE, "checker.py"), path,
-                     " --realtime" if spec.realtime else ""))
-        elif expect_anomalies:
-            cyc = r.cross_node_cycles()
-            if cyc:
-                print("   %d of the %d dependency cycles kept as examples span nodes"
-                      % (cyc[1], cyc[0]))
-            print("   (expected) first anomaly under `none`:")
-            kinds = [k for k in checker.CYCLE_KINDS if k in r.result.details]
-            kind = (kinds or sorted(r.result.details))[0]
-            print("   " + r.result.details[kind][0]["text"].replace("\n", "\n   "))
-            if not args.keep:
-                os.remove(path)
-        elif not args.keep:
-            os.remove(path)
-
-    total = sum(r.checked for r in results if r.spec.protocol != BROKEN_PROTOCOL)
-    print("\nsummary: %d runs, %d transactions checked under real protocols, %d failures"
-          % (len(specs), total, failures))
-    for r in results:
-        print("  " + r.line())
-    if not args.out and not os.listdir(out):
-        os.rmdir(out)
-    elif os.path.isdir(out):
-        print("histories: %s" % out)
     return 1 if failures else 0
+
+
+def _run_and_report(spec, path, keep):
+    """Run one spec and print how it went. Returns (RunResult or None when
+    the run could not complete, whether it failed). A run under `none`
+    passes when the checker finds anomalies. Deletes the history of a
+    passing run unless `keep`."""
+    try:
+        r = run(spec, path)
+    except Exception as e:
+        print("   ERROR: %s" % e, flush=True)
+        if os.path.exists(path):
+            print("   history so far kept: %s (replay: /usr/bin/python3 %s %s --realtime)"
+                  % (path, os.path.join(HERE, "checker.py"), path), flush=True)
+        return None, True
+    expect_anomalies = spec.protocol == BROKEN_PROTOCOL
+    bad = (r.result.valid() == expect_anomalies) or bool(r.client_errors)
+    print("   %s  [%.1f s%s]" % (r.line(), r.elapsed,
+                                 "; " + ", ".join(r.events) if r.events else ""),
+          flush=True)
+    if r.span.get("committed"):
+        print("   %d of %d committed transactions span nodes; operations per node: %s"
+              % (r.span["cross"], r.span["committed"],
+                 ", ".join("%s: %d" % kv for kv in sorted(r.span["ops_per_node"].items(),
+                                                            key=str))))
+    for e in r.client_errors:
+        print("   client error: %s" % e)
+    if bad:
+        if expect_anomalies:
+            print("   FAIL: `none` has no concurrency control, yet the checker found "
+                  "nothing: the checker is blind or the load too gentle")
+        else:
+            print(r.result.report())
+        print("   history kept: %s (replay: /usr/bin/python3 %s %s%s)"
+              % (path, os.path.join(HERE, "checker.py"), path,
+                 " --realtime" if spec.realtime else ""))
+    elif expect_anomalies:
+        cyc = r.cross_node_cycles()
+        if cyc:
+            print("   %d of the %d dependency cycles kept as examples span nodes"
+                  % (cyc[1], cyc[0]))
+        print("   (expected) first anomaly under `none`:")
+        kinds = [k for k in checker.CYCLE_KINDS if k in r.result.details]
+        kind = (kinds or sorted(r.result.details))[0]
+        print("   " + r.result.details[kind][0]["text"].replace("\n", "\n   "))
+        if not keep:
+            os.remove(path)
+    elif not keep:
+        os.remove(path)
+    return r, bad
+
+
+def _minutes(seconds):
+    """A duration for people: "1 h 05 min 12 s", "18 min 40 s", "9.5 s"."""
+    if seconds < 60:
+        return "%.1f s" % seconds
+    m, sec = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return ("%d h %02d min %02d s" % (h, m, sec)) if h else ("%d min %02d s" % (m, sec))
 
 
 def _with(spec, **kw):
