@@ -793,8 +793,8 @@ def main(argv=None):
             if args.seed is not None:
                 s.seed = args.seed
 
-    print("%d runs, %.0f min of load (plus each run's start, final reads and check)"
-          % (len(specs), sum(sp.duration for sp in specs) / 60), flush=True)
+    print("%d runs, %s of load (plus each run's start, final reads and check)"
+          % (len(specs), _minutes(sum(sp.duration for sp in specs))), flush=True)
     failures = 0
     results = []
     done = 0
