@@ -3,6 +3,7 @@
 
   /usr/bin/python3 tests/checker/run.py                 # short: every protocol, ~10 s each
   /usr/bin/python3 tests/checker/run.py --long          # what `make check-serializable` runs
+  /usr/bin/python3 tests/checker/run.py --quick         # --long cut to about 20 minutes
   /usr/bin/python3 tests/checker/run.py --protocol silo --zipf 0.99 --keys 8 --duration 60
   /usr/bin/python3 tests/checker/run.py --protocol silo --fault --duration 30
   /usr/bin/python3 tests/checker/run.py --topology tcp3 --protocol nowait --keys 64
@@ -12,7 +13,13 @@ A run starts a topology, loads it with client threads that record every
 transaction (history.py), optionally switches the protocol or kill -9s and
 restarts a node in the middle, stops the load, reads every key it used
 (final reads), stops the servers and checks the history (checker.py).
-Histories of failing runs are kept.
+Histories of failing runs are kept. The suites (short, quick, long) are
+the rows of SUITES. The last line printed says how many runs passed and
+failed and the wall time.
+
+RCKV_SERVER names the server binary (default build/rckv-server); a
+relative path is made absolute at start, since the servers run in
+temporary directories.
 
 Topologies: `single` (one node), `shm3` and `tcp3` (a 3-node cluster,
 tests/integration/cluster.py, on the shm or the tcp fabric). On a cluster
@@ -238,6 +245,21 @@ class Tcp3Topology(ClusterTopology):
 
 TOPOLOGIES = {"single": SingleTopology, "shm3": Shm3Topology, "tcp3": Tcp3Topology}
 CLUSTER_TOPOLOGIES = ("shm3", "tcp3")
+
+
+def resolve_server_binary():
+    """Make the server binary's path absolute in RCKV_SERVER, once, before
+    any server starts: the servers run in temporary directories
+    (rckvtest.Server, cluster.py), where a path relative to the caller's
+    directory names nothing. Returns (path, None), or (path, why) when it
+    cannot be run, for a one-line error."""
+    path = os.path.abspath(rckvtest.server_binary())
+    os.environ["RCKV_SERVER"] = path
+    if not os.path.exists(path):
+        return path, "does not exist (build first: make build, or set RCKV_SERVER)"
+    if not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return path, "is not an executable file (set RCKV_SERVER to the rckv-server binary)"
+    return path, None
 
 
 def discover_protocols(admin):
@@ -589,46 +611,81 @@ class _StallWatch:
 
 # ---------------------------------------------------------------- suites
 
-def suite(protocols, duration, long_mode, topology="single", with_none=True):
-    """The runs of `make check-serializable` (long) or of a quick check, on
-    one topology.
+class Suite:
+    """Which runs a suite makes on each topology (suite() builds them).
 
-    Per protocol: list-append at high contention (zipf 0.99 over 8 keys)
-    and, in the long suite, also low contention (zipf 0.0) and 64 keys; all
-    with the fabric delay that makes a worker's coroutines interleave
-    inside transactions, plus one run without it (far more transactions,
-    parallel only across worker threads); the bank; kill -9 faults (on a
-    cluster, of a random node each time). Then one run that switches
-    protocols in the middle, and the runs under `none` that must find
-    anomalies."""
+    duration: default seconds of load per run. Per protocol:
+      cells: (zipf, hot keys) of the list-append runs, `duration` each;
+      bank: a bank run of duration / 2;
+      nodelay: a list-append run (zipf 0.99, 8 keys) without the fabric
+        delay, duration / 2: far more transactions, parallel only across
+        worker threads;
+      fault, bank_fault: a list-append / bank run with kill -9 faults, as
+        (kills on one node, kills on a cluster, run length as a fraction of
+        duration), or None for no such run.
+    Per topology:
+      switch_rounds: a list-append run that switches through every protocol
+        this many times (when there are two or more);
+      none, bank_none: a list-append / bank run under `none`, which must
+        find anomalies (min(duration, 15) s each; not with --no-none)."""
+
+    def __init__(self, duration, cells, bank=True, nodelay=False, fault=None,
+                 bank_fault=None, switch_rounds=1, none=True, bank_none=False):
+        self.__dict__.update(locals())
+        del self.__dict__["self"]
+
+
+# The suites, by the option that selects one. "quick" is "long" cut to
+# about a fifth of its length: every protocol on every topology still, at
+# the two extremes of contention of the long matrix (zipf 0.99 over 8
+# keys, zipf 0.0 over 64), with the bank and a kill -9 run per protocol,
+# the switch run and both runs under `none`. It drops the cells in between
+# (zipf 0.0 over 8 keys, zipf 0.99 over 64), the run without fabric delay
+# and the bank under kill -9, and each run is a third as long.
+SUITES = {
+    "short": Suite(10.0, cells=((0.99, 8),)),
+    "quick": Suite(10.0, cells=((0.99, 8), (0.0, 64)), fault=(1, 3, 1.0), bank_none=True),
+    "long": Suite(30.0, cells=((0.0, 8), (0.0, 64), (0.99, 8), (0.99, 64)), nodelay=True,
+                  fault=(2, 6, 1.0), bank_fault=(1, 4, 0.5), switch_rounds=3, bank_none=True),
+}
+
+
+def suite(protocols, duration, kind="short", topology="single", with_none=True):
+    """The runs of the suite SUITES[kind] on one topology, `duration`
+    seconds per run (see Suite for what each run lasts). The long one is
+    `make check-serializable`, the short one run.py's default; kill -9
+    faults hit a random node of a cluster each time."""
+    su = SUITES[kind]
     specs = []
-    zipfs = (0.0, 0.99) if long_mode else (0.99,)
-    keyss = (8, 64) if long_mode else (8,)
-    faults = True
     t = dict(topology=topology)
+    on_cluster = topology in CLUSTER_TOPOLOGIES
     for p in protocols:
-        for z in zipfs:
-            for k in keyss:
-                specs.append(RunSpec("append-z%.2f-k%d" % (z, k), p, keys=k, zipf=z,
-                                     duration=duration, **t))
-        specs.append(RunSpec("bank", p, workload="bank", duration=duration / 2, **t))
-        if long_mode:
+        for z, k in su.cells:
+            specs.append(RunSpec("append-z%.2f-k%d" % (z, k), p, keys=k, zipf=z,
+                                 duration=duration, **t))
+        if su.bank:
+            specs.append(RunSpec("bank", p, workload="bank", duration=duration / 2, **t))
+        if su.nodelay:
             specs.append(RunSpec("append-nodelay-z0.99-k8", p, duration=duration / 2,
                                  fabric_delay_us=0, **t))
-        if long_mode and faults:
-            specs.append(RunSpec("fault-kill9", p, duration=duration,
-                                 faults=2 if topology == "single" else 6, **t))
-            specs.append(RunSpec("bank-fault-kill9", p, workload="bank", duration=duration / 2,
-                                 faults=1 if topology == "single" else 4, **t))
-    if len(protocols) > 1:
+        if su.fault:
+            one, three, part = su.fault
+            specs.append(RunSpec("fault-kill9", p, duration=duration * part,
+                                 faults=three if on_cluster else one, **t))
+        if su.bank_fault:
+            one, three, part = su.bank_fault
+            specs.append(RunSpec("bank-fault-kill9", p, workload="bank",
+                                 duration=duration * part,
+                                 faults=three if on_cluster else one, **t))
+    if len(protocols) > 1 and su.switch_rounds:
         specs.append(RunSpec("switch", protocols[0], duration=duration,
-                             switch=list(protocols) * (3 if long_mode else 1), **t))
-    if with_none:
+                             switch=list(protocols) * su.switch_rounds, **t))
+    if with_none and su.none:
         specs.append(RunSpec("must-find-anomalies", BROKEN_PROTOCOL,
                              duration=min(duration, 15.0), **t))
-        if long_mode:
-            specs.append(RunSpec("bank-must-find-anomalies", BROKEN_PROTOCOL, workload="bank",
-                                 duration=min(duration, 15.0), **t))
+    if with_none and su.bank_none:
+        specs.append(RunSpec("bank-must-find-anomalies", BROKEN_PROTOCOL, workload="bank",
+                             duration=min(duration, 15.0), **t))
     return specs
 
 
@@ -639,16 +696,24 @@ def main(argv=None):
         epilog="Topologies: 'single' is one node; 'shm3' and 'tcp3' are a 3-node cluster "
                "on the shm and the tcp fabric, with client threads spread over the nodes "
                "and hot keys placed on every node (RCKV KEYNODE), so that transactions span "
-               "nodes. kill -9 faults run on 'single' only.")
+               "nodes. kill -9 faults hit a random node of a cluster each time. --long and "
+               "--quick: the last one given wins (`make check-serializable "
+               "CHECK_ARGS=--quick` runs the quick suite).")
     ap.add_argument("--topology", choices=sorted(TOPOLOGIES), action="append",
                     help="where to run (repeatable): 'single' = one node, 'shm3'/'tcp3' = a "
                          "3-node cluster on the shm/tcp fabric. Default: single, or all three "
-                         "with --long")
-    ap.add_argument("--long", action="store_true",
-                    help="the full matrix of `make check-serializable`, on every topology "
-                         "unless --topology is given: every protocol x zipf 0.0/0.99 x 8/64 "
-                         "keys, bank, kill -9 faults (single node), a switch run, and `none` "
-                         "(which must fail)")
+                         "with --long or --quick")
+    ap.add_argument("--long", dest="suite", action="store_const", const="long",
+                    default="short",
+                    help="the full matrix of `make check-serializable` (about 1.5 hours), on "
+                         "every topology unless --topology is given: every protocol x zipf "
+                         "0.0/0.99 x 8/64 keys, with and without fabric delay, bank, kill -9 "
+                         "faults, a switch run, and `none` (which must fail)")
+    ap.add_argument("--quick", dest="suite", action="store_const", const="quick",
+                    help="--long cut to about 20 minutes: every protocol on every topology "
+                         "unless --topology is given, zipf 0.99 over 8 keys and zipf 0.0 over "
+                         "64, bank, a kill -9 run per protocol, a switch run, and `none` "
+                         "(list-append and bank, which must fail); 10 s per run")
     ap.add_argument("--duration", type=float, default=None,
                     help="seconds per run (default 10, or 30 with --long)")
     ap.add_argument("--protocol", action="append",
@@ -662,8 +727,8 @@ def main(argv=None):
                     help="client threads per run (default %d, or %d on a cluster: %d per node)"
                          % (DEFAULT_CLIENTS, CLUSTER_CLIENTS, CLUSTER_CLIENTS // 3))
     ap.add_argument("--fault", type=int, nargs="?", const=1, default=0, metavar="N",
-                    help="kill -9 and restart the node N times during a single run "
-                         "(topology single only)")
+                    help="kill -9 and restart a node N times during a single run (on a "
+                         "cluster, a random node each time)")
     ap.add_argument("--switch", action="store_true",
                     help="single run: cycle CONFIG SET cc through the protocols mid-run")
     ap.add_argument("--switch-every", type=float, default=None, metavar="S",
@@ -681,9 +746,15 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None)
     args = ap.parse_args(argv)
 
-    duration = args.duration or (30.0 if args.long else 10.0)
-    topologies = args.topology or (["single"] + list(CLUSTER_TOPOLOGIES) if args.long
-                                   else ["single"])
+    started = time.monotonic()
+    server, why = resolve_server_binary()
+    if why:
+        print("%s: error: server binary %s %s" % (ap.prog, server, why), file=sys.stderr)
+        return 2
+
+    duration = args.duration or SUITES[args.suite].duration
+    topologies = args.topology or (["single"] + list(CLUSTER_TOPOLOGIES)
+                                   if args.suite != "short" else ["single"])
     topologies = list(dict.fromkeys(topologies))  # once each, in the order given
     out = args.out or tempfile.mkdtemp(prefix="rckv-checker-")
     os.makedirs(out, exist_ok=True)
@@ -712,7 +783,7 @@ def main(argv=None):
     else:
         specs = []
         for topo in topologies:
-            specs += suite(protocols, duration, args.long, topo, with_none=not args.no_none)
+            specs += suite(protocols, duration, args.suite, topo, with_none=not args.no_none)
         for s in specs:
             if args.fabric_delay_us is not None:
                 s.fabric_delay_us = args.fabric_delay_us
@@ -722,68 +793,98 @@ def main(argv=None):
             if args.seed is not None:
                 s.seed = args.seed
 
+    print("%d runs, %s of load (plus each run's start, final reads and check)"
+          % (len(specs), _minutes(sum(sp.duration for sp in specs))), flush=True)
     failures = 0
     results = []
-    for i, spec in enumerate(specs, 1):
-        path = os.path.join(out, "%02d-%s-%s-%s.jsonl" % (i, spec.topology, spec.name,
-                                                           spec.protocol))
-        print("[%d/%d] %s" % (i, len(specs), spec.describe()), flush=True)
-        try:
-            r = run(spec, path)
-        except Exception as e:
-            failures += 1
-            print("   ERROR: %s" % e, flush=True)
-            if os.path.exists(path):
-                print("   history so far kept: %s (replay: /usr/bin/python3 %s %s --realtime)"
-                      % (path, os.path.join(HERE, "checker.py"), path), flush=True)
-            continue
-        results.append(r)
-        expect_anomalies = spec.protocol == BROKEN_PROTOCOL
-        bad = (r.result.valid() == expect_anomalies) or r.client_errors
-        print("   %s  [%.1f s%s]" % (r.line(), r.elapsed,
-                                     "; " + ", ".join(r.events) if r.events else ""),
+    done = 0
+    try:
+        for i, spec in enumerate(specs, 1):
+            path = os.path.join(out, "%02d-%s-%s-%s.jsonl" % (i, spec.topology, spec.name,
+                                                               spec.protocol))
+            print("[%d/%d] %s" % (i, len(specs), spec.describe()), flush=True)
+            r, bad = _run_and_report(spec, path, args.keep)
+            done += 1
+            failures += bad
+            if r is not None:
+                results.append(r)
+    finally:
+        # Also when stopped part-way (Ctrl-C, SIGTERM): what ran, and how
+        # it went; the run in progress then is not counted.
+        total = sum(r.checked for r in results if r.spec.protocol != BROKEN_PROTOCOL)
+        print("\nsummary: %d runs, %d transactions checked under real protocols, %d failures"
+              % (done, total, failures))
+        for r in results:
+            print("  " + r.line())
+        if not args.out and not os.listdir(out):
+            os.rmdir(out)
+        elif os.path.isdir(out):
+            print("histories: %s" % out)
+        ran = ("%d runs" % done if done == len(specs)
+               else "stopped after %d of %d runs" % (done, len(specs)))
+        print("result: %s: %d passed, %d failed; wall time %s"
+              % (ran, done - failures, failures, _minutes(time.monotonic() - started)),
               flush=True)
-        if r.span.get("committed"):
-            print("   %d of %d committed transactions span nodes; operations per node: %s"
-                  % (r.span["cross"], r.span["committed"],
-                     ", ".join("%s: %d" % kv for kv in sorted(r.span["ops_per_node"].items(),
-                                                                key=str))))
-        for e in r.client_errors:
-            print("   client error: %s" % e)
-        if bad:
-            failures += 1
-            if expect_anomalies:
-                print("   FAIL: `none` has no concurrency control, yet the checker found "
-                      "nothing: the checker is blind or the load too gentle")
-            else:
-                print(r.result.report())
-            print("   history kept: %s (replay: /usr/bin/python3 %s %s%s)"
-                  % (path, os.path.join(HERE, "checker.py"), path,
-                     " --realtime" if spec.realtime else ""))
-        elif expect_anomalies:
-            cyc = r.cross_node_cycles()
-            if cyc:
-                print("   %d of the %d dependency cycles kept as examples span nodes"
-                      % (cyc[1], cyc[0]))
-            print("   (expected) first anomaly under `none`:")
-            kinds = [k for k in checker.CYCLE_KINDS if k in r.result.details]
-            kind = (kinds or sorted(r.result.details))[0]
-            print("   " + r.result.details[kind][0]["text"].replace("\n", "\n   "))
-            if not args.keep:
-                os.remove(path)
-        elif not args.keep:
-            os.remove(path)
-
-    total = sum(r.checked for r in results if r.spec.protocol != BROKEN_PROTOCOL)
-    print("\nsummary: %d runs, %d transactions checked under real protocols, %d failures"
-          % (len(specs), total, failures))
-    for r in results:
-        print("  " + r.line())
-    if not args.out and not os.listdir(out):
-        os.rmdir(out)
-    elif os.path.isdir(out):
-        print("histories: %s" % out)
     return 1 if failures else 0
+
+
+def _run_and_report(spec, path, keep):
+    """Run one spec and print how it went. Returns (RunResult or None when
+    the run could not complete, whether it failed). A run under `none`
+    passes when the checker finds anomalies. Deletes the history of a
+    passing run unless `keep`."""
+    try:
+        r = run(spec, path)
+    except Exception as e:
+        print("   ERROR: %s" % e, flush=True)
+        if os.path.exists(path):
+            print("   history so far kept: %s (replay: /usr/bin/python3 %s %s --realtime)"
+                  % (path, os.path.join(HERE, "checker.py"), path), flush=True)
+        return None, True
+    expect_anomalies = spec.protocol == BROKEN_PROTOCOL
+    bad = (r.result.valid() == expect_anomalies) or bool(r.client_errors)
+    print("   %s  [%.1f s%s]" % (r.line(), r.elapsed,
+                                 "; " + ", ".join(r.events) if r.events else ""),
+          flush=True)
+    if r.span.get("committed"):
+        print("   %d of %d committed transactions span nodes; operations per node: %s"
+              % (r.span["cross"], r.span["committed"],
+                 ", ".join("%s: %d" % kv for kv in sorted(r.span["ops_per_node"].items(),
+                                                            key=str))))
+    for e in r.client_errors:
+        print("   client error: %s" % e)
+    if bad:
+        if expect_anomalies:
+            print("   FAIL: `none` has no concurrency control, yet the checker found "
+                  "nothing: the checker is blind or the load too gentle")
+        else:
+            print(r.result.report())
+        print("   history kept: %s (replay: /usr/bin/python3 %s %s%s)"
+              % (path, os.path.join(HERE, "checker.py"), path,
+                 " --realtime" if spec.realtime else ""))
+    elif expect_anomalies:
+        cyc = r.cross_node_cycles()
+        if cyc:
+            print("   %d of the %d dependency cycles kept as examples span nodes"
+                  % (cyc[1], cyc[0]))
+        print("   (expected) first anomaly under `none`:")
+        kinds = [k for k in checker.CYCLE_KINDS if k in r.result.details]
+        kind = (kinds or sorted(r.result.details))[0]
+        print("   " + r.result.details[kind][0]["text"].replace("\n", "\n   "))
+        if not keep:
+            os.remove(path)
+    elif not keep:
+        os.remove(path)
+    return r, bad
+
+
+def _minutes(seconds):
+    """A duration for people: "1 h 05 min 12 s", "18 min 40 s", "9.5 s"."""
+    if seconds < 60:
+        return "%.1f s" % seconds
+    m, sec = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return ("%d h %02d min %02d s" % (h, m, sec)) if h else ("%d min %02d s" % (m, sec))
 
 
 def _with(spec, **kw):

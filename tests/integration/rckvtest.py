@@ -43,10 +43,13 @@ _PDEATHSIG = ["setpriv", "--pdeathsig", "KILL"] if shutil.which("setpriv") else 
 
 
 def server_binary():
-    """The binary under test: RCKV_SERVER (set by ctest) or build/rckv-server."""
+    """The binary under test: RCKV_SERVER (set by ctest) or build/rckv-server,
+    as an absolute path: servers start in their temporary directory, where a
+    path relative to the caller's directory names nothing."""
     if REDIS_MODE:
         return REDIS_SERVER
-    return os.environ.get("RCKV_SERVER") or os.path.join(REPO, "build", "rckv-server")
+    return os.path.abspath(os.environ.get("RCKV_SERVER")
+                           or os.path.join(REPO, "build", "rckv-server"))
 
 
 def free_port():
