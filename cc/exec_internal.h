@@ -54,17 +54,18 @@ struct cc_access *txn_acc_new(struct txn *t, const char *key, size_t klen, uint6
 void txn_acc_drop(struct txn *t, struct cc_access *a); /* back to the pool */
 void txn_acc_add(struct txn *t, struct cc_access *a);  /* into t's accesses */
 struct cc_access *txn_acc_find(struct txn *t, const char *key, size_t klen, uint64_t h);
-/* Does the address cache serve a's node (cache_pays)? */
-bool txn_acc_uses_cache(struct txn *t, const struct cc_access *a);
-/* Resolve a from the address cache: true on a hit. */
-bool txn_acc_from_cache(struct txn *t, struct cc_access *a);
+/* Resolve a from the address cache: true on a hit. With `cached` false
+ * (a near node, for one key: txn.c cache_pays) only the ref held for the
+ * next transaction (cc_cache_take) is looked at. */
+bool txn_acc_from_cache(struct txn *t, struct cc_access *a, bool cached);
 /* Make a->img hold a block of class cls: CC_OK or CC_EINTERNAL. */
 int txn_acc_img(struct cc_access *a, uint8_t cls);
 /* Resolve a to the block at ref (found by a probe): CC_OK or CC_EINTERNAL. */
-int txn_acc_found(struct txn *t, struct cc_access *a, const struct st_ref *ref);
+int txn_acc_found(struct txn *t, struct cc_access *a, const struct st_ref *ref, bool cached);
 /* Resolve a through the index, creating its placeholder if absent:
- * CC_OK, CC_EFULL, CC_EFAB (t->fatal set) or CC_EINTERNAL. */
-int txn_acc_create(struct txn *t, struct cc_access *a);
+ * CC_OK, CC_EFULL, CC_EFAB (t->fatal set) or CC_EINTERNAL. `cached`: put
+ * the address in the cache (and count the miss). */
+int txn_acc_create(struct txn *t, struct cc_access *a, bool cached);
 /* The protocol's first read of a, unless read already (ACC_R after). */
 int txn_acc_read(struct txn *t, struct cc_access *a);
 /* A key longer than max-key-bytes (it cannot exist). */

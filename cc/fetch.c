@@ -8,7 +8,11 @@
  * that reaches every node at once (fab_exec posts all nodes' parts, then
  * waits for all):
  *
- *   RESOLVE  a key the address cache serves needs nothing. The others:
+ *   RESOLVE  a key the address cache serves needs nothing; the fetch uses
+ *            the cache for every node, near ones too (for one key, txn.c's
+ *            cache_pays keeps it to nodes a round trip away: there a
+ *            bucket read costs what the cache does, but here a miss costs
+ *            the whole batch two rounds). The others:
  *            round 1 READs every key's primary bucket, round 2 READs the
  *            block of every key's one candidate slot (st.h, the probe); a
  *            key the probe does not find (absent, in a later way, several
@@ -92,7 +96,7 @@ static int list_keys(struct txn *t, const struct cc_key *keys, int nkeys, struct
 			if (!a)
 				break; /* out of memory: the body goes key by key */
 			fk[n] = (struct fkey){ .a = a, .access = keys[i].access, .fresh = true };
-			fk[n].cached = txn_acc_from_cache(t, a);
+			fk[n].cached = txn_acc_from_cache(t, a, true);
 			if (!fk[n].cached) {
 				fk[n].probing = true;
 				st_probe_post(&t->batch, t->node->layout, a->node, h, fk[n].bucket);
@@ -143,9 +147,9 @@ static int resolve(struct txn *t, struct fkey *fk, int n)
 		struct st_ref ref;
 		bool found = e->probing && st_probe_match(e->a->img, e->a->key, e->a->klen,
 							  e->a->node, e->cls, e->off, &ref) == 0;
-		if (found && txn_acc_uses_cache(t, e->a))
+		if (found)
 			t->ccw->stats.addr_cache_misses++;
-		rc = found ? txn_acc_found(t, e->a, &ref) : txn_acc_create(t, e->a);
+		rc = found ? txn_acc_found(t, e->a, &ref, true) : txn_acc_create(t, e->a, true);
 		if (rc == CC_EFAB)
 			return rc; /* t->fatal: the transaction fails whole */
 		if (rc) { /* no room for its placeholder: the body decides */

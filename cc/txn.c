@@ -186,11 +186,6 @@ struct cc_access *txn_acc_find(struct txn *t, const char *key, size_t klen, uint
 	return acc_find(t, key, klen, h);
 }
 
-bool txn_acc_uses_cache(struct txn *t, const struct cc_access *a)
-{
-	return cache_pays(t->node, a->node);
-}
-
 /* Not read yet: a header the protocol's first read replaces. A blind write
  * installs it as is, so ident and key must be right; the block's identity
  * is checked by the protocol (cc/prim.c). */
@@ -202,9 +197,8 @@ static void img_header(struct cc_access *a)
 	memcpy(a->img + 1, a->key, a->klen);
 }
 
-bool txn_acc_from_cache(struct txn *t, struct cc_access *a)
+bool txn_acc_from_cache(struct txn *t, struct cc_access *a, bool cached)
 {
-	bool cached = cache_pays(t->node, a->node);
 	if (!(cached ? cc_cache_get(t->ccw->cache, a->key, a->klen, a->hash, &a->ref)
 		     : cc_cache_take(t->ccw->cache, a->key, a->klen, a->hash, &a->ref)) ||
 	    a->ref.node != a->node)
@@ -221,20 +215,19 @@ int txn_acc_img(struct cc_access *a, uint8_t cls)
 	return img_reserve_acc(a, cls) ? CC_EINTERNAL : CC_OK;
 }
 
-int txn_acc_found(struct txn *t, struct cc_access *a, const struct st_ref *ref)
+int txn_acc_found(struct txn *t, struct cc_access *a, const struct st_ref *ref, bool cached)
 {
 	a->ref = *ref;
 	if (img_reserve_acc(a, a->ref.cls) != 0)
 		return CC_EINTERNAL;
 	img_header(a);
-	if (cache_pays(t->node, a->node))
+	if (cached)
 		cc_cache_put(t->ccw->cache, a->key, a->klen, a->hash, &a->ref);
 	return CC_OK;
 }
 
-int txn_acc_create(struct txn *t, struct cc_access *a)
+int txn_acc_create(struct txn *t, struct cc_access *a, bool cached)
 {
-	bool cached = cache_pays(t->node, a->node);
 	if (cached)
 		t->ccw->stats.addr_cache_misses++;
 	/* The lookup may yield, so its buffer is this coroutine's own. */
@@ -277,8 +270,9 @@ static int acc_get_hashed(struct txn *t, const char *key, size_t klen, uint64_t 
 	a = txn_acc_new(t, key, klen, h);
 	if (!a)
 		return CC_EINTERNAL;
-	if (!txn_acc_from_cache(t, a)) {
-		int rc = txn_acc_create(t, a);
+	bool cached = cache_pays(t->node, a->node);
+	if (!txn_acc_from_cache(t, a, cached)) {
+		int rc = txn_acc_create(t, a, cached);
 		if (rc) {
 			txn_acc_drop(t, a);
 			return rc;
@@ -660,7 +654,7 @@ void txn_after_commit(struct txn *t)
 	/* Relocated items live in their new blocks now (prim_relocate set
 	 * a->ref): keep the address cache pointing there. */
 	for (int i = 0; i < t->nacc; i++)
-		if ((t->acc[i]->pstate & ACC_MOVED) && cache_pays(t->node, t->acc[i]->node))
+		if (t->acc[i]->pstate & ACC_MOVED) /* near nodes too: cc/fetch.c caches them */
 			cc_cache_put(t->ccw->cache, t->acc[i]->key, t->acc[i]->klen,
 				     t->acc[i]->hash, &t->acc[i]->ref);
 	/* Items that end absent (deleted, or placeholders only read) are
