@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# protocols.sh: every concurrency control protocol on a 3-node shm cluster,
-# RCBench's YCSB set-up (its Tables 3/4), and the part of `make bench` that
+# protocols.sh: every concurrency control protocol on a 3-node cluster (shm,
+# or tcp with PROTO_FABRIC), RCBench's YCSB set-up (its Tables 3/4), and the
+# part of `make bench` that
 # compares the protocols. A benchmark, not a test: it asserts nothing about
 # the numbers and prints what it measured.
 #
-# It starts its own 3-node cluster on the shm fabric (free loopback ports,
+# It starts its own 3-node cluster on its fabric (free loopback ports,
 # a temporary directory, --persistence none), loads PROTO_RECORDS records,
 # and then, for each zipf of PROTO_ZIPFS and each protocol of
 # PROTO_PROTOCOLS:
@@ -19,7 +20,8 @@
 #      the nodes' clients;
 #   5. INFO cc of every node: the cc_proto_<id> lines, summed over the
 #      nodes (commits, aborts by cause, verbs and round trips).
-# Throughput and abort rate are rckv-bench's; verbs and round trips per
+# Throughput, abort rate and latency (p50/p99 of a transaction, in us)
+# are rckv-bench's; verbs and round trips per
 # committed transaction, the verbs of its aborted attempts included
 # (RCBench's sigma counts the same way), are the INFO lines'; both over the
 # measured seconds only.
@@ -28,7 +30,8 @@
 # Table 3 of ../shared/papers/notes-rcbench.md) and protocols.jsonl
 # (rckv-bench's JSON line per run, with the INFO sums added as "info").
 #
-# Env: RCKV_SERVER (default build/rckv-server; use a Release build for
+# Env: PROTO_FABRIC (shm; tcp for one-sided operations over loopback TCP),
+# RCKV_SERVER (default build/rckv-server; use a Release build for
 # meaningful numbers), RCKV_BENCH (default: rckv-bench next to the server),
 # PROTO_PROTOCOLS ("nowait nowait-shared waitdie woundwait timestamp mvcc
 # silo"), PROTO_ZIPFS ("0.2 0.9"), PROTO_RECORDS (100000), PROTO_VALUE_SIZE
@@ -57,9 +60,11 @@ CLIENTS=${PROTO_CLIENTS:-12}
 MEMORY=${PROTO_MEMORY:-512mb}
 OUT=${PROTO_OUT:-bench/results}
 SERVER_ARGS=${PROTO_ARGS:-}
+FABRIC=${PROTO_FABRIC:-shm}
 NODES=3
 
 die() { echo "protocols.sh: $*" >&2; exit 1; }
+case "$FABRIC" in shm|tcp) ;; *) die "PROTO_FABRIC must be shm or tcp, not '$FABRIC'" ;; esac
 
 for tool in redis-cli /usr/bin/python3 "$RCKV" "$BENCH"; do
   command -v "$tool" >/dev/null 2>&1 || [ -x "$tool" ] || die "$tool not found (build first: make)"
@@ -105,7 +110,7 @@ PORTS=()
     PORTS+=("${ports[$((2 * i - 2))]}")
     echo "cluster-node $i 127.0.0.1:${ports[$((2 * i - 2))]} 127.0.0.1:${ports[$((2 * i - 1))]}"
   done
-  echo "fabric shm"
+  echo "fabric $FABRIC"
   echo "memory $MEMORY"
   echo "persistence none"
   echo "threads 2"
@@ -142,7 +147,7 @@ done
 
 common=(--records "$RECORDS" --value-size "$VALUE_SIZE" --threads "$THREADS"
         --clients "$CLIENTS")
-echo "protocols.sh: 3-node shm cluster ($RCKV), $RECORDS records of $VALUE_SIZE bytes," \
+echo "protocols.sh: 3-node $FABRIC cluster ($RCKV), $RECORDS records of $VALUE_SIZE bytes," \
      "ycsb-t: $OPS ops, write ratio $WRITE_RATIO, $NPT nodes per txn, ${WARMUP}+${DURATION} s" \
      "per run, $THREADS thread(s) x $CLIENTS clients; $(nproc) cores"
 t0=$(date +%s)
@@ -223,17 +228,17 @@ done
 # --- the table ---------------------------------------------------------------
 
 /usr/bin/python3 - "$JSONL" "$OUT/protocols.txt" "$RCKV" "$RECORDS" "$VALUE_SIZE" "$OPS" \
-  "$WRITE_RATIO" "$NPT" "$WARMUP" "$DURATION" "$THREADS" "$CLIENTS" <<'EOF'
+  "$WRITE_RATIO" "$NPT" "$WARMUP" "$DURATION" "$THREADS" "$CLIENTS" "$FABRIC $SERVER_ARGS" <<'EOF'
 import json, os, sys
-jsonl, out, rckv, records, vsize, ops, wr, npt, warm, dur, thr, cli = sys.argv[1:]
+jsonl, out, rckv, records, vsize, ops, wr, npt, warm, dur, thr, cli, fabric = sys.argv[1:]
 # RCBench (Tables 3/4, one-sided column): sigma = primitive invocations per
 # transaction, and the abort rate, YCSB zipf 0.2, 10 ops, 20% writes, theta 2.
 RCBENCH = {"nowait": (23.5, "0.0%"), "waitdie": (30.2, "0.8%"), "woundwait": (31.2, "0.0%"),
            "timestamp": (25.4, "0.5%"), "mvcc": (22.8, "0.3%"), "silo": (17.7, "0.3%")}
 rows = [json.loads(l) for l in open(jsonl, encoding="utf-8") if l.strip()]
 lines = []
-lines.append("Protocols on a 3-node shm cluster: rckv-bench ycsb-t, %s ops per MULTI, write "
-             "ratio %s, %s nodes per transaction," % (ops, wr, npt))
+lines.append("Protocols on a 3-node cluster (fabric %s): rckv-bench ycsb-t, %s ops per "
+             "MULTI, write ratio %s, %s nodes per transaction," % (fabric.strip(), ops, wr, npt))
 lines.append("%s records of %s bytes, %s thread(s) x %s clients, %s s warm-up + %s s measured, "
              "%d cores, %s." % (records, vsize, thr, cli, warm, dur, os.cpu_count(),
                                 os.path.basename(os.path.dirname(os.path.abspath(rckv)))))
@@ -244,9 +249,9 @@ lines.append("per committed transaction, aborted attempts' verbs included; all o
 lines.append("one-sided, zipf 0.2 (no row for nowait-shared: RCBench's No-Wait row uses one "
              "exclusive lock).")
 lines.append("")
-hdr = "%-14s %5s %10s %8s %10s %7s %8s %8s %6s  %s" % (
-    "protocol", "zipf", "txn/s", "aborts", "verbs/txn", "RT/txn", "RCB sigma", "RCB AR",
-    "errors", "aborts by cause (INFO)")
+hdr = "%-14s %5s %10s %8s %8s %8s %10s %7s %8s %8s %6s  %s" % (
+    "protocol", "zipf", "txn/s", "p50 us", "p99 us", "aborts", "verbs/txn", "RT/txn",
+    "RCB sigma", "RCB AR", "errors", "aborts by cause (INFO)")
 lines.append(hdr)
 lines.append("-" * len(hdr))
 for r in rows:
@@ -256,8 +261,10 @@ for r in rows:
     if zipf is None:
         zipf = r.get("zipf", "?")
     by = r["info"].get("aborts_by_cause") or {}
-    lines.append("%-14s %5s %10.0f %7.2f%% %10.1f %7.1f %9s %8s %6d  %s" % (
-        p, zipf, r.get("throughput") or 0, 100 * (r.get("abort_rate") or 0),
+    lat = r.get("latency_us") or {}
+    lines.append("%-14s %5s %10.0f %8.0f %8.0f %7.2f%% %10.1f %7.1f %9s %8s %6d  %s" % (
+        p, zipf, r.get("throughput") or 0, lat.get("p50") or 0, lat.get("p99") or 0,
+        100 * (r.get("abort_rate") or 0),
         r["info"]["verbs_per_txn"], r["info"]["round_trips_per_txn"],
         "%.1f" % sigma if sigma else "-", ar, (r.get("errors") or 0) + r["info"]["errors"],
         " ".join("%s=%d" % kv for kv in sorted(by.items(), key=lambda kv: -kv[1])) or "-"))

@@ -109,11 +109,14 @@ def test_redis_compare_script(tmp_path):
 
 @pytest.mark.time_limit(150)
 def test_protocols_script(tmp_path):
-    # `make bench`'s protocol comparison, tiny: a 3-node shm cluster, two
+    # `make bench`'s protocol comparison, tiny: a 3-node cluster on the tcp
+    # fabric (make bench's own runs are on shm, the default), two
     # protocols, one skew; every row commits with no errors, and the INFO
-    # sums reach the table. No node and no temp dir is left behind.
+    # sums and the latencies reach the table. No node and no temp dir is
+    # left behind.
     out = tmp_path / "results"
     env = dict(os.environ, RCKV_SERVER=server_binary(), PROTO_PROTOCOLS="nowait-shared silo",
+               PROTO_FABRIC="tcp",
                PROTO_ZIPFS="0.9", PROTO_RECORDS="300", PROTO_VALUE_SIZE="100",
                PROTO_WARMUP="1", PROTO_DURATION="1", PROTO_CLIENTS="4", PROTO_MEMORY="64mb",
                PROTO_ARGS="--coroutines 8", PROTO_OUT=str(out), TMPDIR=str(tmp_path))
@@ -126,11 +129,13 @@ def test_protocols_script(tmp_path):
         if f and f[0] in ("nowait-shared", "silo"):
             rows[f[0]] = f
     assert set(rows) == {"nowait-shared", "silo"}, p.stdout[-2000:]
+    assert "(fabric tcp --coroutines 8)" in (out / "protocols.txt").read_text()
     for name, f in rows.items():
-        # protocol zipf txn/s aborts verbs/txn RT/txn sigma AR errors ...
+        # protocol zipf txn/s p50 p99 aborts verbs/txn RT/txn sigma AR errors ...
         assert f[1] == "0.9" and float(f[2]) > 0, f
-        assert float(f[4]) > 0 and float(f[5]) > 0, f  # INFO cc_proto_<id> was read
-        assert f[8] == "0", f
+        assert 0 < float(f[3]) <= float(f[4]), f  # p50 and p99 of a transaction
+        assert float(f[6]) > 0 and float(f[7]) > 0, f  # INFO cc_proto_<id> was read
+        assert f[10] == "0", f
     runs = [json.loads(ln) for ln in (out / "protocols.jsonl").read_text().splitlines()]
     assert [r["protocol_variant"] for r in runs] == ["nowait-shared", "silo"], runs
     assert all(r["info"]["commits"] > 0 and r["info"]["errors"] == 0 for r in runs), runs
