@@ -35,4 +35,30 @@ static inline int lock2pl_acquire(struct txn *t, struct cc_access *a, lock2pl_co
 	}
 }
 
+/*
+ * The fetch stage's batched first try (cc_protocol.read_post/read_done):
+ * the same CAS and READ, for every key in one batch. A lock won is
+ * recorded; a busy one goes to lock2pl_acquire alone (CC_RETRY), where the
+ * protocol's rule waits or aborts, as at a first touch.
+ */
+static inline bool lock2pl_post(struct txn *t, struct cc_access *a)
+{
+	if (acc_locked(a))
+		return false;
+	a->stage[2] = ~0ull;
+	prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
+	prim_post_read_block(t, a);
+	return true;
+}
+
+static inline int lock2pl_done(struct txn *t, struct cc_access *a)
+{
+	uint64_t old = a->stage[2];
+	if (old == 0)
+		return prim_lock_won(t, a);
+	if (old == t->owner || old == cc_lock_installing(t->owner))
+		return cc_abort_with(t, CC_CAUSE_STALE); /* as lock2pl_acquire */
+	return CC_RETRY;
+}
+
 #endif

@@ -56,7 +56,10 @@ static void waitdie_abort(struct txn *t)
 
 const struct cc_protocol cc_waitdie = {
 	.name = "waitdie",
+	.fetch_locks_writes = true,
 	.read = waitdie_lock,
+	.read_post = lock2pl_post,
+	.read_done = lock2pl_done,
 	.write = waitdie_lock,
 	.commit = waitdie_commit,
 	.abort = waitdie_abort,

@@ -93,6 +93,13 @@ static int ww_lock(struct txn *t, struct cc_access *a)
 	return lock2pl_acquire(t, a, ww_conflict);
 }
 
+/* The fetch's batched first try; a wounded transaction reads alone (and
+ * aborts there, ww_lock). */
+static bool ww_read_post(struct txn *t, struct cc_access *a)
+{
+	return ww_check(t) == CC_OK && lock2pl_post(t, a);
+}
+
 static int ww_commit(struct txn *t)
 {
 	uint64_t old = 0;
@@ -119,7 +126,10 @@ static void ww_abort(struct txn *t)
 const struct cc_protocol cc_woundwait = {
 	.name = "woundwait",
 	.begin = ww_begin,
+	.fetch_locks_writes = true,
 	.read = ww_lock,
+	.read_post = ww_read_post,
+	.read_done = lock2pl_done,
 	.write = ww_lock,
 	.commit = ww_commit,
 	.abort = ww_abort,
