@@ -182,13 +182,13 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 		if (wants_read(t, &fk[i]) && p->read_post && p->read_post(t, fk[i].a))
 			any = posted[i] = true;
 	int rc = any ? prim_exec(t) : CC_OK;
-	if (rc) {
-		free(posted);
-		return rc;
-	}
-	int verdict = CC_OK;
+	/* A node that failed: its parts' results mean nothing (and t->unknown
+	 * has it release whatever its CASes may have won); the other nodes'
+	 * parts ran, and a lock won there must be recorded (invariant (2)). */
+	uint64_t failed = rc ? prim_failed_nodes(t) : 0;
+	int verdict = rc;
 	for (int i = 0; i < n; i++) {
-		if (!posted[i])
+		if (!posted[i] || (failed & (1ull << (fk[i].a->node & 63))))
 			continue;
 		int r = p->read_done(t, fk[i].a); /* invariant (2): every one */
 		if (r == CC_OK)
@@ -197,6 +197,8 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 			verdict = r;
 	}
 	free(posted);
+	if (rc)
+		return rc;
 	for (int i = 0; i < n && verdict == CC_OK; i++)
 		if (wants_read(t, &fk[i]))
 			verdict = txn_acc_read(t, fk[i].a); /* not batched, or CC_RETRY */

@@ -478,10 +478,11 @@ def test_kill9_with_locks_held_counts_them(make_server):
     them, INFO recovered_locks_released says how many (as the recovery log
     line does), nothing of the killed transactions is there, and the keys
     take writes again (a lock left held would abort every later write to
-    its key). With nowait a MULTI's INCR locks its key at first access, and
-    with 50 ms round trips (3 per INCR on a cold address cache) the 8 INCRs
-    hold locks from about 150 ms to 1.2 s into the EXEC: a kill at 600 ms
-    finds several per client, whatever the scheduling."""
+    its key). With nowait a MULTI's keys are locked by its fetch stage,
+    the 8 INCRs' keys in one batch: with 50 ms round trips (3 on a cold
+    address cache) they are locked about 150 ms into the EXEC, and the
+    DEBUG SLEEP that ends the block holds them to 3 s: a kill at 600 ms
+    finds every client's 8 locks, whatever the scheduling."""
     s = make_server(opts={"persistence": "process", "cc": "nowait"})
     keys = [["lk%d:%d" % (c, i) for i in range(LOCK_KEYS)] for c in range(LOCK_CLIENTS)]
     with s.raw(timeout=20) as c:
@@ -496,8 +497,9 @@ def test_kill9_with_locks_held_counts_them(make_server):
     try:
         for c, ks in zip(conns, keys):
             c.send(b"".join([rckvtest.encode("MULTI")] +
-                            [rckvtest.encode("INCR", k) for k in ks]))
-            assert [c.read() for _ in range(LOCK_KEYS + 1)] == ["OK"] + ["QUEUED"] * LOCK_KEYS
+                            [rckvtest.encode("INCR", k) for k in ks] +
+                            [rckvtest.encode("DEBUG", "SLEEP", "3")]))
+            assert [c.read() for _ in range(LOCK_KEYS + 2)] == ["OK"] + ["QUEUED"] * (LOCK_KEYS + 1)
         for c in conns:
             c.send(rckvtest.encode("EXEC"))
         time.sleep(0.6)
