@@ -8,11 +8,16 @@
  * that reaches every node at once (fab_exec posts all nodes' parts, then
  * waits for all):
  *
- *   RESOLVE  a key the address cache serves needs nothing; the fetch uses
- *            the cache for every node, near ones too (for one key, txn.c's
- *            cache_pays keeps it to nodes a round trip away: there a
- *            bucket read costs what the cache does, but here a miss costs
- *            the whole batch two rounds). The others:
+ *   RESOLVE  a key the address cache serves needs nothing. Under a
+ *            protocol that batches its reads, the fetch uses the cache for
+ *            every node, near ones too: a miss costs the whole batch two
+ *            rounds (for one key, txn.c's cache_pays keeps it to nodes a
+ *            round trip away, where a bucket read costs what the cache
+ *            does). Under the others it keeps to cache_pays: they read
+ *            key by key anyway, and mvcc's relocations (room for versions)
+ *            would make near entries go stale, each a STALE abort (11.8%
+ *            of mvcc's attempts at ycsb-t zipf 0.2 on shm, measured). The
+ *            others:
  *            round 1 READs every key's primary bucket, round 2 READs the
  *            block of every key's one candidate slot (st.h, the probe); a
  *            key the probe does not find (absent, in a later way, several
@@ -76,6 +81,9 @@ static struct fkey *find_listed(struct fkey *fk, int n, const struct cc_access *
 static int list_keys(struct txn *t, const struct cc_key *keys, int nkeys, struct fkey *fk,
 		     int *nfk)
 {
+	/* The cache for near nodes too, where the reads are batched (see the
+	 * header); else only where it pays for one key (txn.c). */
+	const bool cache_all = t->proto->read_post != NULL;
 	int n = 0;
 	for (int i = 0; i < nkeys; i++) {
 		if (txn_key_too_big(t, keys[i].len))
@@ -96,7 +104,7 @@ static int list_keys(struct txn *t, const struct cc_key *keys, int nkeys, struct
 			if (!a)
 				break; /* out of memory: the body goes key by key */
 			fk[n] = (struct fkey){ .a = a, .access = keys[i].access, .fresh = true };
-			fk[n].cached = txn_acc_from_cache(t, a, true);
+			fk[n].cached = txn_acc_from_cache(t, a, cache_all);
 			if (!fk[n].cached) {
 				fk[n].probing = true;
 				st_probe_post(&t->batch, t->node->layout, a->node, h, fk[n].bucket);
@@ -117,6 +125,7 @@ static int list_keys(struct txn *t, const struct cc_key *keys, int nkeys, struct
 /* Rounds 1 and 2: the probe; then st_create for what it missed. */
 static int resolve(struct txn *t, struct fkey *fk, int n)
 {
+	const bool cache_all = t->proto->read_post != NULL;
 	bool any = false;
 	for (int i = 0; i < n; i++)
 		any |= fk[i].fresh && !fk[i].cached;
@@ -149,7 +158,8 @@ static int resolve(struct txn *t, struct fkey *fk, int n)
 							  e->a->node, e->cls, e->off, &ref) == 0;
 		if (found)
 			t->ccw->stats.addr_cache_misses++;
-		rc = found ? txn_acc_found(t, e->a, &ref, true) : txn_acc_create(t, e->a, true);
+		bool cache = cache_all || !fab_node_near(t->node->fab, e->a->node);
+		rc = found ? txn_acc_found(t, e->a, &ref, cache) : txn_acc_create(t, e->a, cache);
 		if (rc == CC_EFAB)
 			return rc; /* t->fatal: the transaction fails whole */
 		if (rc) { /* no room for its placeholder: the body decides */

@@ -116,9 +116,10 @@ struct cc_node {
 	 * inflight is 0 (cc/exec.c, cc/switch.c). */
 	int quiesce;
 	pthread_mutex_t switch_lock;  /* one quiesce at a time (cc/switch.c) */
-	/* Bumped by every flush of this node's MemStore (while quiesced); a
-	 * worker whose address cache is older clears it (cc/exec.c). Every
-	 * node flushes together, so any node's bump means refs are void. */
+	/* Bumped by every flush of this node's MemStore and every protocol
+	 * switch (while quiesced); a worker whose address cache is older
+	 * clears it (cc/exec.c). Every node flushes and switches together, so
+	 * any node's bump means refs are void. */
 	uint64_t flush_epoch;
 
 	const struct cc_cluster_ops *cops; /* NULL: standalone */

@@ -119,6 +119,10 @@ void cc_switch_apply(struct cc_node *n, const struct cc_protocol *to)
 	if (n->on_switch)
 		n->on_switch(n, to); /* CONFIG GET cc, cc-lock-mode */
 	n->proto_epoch++;
+	/* Address caches start over under the new protocol: the old one may
+	 * have moved many items (mvcc gives them room for versions), and
+	 * every stale entry would cost the new one an abort. */
+	ck_pr_inc_64(&n->flush_epoch);
 	struct st_header *h = st_region_header(n->region);
 	h->protocol_epoch = n->proto_epoch;
 }

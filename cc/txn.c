@@ -653,10 +653,17 @@ void txn_after_commit(struct txn *t)
 {
 	/* Relocated items live in their new blocks now (prim_relocate set
 	 * a->ref): keep the address cache pointing there. */
-	for (int i = 0; i < t->nacc; i++)
-		if (t->acc[i]->pstate & ACC_MOVED) /* near nodes too: cc/fetch.c caches them */
-			cc_cache_put(t->ccw->cache, t->acc[i]->key, t->acc[i]->klen,
-				     t->acc[i]->hash, &t->acc[i]->ref);
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->pstate & ACC_MOVED))
+			continue;
+		/* A near node's key may be cached by a fetch (cc/fetch.c): drop
+		 * it there rather than cache every relocation (mvcc's). */
+		if (cache_pays(t->node, a->node))
+			cc_cache_put(t->ccw->cache, a->key, a->klen, a->hash, &a->ref);
+		else
+			cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
+	}
 	/* Items that end absent (deleted, or placeholders only read) are
 	 * removed from the index now that no lock of ours is on them. Best
 	 * effort: a busy item stays and is reaped by whoever leaves it absent
