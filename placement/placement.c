@@ -62,8 +62,11 @@ struct pl_map *pl_map_spread(const uint16_t *ids, int nnodes, int replicas, uint
 	m->nnodes = nnodes;
 	memcpy(m->nodes, ids, (size_t)nnodes * sizeof(*ids));
 	qsort(m->nodes, (size_t)nnodes, sizeof(m->nodes[0]), cmp_u16);
-	for (int i = 1; i < nnodes; i++)
-		if (m->nodes[i] == m->nodes[i - 1] || m->nodes[i] == 0) {
+	/* Ascending: 0 (no node) can only be first, a duplicate only next to
+	 * its twin. */
+	for (int i = 0; i < nnodes; i++)
+		if (m->nodes[i] == 0 || m->nodes[i] >= PL_MAX_NODES ||
+		    (i > 0 && m->nodes[i] == m->nodes[i - 1])) {
 			free(m);
 			return NULL;
 		}
