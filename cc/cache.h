@@ -19,9 +19,19 @@
 
 struct cc_cache;
 
-/* A cache of at most max_entries keys (full: it starts over). NULL on OOM. */
+/* The addr-cache-entries option's default: entries per worker. About 100
+ * bytes each (entry, key, table slot): 25 MB per worker; enough that
+ * bench/protocols.sh's 100k keys stay cached. */
+#define CC_ADDR_CACHE_DEFAULT (1u << 18)
+
+/* A cache of at most max_entries keys; a put into a full cache evicts the
+ * oldest entry (first in, first out). NULL on OOM. */
 struct cc_cache *cc_cache_create(size_t max_entries);
 void cc_cache_destroy(struct cc_cache *c);
+/* Empty the cache and bound it to max_entries from now on (the
+ * addr-cache-entries option). -1 on OOM (the old bound stays). */
+int cc_cache_resize(struct cc_cache *c, size_t max_entries);
+size_t cc_cache_max(const struct cc_cache *c);
 
 /* `hash` is st_hash(key): the cache reuses it rather than hashing again. */
 bool cc_cache_get(struct cc_cache *c, const char *key, size_t klen, uint64_t hash,

@@ -175,6 +175,14 @@ void cc_batch_init(struct fab_batch *b, struct cc_worker *ccw, struct fab_stats 
 		       stats);
 }
 
+/* The address cache's bound (cc_limits; 0 before the server set it, as
+ * in a unit test's node: the default of the option). */
+static size_t cache_entries(const struct cc_node *n)
+{
+	uint64_t v = ck_pr_load_64((uint64_t *)&n->limits.addr_cache_entries);
+	return v ? (size_t)v : CC_ADDR_CACHE_DEFAULT;
+}
+
 struct cc_worker *cc_worker_create(struct cc_node *n, int id, struct sched *sched,
 				   struct fab_worker *fw)
 {
@@ -189,7 +197,7 @@ struct cc_worker *cc_worker_create(struct cc_node *n, int id, struct sched *sche
 	ccw->sched = sched;
 	ccw->fw = fw;
 	ccw->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)id << 32) ^ now_us();
-	ccw->cache = cc_cache_create(1u << 16);
+	ccw->cache = cc_cache_create(cache_entries(ccw->node));
 	ccw->place_rec = pl_reader_get(&n->place);
 	if (!ccw->cache || !ccw->place_rec) {
 		if (ccw->cache)
@@ -292,6 +300,9 @@ void cc_cache_sync(struct cc_worker *ccw)
 		cc_cache_clear(ccw->cache);
 		ccw->cache_epoch = fe;
 	}
+	size_t want = cache_entries(ccw->node);
+	if (want != cc_cache_max(ccw->cache)) /* CONFIG SET addr-cache-entries */
+		(void)cc_cache_resize(ccw->cache, want);
 }
 
 static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t prio_ts)

@@ -700,6 +700,50 @@ static void test_cache_hold(void)
 	printf("  address cache: a held ref is taken once\n");
 }
 
+/* A full address cache forgets its oldest entry first; an entry replaced
+ * by a later put does not take the newer one with it when its turn comes;
+ * resizing empties the cache. */
+static void test_cache_fifo(void)
+{
+	struct cc_cache *c = cc_cache_create(4);
+	CHECK(c);
+	const char *keys[] = { "a", "b", "c", "d", "e" };
+	struct st_ref out;
+	for (int i = 0; i < 4; i++) {
+		struct st_ref r = { .node = 1, .off = 4096u * (i + 1), .cls = 1, .gen = 1 };
+		cc_cache_put(c, keys[i], 1, st_hash(keys[i], 1), &r);
+	}
+	for (int i = 0; i < 4; i++)
+		CHECK(cc_cache_get(c, keys[i], 1, st_hash(keys[i], 1), &out));
+	/* b again, at a new address: a (the oldest) goes. */
+	struct st_ref moved = { .node = 2, .off = 777 * 64, .cls = 2, .gen = 9 };
+	cc_cache_put(c, "b", 1, st_hash("b", 1), &moved);
+	CHECK(!cc_cache_get(c, "a", 1, st_hash("a", 1), &out));
+	/* e reuses the slot of b's first entry: the newer b stays. */
+	struct st_ref re = { .node = 1, .off = 4096 * 5, .cls = 1, .gen = 1 };
+	cc_cache_put(c, "e", 1, st_hash("e", 1), &re);
+	CHECK(cc_cache_get(c, "b", 1, st_hash("b", 1), &out));
+	CHECK(out.node == 2 && out.off == 777 * 64 && out.gen == 9);
+	CHECK(cc_cache_get(c, "c", 1, st_hash("c", 1), &out));
+	CHECK(cc_cache_get(c, "e", 1, st_hash("e", 1), &out) && out.off == 4096 * 5);
+	/* A thousand more puts keep at most 4 keys, the newest ones. */
+	char k[16];
+	for (int i = 0; i < 1000; i++) {
+		int n = snprintf(k, sizeof(k), "k%d", i);
+		cc_cache_put(c, k, (size_t)n, st_hash(k, (size_t)n), &re);
+	}
+	int found = 0;
+	for (int i = 0; i < 1000; i++) {
+		int n = snprintf(k, sizeof(k), "k%d", i);
+		found += cc_cache_get(c, k, (size_t)n, st_hash(k, (size_t)n), &out);
+	}
+	CHECK(found == 4 && cc_cache_get(c, "k999", 4, st_hash("k999", 4), &out));
+	CHECK(cc_cache_resize(c, 2) == 0 && cc_cache_max(c) == 2);
+	CHECK(!cc_cache_get(c, "k999", 4, st_hash("k999", 4), &out));
+	cc_cache_destroy(c);
+	printf("  address cache: first in, first out\n");
+}
+
 /* Timestamps (cc.h): strictly increasing per record, naming the node and
  * the record; ages of lock words compare across the 55-bit wrap. */
 static int ts_body(struct txn *t, void *arg)
@@ -739,6 +783,7 @@ int main(void)
 {
 	CHECK(mkdtemp(dir));
 	test_cache_hold();
+	test_cache_fifo();
 	test_timestamps();
 	const char *protos[] = { "nowait", "nowait/shared", "waitdie", "woundwait",
 				 "timestamp",  "mvcc",          "silo" };
