@@ -317,11 +317,26 @@ void prim_post_install(struct txn *t, struct cc_access *a, uint64_t ver, const u
  * written item with version `ver` (relocating it if it outgrew its block),
  * reach the commit point (one node written: retire its records; else the
  * decision record, then the marks), release every lock, retire. 1 round
- * trip when one node is written, 3 otherwise (prim.c). Returns CC_OK
+ * trip when one node is written, 2 otherwise (3 on verbs; prim.c). Returns CC_OK
  * (committed), an error or CC_ABORT before the commit point (the abort
  * hook then rolls back), or CC_EUNKNOWN.
  */
 int prim_commit_writes(struct txn *t, uint64_t ver);
+/*
+ * prim_commit_checked - prim_commit_writes with a verdict between the
+ * installs and the commit point, for a protocol that validates in the same
+ * round trip as it installs (silo across nodes). Whatever the caller
+ * queued before the call runs in the first batch, ahead of the installs;
+ * `check` runs once the batch that carried the installs completed, and if
+ * it returns CC_ABORT nothing is committed: the installs are rolled back
+ * from their undo records by the abort hook (prim_release_locks). Sound
+ * only when every written item was locked, and its image in a->img
+ * confirmed current under that lock, before the call: the undo record is
+ * made from a->img, and readers must not see the installs (the lock word
+ * stays ours until the commit point). The single-written-node case then
+ * takes 2 round trips instead of 1; the others are unchanged.
+ */
+int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t));
 /* Abort: roll installs back if any were posted, release every lock word
  * the transaction holds, retire its records. */
 void prim_release_locks(struct txn *t);
@@ -367,6 +382,10 @@ void undo_post_records(struct txn *t);
 /* Queue the decision record (own region) / one node's mark / retire. */
 void undo_post_decision(struct txn *t);
 void undo_post_mark(struct txn *t, uint16_t node);
+/* Did the decision record land in the own region (a load, no verb)?
+ * Meaningful only where fab_exec applies own-region ops itself
+ * (fab_node_direct), since a verbs NIC may write it after the load. */
+bool undo_decision_landed(struct txn *t);
 void undo_post_retire(struct txn *t, uint16_t node);
 /* Queue the old images of every in-place write back (abort after
  * UNDO_INSTALLED). */

@@ -384,8 +384,11 @@ static void post_unlocks(struct txn *t)
  *     node;
  *   otherwise: (B2) records, installs and new blocks everywhere; index
  *     swaps; (B3) the decision record in our own region: the commit
- *     point; (B4) marks, unlocks, retires everywhere.
- * Round trips: 1 for the first case (as without a log), 3 for the second.
+ *     point; (B4) marks, unlocks, retires everywhere. Where fab_exec
+ *     applies own-region ops itself (not verbs), B3 and B4 are one batch:
+ *     the decision is applied before any B4 op leaves (fab.h).
+ * Round trips: 1 for the first case (as without a log), 2 for the second
+ * (3 on verbs, whose own region is behind the NIC).
  *
  * With persistence power (t->node->durable), order in memory is not
  * enough: a power cut keeps any subset of the pages not yet flushed. So
@@ -423,6 +426,18 @@ static int persist_step(struct txn *t, bool commit)
 }
 
 int prim_commit_writes(struct txn *t, uint64_t ver)
+{
+	return prim_commit_checked(t, ver, NULL);
+}
+
+/* After the batch that ran the installs (and whatever the caller queued
+ * before them): the caller's verdict, before the commit point. */
+static int run_check(struct txn *t, int (*check)(struct txn *t))
+{
+	return check ? check(t) : CC_OK;
+}
+
+int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t))
 {
 	int rc;
 	uint64_t wnodes = 0;
@@ -467,8 +482,11 @@ int prim_commit_writes(struct txn *t, uint64_t ver)
 
 	if (!reloc && (wnodes & (wnodes - 1)) == 0) {
 		uint16_t nd = (uint16_t)__builtin_ctzll(wnodes);
-		if (power && ((rc = prim_exec(t)) || (rc = persist_step(t, false))))
+		if (power && ((rc = prim_exec(t)) || (rc = run_check(t, check)) ||
+			      (rc = persist_step(t, false))))
 			return rc; /* (P2) */
+		if (!power && check && ((rc = prim_exec(t)) || (rc = run_check(t, check))))
+			return rc; /* the abort hook rolls back (UNDO_INSTALLED) */
 		/* The retire (txn := 0) is the commit point: a slot whose records
 		 * are retired is kept whole by recovery, one still naming us is
 		 * rolled back. No mark is needed, as no other node's records
@@ -509,7 +527,7 @@ int prim_commit_writes(struct txn *t, uint64_t ver)
 		return unsure ? CC_EUNKNOWN : CC_OK;
 	}
 
-	if ((rc = prim_exec(t)))
+	if ((rc = prim_exec(t)) || (rc = run_check(t, check)))
 		return rc; /* the abort hook rolls back (UNDO_INSTALLED) */
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
@@ -519,13 +537,21 @@ int prim_commit_writes(struct txn *t, uint64_t ver)
 	if (power && (rc = persist_step(t, false)))
 		return rc; /* (P2) */
 	undo_post_decision(t);
-	if ((rc = prim_exec(t)))
-		return rc;
-	if (power && persist_step(t, true) != 0) {
-		t->fatal = 0; /* (P3) failed: committed here, durability unknown */
-		unsure = true;
+	/* Without power, where this CPU applies the own region's ops, the
+	 * decision rides in the batch of the marks and unlocks: fab_exec
+	 * applies it before it hands any of them to another node (fab.h), so
+	 * it is still the commit point that precedes them. Else it is a batch
+	 * of its own (P3 waits in between). */
+	const bool merged = !power && fab_node_direct(t->node->fab, prim_self(t));
+	if (!merged) {
+		if ((rc = prim_exec(t)))
+			return rc;
+		if (power && persist_step(t, true) != 0) {
+			t->fatal = 0; /* (P3) failed: committed here, durability unknown */
+			unsure = true;
+		}
+		t->undo.phase = UNDO_DECIDED;
 	}
-	t->undo.phase = UNDO_DECIDED;
 
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 		if (wnodes & (1ull << nd))
@@ -540,6 +566,11 @@ int prim_commit_writes(struct txn *t, uint64_t ver)
 		if (wnodes & (1ull << nd))
 			undo_post_retire(t, (uint16_t)nd);
 	rc = prim_exec(t);
+	if (merged) {
+		if (rc && !undo_decision_landed(t))
+			return rc; /* fab_exec applied nothing: the abort hook rolls back */
+		t->undo.phase = UNDO_DECIDED;
+	}
 	t->fatal = 0; /* committed whatever fails from here on */
 	if (rc)
 		undo_slot_quarantine(t, t->batch.failed);

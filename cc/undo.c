@@ -21,7 +21,6 @@
  *     install has completed; no lock of the transaction is released before
  *     it.
  */
-#include <ck_pr.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,6 +249,13 @@ void undo_post_decision(struct txn *t)
 {
 	fab_write(&t->batch, (uint16_t)self_node(t), st_txn_rec_off(t->node->layout, t->undo.slot),
 		  &t->undo.mark, 8);
+}
+
+bool undo_decision_landed(struct txn *t)
+{
+	const char *rec = (const char *)st_region_base(t->node->region) +
+			  st_txn_rec_off(t->node->layout, t->undo.slot);
+	return __atomic_load_n((const uint64_t *)rec, __ATOMIC_ACQUIRE) == t->undo.mark;
 }
 
 void undo_post_mark(struct txn *t, uint16_t node)

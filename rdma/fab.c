@@ -142,6 +142,11 @@ void *fab_local_base(const struct fab *f, uint16_t node)
 	return node < FAB_MAX_NODES ? f->peers[node].base : NULL;
 }
 
+bool fab_node_direct(const struct fab *f, uint16_t node)
+{
+	return node < FAB_MAX_NODES && f->peers[node].attached && f->peers[node].direct;
+}
+
 bool fab_node_near(const struct fab *f, uint16_t node)
 {
 	return node < FAB_MAX_NODES && f->peers[node].attached && f->peers[node].direct &&

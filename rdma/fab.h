@@ -16,6 +16,11 @@
  *    WRITE may return a mix of old and new words ("torn"), and protocols must
  *    detect that (validation, versions, Double-Read).
  *  - Operations posted on one endpoint complete in the order posted.
+ *  - Operations on a node this CPU reaches directly (fab_node_direct: the
+ *    own region except on verbs, shm peers) are applied inside fab_exec,
+ *    in posting order, before any operation of the batch is handed to the
+ *    backend for another node; a batch that fails fab_exec's checks
+ *    (bounds, a detached node) applies none of them.
  *  - A one-sided operation never runs the target node's transaction code.
  *
  * Threads: a struct fab is shared by the workers of one node; a struct
@@ -248,6 +253,9 @@ uint64_t fab_region_size(const struct fab *f, uint16_t node);
  * or the own node, no fabric-delay-us)? Then a read costs what a load does,
  * and caching what it would return saves nothing. */
 bool fab_node_near(const struct fab *f, uint16_t node);
+/* Are ops on node applied by this CPU (a shm node, the own node except on
+ * verbs), whatever the fabric delay? See the ordering rule at the top. */
+bool fab_node_direct(const struct fab *f, uint16_t node);
 
 /* fab_worker_create - endpoints for one worker thread to every attached
  * node. Returns NULL on failure (with a message in err, if given). */
