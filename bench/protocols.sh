@@ -27,8 +27,10 @@
 # measured seconds only.
 #
 # Writes bench/results/protocols.txt (the table, next to RCBench's sigma,
-# Table 3 of ../shared/papers/notes-rcbench.md) and protocols.jsonl
-# (rckv-bench's JSON line per run, with the INFO sums added as "info").
+# Table 3 of ../shared/papers/notes-rcbench.md), protocols.jsonl
+# (rckv-bench's JSON line per run, with the INFO sums added as "info")
+# and info/<protocol>-<zipf>-node<i>.txt (each node's INFO cc after the
+# run: the fetch's round trips, stages, caches).
 #
 # Env: PROTO_FABRIC (shm; tcp for one-sided operations over loopback TCP),
 # RCKV_SERVER (default build/rckv-server; use a Release build for
@@ -180,7 +182,11 @@ for zipf in $ZIPFS; do
     "$BENCH" --cluster "$CONF" "${ycsb[@]}" --zipf "$zipf" --duration "$DURATION" \
       --json "$TMP/run.json" >"$TMP/run.out" 2>&1 ||
       { cat "$TMP/run.out" >&2; die "rckv-bench failed ($proto, zipf $zipf)"; }
-    for i in $(seq 1 $NODES); do cli "$i" INFO cc >"$TMP/info$i.txt"; done
+    mkdir -p "$OUT/info"
+    for i in $(seq 1 $NODES); do
+      cli "$i" INFO cc >"$TMP/info$i.txt"
+      cp "$TMP/info$i.txt" "$OUT/info/$proto-$zipf-node$i.txt"
+    done
     /usr/bin/python3 - "$proto" "$zipf" "$TMP/run.json" "$JSONL" "$TMP"/info*.txt <<'EOF'
 import json, sys
 proto, zipf, run_json, jsonl = sys.argv[1:5]
