@@ -369,6 +369,23 @@ uint64_t cc_txn_start_ts(struct txn *t)
 /* The longest backoff sleep between two attempts. */
 #define BACKOFF_MAX_NS (50ull * 1000 * 1000)
 
+/* A fetch round, its round trips counted in the protocol's line. */
+static int fetch_counted(struct txn *t, const struct cc_key *keys, int nkeys)
+{
+	uint64_t rt0 = t->fstats.round_trips;
+	int rc = txn_fetch(t, keys, nkeys);
+	int pi = cc_protocol_index(t->proto);
+	t->ccw->stats.proto[pi].fetch_round_trips += t->fstats.round_trips - rt0;
+	return rc;
+}
+
+int cc_fetch_more(struct txn *t, const struct cc_key *keys, int nkeys)
+{
+	if (nkeys <= 0)
+		return CC_OK;
+	return fetch_counted(t, keys, nkeys);
+}
+
 int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 {
 	struct cc_node *n = ccw->node;
@@ -400,9 +417,7 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 		/* Fetch. One key gains nothing from a batch, and keeps the
 		 * single-key paths (an absent GET needs no placeholder). */
 		if (rc == CC_OK && tx->nkeys > 1) {
-			uint64_t rt0 = t.fstats.round_trips;
-			rc = txn_fetch(&t, tx->keys, tx->nkeys);
-			ps->fetch_round_trips += t.fstats.round_trips - rt0;
+			rc = fetch_counted(&t, tx->keys, tx->nkeys);
 			ps->fetches++;
 		}
 		/* Execute. */

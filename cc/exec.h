@@ -42,8 +42,9 @@ struct cc_key {
  * (the body, on the fetched images: a declared key costs no fabric
  * operation there), commit (the protocol's). A key the body reaches that
  * was not declared is fetched when reached, a second fetch round of one
- * key (later keys that depend on earlier values: scripts). keys may
- * repeat a key; nkeys may be 0.
+ * key; a body that learns several keys from values it read fetches them
+ * in one more round with cc_fetch_more (later keys that depend on earlier
+ * values: scripts). keys may repeat a key; nkeys may be 0.
  */
 struct cc_txn {
 	const struct cc_key *keys;
@@ -72,6 +73,18 @@ void cc_worker_destroy(struct cc_worker *ccw);
  * visible).
  */
 int cc_run(struct cc_worker *ccw, const struct cc_txn *tx);
+
+/*
+ * cc_fetch_more - a further fetch round, from inside a body: keys it
+ * learned from values it read (a key named by another key's value, a
+ * script's computed keys) are resolved and read as the declared ones
+ * were, in one batch per node (cc/fetch.c), so that the txn_get calls
+ * that follow cost no fabric operation. RCC's repeated fetch/execute
+ * rounds. Keys already touched are left as they are. Returns CC_OK, or
+ * what a read returns (CC_ABORT: the body returns it, and the executor
+ * retries the whole transaction).
+ */
+int cc_fetch_more(struct txn *t, const struct cc_key *keys, int nkeys);
 
 /*
  * cc_key_absent - true if key is absent in committed state and no
