@@ -359,12 +359,22 @@ uint64_t prim_read_own_txn(const struct txn *t, int word)
 
 /* Release the lock word of every access still locked (after the commit
  * point, or on abort). */
-static void post_unlocks(struct txn *t)
+static void post_unlocks(struct txn *t, bool abort)
 {
 	uint64_t dec = -cc_shared_unit(prim_self(t));
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
-		if (acc_locked(a) && !(a->pstate & ACC_SWAPPED))
+		if (acc_locked(a) && !(a->pstate & ACC_SWAPPED) && abort) {
+			/* A lock taken at commit (prim_note_locks) is ours before the
+			 * block's identity is checked; an abort may be that check
+			 * failing, and the block, retired before our CAS, may belong
+			 * to another key by now, its lock word rewritten and taken
+			 * again. So the release is a CAS from our word (or its
+			 * installing mark, cc_lock_installing), never a WRITE. */
+			prim_post_cas_item(t, a, W_LOCK, t->owner, 0, &a->stage[0]);
+			prim_post_cas_item(t, a, W_LOCK, cc_lock_installing(t->owner), 0,
+					   &a->stage[1]);
+		} else if (acc_locked(a) && !(a->pstate & ACC_SWAPPED))
 			prim_post_write_word(t, a, W_LOCK, 0);
 		else if (a->pstate & ACC_SHARED) {
 			/* Drop our count; then, if that left no holder, the word
@@ -451,7 +461,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	}
 	const bool power = t->node->durable != NULL;
 	if (!wnodes) {
-		post_unlocks(t);
+		post_unlocks(t, false);
 		t->batch.untracked = power; /* lock words need no persistence */
 		rc = prim_exec(t);
 		t->batch.untracked = false;
@@ -500,7 +510,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 				unsure = true;
 			}
 		} else {
-			post_unlocks(t);
+			post_unlocks(t, false);
 			rc = prim_exec(t);
 		}
 		if (rc && (t->batch.failed & wnodes)) {
@@ -515,7 +525,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 			/* Lock words need no persisting: recovery releases every
 			 * lock. Untracked, the pages they touch (just flushed)
 			 * are not written again by the next flush. */
-			post_unlocks(t);
+			post_unlocks(t, false);
 			t->batch.untracked = true;
 			rc = prim_exec(t);
 			t->batch.untracked = false;
@@ -561,7 +571,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		if (a->pstate & ACC_SWAPPED)
 			reloc_post_finish(t, a, ver);
 	}
-	post_unlocks(t);
+	post_unlocks(t, false);
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 		if (wnodes & (1ull << nd))
 			undo_post_retire(t, (uint16_t)nd);
@@ -620,7 +630,7 @@ void prim_release_locks(struct txn *t)
 				failed |= u->nodes;
 		}
 	}
-	post_unlocks(t);
+	post_unlocks(t, true);
 	if (u->phase == UNDO_INSTALLED)
 		for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 			if (u->nodes & (1ull << nd))
