@@ -2,34 +2,41 @@
  * occ.c: OCC as RCC implements it after DrTM+H (RCC sections 4 and 4.1,
  * notes-rcc.md 5.3): reads take no lock and remember the version they saw;
  * commit locks the write set, validates the read set, logs, installs and
- * releases, with DrTM+H's one-sided choices: the lock stage is CAS+READ
- * per written item (lock-and-fetch, the READ behind the CAS on the same
- * endpoint), validation READs, the log and the install one-sided WRITEs.
+ * releases (the stages RCC's OCC names: Read, Lock, Validate, Log, Commit,
+ * Release; notes-rcc.md 4.7 and appendix A), every stage one-sided: the
+ * lock stage is CAS+READ per written item (RCC 4.2's lock-and-fetch, the
+ * READ behind the CAS on the same endpoint, so after it), validation is
+ * READs, the log and the install are WRITEs. RCC's text gives no OCC
+ * detail beyond this and DrTM+H's paper is not among ../shared/papers, so
+ * what follows is the classic OCC (Kung and Robinson, RCC [21]) on those
+ * one-sided stages; where it chooses, it says so.
  *
  * How it differs from silo (silo.c, RCBench Algorithm 8), in what it
  * validates and when:
- *  - silo locks the write set with bare CASes and then validates the read
- *    set and the write set together, one header READ per accessed item,
- *    in the stage after the locks are held (its Algorithm 8 checks every
- *    item "modified by other transactions" once all locks are won).
- *  - occ validates a written item at the lock stage, by the READ behind
- *    its own CAS (DrTM+H's lock phase checks the sequence number it
- *    fetches under the lock), and the validation stage READs only the
- *    items read and not written. A transaction whose reads are all
- *    written (read-modify-write) has no validation stage at all: across
+ *  - silo locks the write set with bare CASes (a READ behind the CAS only
+ *    for a blind write's image) and then, in a stage of its own once every
+ *    lock is held, READs the header of every accessed item, read set and
+ *    write set alike, and checks each version.
+ *  - occ checks a written item at the lock stage, on the header the READ
+ *    behind its own CAS fetched under the lock, and its validation stage
+ *    READs only the items read and not written. A transaction whose reads
+ *    are all written (read-modify-write) has no validation stage: across
  *    nodes its lock stage is its only round trip before the log, where
- *    silo needs two (lock, then validate).
+ *    silo needs two (lock, then validate); test_protocol_occ.py counts it.
+ *    With items only read, both take the same rounds, and occ READs fewer
+ *    headers in the second (none for its written items).
  *  - occ never reads pessimistically. silo takes the lock at the read for
  *    a one-key write command and after 3 aborts (its invariant (6)); occ
- *    reads optimistically on every attempt, as DrTM+H does, and leaves a
- *    transaction that keeps failing validation to the executor's backoff
- *    and txn-timeout. This is the behaviour RCC measures: OCC loses most
- *    as contention grows (RCC 6.4). A one-key INCR costs 3 round trips
- *    (read; lock and fetch; install) where silo's costs 2.
+ *    reads optimistically on every attempt and leaves a transaction that
+ *    keeps failing validation to the executor's backoff and txn-timeout.
+ *    That is the OCC RCC measures, the one that loses most as contention
+ *    grows (RCC 6.4). A one-key INCR costs 3 round trips and 9 verbs
+ *    (read; lock and fetch; install) where silo's costs 2 and 6.
  *
- * Deviations from DrTM+H, and why:
+ * Deviations from RCC (and the DrTM+H choices it takes), and why:
  *  - Versions are unique stamps (cc_ts_unique), not per-record sequence
- *    numbers incremented by each commit: the shared install path
+ *    numbers incremented by each commit (the `seq` word of the RCC code's
+ *    header, notes-rcc.md appendix A, a hint): the shared install path
  *    (prim_commit_writes) writes one version to every item of a commit,
  *    and WATCH compares versions across protocol switches. A stamp never
  *    installed before detects a change exactly as a new sequence number
@@ -44,8 +51,9 @@
  *    value of a read item is in hand, and the header is what the check
  *    needs.
  *  - Logging is rckv's undo log inside prim_commit_writes (records, then
- *    installs, then the commit point), not DrTM+H's redo log to backups;
- *    replication goes through the same shared path (DESIGN.md section 7).
+ *    installs, then the commit point), not RCC 4.1's coordinator log of
+ *    the updates to backups: every protocol commits through that one
+ *    durable path, replication included (DESIGN.md section 7).
  *  - On one node, the lock stage and the validation stage share one batch
  *    (as silo does): operations on one endpoint complete in order, so
  *    every validation READ still runs after every lock CAS (invariant (5)).
@@ -89,9 +97,11 @@
  *      lock stage to our install or release; reads never lock.
  *  (2) Every install writes a fresh, unique ver (a stamp from
  *      cc_ts_unique, cluster-unique) with its data while holding the
- *      item's lock, and unlocks after (prim.c). A ver never returns to an
- *      earlier value, so an item whose ver is the one we read, seen
- *      unlocked or locked by us, holds the value we read.
+ *      item's lock, and unlocks after (prim.c). No ver seen unlocked ever
+ *      comes back (a commit that fails after its installs restores the
+ *      old ver and data before it releases the lock, prim_release_locks),
+ *      so an item whose ver is the one we read, seen unlocked or locked by
+ *      us, holds the value we read.
  *  (3) A block that is retired or reused changes its DEAD flag or its
  *      generation while locked, so a header READ tells that the key moved
  *      (prim_header_same_block, prim_check_block).
