@@ -532,6 +532,7 @@ extern const struct cc_protocol cc_woundwait;
 extern const struct cc_protocol cc_timestamp;
 extern const struct cc_protocol cc_mvcc;
 extern const struct cc_protocol cc_silo;
+extern const struct cc_protocol cc_occ;
 extern const struct cc_protocol cc_none;
 
 #endif

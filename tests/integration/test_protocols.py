@@ -35,6 +35,7 @@ PROTOCOLS = [
     ("timestamp", "timestamp", {}),
     ("mvcc", "mvcc", {}),
     ("silo", "silo", {}),
+    ("occ", "occ", {}),
 ]
 
 
