@@ -26,25 +26,34 @@
  *   READ     round 3 posts every key's first read through the protocol's
  *            read_post (silo: the Double-Read; nowait: the lock CAS and
  *            the READ behind it), runs them, and finishes each with
- *            read_done. A key the protocol cannot batch (no hook, a
- *            pessimistic or shared read, an image caught mid-install) is
- *            read alone with its `read`. Keys declared for writing only
- *            are read (and so locked) only under a protocol that says
- *            fetch_locks_writes; elsewhere they are written blind.
+ *            read_done. A read of several steps (timestamp, mvcc: the
+ *            Double-Read, then the rts CAS and a READ of lock+ver) asks
+ *            for another round (CC_AGAIN, cc.h): round 4 runs every such
+ *            key's next step in one batch, and so on until no key asks
+ *            again. A key the protocol cannot batch (no hook, a
+ *            pessimistic or shared read, an image caught mid-install, a
+ *            writer to wait for) is read alone with its `read`. Keys
+ *            declared for writing only are read (and so locked) only
+ *            under a protocol that says fetch_locks_writes; elsewhere
+ *            they are written blind.
  *
- * So a transaction of cached keys fetches in one round trip, and one of
- * uncached existing keys in three, where reading them key by key took
- * two or three per key. The body then finds every declared access read:
- * txn_get costs no fabric operation.
+ * So a transaction of cached keys fetches in one round trip per step of
+ * the protocol's read (silo, the 2PL ones: 1; timestamp, mvcc: 2), and
+ * one of uncached existing keys in two more, where reading them key by
+ * key took two or three per key. The body then finds every declared
+ * access read: txn_get costs no fabric operation.
  *
  * Invariants:
  *  (1) Fetching changes no outcome: each key ends as the body's first
  *      touch would have left it (resolved to the same block, read by the
  *      same protocol read, or not touched at all). A key fetch could not
  *      do is left to the body, which reaches it through the usual path.
- *  (2) Every read_post is matched by its read_done, even after another
- *      access aborted, so a lock won in the batch is on record for the
- *      abort to release (cc_protocol.read_done).
+ *  (2) Every read_post is matched by read_done calls until one answers
+ *      something else than CC_AGAIN, even after another access aborted,
+ *      so a lock won in any round is on record for the abort to release
+ *      (cc_protocol.read_done). Only an access on a node whose part of a
+ *      round failed is dropped: that node is in t->unknown, and the
+ *      transaction fails whole.
  *  (3) An access enters t's table only once resolved; t's arrays are
  *      grown for all of them first (txn_acc_reserve), so nothing moves
  *      while batches that point into accesses are in flight.
@@ -180,33 +189,53 @@ static bool wants_read(const struct txn *t, const struct fkey *e)
 	       ((e->access & CC_KEY_WRITE) && t->proto->fetch_locks_writes);
 }
 
-/* Round 3: the protocol's first reads, batched where it can. */
+/*
+ * Round 3 on: the protocol's first reads, batched where it can. Every
+ * access posted rides in each round until its read_done answers something
+ * else than CC_AGAIN (cc.h); a round runs the next step of every access
+ * that asked for one, all nodes together, so a read of k steps costs the
+ * fetch k rounds whatever the number of keys.
+ */
 static int read_all(struct txn *t, struct fkey *fk, int n)
 {
 	const struct cc_protocol *p = t->proto;
-	bool *posted = calloc((size_t)n, sizeof(*posted));
-	if (!posted)
+	bool *pending = calloc((size_t)n, sizeof(*pending));
+	if (!pending)
 		return CC_EINTERNAL;
-	bool any = false;
+	int npend = 0;
 	for (int i = 0; i < n; i++)
-		if (wants_read(t, &fk[i]) && p->read_post && p->read_post(t, fk[i].a))
-			any = posted[i] = true;
-	int rc = any ? prim_exec(t) : CC_OK;
-	/* A node that failed: its parts' results mean nothing (and t->unknown
-	 * has it release whatever its CASes may have won); the other nodes'
-	 * parts ran, and a lock won there must be recorded (invariant (2)). */
-	uint64_t failed = rc ? prim_failed_nodes(t) : 0;
-	int verdict = rc;
-	for (int i = 0; i < n; i++) {
-		if (!posted[i] || (failed & (1ull << (fk[i].a->node & 63))))
-			continue;
-		int r = p->read_done(t, fk[i].a); /* invariant (2): every one */
-		if (r == CC_OK)
-			fk[i].a->mode |= ACC_R;
-		else if (r != CC_RETRY && verdict == CC_OK)
-			verdict = r;
+		if (wants_read(t, &fk[i]) && p->read_post && p->read_post(t, fk[i].a)) {
+			pending[i] = true;
+			npend++;
+		}
+	int rc = CC_OK, verdict = CC_OK;
+	while (npend > 0) {
+		int x = prim_exec(t);
+		if (x && rc == CC_OK)
+			rc = x;
+		/* A node that failed: its parts' results mean nothing (and
+		 * t->unknown has it release whatever its CASes may have won),
+		 * so its accesses are done with; the other nodes' parts ran,
+		 * and a lock won there must be recorded (invariant (2)), even
+		 * if that takes their reads another round. */
+		uint64_t failed = x ? prim_failed_nodes(t) : 0;
+		for (int i = 0; i < n; i++) {
+			if (!pending[i])
+				continue;
+			struct cc_access *a = fk[i].a;
+			int r = (failed & (1ull << (a->node & 63))) ? CC_RETRY
+								    : p->read_done(t, a); /* (2) */
+			if (r == CC_AGAIN)
+				continue; /* its next step is queued: one more round */
+			pending[i] = false;
+			npend--;
+			if (r == CC_OK)
+				a->mode |= ACC_R;
+			else if (r != CC_RETRY && verdict == CC_OK)
+				verdict = r;
+		}
 	}
-	free(posted);
+	free(pending);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n && verdict == CC_OK; i++)
