@@ -159,7 +159,11 @@ struct cc_protocol {
 	 * one access lives in the access (p[], stage[], hdr[]), as the
 	 * protocol's file says. A read_done that runs a batch itself (a
 	 * lock given back: prim_lock_won) also runs every step queued before
-	 * it, so only a protocol that never answers CC_AGAIN may do that. */
+	 * it, so only a protocol that never answers CC_AGAIN may do that.
+	 * An access the address cache sent to a block that is no longer its
+	 * key's (read_done: CC_ABORT, cause STALE) is resolved again and read
+	 * alone (cc/fetch.c), so a read_done that finds it so holds nothing
+	 * on that block. */
 	bool (*read_post)(struct txn *t, struct cc_access *a);
 	int (*read_done)(struct txn *t, struct cc_access *a);
 	int (*write)(struct txn *t, struct cc_access *a);

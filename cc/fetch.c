@@ -32,7 +32,11 @@
  *            key's next step in one batch, and so on until no key asks
  *            again. A key the protocol cannot batch (no hook, a
  *            pessimistic or shared read, an image caught mid-install, a
- *            writer to wait for) is read alone with its `read`. Keys
+ *            writer to wait for) is read alone with its `read`; so is
+ *            one whose cached address its read found stale (the item
+ *            moved since: mvcc's relocations make room for versions),
+ *            once resolved again through the index, rather than abort
+ *            the whole transaction (cause STALE) for it. Keys
  *            declared for writing only are read (and so locked) only
  *            under a protocol that says fetch_locks_writes; elsewhere
  *            they are written blind.
@@ -61,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc/cache.h"
 #include "cc/cc.h"
 #include "cc/exec.h"
 #include "cc/exec_internal.h"
@@ -72,6 +77,7 @@ struct fkey {
 	bool fresh;              /* made by this fetch, not yet in t's table */
 	bool cached;             /* resolved by the address cache */
 	bool probing;            /* resolution by the probe in progress */
+	bool restale;            /* cached, found stale by its read: resolve again */
 	uint8_t cls;             /* the probe's candidate */
 	uint64_t off;
 	uint64_t bucket[8];      /* the probe's primary bucket */
@@ -189,6 +195,37 @@ static bool wants_read(const struct txn *t, const struct fkey *e)
 	       ((e->access & CC_KEY_WRITE) && t->proto->fetch_locks_writes);
 }
 
+/* Did read_done find that the address cache sent a fresh access to a block
+ * that is no longer its key's (STALE: the item moved, e.g. mvcc making room
+ * for versions, after this worker cached it)? Nothing of the read holds on
+ * that block: a batched read's first step takes no mark, and a lock CAS
+ * that won there is given back (prim_lock_won). */
+static bool stale_entry(const struct txn *t, const struct fkey *e, int r)
+{
+	return r == CC_ABORT && t->cause == CC_CAUSE_STALE && e->fresh && e->cached;
+}
+
+/* Those accesses: the entry dropped, the key resolved through the index
+ * as the body would (st_create), and read alone; what the index lookup
+ * cannot do (no room for a placeholder) aborts as the stale read did. */
+static int reresolve(struct txn *t, struct fkey *fk, int n)
+{
+	const bool cache_all = t->proto->read_post != NULL;
+	for (int i = 0; i < n; i++) {
+		struct cc_access *a = fk[i].a;
+		if (!fk[i].restale)
+			continue;
+		cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
+		bool cache = cache_all || !fab_node_near(t->node->fab, a->node);
+		int rc = txn_acc_create(t, a, cache);
+		if (rc == CC_EFAB)
+			return rc; /* t->fatal: the transaction fails whole */
+		if (rc)
+			return cc_abort_with(t, CC_CAUSE_STALE);
+	}
+	return CC_OK;
+}
+
 /*
  * Round 3 on: the protocol's first reads, batched where it can. Every
  * access posted rides in each round until its read_done answers something
@@ -209,6 +246,7 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 			npend++;
 		}
 	int rc = CC_OK, verdict = CC_OK;
+	bool restale = false;
 	while (npend > 0) {
 		int x = prim_exec(t);
 		if (x && rc == CC_OK)
@@ -231,12 +269,16 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 			npend--;
 			if (r == CC_OK)
 				a->mode |= ACC_R;
+			else if (stale_entry(t, &fk[i], r))
+				restale = fk[i].restale = true;
 			else if (r != CC_RETRY && verdict == CC_OK)
 				verdict = r;
 		}
 	}
 	free(pending);
 	if (rc)
+		return rc;
+	if (restale && verdict == CC_OK && (rc = reresolve(t, fk, n)))
 		return rc;
 	for (int i = 0; i < n && verdict == CC_OK; i++)
 		if (wants_read(t, &fk[i]))
