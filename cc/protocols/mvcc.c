@@ -44,7 +44,12 @@
  *
  * States and transitions (function):
  *   BEGIN    --cc_begin_fresh_ts: ctts := cc_ts_next, owner := owner word of ctts
- *   RUNNING  --read (mvcc_read, RCC RS, one-sided):
+ *   RUNNING  --read (mvcc_read, RCC RS, one-sided; for a declared key,
+ *              the fetch stage's mvcc_read_post/mvcc_read_done, the same
+ *              steps with every key's step in one batch: round 1 the
+ *              Double-Reads, round 2 the rts CASes and READs, and CC_RETRY,
+ *              so mvcc_read alone, wherever mvcc_read would read again,
+ *              wait or start over):
  *              Double-Read: READ lock+ver, READ block, READ lock+ver, one
  *              batch; retried while the halves differ or the lock says
  *              "installing". R2: the lock is 0, ours, or a younger
@@ -98,6 +103,10 @@
  *      the Double-Read already showed rts >= ctts there is no CAS: a
  *      writer that locks after it still reads rts >= ctts (by (4), only a
  *      lock holder lowers rts, and none older than us held it then).
+ *      The batched read (mvcc_read_done) posts the same verbs per key in
+ *      the same order and returns only where mvcc_read would; sharing
+ *      rounds with other keys only stretches the time between the
+ *      Double-Read and the CAS, which this argument does not use.
  *      Together with (1) and (2), every transaction reads, for every
  *      item, the last version before its ctts: the execution is
  *      equivalent to the serial one in ctts order.
@@ -143,6 +152,9 @@
 #define MV_TORN_RETRIES 2   /* Double-Reads retried at once before waiting */
 #define MV_REDO_MAX 16      /* reads started over (invariant 3) before giving up */
 #define MV_RTS_TRIES 64     /* rts CASes lost to readers before giving up */
+#define MV_RTS_BATCHED 3    /* rounds of rts CASes a batched read (the fetch
+			       stage) runs for one key before it leaves the key
+			       to mvcc_read alone: each costs the fetch a round */
 
 /* ---- the descriptor (meta[1]) and the tail ---- */
 
@@ -252,11 +264,29 @@ static void img_show(struct cc_access *a, const struct mv_entry *e)
 	it->data = e->data;
 }
 
+/* Queue one raise of rts from `rts` to ctts (Read-Cas): the CAS, its
+ * result in a->stage[2], and behind it on the same endpoint (so after it)
+ * a READ of lock+ver into a->hdr[1]. */
+static void post_raise(struct txn *t, struct cc_access *a, uint64_t rts)
+{
+	a->stage[2] = ~0ull;
+	prim_post_cas_item(t, a, W_META0, rts, t->start_ts, &a->stage[2]);
+	prim_post_read_hdr(t, a, a->hdr[1]);
+}
+
+/* After that CAS and READ ran: the rts now known (ctts if the CAS won,
+ * else the one it returned) in *rts, and whether the read must start over:
+ * ver changed from `ver`, or an older writer holds the lock (invariant 3). */
+static bool raised(const struct txn *t, const struct cc_access *a, uint64_t ver, uint64_t *rts)
+{
+	*rts = a->stage[2] == *rts ? t->start_ts : a->stage[2];
+	return a->hdr[1][1] != ver || held_by_older(t, a->hdr[1][0]);
+}
+
 /*
- * rts_raise - make rts >= ctts (CAS rts -> ctts, READ lock+ver after it,
- * one batch, repeated while the CAS loses to readers below ctts). Returns
- * CC_OK with *redo set when the READ shows ver changed from `ver` or an
- * older writer holding the lock (invariant 3), CC_ABORT or an error.
+ * rts_raise - make rts >= ctts (post_raise, repeated while the CAS loses to
+ * readers below ctts). Returns CC_OK with *redo set when the read must
+ * start over (raised), CC_ABORT or an error.
  */
 static int rts_raise(struct txn *t, struct cc_access *a, uint64_t rts, uint64_t ver, bool *redo)
 {
@@ -265,25 +295,68 @@ static int rts_raise(struct txn *t, struct cc_access *a, uint64_t rts, uint64_t 
 	for (int tries = 0; rts < ctts; tries++) {
 		if (tries == MV_RTS_TRIES)
 			return cc_abort_with(t, CC_CAUSE_VALIDATE);
-		uint64_t old = 0;
-		prim_post_cas_item(t, a, W_META0, rts, ctts, &old);
-		prim_post_read_hdr(t, a, a->hdr[1]);
+		post_raise(t, a, rts);
 		int rc = prim_exec(t);
 		if (rc)
 			return rc;
-		rts = old == rts ? ctts : old;
-		if (a->hdr[1][1] != ver || held_by_older(t, a->hdr[1][0])) {
-			*redo = true;
+		if ((*redo = raised(t, a, ver, &rts)))
 			return CC_OK;
-		}
 	}
 	a->p[1] = rts;
 	return CC_OK;
 }
 
+/* A consistent Double-Read (double_read_ok): its lock and ver into the
+ * image, which must still be the key's (STALE), and what W1 needs later
+ * into p[] (ver, and rts as seen). */
+static int dread_accept(struct txn *t, struct cc_access *a)
+{
+	a->img->lock = a->hdr[0][0];
+	a->img->ver = a->hdr[0][1];
+	int rc = prim_check_block(t, a);
+	if (rc)
+		return rc;
+	a->p[0] = a->img->ver;
+	a->p[1] = a->img->meta[0];
+	a->pstate &= (uint8_t)~ACC_PROTO;
+	return CC_OK;
+}
+
+/*
+ * R1: the version to read at ctts, ver first, then the tail, newest first.
+ * CC_OK with *older set and the version in *e when it is an older one,
+ * or CC_ABORT (cause version) when none is old enough.
+ */
+static int pick_version(struct txn *t, struct cc_access *a, struct mv_entry *e, bool *older)
+{
+	const uint64_t ctts = t->start_ts, ver = a->img->ver;
+	*older = false;
+	if (ver < ctts)
+		return CC_OK;
+	uint32_t off[MV_MAX], bytes;
+	int n = tail_parse(a, a->img, off, &bytes);
+	for (int i = 0; i < n; i++) {
+		entry_at(a->img, off[i], e);
+		if (e->wts < ctts) {
+			*older = true;
+			return CC_OK;
+		}
+	}
+	cc_ts_observe(t, ver);
+	return cc_abort_with(t, CC_CAUSE_VERSION);
+}
+
+/* The read is done: an older version chosen becomes the image's. */
+static void show_version(struct cc_access *a, const struct mv_entry *e, bool older)
+{
+	if (older) {
+		img_show(a, e);
+		a->pstate |= ACC_PROTO; /* the image is not the item's newest version */
+	}
+}
+
 static int mvcc_read(struct txn *t, struct cc_access *a)
 {
-	const uint64_t ctts = t->start_ts;
 	int round = 0, torn = 0, redo = 0;
 	a->otail = 0; /* an image used for reading only: no undo record */
 	for (;;) {
@@ -297,51 +370,88 @@ static int mvcc_read(struct txn *t, struct cc_access *a)
 				return rc;
 			continue;
 		}
-		const uint64_t lock = a->hdr[0][0], ver = a->hdr[0][1];
-		a->img->lock = lock;
-		a->img->ver = ver;
-		if ((rc = prim_check_block(t, a)))
+		if ((rc = dread_accept(t, a)))
 			return rc;
-		a->p[0] = ver;
-		a->p[1] = a->img->meta[0];
-		a->pstate &= (uint8_t)~ACC_PROTO;
-		if (held_by_older(t, lock)) { /* R2 */
+		if (held_by_older(t, a->img->lock)) { /* R2 */
 			if ((rc = cc_wait(t, round++)))
 				return rc;
 			continue;
 		}
-		/* R1: ver first, then the tail, newest first. */
 		struct mv_entry e = { 0 };
-		bool older = false;
-		if (ver >= ctts) {
-			uint32_t off[MV_MAX], bytes;
-			int n = tail_parse(a, a->img, off, &bytes);
-			int i = 0;
-			for (; i < n; i++) {
-				entry_at(a->img, off[i], &e);
-				if (e.wts < ctts)
-					break;
-			}
-			if (i == n) {
-				cc_ts_observe(t, ver);
-				return cc_abort_with(t, CC_CAUSE_VERSION);
-			}
-			older = true;
-		}
+		bool older;
+		if ((rc = pick_version(t, a, &e, &older)))
+			return rc;
 		bool again;
-		if ((rc = rts_raise(t, a, a->img->meta[0], ver, &again)))
+		if ((rc = rts_raise(t, a, a->img->meta[0], a->img->ver, &again)))
 			return rc;
 		if (again) {
 			if (++redo > MV_REDO_MAX)
 				return cc_abort_with(t, CC_CAUSE_VALIDATE);
 			continue;
 		}
-		if (older) {
-			img_show(a, &e);
-			a->pstate |= ACC_PROTO; /* the image is not the item's newest version */
-		}
+		show_version(a, &e, older);
 		return CC_OK;
 	}
+}
+
+/*
+ * The fetch stage's batched read (cc_protocol.read_post/read_done):
+ * mvcc_read in rounds, each key's step in the batch of every key's. Round
+ * 1 is the Double-Read, judged as mvcc_read judges it (R2, then R1); if
+ * rts is below ctts it queues the CAS and READ of rts_raise (CC_AGAIN),
+ * round 2 runs them, and a CAS lost to a reader still below ctts is tried
+ * again, up to MV_RTS_BATCHED rounds. What mvcc_read would do otherwise
+ * (read a torn image again, wait for an older writer, start over, go on
+ * losing CASes) it does alone (CC_RETRY): the batched read never waits and
+ * never decides differently. The version R1 chose is shown in the image
+ * only when the read is done (show_version): rounds after the first need
+ * the tail as read. Between rounds a->p[1] is 1 + the CASes posted so far
+ * (MV_STEP_READ: the Double-Read's round; it becomes W1's rts when the
+ * read is done), a->img->meta[0] the rts last seen; a->p[0] is ver.
+ */
+#define MV_STEP_READ 1
+
+static bool mvcc_read_post(struct txn *t, struct cc_access *a)
+{
+	a->otail = 0; /* as mvcc_read */
+	prim_post_double_read(t, a);
+	a->p[1] = MV_STEP_READ;
+	return true;
+}
+
+static int mvcc_read_done(struct txn *t, struct cc_access *a)
+{
+	const uint64_t ctts = t->start_ts;
+	uint64_t rts = a->img->meta[0], step = a->p[1];
+	if (step == MV_STEP_READ) {
+		if (!double_read_ok(a))
+			return CC_RETRY; /* torn or installing: mvcc_read alone */
+		int rc = dread_accept(t, a);
+		if (rc)
+			return rc;
+		if (held_by_older(t, a->img->lock))
+			return CC_RETRY; /* R2: mvcc_read waits for it */
+	} else {
+		if (raised(t, a, a->p[0], &rts))
+			return CC_RETRY; /* start over: mvcc_read alone */
+		a->img->meta[0] = rts;
+	}
+	/* R1, on the image as read (the tail is intact until the end). */
+	struct mv_entry e = { 0 };
+	bool older;
+	int rc = pick_version(t, a, &e, &older);
+	if (rc)
+		return rc;
+	if (rts >= ctts) {
+		a->p[1] = rts;
+		show_version(a, &e, older);
+		return CC_OK;
+	}
+	if (step - MV_STEP_READ >= MV_RTS_BATCHED)
+		return CC_RETRY; /* readers keep raising it: rts_raise alone */
+	post_raise(t, a, rts);
+	a->p[1] = step + 1;
+	return CC_AGAIN;
 }
 
 /* ---- writes ---- */
@@ -501,6 +611,8 @@ const struct cc_protocol cc_mvcc = {
 	.versions = true,
 	.begin = cc_begin_fresh_ts,
 	.read = mvcc_read,
+	.read_post = mvcc_read_post,
+	.read_done = mvcc_read_done,
 	.write = mvcc_write,
 	.commit = mvcc_commit,
 	.abort = mvcc_abort,
