@@ -158,14 +158,30 @@ struct cc_protocol {
 	 * fails whole (t->fatal). Protocol state kept between the rounds of
 	 * one access lives in the access (p[], stage[], hdr[]), as the
 	 * protocol's file says. A read_done that runs a batch itself (a
-	 * lock given back: prim_lock_won) also runs every step queued before
-	 * it, so only a protocol that never answers CC_AGAIN may do that.
+	 * lock given back: prim_lock_won) also runs the steps other accesses
+	 * queued before it: their results are in place when their read_done
+	 * comes, and if that batch failed, t->fatal fails the transaction
+	 * whole whatever they answer.
 	 * An access the address cache sent to a block that is no longer its
 	 * key's (read_done: CC_ABORT, cause STALE) is resolved again and read
 	 * alone (cc/fetch.c), so a read_done that finds it so holds nothing
 	 * on that block. */
 	bool (*read_post)(struct txn *t, struct cc_access *a);
 	int (*read_done)(struct txn *t, struct cc_access *a);
+	/* Batched first writes, the fetch stage's, of keys declared for
+	 * writing and not for reading (a plain SET, MSET): both optional, unused
+	 * under fetch_locks_writes (those protocols lock such keys with
+	 * read_post). write_post queues the first step of what `write` would
+	 * do for a (its lock CAS and the READ behind it) and says whether it
+	 * did; after the rounds, as for read_done, write_done answers CC_OK
+	 * (what `write` does before the value is known is done: the lock is
+	 * held and on record, a->img is the block read under it, and `write`
+	 * then finds nothing to do), CC_ABORT, CC_AGAIN, or CC_RETRY (the
+	 * body's first write of a runs `write` alone). Either way a is not
+	 * read: a read of it later in the body is the protocol's `read`.
+	 * The rules of read_done above hold for write_done too. */
+	bool (*write_post)(struct txn *t, struct cc_access *a);
+	int (*write_done)(struct txn *t, struct cc_access *a);
 	int (*write)(struct txn *t, struct cc_access *a);
 	int (*commit)(struct txn *t);
 	void (*abort)(struct txn *t);

@@ -37,9 +37,12 @@
  *            moved since: mvcc's relocations make room for versions),
  *            once resolved again through the index, rather than abort
  *            the whole transaction (cause STALE) for it. Keys
- *            declared for writing only are read (and so locked) only
- *            under a protocol that says fetch_locks_writes; elsewhere
- *            they are written blind.
+ *            declared for writing only are read (and so locked) under a
+ *            protocol that says fetch_locks_writes; under one with
+ *            write_post (timestamp, mvcc) the first step of their write,
+ *            the lock CAS and the READ behind it, rides in round 3 with
+ *            the reads, and they stay unread; elsewhere they are resolved
+ *            only and written blind.
  *
  * So a transaction of cached keys fetches in one round trip per step of
  * the protocol's read (silo, the 2PL ones: 1; timestamp, mvcc: 2), and
@@ -50,7 +53,8 @@
  * Invariants:
  *  (1) Fetching changes no outcome: each key ends as the body's first
  *      touch would have left it (resolved to the same block, read by the
- *      same protocol read, or not touched at all). A key fetch could not
+ *      same protocol read, locked as the protocol's write would before
+ *      the value is known, or not touched at all). A key fetch could not
  *      do is left to the body, which reaches it through the usual path.
  *  (2) Every read_post is matched by read_done calls until one answers
  *      something else than CC_AGAIN, even after another access aborted,
@@ -78,6 +82,7 @@ struct fkey {
 	bool cached;             /* resolved by the address cache */
 	bool probing;            /* resolution by the probe in progress */
 	bool restale;            /* cached, found stale by its read: resolve again */
+	bool writing;            /* posted with write_post, not read_post */
 	uint8_t cls;             /* the probe's candidate */
 	uint64_t off;
 	uint64_t bucket[8];      /* the probe's primary bucket */
@@ -186,6 +191,13 @@ static int resolve(struct txn *t, struct fkey *fk, int n)
 	return CC_OK;
 }
 
+/* Does the fetch take this key's first write step (cc_protocol.write_post)? */
+static bool wants_write(const struct txn *t, const struct fkey *e)
+{
+	return e->a && !e->a->mode && t->proto->write_post && !t->proto->fetch_locks_writes &&
+	       (e->access & CC_KEY_WRITE) && !(e->access & CC_KEY_READ);
+}
+
 /* Does the fetch read this key? */
 static bool wants_read(const struct txn *t, const struct fkey *e)
 {
@@ -227,11 +239,13 @@ static int reresolve(struct txn *t, struct fkey *fk, int n)
 }
 
 /*
- * Round 3 on: the protocol's first reads, batched where it can. Every
- * access posted rides in each round until its read_done answers something
+ * Round 3 on: the protocol's first reads, and the first steps of writes
+ * where it has write_post, batched where it can. Every access posted
+ * rides in each round until its read_done (write_done) answers something
  * else than CC_AGAIN (cc.h); a round runs the next step of every access
  * that asked for one, all nodes together, so a read of k steps costs the
- * fetch k rounds whatever the number of keys.
+ * fetch k rounds whatever the number of keys. A write step that answers
+ * CC_RETRY is left to the body's first write of the key.
  */
 static int read_all(struct txn *t, struct fkey *fk, int n)
 {
@@ -240,11 +254,13 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 	if (!pending)
 		return CC_EINTERNAL;
 	int npend = 0;
-	for (int i = 0; i < n; i++)
-		if (wants_read(t, &fk[i]) && p->read_post && p->read_post(t, fk[i].a)) {
-			pending[i] = true;
-			npend++;
-		}
+	for (int i = 0; i < n; i++) {
+		if (wants_read(t, &fk[i]))
+			pending[i] = p->read_post && p->read_post(t, fk[i].a);
+		else if (wants_write(t, &fk[i]))
+			pending[i] = fk[i].writing = p->write_post(t, fk[i].a);
+		npend += pending[i];
+	}
 	int rc = CC_OK, verdict = CC_OK;
 	bool restale = false;
 	while (npend > 0) {
@@ -262,17 +278,20 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 				continue;
 			struct cc_access *a = fk[i].a;
 			int r = (failed & (1ull << (a->node & 63))) ? CC_RETRY
-								    : p->read_done(t, a); /* (2) */
+				: fk[i].writing ? p->write_done(t, a) /* (2) */
+				: p->read_done(t, a);
 			if (r == CC_AGAIN)
 				continue; /* its next step is queued: one more round */
 			pending[i] = false;
 			npend--;
-			if (r == CC_OK)
-				a->mode |= ACC_R;
-			else if (stale_entry(t, &fk[i], r))
+			if (r == CC_OK) {
+				if (!fk[i].writing)
+					a->mode |= ACC_R; /* a write step leaves it unread */
+			} else if (stale_entry(t, &fk[i], r)) {
 				restale = fk[i].restale = true;
-			else if (r != CC_RETRY && verdict == CC_OK)
+			} else if (r != CC_RETRY && verdict == CC_OK) {
 				verdict = r;
+			}
 		}
 	}
 	free(pending);

@@ -65,7 +65,12 @@
  *              CC_WAIT_MAX_MS -> ABORTED (cause lock). A read waits only
  *              for an older writer and a write never waits, so every wait
  *              goes from younger to older: no deadlock.
- *   RUNNING  --write (mvcc_write, RCC WS): if read before, W1 checked on
+ *   RUNNING  --write (mvcc_write, RCC WS; for a key declared for writing
+ *              only, the fetch stage's mvcc_write_post/mvcc_write_done: the
+ *              same CAS and READ in its round 1, with the reads'
+ *              Double-Reads, and the same W2 and W1; not fetch_locks_writes,
+ *              which would run the read, an rts mark and no lock): if read
+ *              before, W1 checked on
  *              what the read saw (no lock taken if it fails; a blind write
  *              skips RCC's metadata READ before the lock, which would cost
  *              a round trip to spare a lock W1 may refuse); CAS lock
@@ -122,7 +127,13 @@
  *      installer's ctts, above every reader of the first kind.
  *  (5) The tail of a written item is what its access image carries
  *      (a->otail): the block was read under our lock, so the undo record
- *      restores the old versions too.
+ *      restores the old versions too. A read of the item after the lock
+ *      (the fetch locks a key declared for writing only before the body
+ *      reads it) keeps otail: it reads the same block under the same
+ *      lock. Taking that lock at fetch rather than at the body's first
+ *      write changes nothing else: W1 and W2 are decided under it as in
+ *      mvcc_write, and a key locked and then not written is released at
+ *      commit untouched, never having been read under that lock.
  *  (6) A transaction of one read-only command on one key (a plain GET)
  *      reads like any other: at its ctts, raising rts. Returning the
  *      newest committed version without raising rts is serializable but
@@ -358,7 +369,12 @@ static void show_version(struct cc_access *a, const struct mv_entry *e, bool old
 static int mvcc_read(struct txn *t, struct cc_access *a)
 {
 	int round = 0, torn = 0, redo = 0;
-	a->otail = 0; /* an image used for reading only: no undo record */
+	/* An image used for reading only: no undo record. Under our own lock
+	 * (a write's, taken first at fetch: mvcc_write_done) the block read
+	 * is the one the lock was taken on, and its tail stays in the undo
+	 * record (invariant (5)). */
+	if (!acc_locked(a))
+		a->otail = 0;
 	for (;;) {
 		int rc = prim_double_read(t, a);
 		if (rc)
@@ -413,7 +429,8 @@ static int mvcc_read(struct txn *t, struct cc_access *a)
 
 static bool mvcc_read_post(struct txn *t, struct cc_access *a)
 {
-	a->otail = 0; /* as mvcc_read */
+	if (!acc_locked(a))
+		a->otail = 0; /* as mvcc_read */
 	prim_post_double_read(t, a);
 	a->p[1] = MV_STEP_READ;
 	return true;
@@ -471,18 +488,11 @@ static int w2_failed(struct txn *t, uint64_t holder, int round)
 	return cc_abort_with(t, CC_CAUSE_LOCK);
 }
 
-static int mvcc_write(struct txn *t, struct cc_access *a)
+/* The lock won, the block read behind the CAS in a->img: W1 again under
+ * the lock (RCC's double check), and the tail the undo record keeps. */
+static int mvcc_locked(struct txn *t, struct cc_access *a)
 {
 	const uint64_t ctts = t->start_ts;
-	if (acc_locked(a))
-		return CC_OK; /* written before a savepoint rollback: still ours */
-	/* W1 on what our read saw first (RCC: no lock for a write that cannot
-	 * be serialized): an older version read means a newer one exists. */
-	if ((a->mode & ACC_R) && ((a->pstate & ACC_PROTO) || !(ctts > a->p[0] && ctts >= a->p[1])))
-		return too_late(t, a->p[0], a->p[1]);
-	int rc = lock2pl_acquire(t, a, w2_failed); /* CAS + READ, one batch */
-	if (rc)
-		return rc;
 	a->pstate &= (uint8_t)~ACC_PROTO;
 	a->img->lock = t->owner;
 	uint32_t off[MV_MAX], bytes;
@@ -492,6 +502,37 @@ static int mvcc_write(struct txn *t, struct cc_access *a)
 	if (!(ctts > a->img->ver && ctts >= a->img->meta[0]))
 		return too_late(t, a->img->ver, a->img->meta[0]);
 	return CC_OK;
+}
+
+static int mvcc_write(struct txn *t, struct cc_access *a)
+{
+	const uint64_t ctts = t->start_ts;
+	if (acc_locked(a))
+		return CC_OK; /* locked at fetch (mvcc_write_done), or written
+				 before a savepoint rollback: still ours */
+	/* W1 on what our read saw first (RCC: no lock for a write that cannot
+	 * be serialized): an older version read means a newer one exists. */
+	if ((a->mode & ACC_R) && ((a->pstate & ACC_PROTO) || !(ctts > a->p[0] && ctts >= a->p[1])))
+		return too_late(t, a->p[0], a->p[1]);
+	int rc = lock2pl_acquire(t, a, w2_failed); /* CAS + READ, one batch */
+	return rc ? rc : mvcc_locked(t, a);
+}
+
+/* The fetch stage's first step of a write (cc_protocol.write_post/
+ * write_done, for keys declared for writing only, so never read: no W1
+ * before the lock): mvcc_write's CAS and READ, every key's in the batch of
+ * the reads' round 1. A busy lock fails W2 at once, as in mvcc_write. */
+static bool mvcc_write_post(struct txn *t, struct cc_access *a)
+{
+	return lock2pl_post(t, a);
+}
+
+static int mvcc_write_done(struct txn *t, struct cc_access *a)
+{
+	int rc = lock2pl_done(t, a);
+	if (rc == CC_RETRY)
+		return w2_failed(t, a->stage[2], 0);
+	return rc ? rc : mvcc_locked(t, a);
 }
 
 /* ---- commit ---- */
@@ -614,6 +655,8 @@ const struct cc_protocol cc_mvcc = {
 	.read_post = mvcc_read_post,
 	.read_done = mvcc_read_done,
 	.write = mvcc_write,
+	.write_post = mvcc_write_post,
+	.write_done = mvcc_write_done,
 	.commit = mvcc_commit,
 	.abort = mvcc_abort,
 };

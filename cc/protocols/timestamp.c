@@ -42,6 +42,23 @@
  *    serialized at its read, not in timestamp order, and an older writer
  *    could create the key behind it after a transaction that read past
  *    that writer had finished (a cycle through a real-time edge).
+ *  - The fetch stage (cc/fetch.c) batches reads and writes alike, each by
+ *    its own first steps. Not through fetch_locks_writes: that flag has
+ *    the fetch run the *read* on a key declared for writing only, and a
+ *    read here locks nothing; it would leave rts := ts on the key (so
+ *    every older writer of it aborts, invariant (3)) and ts_write would
+ *    still lock it in the body, a round trip per key. Instead the fetch
+ *    takes ts_write's own first step for such keys (ts_write_post/
+ *    ts_write_done: the lock CAS and the READ behind it, in round 1 with
+ *    the reads' Double-Reads). Locking before the body rather than at its
+ *    first write changes no invariant: (1) and (2) are about what happens
+ *    under the lock, whenever it was taken, and the checks of Algorithm 6
+ *    line 18 run under it either way; a key locked and then not written
+ *    (no command of the body got to it) is released at commit untouched,
+ *    and nothing was read under that lock (the key stays unread: a read
+ *    of it in the body is ts_read, rts and all, invariant (3)); and the
+ *    fetch never waits: a busy lock is left to ts_write in the body,
+ *    which waits only for an older holder (invariant (5)).
  *
  * Item metadata (words of struct st_item, cc.h):
  *   word 0 lock   0                      no write pending;
@@ -83,7 +100,10 @@
  *                CAS landed, invariant (3)) --> RUNNING.
  *   WAITING  --cc_wait (coroutine yields, 2 us doubling to 256 us), then the
  *              read or lock again; after CC_WAIT_MAX_MS: ABORTED (lock).
- *   RUNNING  --first write of X (ts_write): CAS lock 0 -> owner and READ the
+ *   RUNNING  --first write of X (ts_write; for a key declared for writing
+ *              only, the fetch stage's ts_write_post/ts_write_done, the
+ *              same CAS and READ in its round 1 and the same checks, a
+ *              busy lock left to ts_write): CAS lock 0 -> owner and READ the
  *              block, one batch (lock2pl_acquire). Held by an older
  *              transaction: WAITING; by a younger one: ABORTED (ts), the
  *              paper's "abort T if T.bts < T'.bts". Locked: rts > ts or
@@ -332,15 +352,10 @@ static int ts_conflict(struct txn *t, uint64_t holder, int round)
 	return cc_abort_with(t, CC_CAUSE_TS);
 }
 
-static int ts_write(struct txn *t, struct cc_access *a)
+/* Under our lock, the block read behind the CAS in a->img: the checks of
+ * Algorithm 6 line 18. The abort hook releases the lock. */
+static int ts_locked(struct txn *t, struct cc_access *a)
 {
-	if (acc_locked(a))
-		return CC_OK; /* locked and checked already (invariant (1)) */
-	int rc = lock2pl_acquire(t, a, ts_conflict);
-	if (rc)
-		return rc;
-	/* Under our lock: the checks of Algorithm 6 line 18. The abort hook
-	 * releases the lock. */
 	const uint64_t ts = t->start_ts, rts = a->img->meta[0], ver = a->img->ver;
 	if (rts > ts || ver > ts)
 		return ts_too_late(t, rts > ver ? rts : ver); /* a late write is rejected */
@@ -351,6 +366,31 @@ static int ts_write(struct txn *t, struct cc_access *a)
 	a->wmeta[0] = ts; /* the install's rts: invariant (4) */
 	a->wmeta[1] = 0;
 	return CC_OK;
+}
+
+static int ts_write(struct txn *t, struct cc_access *a)
+{
+	if (acc_locked(a))
+		return CC_OK; /* locked and checked already (invariant (1)) */
+	int rc = lock2pl_acquire(t, a, ts_conflict);
+	return rc ? rc : ts_locked(t, a);
+}
+
+/* The fetch stage's first step of a write (cc_protocol.write_post/
+ * write_done, for keys declared for writing only): ts_write's CAS and
+ * READ, every key's in the batch of the reads' round 1. A busy lock goes
+ * to ts_write at the body's first write (CC_RETRY), whose ts_conflict
+ * waits for an older holder or aborts (invariant (5): the fetch never
+ * waits). */
+static bool ts_write_post(struct txn *t, struct cc_access *a)
+{
+	return lock2pl_post(t, a);
+}
+
+static int ts_write_done(struct txn *t, struct cc_access *a)
+{
+	int rc = lock2pl_done(t, a);
+	return rc ? rc : ts_locked(t, a);
 }
 
 static int ts_commit(struct txn *t)
@@ -375,6 +415,8 @@ const struct cc_protocol cc_timestamp = {
 	.read_post = ts_read_post,
 	.read_done = ts_read_done,
 	.write = ts_write,
+	.write_post = ts_write_post,
+	.write_done = ts_write_done,
 	.commit = ts_commit,
 	.abort = ts_abort,
 };
