@@ -98,6 +98,33 @@ def test_read_only_multi_of_ten_keys_on_three_nodes_fetches_in_two_round_trips(
     assert p["round_trips_per_txn"] == 2.0, p
 
 
+@pytest.mark.parametrize("proto", ["timestamp", "mvcc"])
+def test_declared_writes_are_locked_in_the_fetch_rounds(make_cluster, proto):
+    """A MULTI of 8 GETs and 2 plain SETs (ycsb-t's shape) under timestamp
+    and mvcc: the SETs' locks are taken in the fetch's first round, next to
+    the GETs' Double-Reads, so the block fetches in 2 round trips, its
+    body costs none, and the commit of two keys of one node 1 more (the
+    install and unlock batch). Locking each SET where the body reaches it
+    cost a round trip per SET."""
+    cl = make_cluster("tcp", opts={"cc": proto})
+    keys = ten_keys(cl)
+    with cl.raw(2) as w:
+        for i, k in enumerate(keys):
+            assert w.call("SET", k, "v%d" % i) == "OK"
+    cmds = [("SET", k, "w") for k in keys[:2]] + [("GET", k) for k in keys[2:]]
+    with cl.raw(1) as c:
+        expect = ["OK", "OK"] + [b"v%d" % i for i in range(2, 10)]
+        assert run_multi(c, cmds) == expect  # learns the addresses
+        assert c.call("CONFIG", "RESETSTAT") == "OK"
+        rounds = 20
+        for _ in range(rounds):
+            assert run_multi(c, cmds) == expect
+        p = proto_line(c, proto)
+    assert p["commits"] == rounds, p
+    assert p["fetch_round_trips_per_txn"] == 2.0, p
+    assert p["round_trips_per_txn"] == 3.0, p
+
+
 @pytest.mark.parametrize("fabric", ["shm", "tcp"])
 def test_fetched_blocks_reply_as_before(make_cluster, fabric):
     """Replies of blocks whose keys are fetched: absent keys (their
