@@ -14,9 +14,11 @@
  *            rounds (for one key, txn.c's cache_pays keeps it to nodes a
  *            round trip away, where a bucket read costs what the cache
  *            does). Under the others it keeps to cache_pays: they read
- *            key by key anyway, and mvcc's relocations (room for versions)
- *            would make near entries go stale, each a STALE abort (11.8%
- *            of mvcc's attempts at ycsb-t zipf 0.2 on shm, measured). The
+ *            key by key anyway. Near entries go stale where items move
+ *            (mvcc's relocations make room for versions); a stale entry
+ *            costs its key a resolution at its read (READ, below), where
+ *            it cost the transaction a STALE abort before (11.8% of
+ *            mvcc's attempts at ycsb-t zipf 0.2 on shm, measured). The
  *            others:
  *            round 1 READs every key's primary bucket, round 2 READs the
  *            block of every key's one candidate slot (st.h, the probe); a
@@ -56,10 +58,10 @@
  *      same protocol read, locked as the protocol's write would before
  *      the value is known, or not touched at all). A key fetch could not
  *      do is left to the body, which reaches it through the usual path.
- *  (2) Every read_post is matched by read_done calls until one answers
- *      something else than CC_AGAIN, even after another access aborted,
- *      so a lock won in any round is on record for the abort to release
- *      (cc_protocol.read_done). Only an access on a node whose part of a
+ *  (2) Every read_post (write_post) is matched by read_done (write_done)
+ *      calls until one answers something else than CC_AGAIN, even after
+ *      another access aborted, so a lock won in any round is on record
+ *      for the abort to release (cc_protocol.read_done). Only an access on a node whose part of a
  *      round failed is dropped: that node is in t->unknown, and the
  *      transaction fails whole.
  *  (3) An access enters t's table only once resolved; t's arrays are
