@@ -27,6 +27,10 @@ enum { ACC_R = 1, ACC_W = 2 };
 /* A batched read's "not this way": the executor reads the access alone
  * (cc_protocol.read_done). Private to cc: never returned by cc/txn.h. */
 #define CC_RETRY 2
+/* A batched read's "one more round": read_done queued the next step of
+ * the access's read; run the batch and call read_done again
+ * (cc_protocol.read_done). Private to cc, as CC_RETRY. */
+#define CC_AGAIN 3
 
 /* Protocol-owned state bits of an access (a->pstate). */
 enum {
@@ -130,15 +134,54 @@ struct cc_protocol {
 	int (*begin)(struct txn *t); /* optional: at the start of each attempt */
 	int (*read)(struct txn *t, struct cc_access *a);
 	/* Batched first reads, the fetch stage's (cc/fetch.c); both optional.
-	 * read_post queues what `read` would do for a, without running it,
-	 * and says whether it did (false: the executor calls `read` for a
-	 * alone). Once the batch of every access ran, read_done finishes a's
-	 * read as `read` would: CC_OK, CC_ABORT, or CC_RETRY (`read` runs for
-	 * a alone, e.g. an image caught mid-install). read_done is called for
-	 * every access posted, even after another's abort, so that a lock a
-	 * CAS in the batch won is recorded and released. */
+	 * read_post queues the first step of what `read` would do for a,
+	 * without running it, and says whether it did (false: the executor
+	 * calls `read` for a alone). Once the batch of every access ran,
+	 * read_done carries a's read on as `read` would, and answers:
+	 *   CC_OK     the read is done (a->img as `read` leaves it);
+	 *   CC_ABORT  the transaction aborts (t->cause set);
+	 *   CC_RETRY  not this way: `read` runs for a alone (an image caught
+	 *             mid-install, a writer to wait for, a lost race);
+	 *   CC_AGAIN  it queued the next step of a's read (a read that takes
+	 *             several rounds: timestamp's and mvcc's rts CAS after
+	 *             their Double-Read): the executor runs the next batch,
+	 *             with every other access's next step, and calls
+	 *             read_done for a again. A protocol answers CC_AGAIN a
+	 *             bounded number of times per access, then one of the
+	 *             three others.
+	 * read_done is called after every round for every access posted and
+	 * not finished, even after another's abort, so that a lock or a mark
+	 * a CAS in the batch won is recorded (and a lock released). The one
+	 * exception is a node whose part of a round failed: its accesses get
+	 * no more calls (their results mean nothing; prim_exec put the node
+	 * in t->unknown, whose locks the abort releases), and the transaction
+	 * fails whole (t->fatal). Protocol state kept between the rounds of
+	 * one access lives in the access (p[], stage[], hdr[]), as the
+	 * protocol's file says. A read_done that runs a batch itself (a
+	 * lock given back: prim_lock_won) also runs the steps other accesses
+	 * queued before it: their results are in place when their read_done
+	 * comes, and if that batch failed, t->fatal fails the transaction
+	 * whole whatever they answer.
+	 * An access the address cache sent to a block that is no longer its
+	 * key's (read_done: CC_ABORT, cause STALE) is resolved again and read
+	 * alone (cc/fetch.c), so a read_done that finds it so holds nothing
+	 * on that block. */
 	bool (*read_post)(struct txn *t, struct cc_access *a);
 	int (*read_done)(struct txn *t, struct cc_access *a);
+	/* Batched first writes, the fetch stage's, of keys declared for
+	 * writing and not for reading (a plain SET, MSET): both optional, unused
+	 * under fetch_locks_writes (those protocols lock such keys with
+	 * read_post). write_post queues the first step of what `write` would
+	 * do for a (its lock CAS and the READ behind it) and says whether it
+	 * did; after the rounds, as for read_done, write_done answers CC_OK
+	 * (what `write` does before the value is known is done: the lock is
+	 * held and on record, a->img is the block read under it, and `write`
+	 * then finds nothing to do), CC_ABORT, CC_AGAIN, or CC_RETRY (the
+	 * body's first write of a runs `write` alone). Either way a is not
+	 * read: a read of it later in the body is the protocol's `read`.
+	 * The rules of read_done above hold for write_done too. */
+	bool (*write_post)(struct txn *t, struct cc_access *a);
+	int (*write_done)(struct txn *t, struct cc_access *a);
 	int (*write)(struct txn *t, struct cc_access *a);
 	int (*commit)(struct txn *t);
 	void (*abort)(struct txn *t);

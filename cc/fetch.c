@@ -14,9 +14,11 @@
  *            rounds (for one key, txn.c's cache_pays keeps it to nodes a
  *            round trip away, where a bucket read costs what the cache
  *            does). Under the others it keeps to cache_pays: they read
- *            key by key anyway, and mvcc's relocations (room for versions)
- *            would make near entries go stale, each a STALE abort (11.8%
- *            of mvcc's attempts at ycsb-t zipf 0.2 on shm, measured). The
+ *            key by key anyway. Near entries go stale where items move
+ *            (mvcc's relocations make room for versions); a stale entry
+ *            costs its key a resolution at its read (READ, below), where
+ *            it cost the transaction a STALE abort before (11.8% of
+ *            mvcc's attempts at ycsb-t zipf 0.2 on shm, measured). The
  *            others:
  *            round 1 READs every key's primary bucket, round 2 READs the
  *            block of every key's one candidate slot (st.h, the probe); a
@@ -26,25 +28,42 @@
  *   READ     round 3 posts every key's first read through the protocol's
  *            read_post (silo: the Double-Read; nowait: the lock CAS and
  *            the READ behind it), runs them, and finishes each with
- *            read_done. A key the protocol cannot batch (no hook, a
- *            pessimistic or shared read, an image caught mid-install) is
- *            read alone with its `read`. Keys declared for writing only
- *            are read (and so locked) only under a protocol that says
- *            fetch_locks_writes; elsewhere they are written blind.
+ *            read_done. A read of several steps (timestamp, mvcc: the
+ *            Double-Read, then the rts CAS and a READ of lock+ver) asks
+ *            for another round (CC_AGAIN, cc.h): round 4 runs every such
+ *            key's next step in one batch, and so on until no key asks
+ *            again. A key the protocol cannot batch (no hook, a
+ *            pessimistic or shared read, an image caught mid-install, a
+ *            writer to wait for) is read alone with its `read`; so is
+ *            one whose cached address its read found stale (the item
+ *            moved since: mvcc's relocations make room for versions),
+ *            once resolved again through the index, rather than abort
+ *            the whole transaction (cause STALE) for it. Keys
+ *            declared for writing only are read (and so locked) under a
+ *            protocol that says fetch_locks_writes; under one with
+ *            write_post (timestamp, mvcc) the first step of their write,
+ *            the lock CAS and the READ behind it, rides in round 3 with
+ *            the reads, and they stay unread; elsewhere they are resolved
+ *            only and written blind.
  *
- * So a transaction of cached keys fetches in one round trip, and one of
- * uncached existing keys in three, where reading them key by key took
- * two or three per key. The body then finds every declared access read:
- * txn_get costs no fabric operation.
+ * So a transaction of cached keys fetches in one round trip per step of
+ * the protocol's read (silo, the 2PL ones: 1; timestamp, mvcc: 2), and
+ * one of uncached existing keys in two more, where reading them key by
+ * key took two or three per key. The body then finds every declared
+ * access read: txn_get costs no fabric operation.
  *
  * Invariants:
  *  (1) Fetching changes no outcome: each key ends as the body's first
  *      touch would have left it (resolved to the same block, read by the
- *      same protocol read, or not touched at all). A key fetch could not
+ *      same protocol read, locked as the protocol's write would before
+ *      the value is known, or not touched at all). A key fetch could not
  *      do is left to the body, which reaches it through the usual path.
- *  (2) Every read_post is matched by its read_done, even after another
- *      access aborted, so a lock won in the batch is on record for the
- *      abort to release (cc_protocol.read_done).
+ *  (2) Every read_post (write_post) is matched by read_done (write_done)
+ *      calls until one answers something else than CC_AGAIN, even after
+ *      another access aborted, so a lock won in any round is on record
+ *      for the abort to release (cc_protocol.read_done). Only an access on a node whose part of a
+ *      round failed is dropped: that node is in t->unknown, and the
+ *      transaction fails whole.
  *  (3) An access enters t's table only once resolved; t's arrays are
  *      grown for all of them first (txn_acc_reserve), so nothing moves
  *      while batches that point into accesses are in flight.
@@ -52,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc/cache.h"
 #include "cc/cc.h"
 #include "cc/exec.h"
 #include "cc/exec_internal.h"
@@ -63,6 +83,8 @@ struct fkey {
 	bool fresh;              /* made by this fetch, not yet in t's table */
 	bool cached;             /* resolved by the address cache */
 	bool probing;            /* resolution by the probe in progress */
+	bool restale;            /* cached, found stale by its read: resolve again */
+	bool writing;            /* posted with write_post, not read_post */
 	uint8_t cls;             /* the probe's candidate */
 	uint64_t off;
 	uint64_t bucket[8];      /* the probe's primary bucket */
@@ -171,6 +193,13 @@ static int resolve(struct txn *t, struct fkey *fk, int n)
 	return CC_OK;
 }
 
+/* Does the fetch take this key's first write step (cc_protocol.write_post)? */
+static bool wants_write(const struct txn *t, const struct fkey *e)
+{
+	return e->a && !e->a->mode && t->proto->write_post && !t->proto->fetch_locks_writes &&
+	       (e->access & CC_KEY_WRITE) && !(e->access & CC_KEY_READ);
+}
+
 /* Does the fetch read this key? */
 static bool wants_read(const struct txn *t, const struct fkey *e)
 {
@@ -180,34 +209,97 @@ static bool wants_read(const struct txn *t, const struct fkey *e)
 	       ((e->access & CC_KEY_WRITE) && t->proto->fetch_locks_writes);
 }
 
-/* Round 3: the protocol's first reads, batched where it can. */
+/* Did read_done find that the address cache sent a fresh access to a block
+ * that is no longer its key's (STALE: the item moved, e.g. mvcc making room
+ * for versions, after this worker cached it)? Nothing of the read holds on
+ * that block: a batched read's first step takes no mark, and a lock CAS
+ * that won there is given back (prim_lock_won). */
+static bool stale_entry(const struct txn *t, const struct fkey *e, int r)
+{
+	return r == CC_ABORT && t->cause == CC_CAUSE_STALE && e->fresh && e->cached;
+}
+
+/* Those accesses: the entry dropped, the key resolved through the index
+ * as the body would (st_create), and read alone; what the index lookup
+ * cannot do (no room for a placeholder) aborts as the stale read did. */
+static int reresolve(struct txn *t, struct fkey *fk, int n)
+{
+	const bool cache_all = t->proto->read_post != NULL;
+	for (int i = 0; i < n; i++) {
+		struct cc_access *a = fk[i].a;
+		if (!fk[i].restale)
+			continue;
+		cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
+		bool cache = cache_all || !fab_node_near(t->node->fab, a->node);
+		int rc = txn_acc_create(t, a, cache);
+		if (rc == CC_EFAB)
+			return rc; /* t->fatal: the transaction fails whole */
+		if (rc)
+			return cc_abort_with(t, CC_CAUSE_STALE);
+	}
+	return CC_OK;
+}
+
+/*
+ * Round 3 on: the protocol's first reads, and the first steps of writes
+ * where it has write_post, batched where it can. Every access posted
+ * rides in each round until its read_done (write_done) answers something
+ * else than CC_AGAIN (cc.h); a round runs the next step of every access
+ * that asked for one, all nodes together, so a read of k steps costs the
+ * fetch k rounds whatever the number of keys. A write step that answers
+ * CC_RETRY is left to the body's first write of the key.
+ */
 static int read_all(struct txn *t, struct fkey *fk, int n)
 {
 	const struct cc_protocol *p = t->proto;
-	bool *posted = calloc((size_t)n, sizeof(*posted));
-	if (!posted)
+	bool *pending = calloc((size_t)n, sizeof(*pending));
+	if (!pending)
 		return CC_EINTERNAL;
-	bool any = false;
-	for (int i = 0; i < n; i++)
-		if (wants_read(t, &fk[i]) && p->read_post && p->read_post(t, fk[i].a))
-			any = posted[i] = true;
-	int rc = any ? prim_exec(t) : CC_OK;
-	/* A node that failed: its parts' results mean nothing (and t->unknown
-	 * has it release whatever its CASes may have won); the other nodes'
-	 * parts ran, and a lock won there must be recorded (invariant (2)). */
-	uint64_t failed = rc ? prim_failed_nodes(t) : 0;
-	int verdict = rc;
+	int npend = 0;
 	for (int i = 0; i < n; i++) {
-		if (!posted[i] || (failed & (1ull << (fk[i].a->node & 63))))
-			continue;
-		int r = p->read_done(t, fk[i].a); /* invariant (2): every one */
-		if (r == CC_OK)
-			fk[i].a->mode |= ACC_R;
-		else if (r != CC_RETRY && verdict == CC_OK)
-			verdict = r;
+		if (wants_read(t, &fk[i]))
+			pending[i] = p->read_post && p->read_post(t, fk[i].a);
+		else if (wants_write(t, &fk[i]))
+			pending[i] = fk[i].writing = p->write_post(t, fk[i].a);
+		npend += pending[i];
 	}
-	free(posted);
+	int rc = CC_OK, verdict = CC_OK;
+	bool restale = false;
+	while (npend > 0) {
+		int x = prim_exec(t);
+		if (x && rc == CC_OK)
+			rc = x;
+		/* A node that failed: its parts' results mean nothing (and
+		 * t->unknown has it release whatever its CASes may have won),
+		 * so its accesses are done with; the other nodes' parts ran,
+		 * and a lock won there must be recorded (invariant (2)), even
+		 * if that takes their reads another round. */
+		uint64_t failed = x ? prim_failed_nodes(t) : 0;
+		for (int i = 0; i < n; i++) {
+			if (!pending[i])
+				continue;
+			struct cc_access *a = fk[i].a;
+			int r = (failed & (1ull << (a->node & 63))) ? CC_RETRY
+				: fk[i].writing ? p->write_done(t, a) /* (2) */
+				: p->read_done(t, a);
+			if (r == CC_AGAIN)
+				continue; /* its next step is queued: one more round */
+			pending[i] = false;
+			npend--;
+			if (r == CC_OK) {
+				if (!fk[i].writing)
+					a->mode |= ACC_R; /* a write step leaves it unread */
+			} else if (stale_entry(t, &fk[i], r)) {
+				restale = fk[i].restale = true;
+			} else if (r != CC_RETRY && verdict == CC_OK) {
+				verdict = r;
+			}
+		}
+	}
+	free(pending);
 	if (rc)
+		return rc;
+	if (restale && verdict == CC_OK && (rc = reresolve(t, fk, n)))
 		return rc;
 	for (int i = 0; i < n && verdict == CC_OK; i++)
 		if (wants_read(t, &fk[i]))

@@ -44,7 +44,12 @@
  *
  * States and transitions (function):
  *   BEGIN    --cc_begin_fresh_ts: ctts := cc_ts_next, owner := owner word of ctts
- *   RUNNING  --read (mvcc_read, RCC RS, one-sided):
+ *   RUNNING  --read (mvcc_read, RCC RS, one-sided; for a declared key,
+ *              the fetch stage's mvcc_read_post/mvcc_read_done, the same
+ *              steps with every key's step in one batch: round 1 the
+ *              Double-Reads, round 2 the rts CASes and READs, and CC_RETRY,
+ *              so mvcc_read alone, wherever mvcc_read would read again,
+ *              wait or start over):
  *              Double-Read: READ lock+ver, READ block, READ lock+ver, one
  *              batch; retried while the halves differ or the lock says
  *              "installing". R2: the lock is 0, ours, or a younger
@@ -60,7 +65,12 @@
  *              CC_WAIT_MAX_MS -> ABORTED (cause lock). A read waits only
  *              for an older writer and a write never waits, so every wait
  *              goes from younger to older: no deadlock.
- *   RUNNING  --write (mvcc_write, RCC WS): if read before, W1 checked on
+ *   RUNNING  --write (mvcc_write, RCC WS; for a key declared for writing
+ *              only, the fetch stage's mvcc_write_post/mvcc_write_done: the
+ *              same CAS and READ in its round 1, with the reads'
+ *              Double-Reads, and the same W2 and W1; not fetch_locks_writes,
+ *              which would run the read, an rts mark and no lock): if read
+ *              before, W1 checked on
  *              what the read saw (no lock taken if it fails; a blind write
  *              skips RCC's metadata READ before the lock, which would cost
  *              a round trip to spare a lock W1 may refuse); CAS lock
@@ -98,6 +108,10 @@
  *      the Double-Read already showed rts >= ctts there is no CAS: a
  *      writer that locks after it still reads rts >= ctts (by (4), only a
  *      lock holder lowers rts, and none older than us held it then).
+ *      The batched read (mvcc_read_done) posts the same verbs per key in
+ *      the same order and returns only where mvcc_read would; sharing
+ *      rounds with other keys only stretches the time between the
+ *      Double-Read and the CAS, which this argument does not use.
  *      Together with (1) and (2), every transaction reads, for every
  *      item, the last version before its ctts: the execution is
  *      equivalent to the serial one in ctts order.
@@ -113,7 +127,13 @@
  *      installer's ctts, above every reader of the first kind.
  *  (5) The tail of a written item is what its access image carries
  *      (a->otail): the block was read under our lock, so the undo record
- *      restores the old versions too.
+ *      restores the old versions too. A read of the item after the lock
+ *      (the fetch locks a key declared for writing only before the body
+ *      reads it) keeps otail: it reads the same block under the same
+ *      lock. Taking that lock at fetch rather than at the body's first
+ *      write changes nothing else: W1 and W2 are decided under it as in
+ *      mvcc_write, and a key locked and then not written is released at
+ *      commit untouched, never having been read under that lock.
  *  (6) A transaction of one read-only command on one key (a plain GET)
  *      reads like any other: at its ctts, raising rts. Returning the
  *      newest committed version without raising rts is serializable but
@@ -143,6 +163,9 @@
 #define MV_TORN_RETRIES 2   /* Double-Reads retried at once before waiting */
 #define MV_REDO_MAX 16      /* reads started over (invariant 3) before giving up */
 #define MV_RTS_TRIES 64     /* rts CASes lost to readers before giving up */
+#define MV_RTS_BATCHED 3    /* rounds of rts CASes a batched read (the fetch
+			       stage) runs for one key before it leaves the key
+			       to mvcc_read alone: each costs the fetch a round */
 
 /* ---- the descriptor (meta[1]) and the tail ---- */
 
@@ -252,11 +275,29 @@ static void img_show(struct cc_access *a, const struct mv_entry *e)
 	it->data = e->data;
 }
 
+/* Queue one raise of rts from `rts` to ctts (Read-Cas): the CAS, its
+ * result in a->stage[2], and behind it on the same endpoint (so after it)
+ * a READ of lock+ver into a->hdr[1]. */
+static void post_raise(struct txn *t, struct cc_access *a, uint64_t rts)
+{
+	a->stage[2] = ~0ull;
+	prim_post_cas_item(t, a, W_META0, rts, t->start_ts, &a->stage[2]);
+	prim_post_read_hdr(t, a, a->hdr[1]);
+}
+
+/* After that CAS and READ ran: the rts now known (ctts if the CAS won,
+ * else the one it returned) in *rts, and whether the read must start over:
+ * ver changed from `ver`, or an older writer holds the lock (invariant 3). */
+static bool raised(const struct txn *t, const struct cc_access *a, uint64_t ver, uint64_t *rts)
+{
+	*rts = a->stage[2] == *rts ? t->start_ts : a->stage[2];
+	return a->hdr[1][1] != ver || held_by_older(t, a->hdr[1][0]);
+}
+
 /*
- * rts_raise - make rts >= ctts (CAS rts -> ctts, READ lock+ver after it,
- * one batch, repeated while the CAS loses to readers below ctts). Returns
- * CC_OK with *redo set when the READ shows ver changed from `ver` or an
- * older writer holding the lock (invariant 3), CC_ABORT or an error.
+ * rts_raise - make rts >= ctts (post_raise, repeated while the CAS loses to
+ * readers below ctts). Returns CC_OK with *redo set when the read must
+ * start over (raised), CC_ABORT or an error.
  */
 static int rts_raise(struct txn *t, struct cc_access *a, uint64_t rts, uint64_t ver, bool *redo)
 {
@@ -265,27 +306,75 @@ static int rts_raise(struct txn *t, struct cc_access *a, uint64_t rts, uint64_t 
 	for (int tries = 0; rts < ctts; tries++) {
 		if (tries == MV_RTS_TRIES)
 			return cc_abort_with(t, CC_CAUSE_VALIDATE);
-		uint64_t old = 0;
-		prim_post_cas_item(t, a, W_META0, rts, ctts, &old);
-		prim_post_read_hdr(t, a, a->hdr[1]);
+		post_raise(t, a, rts);
 		int rc = prim_exec(t);
 		if (rc)
 			return rc;
-		rts = old == rts ? ctts : old;
-		if (a->hdr[1][1] != ver || held_by_older(t, a->hdr[1][0])) {
-			*redo = true;
+		if ((*redo = raised(t, a, ver, &rts)))
 			return CC_OK;
-		}
 	}
 	a->p[1] = rts;
 	return CC_OK;
 }
 
+/* A consistent Double-Read (double_read_ok): its lock and ver into the
+ * image, which must still be the key's (STALE), and what W1 needs later
+ * into p[] (ver, and rts as seen). */
+static int dread_accept(struct txn *t, struct cc_access *a)
+{
+	a->img->lock = a->hdr[0][0];
+	a->img->ver = a->hdr[0][1];
+	int rc = prim_check_block(t, a);
+	if (rc)
+		return rc;
+	a->p[0] = a->img->ver;
+	a->p[1] = a->img->meta[0];
+	a->pstate &= (uint8_t)~ACC_PROTO;
+	return CC_OK;
+}
+
+/*
+ * R1: the version to read at ctts, ver first, then the tail, newest first.
+ * CC_OK with *older set and the version in *e when it is an older one,
+ * or CC_ABORT (cause version) when none is old enough.
+ */
+static int pick_version(struct txn *t, struct cc_access *a, struct mv_entry *e, bool *older)
+{
+	const uint64_t ctts = t->start_ts, ver = a->img->ver;
+	*older = false;
+	if (ver < ctts)
+		return CC_OK;
+	uint32_t off[MV_MAX], bytes;
+	int n = tail_parse(a, a->img, off, &bytes);
+	for (int i = 0; i < n; i++) {
+		entry_at(a->img, off[i], e);
+		if (e->wts < ctts) {
+			*older = true;
+			return CC_OK;
+		}
+	}
+	cc_ts_observe(t, ver);
+	return cc_abort_with(t, CC_CAUSE_VERSION);
+}
+
+/* The read is done: an older version chosen becomes the image's. */
+static void show_version(struct cc_access *a, const struct mv_entry *e, bool older)
+{
+	if (older) {
+		img_show(a, e);
+		a->pstate |= ACC_PROTO; /* the image is not the item's newest version */
+	}
+}
+
 static int mvcc_read(struct txn *t, struct cc_access *a)
 {
-	const uint64_t ctts = t->start_ts;
 	int round = 0, torn = 0, redo = 0;
-	a->otail = 0; /* an image used for reading only: no undo record */
+	/* An image used for reading only: no undo record. Under our own lock
+	 * (a write's, taken first at fetch: mvcc_write_done) the block read
+	 * is the one the lock was taken on, and its tail stays in the undo
+	 * record (invariant (5)). */
+	if (!acc_locked(a))
+		a->otail = 0;
 	for (;;) {
 		int rc = prim_double_read(t, a);
 		if (rc)
@@ -297,51 +386,89 @@ static int mvcc_read(struct txn *t, struct cc_access *a)
 				return rc;
 			continue;
 		}
-		const uint64_t lock = a->hdr[0][0], ver = a->hdr[0][1];
-		a->img->lock = lock;
-		a->img->ver = ver;
-		if ((rc = prim_check_block(t, a)))
+		if ((rc = dread_accept(t, a)))
 			return rc;
-		a->p[0] = ver;
-		a->p[1] = a->img->meta[0];
-		a->pstate &= (uint8_t)~ACC_PROTO;
-		if (held_by_older(t, lock)) { /* R2 */
+		if (held_by_older(t, a->img->lock)) { /* R2 */
 			if ((rc = cc_wait(t, round++)))
 				return rc;
 			continue;
 		}
-		/* R1: ver first, then the tail, newest first. */
 		struct mv_entry e = { 0 };
-		bool older = false;
-		if (ver >= ctts) {
-			uint32_t off[MV_MAX], bytes;
-			int n = tail_parse(a, a->img, off, &bytes);
-			int i = 0;
-			for (; i < n; i++) {
-				entry_at(a->img, off[i], &e);
-				if (e.wts < ctts)
-					break;
-			}
-			if (i == n) {
-				cc_ts_observe(t, ver);
-				return cc_abort_with(t, CC_CAUSE_VERSION);
-			}
-			older = true;
-		}
+		bool older;
+		if ((rc = pick_version(t, a, &e, &older)))
+			return rc;
 		bool again;
-		if ((rc = rts_raise(t, a, a->img->meta[0], ver, &again)))
+		if ((rc = rts_raise(t, a, a->img->meta[0], a->img->ver, &again)))
 			return rc;
 		if (again) {
 			if (++redo > MV_REDO_MAX)
 				return cc_abort_with(t, CC_CAUSE_VALIDATE);
 			continue;
 		}
-		if (older) {
-			img_show(a, &e);
-			a->pstate |= ACC_PROTO; /* the image is not the item's newest version */
-		}
+		show_version(a, &e, older);
 		return CC_OK;
 	}
+}
+
+/*
+ * The fetch stage's batched read (cc_protocol.read_post/read_done):
+ * mvcc_read in rounds, each key's step in the batch of every key's. Round
+ * 1 is the Double-Read, judged as mvcc_read judges it (R2, then R1); if
+ * rts is below ctts it queues the CAS and READ of rts_raise (CC_AGAIN),
+ * round 2 runs them, and a CAS lost to a reader still below ctts is tried
+ * again, up to MV_RTS_BATCHED rounds. What mvcc_read would do otherwise
+ * (read a torn image again, wait for an older writer, start over, go on
+ * losing CASes) it does alone (CC_RETRY): the batched read never waits and
+ * never decides differently. The version R1 chose is shown in the image
+ * only when the read is done (show_version): rounds after the first need
+ * the tail as read. Between rounds a->p[1] is 1 + the CASes posted so far
+ * (MV_STEP_READ: the Double-Read's round; it becomes W1's rts when the
+ * read is done), a->img->meta[0] the rts last seen; a->p[0] is ver.
+ */
+#define MV_STEP_READ 1
+
+static bool mvcc_read_post(struct txn *t, struct cc_access *a)
+{
+	if (!acc_locked(a))
+		a->otail = 0; /* as mvcc_read */
+	prim_post_double_read(t, a);
+	a->p[1] = MV_STEP_READ;
+	return true;
+}
+
+static int mvcc_read_done(struct txn *t, struct cc_access *a)
+{
+	const uint64_t ctts = t->start_ts;
+	uint64_t rts = a->img->meta[0], step = a->p[1];
+	if (step == MV_STEP_READ) {
+		if (!double_read_ok(a))
+			return CC_RETRY; /* torn or installing: mvcc_read alone */
+		int rc = dread_accept(t, a);
+		if (rc)
+			return rc;
+		if (held_by_older(t, a->img->lock))
+			return CC_RETRY; /* R2: mvcc_read waits for it */
+	} else {
+		if (raised(t, a, a->p[0], &rts))
+			return CC_RETRY; /* start over: mvcc_read alone */
+		a->img->meta[0] = rts;
+	}
+	/* R1, on the image as read (the tail is intact until the end). */
+	struct mv_entry e = { 0 };
+	bool older;
+	int rc = pick_version(t, a, &e, &older);
+	if (rc)
+		return rc;
+	if (rts >= ctts) {
+		a->p[1] = rts;
+		show_version(a, &e, older);
+		return CC_OK;
+	}
+	if (step - MV_STEP_READ >= MV_RTS_BATCHED)
+		return CC_RETRY; /* readers keep raising it: rts_raise alone */
+	post_raise(t, a, rts);
+	a->p[1] = step + 1;
+	return CC_AGAIN;
 }
 
 /* ---- writes ---- */
@@ -361,18 +488,11 @@ static int w2_failed(struct txn *t, uint64_t holder, int round)
 	return cc_abort_with(t, CC_CAUSE_LOCK);
 }
 
-static int mvcc_write(struct txn *t, struct cc_access *a)
+/* The lock won, the block read behind the CAS in a->img: W1 again under
+ * the lock (RCC's double check), and the tail the undo record keeps. */
+static int mvcc_locked(struct txn *t, struct cc_access *a)
 {
 	const uint64_t ctts = t->start_ts;
-	if (acc_locked(a))
-		return CC_OK; /* written before a savepoint rollback: still ours */
-	/* W1 on what our read saw first (RCC: no lock for a write that cannot
-	 * be serialized): an older version read means a newer one exists. */
-	if ((a->mode & ACC_R) && ((a->pstate & ACC_PROTO) || !(ctts > a->p[0] && ctts >= a->p[1])))
-		return too_late(t, a->p[0], a->p[1]);
-	int rc = lock2pl_acquire(t, a, w2_failed); /* CAS + READ, one batch */
-	if (rc)
-		return rc;
 	a->pstate &= (uint8_t)~ACC_PROTO;
 	a->img->lock = t->owner;
 	uint32_t off[MV_MAX], bytes;
@@ -382,6 +502,37 @@ static int mvcc_write(struct txn *t, struct cc_access *a)
 	if (!(ctts > a->img->ver && ctts >= a->img->meta[0]))
 		return too_late(t, a->img->ver, a->img->meta[0]);
 	return CC_OK;
+}
+
+static int mvcc_write(struct txn *t, struct cc_access *a)
+{
+	const uint64_t ctts = t->start_ts;
+	if (acc_locked(a))
+		return CC_OK; /* locked at fetch (mvcc_write_done), or written
+				 before a savepoint rollback: still ours */
+	/* W1 on what our read saw first (RCC: no lock for a write that cannot
+	 * be serialized): an older version read means a newer one exists. */
+	if ((a->mode & ACC_R) && ((a->pstate & ACC_PROTO) || !(ctts > a->p[0] && ctts >= a->p[1])))
+		return too_late(t, a->p[0], a->p[1]);
+	int rc = lock2pl_acquire(t, a, w2_failed); /* CAS + READ, one batch */
+	return rc ? rc : mvcc_locked(t, a);
+}
+
+/* The fetch stage's first step of a write (cc_protocol.write_post/
+ * write_done, for keys declared for writing only, so never read: no W1
+ * before the lock): mvcc_write's CAS and READ, every key's in the batch of
+ * the reads' round 1. A busy lock fails W2 at once, as in mvcc_write. */
+static bool mvcc_write_post(struct txn *t, struct cc_access *a)
+{
+	return lock2pl_post(t, a);
+}
+
+static int mvcc_write_done(struct txn *t, struct cc_access *a)
+{
+	int rc = lock2pl_done(t, a);
+	if (rc == CC_RETRY)
+		return w2_failed(t, a->stage[2], 0);
+	return rc ? rc : mvcc_locked(t, a);
 }
 
 /* ---- commit ---- */
@@ -501,7 +652,11 @@ const struct cc_protocol cc_mvcc = {
 	.versions = true,
 	.begin = cc_begin_fresh_ts,
 	.read = mvcc_read,
+	.read_post = mvcc_read_post,
+	.read_done = mvcc_read_done,
 	.write = mvcc_write,
+	.write_post = mvcc_write_post,
+	.write_done = mvcc_write_done,
 	.commit = mvcc_commit,
 	.abort = mvcc_abort,
 };

@@ -42,6 +42,23 @@
  *    serialized at its read, not in timestamp order, and an older writer
  *    could create the key behind it after a transaction that read past
  *    that writer had finished (a cycle through a real-time edge).
+ *  - The fetch stage (cc/fetch.c) batches reads and writes alike, each by
+ *    its own first steps. Not through fetch_locks_writes: that flag has
+ *    the fetch run the *read* on a key declared for writing only, and a
+ *    read here locks nothing; it would leave rts := ts on the key (so
+ *    every older writer of it aborts, invariant (3)) and ts_write would
+ *    still lock it in the body, a round trip per key. Instead the fetch
+ *    takes ts_write's own first step for such keys (ts_write_post/
+ *    ts_write_done: the lock CAS and the READ behind it, in round 1 with
+ *    the reads' Double-Reads). Locking before the body rather than at its
+ *    first write changes no invariant: (1) and (2) are about what happens
+ *    under the lock, whenever it was taken, and the checks of Algorithm 6
+ *    line 18 run under it either way; a key locked and then not written
+ *    (no command of the body got to it) is released at commit untouched,
+ *    and nothing was read under that lock (the key stays unread: a read
+ *    of it in the body is ts_read, rts and all, invariant (3)); and the
+ *    fetch never waits: a busy lock is left to ts_write in the body,
+ *    which waits only for an older holder (invariant (5)).
  *
  * Item metadata (words of struct st_item, cc.h):
  *   word 0 lock   0                      no write pending;
@@ -61,7 +78,12 @@
  *
  * States and transitions (function):
  *   BEGIN    --cc_begin_fresh_ts: start_ts := cc_ts_next, owner word from it --> RUNNING
- *   RUNNING  --first read of X (ts_read): Double-Read (READ lock+ver, READ
+ *   RUNNING  --first read of X (ts_read; for a declared key, the fetch
+ *              stage's ts_read_post/ts_read_done, the same steps with every
+ *              key's step in one batch: round 1 the Double-Reads, round 2
+ *              the rts CASes and READs, and CC_RETRY, so ts_read alone,
+ *              wherever ts_read would read again, wait or start over):
+ *              Double-Read (READ lock+ver, READ
  *              block, READ lock+ver, one batch; consistent iff both halves
  *              are equal and not "installing"):
  *              - lock held by an OLDER transaction: WAITING (its write
@@ -78,7 +100,10 @@
  *                CAS landed, invariant (3)) --> RUNNING.
  *   WAITING  --cc_wait (coroutine yields, 2 us doubling to 256 us), then the
  *              read or lock again; after CC_WAIT_MAX_MS: ABORTED (lock).
- *   RUNNING  --first write of X (ts_write): CAS lock 0 -> owner and READ the
+ *   RUNNING  --first write of X (ts_write; for a key declared for writing
+ *              only, the fetch stage's ts_write_post/ts_write_done, the
+ *              same CAS and READ in its round 1 and the same checks, a
+ *              busy lock left to ts_write): CAS lock 0 -> owner and READ the
  *              block, one batch (lock2pl_acquire). Held by an older
  *              transaction: WAITING; by a younger one: ABORTED (ts), the
  *              paper's "abort T if T.bts < T'.bts". Locked: rts > ts or
@@ -112,7 +137,13 @@
  *      over, as the READ after the CAS tells). A writer older than R that
  *      locks later reads rts >= ts(R) under its lock and aborts. So every
  *      rw edge goes from a smaller to a larger timestamp, and with (2) the
- *      conflict graph is acyclic: serializable in timestamp order.
+ *      conflict graph is acyclic: serializable in timestamp order. The
+ *      batched read accepts at the same instants: per key it posts the
+ *      same verbs in the same order (the CAS and the READ behind it on
+ *      the key's endpoint, so in order) and accepts only where ts_read
+ *      would; that other keys' steps share its rounds only stretches the
+ *      time between the Double-Read and the CAS, which the argument does
+ *      not use (a CAS that finds rts changed loses and is retried).
  *  (4) max(rts, wts) never falls below an accepted reader's timestamp:
  *      only installs lower rts (to the writer's ts, which is also the new
  *      wts), and a writer that installs checked rts while holding the lock
@@ -134,6 +165,10 @@
 /* Inconsistent Double-Reads retried at once before waiting between them:
  * an install holds the lock for about one round trip. */
 #define TS_REREAD_NOW 2
+/* Rounds of rts CASes a batched read runs for one key (the fetch stage)
+ * before it leaves the key to ts_read alone: each lost CAS costs every
+ * key of the fetch a round. */
+#define TS_RTS_BATCHED 3
 
 /* An abort caused by a newer timestamp `seen` in an item: the retry's
  * timestamp must be past it (clock part + 1, cc.h layout). */
@@ -149,11 +184,51 @@ static bool held_by_older(const struct txn *t, uint64_t lock)
 	return lock && lock != t->owner && cc_lock_older(lock, t->owner);
 }
 
+/* What a Double-Read (a->hdr[0], a->img, a->hdr[1]) shows: ts_read's
+ * verdict, shared by the batched read. */
+enum ts_seen {
+	TS_SEEN_COMMITTED, /* free, ours, or a younger writer's pending write:
+			      the block is the committed image (invariant (1)) */
+	TS_SEEN_TORN,      /* the halves differ: an install or a lock change */
+	TS_SEEN_WAIT,      /* an install in progress, or an older writer's
+			      pending write we must see (invariant (5)) */
+	TS_SEEN_LATE,      /* a younger commit is landing: we are too late */
+};
+
+static enum ts_seen ts_seen(const struct txn *t, const struct cc_access *a)
+{
+	const uint64_t lock = a->hdr[0][0];
+	if (lock != a->hdr[1][0] || a->hdr[0][1] != a->hdr[1][1])
+		return TS_SEEN_TORN;
+	if (cc_lock_is_installing(lock))
+		return cc_lock_older(lock, t->owner) ? TS_SEEN_WAIT : TS_SEEN_LATE;
+	return held_by_older(t, lock) ? TS_SEEN_WAIT : TS_SEEN_COMMITTED;
+}
+
+/* Queue one raise of rts from `rts` to our timestamp (Read-Cas): the CAS,
+ * its result in a->stage[2], and behind it on the same endpoint (so after
+ * it) a READ of lock+ver into a->hdr[1]. */
+static void post_raise(struct txn *t, struct cc_access *a, uint64_t rts)
+{
+	a->stage[2] = ~0ull;
+	prim_post_cas_item(t, a, W_META0, rts, t->start_ts, &a->stage[2]);
+	prim_post_read_hdr(t, a, a->hdr[1]);
+}
+
+/* After that CAS and READ ran: the rts now known (ours if the CAS won,
+ * else the one it returned) in *rts, and whether the read must start over
+ * (wts changed, or an older writer holds the lock: it may have checked rts
+ * before our CAS landed, invariant (3)). */
+static bool raised(const struct txn *t, const struct cc_access *a, uint64_t *rts)
+{
+	*rts = a->stage[2] == *rts ? t->start_ts : a->stage[2];
+	return a->hdr[1][1] != a->img->ver || held_by_older(t, a->hdr[1][0]);
+}
+
 /*
- * Raise rts to our timestamp (Read-Cas), each CAS followed in its batch by
- * a READ of lock+ver. CC_OK, CC_ABORT or an error; with CC_OK, *redo says
- * the read must start over: wts changed, or an older writer holds the lock
- * (it may have checked rts before our CAS landed, invariant (3)).
+ * Raise rts to our timestamp, one CAS and READ per round until it holds,
+ * from `rts`. CC_OK, CC_ABORT or an error; with CC_OK, *redo says the read
+ * must start over (raised).
  */
 static int raise_rts(struct txn *t, struct cc_access *a, uint64_t rts, bool *redo)
 {
@@ -162,60 +237,109 @@ static int raise_rts(struct txn *t, struct cc_access *a, uint64_t rts, bool *red
 	for (int tries = 0; rts < ts; tries++) {
 		if (tries == TS_RTS_TRIES)
 			return cc_abort_with(t, CC_CAUSE_VALIDATE);
-		uint64_t old = ~0ull;
-		prim_post_cas_item(t, a, W_META0, rts, ts, &old);
-		prim_post_read_hdr(t, a, a->hdr[1]); /* ordered after the CAS */
+		post_raise(t, a, rts);
 		int rc = prim_exec(t);
 		if (rc)
 			return rc;
-		rts = old == rts ? ts : old;
-		if (a->hdr[1][1] != a->img->ver || held_by_older(t, a->hdr[1][0])) {
-			*redo = true;
+		if ((*redo = raised(t, a, &rts)))
 			return CC_OK;
-		}
 	}
+	return CC_OK;
+}
+
+/* A committed image accepted (TS_SEEN_COMMITTED): its lock and ver into
+ * a->img, the late read ruled out. CC_OK, or CC_ABORT. */
+static int ts_accept(struct txn *t, struct cc_access *a)
+{
+	int rc = prim_check_block(t, a);
+	if (rc)
+		return rc;
+	a->img->lock = a->hdr[0][0];
+	a->img->ver = a->hdr[0][1];
+	if (a->img->ver > t->start_ts)
+		return ts_too_late(t, a->img->ver); /* a late read */
 	return CC_OK;
 }
 
 static int ts_read(struct txn *t, struct cc_access *a)
 {
-	const uint64_t ts = t->start_ts;
 	int waits = 0; /* cc_wait rounds: one time limit for the whole read */
 	for (int tries = 0;; tries++) {
 		int rc = prim_double_read(t, a);
 		if (rc)
 			return rc;
-		const uint64_t lock = a->hdr[0][0], ver = a->hdr[0][1];
-		bool consistent = lock == a->hdr[1][0] && ver == a->hdr[1][1];
-		if (consistent && cc_lock_is_installing(lock) && !cc_lock_older(lock, t->owner))
+		enum ts_seen seen = ts_seen(t, a);
+		if (seen == TS_SEEN_LATE)
 			return cc_abort_with(t, CC_CAUSE_TS); /* a younger commit lands now */
-		if (!consistent && tries < TS_REREAD_NOW)
+		if (seen == TS_SEEN_TORN && tries < TS_REREAD_NOW)
 			continue; /* torn by an install or a lock change: at once again */
-		if (!consistent || cc_lock_is_installing(lock) || held_by_older(t, lock)) {
-			/* An install in progress, or an older writer's pending write
-			 * we must see (invariant (5): we wait only for older ones). */
+		if (seen != TS_SEEN_COMMITTED) {
 			if ((rc = prim_check_block(t, a)))
 				return rc; /* retired meanwhile */
 			if ((rc = cc_wait(t, waits++)))
 				return rc;
 			continue;
 		}
-		/* Free, ours, or a younger writer's pending write: the block is
-		 * the committed image (invariant (1)). */
-		if ((rc = prim_check_block(t, a)))
+		if ((rc = ts_accept(t, a)))
 			return rc;
-		a->img->lock = lock;
-		a->img->ver = ver;
-		if (ver > ts)
-			return ts_too_late(t, ver); /* a late read */
 		bool redo;
 		if ((rc = raise_rts(t, a, a->img->meta[0], &redo)))
 			return rc;
 		if (redo)
-			continue; /* start over: see raise_rts */
-		a->p[0] = ver;
+			continue; /* start over: see raised */
+		a->p[0] = a->img->ver;
 		return CC_OK;
 	}
+}
+
+/*
+ * The fetch stage's batched read (cc_protocol.read_post/read_done): ts_read
+ * in rounds, each key's step in the batch of every key's. Round 1 is the
+ * Double-Read, judged as ts_read judges it; an image accepted whose rts is
+ * below ours queues the CAS and READ of raise_rts (CC_AGAIN), round 2 runs
+ * them, and a CAS lost to a reader still below us is tried again, up to
+ * TS_RTS_BATCHED rounds. What ts_read would do otherwise (read again at
+ * once, wait, start over, go on losing CASes) it does alone (CC_RETRY):
+ * the batched read never waits and never decides differently. Between
+ * rounds a->p[1] is 1 + the CASes posted so far (TS_STEP_READ: the
+ * Double-Read's round), a->img->meta[0] the rts last seen.
+ */
+#define TS_STEP_READ 1
+
+static bool ts_read_post(struct txn *t, struct cc_access *a)
+{
+	prim_post_double_read(t, a);
+	a->p[1] = TS_STEP_READ;
+	return true;
+}
+
+static int ts_read_done(struct txn *t, struct cc_access *a)
+{
+	const uint64_t ts = t->start_ts;
+	uint64_t rts = a->img->meta[0];
+	if (a->p[1] == TS_STEP_READ) {
+		enum ts_seen seen = ts_seen(t, a);
+		if (seen == TS_SEEN_LATE)
+			return cc_abort_with(t, CC_CAUSE_TS);
+		if (seen != TS_SEEN_COMMITTED)
+			return CC_RETRY; /* read again or wait: ts_read alone */
+		int rc = ts_accept(t, a);
+		if (rc)
+			return rc;
+	} else {
+		if (raised(t, a, &rts))
+			return CC_RETRY; /* start over: ts_read alone */
+		a->img->meta[0] = rts;
+	}
+	if (rts >= ts) {
+		a->p[0] = a->img->ver;
+		return CC_OK;
+	}
+	if (a->p[1] - TS_STEP_READ >= TS_RTS_BATCHED)
+		return CC_RETRY; /* readers keep raising it: raise_rts alone */
+	post_raise(t, a, rts);
+	a->p[1]++;
+	return CC_AGAIN;
 }
 
 /* A busy lock (the paper: on a conflict with T', abort T if T.bts <
@@ -228,15 +352,10 @@ static int ts_conflict(struct txn *t, uint64_t holder, int round)
 	return cc_abort_with(t, CC_CAUSE_TS);
 }
 
-static int ts_write(struct txn *t, struct cc_access *a)
+/* Under our lock, the block read behind the CAS in a->img: the checks of
+ * Algorithm 6 line 18. The abort hook releases the lock. */
+static int ts_locked(struct txn *t, struct cc_access *a)
 {
-	if (acc_locked(a))
-		return CC_OK; /* locked and checked already (invariant (1)) */
-	int rc = lock2pl_acquire(t, a, ts_conflict);
-	if (rc)
-		return rc;
-	/* Under our lock: the checks of Algorithm 6 line 18. The abort hook
-	 * releases the lock. */
 	const uint64_t ts = t->start_ts, rts = a->img->meta[0], ver = a->img->ver;
 	if (rts > ts || ver > ts)
 		return ts_too_late(t, rts > ver ? rts : ver); /* a late write is rejected */
@@ -247,6 +366,31 @@ static int ts_write(struct txn *t, struct cc_access *a)
 	a->wmeta[0] = ts; /* the install's rts: invariant (4) */
 	a->wmeta[1] = 0;
 	return CC_OK;
+}
+
+static int ts_write(struct txn *t, struct cc_access *a)
+{
+	if (acc_locked(a))
+		return CC_OK; /* locked and checked already (invariant (1)) */
+	int rc = lock2pl_acquire(t, a, ts_conflict);
+	return rc ? rc : ts_locked(t, a);
+}
+
+/* The fetch stage's first step of a write (cc_protocol.write_post/
+ * write_done, for keys declared for writing only): ts_write's CAS and
+ * READ, every key's in the batch of the reads' round 1. A busy lock goes
+ * to ts_write at the body's first write (CC_RETRY), whose ts_conflict
+ * waits for an older holder or aborts (invariant (5): the fetch never
+ * waits). */
+static bool ts_write_post(struct txn *t, struct cc_access *a)
+{
+	return lock2pl_post(t, a);
+}
+
+static int ts_write_done(struct txn *t, struct cc_access *a)
+{
+	int rc = lock2pl_done(t, a);
+	return rc ? rc : ts_locked(t, a);
 }
 
 static int ts_commit(struct txn *t)
@@ -268,7 +412,11 @@ const struct cc_protocol cc_timestamp = {
 	.reads_mark = true,
 	.begin = cc_begin_fresh_ts,
 	.read = ts_read,
+	.read_post = ts_read_post,
+	.read_done = ts_read_done,
 	.write = ts_write,
+	.write_post = ts_write_post,
+	.write_done = ts_write_done,
 	.commit = ts_commit,
 	.abort = ts_abort,
 };

@@ -141,20 +141,24 @@ def test_write_after_a_younger_read_is_rejected(make_server, key):
     writes z meanwhile. T1's write of x would come before T2's read of it
     in timestamp order (x's rts is T2's): W1 rejects it, T1 aborts with
     cause ts and its retry, younger than T2, reads T2's z. Without the rule
-    each would have read the other's key as it was before (write skew)."""
+    each would have read the other's key as it was before (write skew).
+    T1 writes with GETSET, which declares x read-write, so that its lock
+    is taken after the pause (a plain SET is locked at fetch:
+    test_protocol_timestamp.py, test_declared_write_is_locked_before_the_body)."""
     s = start(make_server)
     x, z = key + "x", key + "z"
     with s.client() as c:
         c.mset({x: "x0", z: "z0"})
         before = counters(c)
 
-        t1 = start_running(c, [("GET", z), ("DEBUG", "SLEEP", HOLD_S), ("SET", x, "T1")], s)
+        t1 = start_running(c, [("GET", z), ("DEBUG", "SLEEP", HOLD_S),
+                               ("GETSET", x, "T1")], s)
         p = c.pipeline(transaction=True)
         p.set(z, "T2")
         p.get(x)
         assert p.execute() == [True, b"x0"]
 
-        assert t1.finish() == [b"T2", b"OK", True], \
+        assert t1.finish() == [b"T2", b"OK", b"x0"], \
             "T1 wrote x after a younger transaction read it (write skew)"
         assert c.mget([x, z]) == [b"T1", b"T2"]
         assert counters(c)["ts"] > before["ts"], "no abort with cause ts in INFO"

@@ -22,6 +22,16 @@ pytestmark = pytest.mark.rckv_only
 HOLD_S = 0.8
 
 
+def late_set(x, value):
+    """A write of x whose lock is taken where the body reaches it, after
+    the pause: GETSET reads x too, so the MULTI declares x read-write and
+    its fetch stage only reads x. A plain SET declares x write-only,
+    and the fetch locks it before the body runs (cc/fetch.c, write_post):
+    a younger reader of x then waits for the older writer instead
+    (test_declared_write_is_locked_before_the_body)."""
+    return ("GETSET", x, value)
+
+
 def start(make_server):
     s = make_server(opts={"cc": "timestamp"})
     with s.client() as c:
@@ -71,12 +81,12 @@ def test_late_write_is_rejected(make_server, key, x_exists):
 
         t1, t2 = run_older_then_younger(
             s,
-            [("GET", z), ("DEBUG", "SLEEP", HOLD_S), ("SET", x, "T1")],
+            [("GET", z), ("DEBUG", "SLEEP", HOLD_S), late_set(x, "T1")],
             [("SET", z, "T2"), ("GET", x)])
 
         assert t2 == [True, b"x0" if x_exists else None]
         # T1 ran again after T2: it saw T2's z (serial order T2, T1).
-        assert t1 == [b"T2", b"OK", True], \
+        assert t1 == [b"T2", b"OK", b"x0" if x_exists else None], \
             "T1 committed its write of x after T2 read x, on the old z (write skew)"
         assert c.mget([x, z]) == [b"T1", b"T2"]
         ts1, proto_ts1, _ = ts_counters(c)
@@ -110,6 +120,27 @@ def test_reader_waits_for_older_pending_write(make_server, key):
 
 
 @pytest.mark.parametrize("cc", ["timestamp", "mvcc"])
+def test_declared_write_is_locked_before_the_body(make_server, key, cc):
+    """The scenario of test_late_write_is_rejected with a plain SET of x,
+    which the MULTI declares write-only: the fetch stage locks x before
+    T1's body runs (its pause included), so the younger T2's read of x
+    finds T1's pending write, waits for it (timestamp; mvcc's R2) and
+    reads T1's x. One serial order, T1 then T2: T1 read the old z and
+    commits without a retry."""
+    s = make_server(opts={"cc": cc})
+    x, z = key + "x", key + "z"
+    with s.client() as c:
+        c.mset({x: "x0", z: "z0"})
+        t1, t2 = run_older_then_younger(
+            s,
+            [("GET", z), ("DEBUG", "SLEEP", HOLD_S), ("SET", x, "T1")],
+            [("SET", z, "T2"), ("GET", x)])
+        assert t1 == [b"z0", b"OK", True]
+        assert t2 == [True, b"T1"], "T2 read x past the older T1's pending write"
+        assert c.mget([x, z]) == [b"T1", b"T2"]
+
+
+@pytest.mark.parametrize("cc", ["timestamp", "mvcc"])
 @pytest.mark.parametrize("x_exists", [True, False], ids=["x-present", "x-absent"])
 def test_plain_get_marks_its_read_in_real_time(make_server, key, cc, x_exists):
     """As above, but x is read by a plain GET (no MULTI) sent after the
@@ -126,10 +157,10 @@ def test_plain_get_marks_its_read_in_real_time(make_server, key, cc, x_exists):
         if x_exists:
             c.set(x, "x0")
         t1 = rckvtest.begin_multi(s, c, [("GET", z), ("DEBUG", "SLEEP", HOLD_S),
-                                         ("SET", x, "T1")])
+                                         late_set(x, "T1")])
         time.sleep(0.1)
         assert c.set(z, "T2")
         assert c.get(x) == (b"x0" if x_exists else None)
-        assert t1.finish() == [b"T2", b"OK", True], \
+        assert t1.finish() == [b"T2", b"OK", b"x0" if x_exists else None], \
             "T1 committed its write of x after a finished GET missed it, on the old z"
         assert c.mget([x, z]) == [b"T1", b"T2"]
