@@ -18,6 +18,7 @@ static const struct cc_protocol *const protocols[] = {
 	&cc_timestamp,
 	&cc_mvcc,
 	&cc_silo,
+	&cc_sundial,
 	&cc_none,
 	NULL,
 };
