@@ -301,7 +301,7 @@ struct worker_job {
 };
 
 static const char *switch_to[] = { "nowait", "mvcc", "waitdie", "silo", "nowait/shared",
-				    "timestamp", "woundwait", "silo" };
+				    "timestamp", "woundwait", "sundial", "silo" };
 #define NSWITCH (int)(sizeof(switch_to) / sizeof(switch_to[0]))
 
 static void job(struct sched *s, void *arg)
@@ -853,7 +853,7 @@ int main(void)
 	test_cache_fifo();
 	test_timestamps();
 	const char *protos[] = { "nowait", "nowait/shared", "waitdie", "woundwait",
-				 "timestamp",  "mvcc",          "silo" };
+				 "timestamp",  "mvcc",          "silo",    "sundial" };
 	const int nprotos = (int)(sizeof(protos) / sizeof(protos[0]));
 	for (int i = 0; i < nprotos; i++) {
 		test_increments(protos[i], false);
@@ -867,8 +867,10 @@ int main(void)
 	test_two_nodes("nowait");
 	test_two_nodes("mvcc");
 	test_two_nodes("timestamp");
+	test_two_nodes("sundial");
 	test_fetch_more("silo");
 	test_fetch_more("nowait");
+	test_fetch_more("sundial");
 	/* With a fabric delay every round trip yields, so the coroutines of a
 	 * worker interleave inside their transactions: per-worker state that
 	 * is not per-transaction shows up here (it lost increments once). */
