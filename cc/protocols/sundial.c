@@ -54,10 +54,14 @@
  *   WAITCLOCK --commit_wait: the worker's clock is advanced past
  *               commit_tts and the coroutine sleeps until the real clock
  *               has passed it (cc_ts_observe + cc_ts_next; invariant (6)).
- *   RENEWING  --renew_all: every read-only item whose lease ends before
- *               commit_tts: CAS rts (seen -> commit_tts), then READ the
- *               header, then READ lock+ver, three ordered verbs per item,
- *               all items in one batch (invariant (4)). Then per item:
+ *   RENEWING  --renew_start, renew_post_all, renew_finish: every
+ *               read-only item whose lease ends before commit_tts: CAS rts
+ *               (seen -> commit_tts), then READ the header, then READ
+ *               lock+ver, three ordered verbs per item, all items in one
+ *               batch (invariant (4)); with writes on several nodes that
+ *               batch is the installs' (prim_commit_checked: the verdict
+ *               comes before the commit point, and the installs, under our
+ *               locks, are rolled back if it fails). Then per item:
  *               - block moved or wts changed: ABORTED (renew);
  *               - locked by another writer: WAITING for it if we hold no
  *                 lock or it is older than us (invariant (5)), else
@@ -175,7 +179,7 @@
  * lock keeps coming back). */
 #define SD_RENEW_TRIES 32
 
-/* ACC_PROTO: a renewal of this read is under way (renew_all). */
+/* ACC_PROTO: a renewal of this read is under way (renew_start..renew_finish). */
 #define ACC_RENEWING ACC_PROTO
 
 /* The end of the lease of the version an image shows: rts, or wts after a
@@ -322,6 +326,7 @@ static void renew_post(struct txn *t, struct cc_access *a)
 
 enum { RENEWED, RENEW_AGAIN, RENEW_LOCKED, RENEW_FAILED };
 
+
 /* The verdict on one renewal once its verbs ran (invariant (4)). */
 static int renew_done(struct txn *t, struct cc_access *a, uint64_t *holder)
 {
@@ -346,37 +351,43 @@ static bool may_wait(const struct txn *t, uint64_t holder)
 	return true;
 }
 
-/* How many renewals are still under way (ACC_RENEWING)? */
-static int renewing(const struct txn *t)
+/* Mark every read whose lease ends before commit_tts (ACC_RENEWING);
+ * returns how many. The others are covered already (invariant (3)). */
+static int renew_start(struct txn *t)
 {
+	struct cc_stats *st = cc_worker_stats(t->ccw);
 	int n = 0;
-	for (int i = 0; i < t->nacc; i++)
-		n += (t->acc[i]->pstate & ACC_RENEWING) != 0;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (needs_renewal(t, a)) {
+			a->pstate |= ACC_RENEWING;
+			n++;
+		} else if (a->mode == ACC_R) {
+			st->lease_hits++;
+		}
+	}
 	return n;
 }
 
-/* RENEWING: extend every read lease that ends before commit_tts. */
-static int renew_all(struct txn *t)
+static void renew_post_all(struct txn *t)
+{
+	for (int i = 0; i < t->nacc; i++)
+		if (t->acc[i]->pstate & ACC_RENEWING)
+			renew_post(t, t->acc[i]);
+}
+
+/*
+ * RENEWING, once the first round's verbs ran: the verdict on each, and
+ * more rounds for those that met a lock (after a wait, invariant (5)) or
+ * lost their CAS to another renewal. Also prim_commit_checked's check
+ * when the first round rides with the installs (sd_commit).
+ */
+static int renew_finish(struct txn *t)
 {
 	struct cc_stats *st = cc_worker_stats(t->ccw);
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (needs_renewal(t, a))
-			a->pstate |= ACC_RENEWING;
-		else if (a->mode == ACC_R)
-			st->lease_hits++; /* invariant (3): covered already */
-	}
 	int waits = 0;
-	for (int round = 0; renewing(t) > 0; round++) {
-		if (round == SD_RENEW_TRIES)
-			return cc_abort_with(t, CC_CAUSE_RENEW);
-		for (int i = 0; i < t->nacc; i++)
-			if (t->acc[i]->pstate & ACC_RENEWING)
-				renew_post(t, t->acc[i]);
-		int rc = prim_exec(t);
-		if (rc)
-			return rc;
-		bool locked = false;
+	for (int round = 1;; round++) {
+		bool locked = false, left = false;
 		for (int i = 0; i < t->nacc; i++) {
 			struct cc_access *a = t->acc[i];
 			if (!(a->pstate & ACC_RENEWING))
@@ -390,16 +401,35 @@ static int renew_all(struct txn *t)
 			case RENEW_LOCKED:
 				if (!may_wait(t, holder))
 					return cc_abort_with(t, CC_CAUSE_RENEW);
-				locked = true;
+				locked = left = true;
 				break;
 			case RENEW_FAILED:
 				return cc_abort_with(t, CC_CAUSE_RENEW);
+			default: /* RENEW_AGAIN */
+				left = true;
 			}
 		}
+		if (!left)
+			return CC_OK;
+		if (round == SD_RENEW_TRIES)
+			return cc_abort_with(t, CC_CAUSE_RENEW);
+		int rc;
 		if (locked && (rc = cc_wait(t, waits++)))
 			return rc;
+		renew_post_all(t);
+		if ((rc = prim_exec(t)))
+			return rc;
 	}
-	return CC_OK;
+}
+
+/* Nodes written (bit per node). */
+static uint64_t written_nodes(const struct txn *t)
+{
+	uint64_t w = 0;
+	for (int i = 0; i < t->nacc; i++)
+		if (t->acc[i]->mode & ACC_W)
+			w |= 1ull << (t->acc[i]->node & 63);
+	return w;
 }
 
 static int sd_commit(struct txn *t)
@@ -408,8 +438,6 @@ static int sd_commit(struct txn *t)
 	if (rc)
 		return rc;
 	commit_wait(t);
-	if ((rc = renew_all(t)))
-		return rc;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (a->mode & ACC_W) {
@@ -417,6 +445,20 @@ static int sd_commit(struct txn *t)
 			a->wmeta[1] = 0;
 		}
 	}
+	if (renew_start(t) == 0)
+		return prim_commit_writes(t, t->cts);
+	renew_post_all(t);
+	uint64_t w = written_nodes(t);
+	if (w & (w - 1)) {
+		/* Several written nodes: the renewals ride with the installs,
+		 * and their verdict comes before the commit point (the installs
+		 * are under our locks, rolled back on CC_ABORT), saving a round
+		 * trip. With one written node that would cost one instead
+		 * (prim_commit_checked), so there they go first. */
+		return prim_commit_checked(t, t->cts, renew_finish);
+	}
+	if ((rc = prim_exec(t)) || (rc = renew_finish(t)))
+		return rc;
 	return prim_commit_writes(t, t->cts);
 }
 
