@@ -302,7 +302,7 @@ static int lock_writes(struct txn *t)
 static void commit_wait(struct txn *t)
 {
 	cc_ts_observe(t, t->cts);
-	(void)cc_ts_next(t); /* sleeps until the clock passed t->cts */
+	(void)cc_ts_next(t); /* sleeps until the clock passed t->cts (cc.h) */
 }
 
 /* Does a's lease need extending to commit_tts? Read-only accesses only:
@@ -325,7 +325,6 @@ static void renew_post(struct txn *t, struct cc_access *a)
 }
 
 enum { RENEWED, RENEW_AGAIN, RENEW_LOCKED, RENEW_FAILED };
-
 
 /* The verdict on one renewal once its verbs ran (invariant (4)). */
 static int renew_done(struct txn *t, struct cc_access *a, uint64_t *holder)
