@@ -26,7 +26,8 @@
  *
  * Per access: p[0] = wts of the version read, p[1] = meta0 as last seen
  * (the next renewal CAS compares with it). Per transaction: t->cts =
- * commit_tts so far, t->start_ts = its lower bound (see DEVIATIONS).
+ * commit_tts so far, t->start_ts = its lower bound (the first deviation
+ * below).
  *
  * States and transitions (function):
  *   BEGIN     --sd_begin: start_ts := first_ts, a fresh stamp of the first
@@ -293,6 +294,8 @@ static int lock_writes(struct txn *t)
 			return rc;
 		if (!(a->pstate & ACC_BLIND) && a->img->ver != a->p[0])
 			return cc_abort_with(t, CC_CAUSE_VALIDATE); /* written since our read */
+		/* After the lease, which cannot move while we hold the lock:
+		 * the install's wts is new (invariant (2)). */
 		t->cts = max64(t->cts, lease_end(a->img->ver, a->img->meta[0]) + 1);
 	}
 	return CC_OK;
