@@ -36,7 +36,7 @@
 # RCKV_SERVER (default build/rckv-server; use a Release build for
 # meaningful numbers), RCKV_BENCH (default: rckv-bench next to the server),
 # PROTO_PROTOCOLS ("nowait nowait-shared waitdie woundwait timestamp mvcc
-# silo occ"), PROTO_ZIPFS ("0.2 0.9"), PROTO_RECORDS (100000), PROTO_VALUE_SIZE
+# silo occ sundial"), PROTO_ZIPFS ("0.2 0.9"), PROTO_RECORDS (100000), PROTO_VALUE_SIZE
 # (1000), PROTO_OPS (10), PROTO_WRITE_RATIO (0.2), PROTO_NODES_PER_TXN (2),
 # PROTO_WARMUP (2), PROTO_DURATION (5), PROTO_THREADS (1), PROTO_CLIENTS
 # (12), PROTO_MEMORY (512mb per node), PROTO_OUT (bench/results), PROTO_ARGS
@@ -48,7 +48,7 @@ cd "$(dirname "$0")/.."
 
 RCKV=${RCKV_SERVER:-build/rckv-server}
 BENCH=${RCKV_BENCH:-$(dirname "$RCKV")/rckv-bench}
-PROTOCOLS=${PROTO_PROTOCOLS:-nowait nowait-shared waitdie woundwait timestamp mvcc silo occ}
+PROTOCOLS=${PROTO_PROTOCOLS:-nowait nowait-shared waitdie woundwait timestamp mvcc silo occ sundial}
 ZIPFS=${PROTO_ZIPFS:-0.2 0.9}
 RECORDS=${PROTO_RECORDS:-100000}
 VALUE_SIZE=${PROTO_VALUE_SIZE:-1000}

@@ -218,6 +218,10 @@ struct txn {
 	uint64_t wait_since;      /* cc_wait: when the current wait began */
 	uint64_t txn_stage;       /* value of a queued Write^T */
 	uint64_t start_ts;
+	/* A fresh stamp (cc_ts_next) taken by a begin hook at the first
+	 * attempt, kept across retries (txn_begin leaves it; cc_run zeroes it
+	 * once): sundial's lower bound of the commit timestamp. 0 = none. */
+	uint64_t first_ts;
 	uint64_t cts;             /* commit timestamp (protocols that need one) */
 	int cause;                /* enum cc_cause of the last abort */
 	int attempt;              /* 0 for the first try, then 1, 2, ... (cc_run) */
@@ -576,6 +580,7 @@ extern const struct cc_protocol cc_timestamp;
 extern const struct cc_protocol cc_mvcc;
 extern const struct cc_protocol cc_silo;
 extern const struct cc_protocol cc_occ;
+extern const struct cc_protocol cc_sundial;
 extern const struct cc_protocol cc_none;
 
 #endif

@@ -403,6 +403,7 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 	/* When the attempt began, from the second on: a clock read on the
 	 * retry path only (it costs a GET a few percent). */
 	uint64_t began = 0;
+	t.first_ts = 0; /* kept across attempts (cc.h) */
 
 	for (int attempt = 0;; attempt++) {
 		cc_enter(ccw);

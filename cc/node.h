@@ -71,6 +71,9 @@ struct cc_stats {
 	uint64_t fab_txns;            /* txns whose verbs are in fab */
 	uint64_t lock_waits;          /* cc_wait pauses (wait-die, wound-wait, T/O) */
 	uint64_t wounds;              /* wound-wait: running holders we wounded */
+	uint64_t lease_renewals;      /* sundial: read leases extended at commit */
+	uint64_t lease_hits;          /* sundial: reads whose lease already covered
+					 the commit timestamp (no verb at commit) */
 	struct cc_proto_stats proto[CC_MAX_PROTOCOLS];
 };
 

@@ -1007,6 +1007,8 @@ static void info_cc(struct info_ctx *x)
 	srv_sbuf_printf(x->b,
 			"cc_lock_waits:%llu\r\n"
 			"cc_wounds:%llu\r\n"
+			"cc_lease_renewals:%llu\r\n"
+			"cc_lease_hits:%llu\r\n"
 			"cc_retries:%llu\r\n"
 			"cc_abort_rate:%.4f\r\n"
 			"cc_verbs_per_txn:%.2f\r\n"
@@ -1018,6 +1020,7 @@ static void info_cc(struct info_ctx *x)
 			"cc_addr_cache_hits:%llu\r\n"
 			"cc_addr_cache_misses:%llu\r\n",
 			(unsigned long long)s->lock_waits, (unsigned long long)s->wounds,
+			(unsigned long long)s->lease_renewals, (unsigned long long)s->lease_hits,
 			(unsigned long long)s->txn_retries, ratio(s->txn_aborts, attempts),
 			ratio(verbs, s->fab_txns), ratio(s->fab.verbs[FAB_READ], s->fab_txns),
 			ratio(s->fab.verbs[FAB_WRITE], s->fab_txns),

@@ -19,6 +19,7 @@ static const struct cc_protocol *const protocols[] = {
 	&cc_mvcc,
 	&cc_silo,
 	&cc_occ,
+	&cc_sundial,
 	&cc_none,
 	NULL,
 };

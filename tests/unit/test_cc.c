@@ -16,6 +16,7 @@
 #include "cc/cache.h"
 #include "cc/cc.h"
 #include "cc/exec.h"
+#include "cc/exec_internal.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
 #include "cc/node.h"
@@ -301,7 +302,7 @@ struct worker_job {
 };
 
 static const char *switch_to[] = { "nowait", "mvcc", "waitdie", "silo", "nowait/shared",
-				    "occ", "timestamp", "woundwait", "silo" };
+				    "occ", "timestamp", "woundwait", "sundial", "silo" };
 #define NSWITCH (int)(sizeof(switch_to) / sizeof(switch_to[0]))
 
 static void job(struct sched *s, void *arg)
@@ -738,6 +739,92 @@ static void test_stale_addresses(const char *proto)
 	printf("  %s: stale cached addresses detected\n", proto);
 }
 
+/*
+ * sundial's renewal meets a writer's lock (cc/protocols/sundial.c
+ * invariant (5)): a transaction reads lease:a and lease:b; before it
+ * commits, lease:b's lock word is set by hand to another transaction's
+ * owner word (older or younger than ours), as a writer in its commit
+ * holds it, and cleared 2 ms later by another coroutine. Its commit_tts
+ * is past both leases, so both must be renewed. Holding no lock, or
+ * meeting an older holder, it waits (cc_lock_waits) and then renews and
+ * commits without an abort, where RCC's renewal fails; holding a lock
+ * itself (it writes lease:c) and meeting a younger holder, it must not
+ * wait (a cycle of waits could form): it aborts with cause renew, and a
+ * later attempt commits once the lock is gone.
+ */
+struct lease_case {
+	bool writes;        /* the transaction also writes lease:c (holds its lock) */
+	bool older_holder;  /* the hand-set lock names an older transaction */
+};
+
+static void release_later(struct sched *s, void *arg)
+{
+	sched_sleep(s, 2000000);
+	__atomic_store_n((uint64_t *)arg, 0, __ATOMIC_RELEASE);
+}
+
+static int lease_body(struct txn *t, void *arg)
+{
+	const struct lease_case *lc = arg;
+	const char *v;
+	size_t vl;
+	bool found;
+	int rc;
+	if ((rc = txn_get(t, "lease:a", 7, &v, &vl, &found)) ||
+	    (rc = txn_get(t, "lease:b", 7, &v, &vl, &found)))
+		return rc;
+	if (lc->writes && (rc = txn_set(t, "lease:c", 7, "w", 1)))
+		return rc;
+	if (txn_attempt(t) == 0) {
+		struct cc_access *a = txn_acc_find(t, "lease:b", 7, st_hash("lease:b", 7));
+		CHECK(a && a->ref.node == 1);
+		uint64_t *lock = (uint64_t *)((char *)st_region_base(N.cc.region) + a->ref.off);
+		uint64_t age = cc_lock_age(t->owner);
+		uint64_t other = lc->older_holder ? age - (1ull << 20) : age + (1ull << 20);
+		__atomic_store_n(lock, cc_owner_word(1, other), __ATOMIC_RELEASE);
+		CHECK(sched_spawn(N.w[0].sched, release_later, lock) == 0);
+	}
+	return CC_OK;
+}
+
+static void test_sundial_renewal_waits(void)
+{
+	static const struct lease_case cases[] = {
+		{ .writes = false, .older_holder = false },
+		{ .writes = true, .older_holder = true },
+		{ .writes = true, .older_holder = false },
+	};
+	node_up("sundial");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct lease_case *lc = &cases[i];
+		struct kv a = { .key = "lease:a", .val = "a", .len = 1 };
+		struct kv b = { .key = "lease:b", .val = "b", .len = 1 };
+		run_one(kv_set, &a);
+		run_one(kv_set, &b);
+		const struct cc_stats before = *cc_worker_stats(N.w[0].ccw);
+		run_one(lease_body, (void *)lc);
+		const struct cc_stats *after = cc_worker_stats(N.w[0].ccw);
+		uint64_t renew = after->aborts_by_cause[CC_CAUSE_RENEW] -
+				 before.aborts_by_cause[CC_CAUSE_RENEW];
+		CHECK(after->txn_committed == before.txn_committed + 1);
+		/* Both leases extended: here, or by an aborted attempt whose
+		 * CAS held (its retry then finds them long enough). */
+		CHECK(after->lease_renewals + after->lease_hits >=
+		      before.lease_renewals + before.lease_hits + 2);
+		if (lc->writes && !lc->older_holder) {
+			CHECK(renew >= 1); /* must not wait while holding lease:c */
+		} else {
+			CHECK(after->lock_waits > before.lock_waits);
+			CHECK(after->txn_aborts == before.txn_aborts); /* waited, renewed */
+		}
+		printf("  sundial: renewal meets a lock (%s, %s holder): %s\n",
+		       lc->writes ? "holding a lock" : "holding none",
+		       lc->older_holder ? "older" : "younger",
+		       renew ? "aborts (renew), then commits" : "waits, renews, commits");
+	}
+	node_down();
+}
+
 /* The ref held apart from the address cache (cc_cache_hold): given back
  * once, for the same key only, and forgotten by a clear or a drop. */
 static void test_cache_hold(void)
@@ -853,7 +940,8 @@ int main(void)
 	test_cache_fifo();
 	test_timestamps();
 	const char *protos[] = { "nowait", "nowait/shared", "waitdie", "woundwait",
-				 "timestamp",  "mvcc",          "silo",   "occ" };
+				 "timestamp",  "mvcc",          "silo",   "occ",
+				 "sundial" };
 	const int nprotos = (int)(sizeof(protos) / sizeof(protos[0]));
 	for (int i = 0; i < nprotos; i++) {
 		test_increments(protos[i], false);
@@ -871,6 +959,9 @@ int main(void)
 	test_fetch_more("silo");
 	test_fetch_more("nowait");
 	test_fetch_more("occ");
+	test_two_nodes("sundial");
+	test_fetch_more("sundial");
+	test_sundial_renewal_waits();
 	/* With a fabric delay every round trip yields, so the coroutines of a
 	 * worker interleave inside their transactions: per-worker state that
 	 * is not per-transaction shows up here (it lost increments once). */
