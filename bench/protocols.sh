@@ -40,7 +40,14 @@
 # (1000), PROTO_OPS (10), PROTO_WRITE_RATIO (0.2), PROTO_NODES_PER_TXN (2),
 # PROTO_WARMUP (2), PROTO_DURATION (5), PROTO_THREADS (1), PROTO_CLIENTS
 # (12), PROTO_MEMORY (512mb per node), PROTO_OUT (bench/results), PROTO_ARGS
-# (more rckv-server options for every node, e.g. "--busy-poll-us 0").
+# (more rckv-server options for every node, e.g. "--busy-poll-us 0"),
+# PROTO_STRACE (1: count every node's system calls with strace -c -f over
+# the measured run, reported per committed transaction; strace slows the
+# servers, so its runs' throughput is not comparable with others').
+# Every run also reports the servers' CPU time (utime + stime of the 3
+# processes, /proc/<pid>/stat) and their threads' sleeps (voluntary context
+# switches, /proc/<pid>/task/*/status) per committed transaction: figures
+# that noise from other processes on the host moves far less than txn/s.
 # Only the processes this script starts are signalled; the temporary
 # directory is removed on exit.
 set -euo pipefail
@@ -121,6 +128,25 @@ PORTS=()
   echo "loglevel warning"
 } >"$CONF"
 
+cpu_ticks() {  # utime + stime of the servers, in clock ticks
+  local pid t=0 f
+  for pid in "${PIDS[@]}"; do
+    read -r -a f <"/proc/$pid/stat"  # the command is "(rckv-server)": no spaces
+    t=$((t + f[13] + f[14]))
+  done
+  echo "$t"
+}
+
+ctx_switches() {  # voluntary context switches of the servers' threads (sleeps)
+  local pid t=0 v
+  for pid in "${PIDS[@]}"; do
+    for v in $(awk '/^voluntary_ctxt_switches/ {print $2}' /proc/"$pid"/task/*/status 2>/dev/null); do
+      t=$((t + v))
+    done
+  done
+  echo "$t"
+}
+
 cli() {  # node-index(1..) args...
   local i=$1
   shift
@@ -178,19 +204,33 @@ for zipf in $ZIPFS; do
     "$BENCH" --cluster "$CONF" "${ycsb[@]}" --zipf "$zipf" --duration "$WARMUP" \
       >"$TMP/warm.out" 2>&1 || { cat "$TMP/warm.out" >&2; die "warm-up failed ($proto)"; }
     for i in $(seq 1 $NODES); do cli "$i" CONFIG RESETSTAT >/dev/null; done
-    rm -f "$TMP/run.json"
+    rm -f "$TMP/run.json" "$TMP"/strace*.txt
+    SPIDS=()
+    if [ "${PROTO_STRACE:-0}" = 1 ]; then
+      for i in $(seq 1 $NODES); do
+        strace -c -f -p "${PIDS[$((i - 1))]}" -o "$TMP/strace$i.txt" 2>/dev/null &
+        SPIDS+=($!)
+      done
+      sleep 0.5  # attached before the measured run starts
+    fi
+    cpu0=$(cpu_ticks)
+    csw0=$(ctx_switches)
     "$BENCH" --cluster "$CONF" "${ycsb[@]}" --zipf "$zipf" --duration "$DURATION" \
       --json "$TMP/run.json" >"$TMP/run.out" 2>&1 ||
       { cat "$TMP/run.out" >&2; die "rckv-bench failed ($proto, zipf $zipf)"; }
+    cpu1=$(cpu_ticks)
+    csw1=$(ctx_switches)
+    for spid in "${SPIDS[@]}"; do kill -INT "$spid" 2>/dev/null || true; wait "$spid" || true; done
     mkdir -p "$OUT/info"
     for i in $(seq 1 $NODES); do
       cli "$i" INFO cc >"$TMP/info$i.txt"
       cp "$TMP/info$i.txt" "$OUT/info/$proto-$zipf-node$i.txt"
     done
-    /usr/bin/python3 - "$proto" "$zipf" "$TMP/run.json" "$JSONL" "$TMP"/info*.txt <<'EOF'
-import json, sys
-proto, zipf, run_json, jsonl = sys.argv[1:5]
-infos = sys.argv[5:]
+    /usr/bin/python3 - "$proto" "$zipf" "$TMP/run.json" "$JSONL" \
+      "$((cpu1 - cpu0))" "$(getconf CLK_TCK)" "$((csw1 - csw0))" "$TMP" "$TMP"/info*.txt <<'EOF'
+import glob, json, os, sys
+proto, zipf, run_json, jsonl, ticks, hz, csw, tmp = sys.argv[1:9]
+infos = sys.argv[9:]
 pid = proto.replace("-shared", "_shared")
 tot = {"commits": 0.0, "aborts": 0.0, "errors": 0.0, "verbs": 0.0, "round_trips": 0.0}
 causes = {}
@@ -220,6 +260,23 @@ info = {"commits": int(c), "aborts": int(tot["aborts"]), "errors": int(tot["erro
         "aborts_by_cause": {k: v for k, v in causes.items() if v}}
 run["info"] = info
 run["protocol_variant"] = proto
+run["server_cpu_s"] = int(ticks) / float(hz)
+run["server_cpu_us_per_txn"] = 1e6 * run["server_cpu_s"] / c if c else 0.0
+run["server_sleeps_per_txn"] = int(csw) / c if c else 0.0
+# strace -c tables (PROTO_STRACE=1): calls per syscall, summed over nodes.
+calls = {}
+for path in glob.glob(os.path.join(tmp, "strace*.txt")):
+    for line in open(path, encoding="utf-8", errors="replace"):
+        w = line.split()
+        if len(w) >= 5 and w[0][0].isdigit() and w[-1] != "total":
+            try:
+                calls[w[-1]] = calls.get(w[-1], 0) + int(w[3])
+            except ValueError:
+                pass
+if calls:
+    run["syscalls_per_txn"] = {k: round(v / c, 2) for k, v in
+                               sorted(calls.items(), key=lambda kv: -kv[1]) if c}
+    run["syscalls_per_txn_total"] = sum(calls.values()) / c if c else 0.0
 with open(jsonl, "a", encoding="utf-8") as f:
     f.write(json.dumps(run) + "\n")
 print("   %.0f txn/s, abort rate %.2f%%, %.1f verbs and %.1f round trips per txn "
@@ -227,6 +284,15 @@ print("   %.0f txn/s, abort rate %.2f%%, %.1f verbs and %.1f round trips per txn
           run.get("throughput", 0), 100 * (run.get("abort_rate") or 0), info["verbs_per_txn"],
           info["round_trips_per_txn"], info["commits"], run.get("errors", 0) + info["errors"],
           info["aborts_by_cause"] or "-"))
+lat = run.get("latency_us") or {}
+print("   p50 %.0f us, p99 %.0f us; servers' CPU %.1f us per committed txn (%.2f s), "
+      "%.1f sleeps (voluntary context switches) per committed txn" % (
+          lat.get("p50") or 0, lat.get("p99") or 0, run["server_cpu_us_per_txn"],
+          run["server_cpu_s"], run["server_sleeps_per_txn"]))
+if calls:
+    print("   syscalls per committed txn: %.1f (%s)" % (
+        run["syscalls_per_txn_total"], ", ".join(
+            "%s %.1f" % kv for kv in list(run["syscalls_per_txn"].items())[:8])))
 EOF
   done
 done
@@ -248,15 +314,15 @@ lines.append("Protocols on a 3-node cluster (fabric %s): rckv-bench ycsb-t, %s o
 lines.append("%s records of %s bytes, %s thread(s) x %s clients, %s s warm-up + %s s measured, "
              "%d cores, %s." % (records, vsize, thr, cli, warm, dur, os.cpu_count(),
                                 os.path.basename(os.path.dirname(os.path.abspath(rckv)))))
-lines.append("txn/s and abort rate: rckv-bench. verbs/txn and RT/txn (round trips): INFO "
+lines.append("txn/s, abort rate, p50/p99: rckv-bench. cpu us/tx: the 3 servers' CPU time per committed txn. verbs/txn and RT/txn (round trips): INFO "
              "cc_proto_<id>, summed over the 3 nodes,")
 lines.append("per committed transaction, aborted attempts' verbs included; all over the "
              "measured seconds. sigma and AR: RCBench Table 3/4,")
 lines.append("one-sided, zipf 0.2 (no row for nowait-shared: RCBench's No-Wait row uses one "
              "exclusive lock).")
 lines.append("")
-hdr = "%-14s %5s %10s %8s %8s %8s %10s %7s %8s %8s %6s  %s" % (
-    "protocol", "zipf", "txn/s", "p50 us", "p99 us", "aborts", "verbs/txn", "RT/txn",
+hdr = "%-14s %5s %10s %8s %8s %8s %9s %10s %7s %8s %8s %6s  %s" % (
+    "protocol", "zipf", "txn/s", "p50 us", "p99 us", "aborts", "cpu us/tx", "verbs/txn", "RT/txn",
     "RCB sigma", "RCB AR", "errors", "aborts by cause (INFO)")
 lines.append(hdr)
 lines.append("-" * len(hdr))
@@ -268,9 +334,9 @@ for r in rows:
         zipf = r.get("zipf", "?")
     by = r["info"].get("aborts_by_cause") or {}
     lat = r.get("latency_us") or {}
-    lines.append("%-14s %5s %10.0f %8.0f %8.0f %7.2f%% %10.1f %7.1f %9s %8s %6d  %s" % (
+    lines.append("%-14s %5s %10.0f %8.0f %8.0f %7.2f%% %9.1f %10.1f %7.1f %9s %8s %6d  %s" % (
         p, zipf, r.get("throughput") or 0, lat.get("p50") or 0, lat.get("p99") or 0,
-        100 * (r.get("abort_rate") or 0),
+        100 * (r.get("abort_rate") or 0), r.get("server_cpu_us_per_txn") or 0,
         r["info"]["verbs_per_txn"], r["info"]["round_trips_per_txn"],
         "%.1f" % sigma if sigma else "-", ar, (r.get("errors") or 0) + r["info"]["errors"],
         " ".join("%s=%d" % kv for kv in sorted(by.items(), key=lambda kv: -kv[1])) or "-"))

@@ -112,8 +112,8 @@ def test_protocols_script(tmp_path):
     # `make bench`'s protocol comparison, tiny: a 3-node cluster on the tcp
     # fabric (make bench's own runs are on shm, the default), two
     # protocols, one skew; every row commits with no errors, and the INFO
-    # sums and the latencies reach the table. No node and no temp dir is
-    # left behind.
+    # sums, the latencies and the servers' CPU time per transaction reach
+    # the table. No node and no temp dir is left behind.
     out = tmp_path / "results"
     env = dict(os.environ, RCKV_SERVER=server_binary(), PROTO_PROTOCOLS="nowait-shared silo",
                PROTO_FABRIC="tcp",
@@ -131,14 +131,17 @@ def test_protocols_script(tmp_path):
     assert set(rows) == {"nowait-shared", "silo"}, p.stdout[-2000:]
     assert "(fabric tcp --coroutines 8)" in (out / "protocols.txt").read_text()
     for name, f in rows.items():
-        # protocol zipf txn/s p50 p99 aborts verbs/txn RT/txn sigma AR errors ...
+        # protocol zipf txn/s p50 p99 aborts cpu-us/txn verbs/txn RT/txn sigma AR errors ...
         assert f[1] == "0.9" and float(f[2]) > 0, f
         assert 0 < float(f[3]) <= float(f[4]), f  # p50 and p99 of a transaction
-        assert float(f[6]) > 0 and float(f[7]) > 0, f  # INFO cc_proto_<id> was read
-        assert f[10] == "0", f
+        assert float(f[6]) > 0, f  # the servers' CPU time was read
+        assert float(f[7]) > 0 and float(f[8]) > 0, f  # INFO cc_proto_<id> was read
+        assert f[11] == "0", f
     runs = [json.loads(ln) for ln in (out / "protocols.jsonl").read_text().splitlines()]
     assert [r["protocol_variant"] for r in runs] == ["nowait-shared", "silo"], runs
     assert all(r["info"]["commits"] > 0 and r["info"]["errors"] == 0 for r in runs), runs
+    assert all(r["server_cpu_us_per_txn"] > 0 and r["server_sleeps_per_txn"] >= 0
+               for r in runs), runs
     assert not list(tmp_path.glob("rckv-protocols.*")), "temp dir left behind"
     # A protocol the server does not know stops the script with the server's error.
     p = subprocess.run(["bash", os.path.join(REPO, "bench", "protocols.sh")],
