@@ -3,7 +3,7 @@
 
   /usr/bin/python3 tests/checker/run.py                 # short: every protocol, ~10 s each
   /usr/bin/python3 tests/checker/run.py --long          # what `make check-serializable` runs
-  /usr/bin/python3 tests/checker/run.py --quick         # --long cut to about 25 minutes
+  /usr/bin/python3 tests/checker/run.py --quick         # --long cut to about 15 minutes
   /usr/bin/python3 tests/checker/run.py --protocol silo --zipf 0.99 --keys 8 --duration 60
   /usr/bin/python3 tests/checker/run.py --protocol silo --fault --duration 30
   /usr/bin/python3 tests/checker/run.py --topology tcp3 --protocol nowait --keys 64
@@ -707,12 +707,12 @@ def main(argv=None):
                          "with --long or --quick")
     ap.add_argument("--long", dest="suite", action="store_const", const="long",
                     default="short",
-                    help="the full matrix of `make check-serializable` (about 1.8 hours), on "
+                    help="the full matrix of `make check-serializable` (about 2 hours), on "
                          "every topology unless --topology is given: every protocol x zipf "
                          "0.0/0.99 x 8/64 keys, with and without fabric delay, bank, kill -9 "
                          "faults, a switch run, and `none` (which must fail)")
     ap.add_argument("--quick", dest="suite", action="store_const", const="quick",
-                    help="--long cut to about 25 minutes: every protocol on every topology "
+                    help="--long cut to about 15 minutes: every protocol on every topology "
                          "unless --topology is given, zipf 0.99 over 8 keys and zipf 0.0 over "
                          "64, bank, a kill -9 run per protocol, a switch run, and `none` "
                          "(list-append and bank, which must fail); 6 s per run")
