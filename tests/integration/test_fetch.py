@@ -195,3 +195,28 @@ def test_watched_keys_fetched_with_the_block_still_fail_exec(make_cluster):
         assert c.call("WATCH", keys[0], keys[7]) == "OK"
         assert run_multi(c, [("GET", keys[7]), ("SET", keys[4], "x")]) == [b"2", "OK"]
         assert other.call("GET", keys[4]) == b"x"
+
+
+def test_address_cache_bound_is_online(make_cluster):
+    """`addr-cache-entries` bounds each worker's address cache, and CONFIG
+    SET changes it online: with room for one address, a block of 10 keys
+    on other nodes finds most of them uncached and fetches in 3 round trips
+    (two probe rounds of the index, then the reads); back at the default,
+    in one."""
+    cl = make_cluster("tcp", opts={"cc": "silo", "threads": 1})
+    keys = ten_keys(cl)
+    with cl.raw(1) as c:
+        assert c.call("MSET", *[x for k in keys for x in (k, "v")]) == "OK"
+
+        def fetch_trips():
+            run_multi(c, [("GET", k) for k in keys])  # fills the cache
+            assert c.call("CONFIG", "RESETSTAT") == "OK"
+            for _ in range(5):
+                assert run_multi(c, [("GET", k) for k in keys]) == [b"v"] * 10
+            return proto_line(c, "silo")["fetch_round_trips_per_txn"]
+
+        assert c.call("CONFIG", "SET", "addr-cache-entries", "1") == "OK"
+        assert c.call("CONFIG", "GET", "addr-cache-entries") == [b"addr-cache-entries", b"1"]
+        assert fetch_trips() == 3.0
+        assert c.call("CONFIG", "SET", "addr-cache-entries", "262144") == "OK"
+        assert fetch_trips() == 1.0
