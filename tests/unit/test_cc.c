@@ -302,7 +302,8 @@ struct worker_job {
 };
 
 static const char *switch_to[] = { "nowait", "mvcc", "waitdie", "silo", "nowait/shared",
-				    "occ", "timestamp", "woundwait", "sundial", "silo" };
+				    "occ", "cicada", "timestamp", "woundwait", "sundial",
+				    "cicada", "mvcc", "silo" };
 #define NSWITCH (int)(sizeof(switch_to) / sizeof(switch_to[0]))
 
 static void job(struct sched *s, void *arg)
@@ -941,7 +942,7 @@ int main(void)
 	test_timestamps();
 	const char *protos[] = { "nowait", "nowait/shared", "waitdie", "woundwait",
 				 "timestamp",  "mvcc",          "silo",   "occ",
-				 "sundial" };
+				 "sundial",   "cicada" };
 	const int nprotos = (int)(sizeof(protos) / sizeof(protos[0]));
 	for (int i = 0; i < nprotos; i++) {
 		test_increments(protos[i], false);
@@ -962,6 +963,8 @@ int main(void)
 	test_two_nodes("sundial");
 	test_fetch_more("sundial");
 	test_sundial_renewal_waits();
+	test_two_nodes("cicada");
+	test_fetch_more("cicada");
 	/* With a fabric delay every round trip yields, so the coroutines of a
 	 * worker interleave inside their transactions: per-worker state that
 	 * is not per-transaction shows up here (it lost increments once). */
