@@ -144,3 +144,27 @@ def test_younger_reader_waits_for_a_pending_version(make_server, key):
 
     assert after["waits"] > before["waits"], \
         "the younger reader did not wait for the pending version (INFO cc_lock_waits)"
+
+
+def test_write_after_a_newer_version_aborts_with_cause_newer(make_server, key):
+    """T (older) sleeps, then GETSETs x; a younger W commits x=v1 during the
+    sleep. T's read returns v0, the version before its bts, but its write
+    would be installed behind v1, newer than T (Algorithm 11 line 10): T
+    aborts with cause newer (INFO cc_aborts_newer and the cc_proto_cicada
+    line's aborts_newer), and its retry, with a new bts, reads v1."""
+    s = start(make_server)
+    x = key + "x"
+    with s.client() as c:
+        c.set(x, "v0")
+        before = counters(c)
+        t = start_running(c, [("DEBUG", "SLEEP", HOLD_S), ("GETSET", x, "T")], s)
+        time.sleep(0.1)
+        assert c.set(x, "v1")
+        reply = t.finish()
+        after = counters(c)
+        assert int(c.info()["cc_aborts_newer"]) >= 1
+        assert c.get(x) == b"T"
+
+    assert reply == [b"OK", b"v1"], reply
+    assert after["newer"] - before["newer"] == 1, \
+        "T did not abort once with cause newer (cc_proto_cicada aborts_newer)"
