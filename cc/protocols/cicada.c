@@ -90,7 +90,8 @@
  *      recovery rolls back an undecided writer's installs before it
  *      releases its latches. So any transaction may treat it as committed,
  *      and flip it (resolve_rn, flip_committed's CAS): this is how an RN
- *      version left by a crashed coordinator gets resolved. A flip CAS
+ *      version left by a crashed coordinator gets resolved (test_cc.c,
+ *      test_cicada_rn_left_behind). A flip CAS
  *      that meets a later writer's equal descriptor flips a version that
  *      is, by the same argument, committed or under an installing mark
  *      (and then rewritten by the install's rollback if it aborts).
@@ -367,8 +368,10 @@ static int check_read(struct txn *t, struct cc_access *a)
 		return rc;
 	struct ver_entry e = { 0 };
 	int which = ver_pick(a, bts, &e);
-	if (which == 0)
+	if (which == 0) {
+		cc_ts_observe(t, a->img->ver);
 		return cc_abort_with(t, CC_CAUSE_VERSION);
+	}
 	uint64_t wts = which == 1 ? a->img->ver : e.wts;
 	if (wts != a->p[0])
 		return newer(t, a->img->ver, 0); /* X'_i != X_i */
