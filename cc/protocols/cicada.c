@@ -348,7 +348,7 @@ static int check_written(struct txn *t, struct cc_access *a)
 	uint64_t ver = a->img->ver, rts = a->img->meta[0];
 	if (!(a->pstate & ACC_BLIND) && ver != a->p[1])
 		return newer(t, ver, rts); /* X'_k != X_k */
-	if (ver >= bts || rts > bts)
+	if (ver >= bts || rts > bts) /* invariants (1), (4) */
 		return newer(t, ver, rts);
 	uint32_t off[VER_MAX], bytes;
 	(void)ver_tail_parse(a, a->img, off, &bytes);
@@ -375,7 +375,7 @@ static int check_read(struct txn *t, struct cc_access *a)
 	uint64_t wts = which == 1 ? a->img->ver : e.wts;
 	if (wts != a->p[0])
 		return newer(t, a->img->ver, 0); /* X'_i != X_i */
-	if (a->img->meta[0] < bts)
+	if (a->img->meta[0] < bts) /* invariant (5) */
 		prim_post_write_word(t, a, W_META0, bts);
 	return CC_OK;
 }
@@ -407,6 +407,7 @@ static int cicada_commit(struct txn *t)
 	}
 	if (nacc == 0)
 		return prim_commit_writes(t, 0);
+	/* Anything read is validated, one GET too: invariant (6). */
 
 	/* VALIDATING: a failed exec still ran the parts of the nodes that
 	 * answered; the latches won there are noted, so the abort releases

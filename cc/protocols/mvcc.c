@@ -40,9 +40,9 @@
  * as fit the block after the new value and within cc_inplace_max (so an
  * undo record stays as small as any protocol's): RCBench's "fixed version
  * slots", where the oldest is overwritten on commit (mvcc_commit drops
- * the oldest entries; the layout and its helpers are versions.h's). The block's class is chosen by the value's size
- * (cc/txn.c), so an item whose block has no room after its value keeps
- * one version only.
+ * the oldest entries; the layout and its helpers are versions.h's). The
+ * block's class is chosen by the value's size (cc/txn.c), so an item
+ * whose block has no room after its value keeps one version only.
  *
  * States and transitions (function):
  *   BEGIN    --cc_begin_fresh_ts: ctts := cc_ts_next, owner := owner word of ctts
