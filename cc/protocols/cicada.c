@@ -168,6 +168,17 @@
  *  (8) A writer whose retry would meet the same newer version advances
  *      its clock past it (cc_ts_observe), as mvcc and timestamp do.
  *
+ * Garbled and open points of the paper (notes-rcbench.md A.3), as read here:
+ *  - line 987's "X^m.st = RN" is X_k^m.st, the newest version's status
+ *    (cicada_write, check_written);
+ *  - the new version's rts, which Algorithm 11 leaves unset and Fig. 9's
+ *    prose sets: its wts (deviation (3));
+ *  - an item both read and written is validated once, as written (lines
+ *    24-32 take rs - ws): check_written's X'_k == X_k covers the read,
+ *    since the read returned the newest version (cicada_write);
+ *  - "set X_{k+1}.st to AB" on abort (line 996) for versions already
+ *    installed: their rollback (deviation (5)).
+ *
  * Full slots: at most mvcc-versions versions per item, and only as many
  * as fit the block after the value and within cc_inplace_max; installing
  * drops the oldest. A reader older than every kept version aborts (cause
