@@ -84,12 +84,32 @@ def test_older_reader_reads_the_version_before_its_timestamp(make_server, key, c
     assert after["aborts"] == before["aborts"], "a transaction aborted"
 
 
-def timed_set(server, k, v, out):
-    """SET k v on its own connection; out gets (start, end, reply)."""
-    with server.client() as c:
-        t0 = time.monotonic()
-        r = c.set(k, v)
-        out.append((t0, time.monotonic(), r))
+class Writer(threading.Thread):
+    """SET k v on a connection of its own, opened (and PINGed) before go():
+    the SET leaves at once, and `sent` says when."""
+
+    def __init__(self, server, k, v):
+        super().__init__(daemon=True)
+        self.server, self.k, self.v = server, k, v
+        self.ready, self.start_set = threading.Event(), threading.Event()
+        self.sent = self.reply = None
+
+    def run(self):
+        with self.server.client() as c:
+            c.ping()
+            self.ready.set()
+            self.start_set.wait(30)
+            self.sent = time.monotonic()
+            self.reply = c.set(self.k, self.v)
+
+    def go(self):
+        self.start()
+        assert self.ready.wait(30), "the writer's connection never opened"
+        self.start_set.set()
+
+    def finish(self):
+        self.join(30)
+        assert not self.is_alive() and self.reply is True, self.reply
 
 
 def test_older_reader_passes_a_pending_version(make_server, key):
@@ -104,14 +124,12 @@ def test_older_reader_passes_a_pending_version(make_server, key):
         c.set(x, "v0")
         assert c.get(x) == b"v0"  # x's address is cached for what follows
         before = counters(c)
+        w = Writer(s, x, "v1")
         r = start_running(c, [("DEBUG", "SLEEP", 1.5 * DELAY_S), ("GET", x)], s)
-        w = []
-        wt = threading.Thread(target=timed_set, args=(s, x, "v1", w), daemon=True)
-        wt.start()
+        w.go()
         reply = r.finish()
-        wt.join(30)
+        w.finish()
         after = counters(c)
-        assert w and w[0][2] is True, w
         assert c.get(x) == b"v1"
 
     assert reply == [b"OK", b"v0"], (
@@ -133,14 +151,16 @@ def test_younger_reader_waits_for_a_pending_version(make_server, key):
         c.set(x, "v0")
         assert c.get(x) == b"v0"
         before = counters(c)
-        w = []
-        wt = threading.Thread(target=timed_set, args=(s, x, "v1", w), daemon=True)
-        wt.start()
-        time.sleep(1.5 * DELAY_S)
+        w = Writer(s, x, "v1")
+        w.go()
+        deadline = time.monotonic() + 10
+        while w.sent is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert w.sent is not None, "the writer's SET never left"
+        time.sleep(max(0.0, w.sent + 1.5 * DELAY_S - time.monotonic()))
         assert c.get(x) == b"v1", "the younger reader did not read the pending version"
-        wt.join(30)
+        w.finish()
         after = counters(c)
-        assert w and w[0][2] is True, w
 
     assert after["waits"] > before["waits"], \
         "the younger reader did not wait for the pending version (INFO cc_lock_waits)"
