@@ -592,6 +592,7 @@ extern const struct cc_protocol cc_mvcc;
 extern const struct cc_protocol cc_silo;
 extern const struct cc_protocol cc_occ;
 extern const struct cc_protocol cc_sundial;
+extern const struct cc_protocol cc_cicada;
 extern const struct cc_protocol cc_none;
 
 #endif
