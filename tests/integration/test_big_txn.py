@@ -193,3 +193,26 @@ def test_kill9_during_a_big_commit_leaves_all_or_none(make_server):
         if got == {b"b"}:
             assert pipeline_sets(s.client(), keys, "a") == [True] * len(keys)
     print("kills (outcome, records undone): %s" % outcomes)
+
+
+@pytest.mark.time_limit(240)
+def test_every_protocol_commits_a_big_pipeline(make_server):
+    """20,000 SETs of 100 bytes in one pipeline on a 64mb node (32 KB undo
+    log slots: most records in extents), under every protocol the server
+    offers in turn (and nowait's shared mode), switched online; each time
+    every key reads back the value just written."""
+    s = make_server(opts={"memory": "64mb"})
+    r = s.client()
+    with s.raw() as c:
+        err = c.call("CONFIG", "SET", "cc", "no-such-protocol")
+    names = str(err).split("one of:")[1].strip().rstrip(")").replace(",", " ").split()
+    assert "silo" in names and len(names) >= 9, names
+    keys = ["pp:%d" % i for i in range(20000)]
+    for p in names + ["nowait-shared"]:
+        if p == "nowait-shared":
+            assert r.execute_command("CONFIG", "SET", "cc", "nowait", "cc-lock-mode", "shared")
+        else:
+            assert r.config_set("cc", p)
+        value = (p * 100)[:100]
+        assert pipeline_sets(r, keys, value) == [True] * len(keys), p
+        assert set(values_of(r, keys)) == {value.encode()}, p
