@@ -246,8 +246,8 @@ def test_full_memstore_standalone(make_server):
         # DEL makes room: as many new values fit as were deleted (the
         # freed blocks may come back after the deleting transaction is
         # retired, hence the short wait).
-        # One key per DEL: a DEL's old values must fit one undo log slot
-        # (see test_large_deletes_and_overwrites).
+        # One key per DEL here (a DEL logs no value bytes, so one of many
+        # keys fits its undo log slot: test_large_deletes_and_overwrites).
         for i in range(10, 20):
             assert c.call_raw("DEL", p + str(i)) == b":1\r\n"
         for i in range(10, 20):
