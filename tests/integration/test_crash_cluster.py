@@ -97,7 +97,7 @@ def balances(cluster, names, via):
 
 
 @pytest.mark.time_limit(150)
-@pytest.mark.parametrize("protocol", ["nowait", "silo"])
+@pytest.mark.parametrize("protocol", ["nowait", "silo", "maat"])
 def test_kill9_random_nodes_under_bank_load(make_cluster, protocol):
     cl = make_cluster("shm", opts={"cc": protocol, "memory": "32mb"})
     names = []
