@@ -23,6 +23,11 @@
  *   word 3 st     MT_RUN, MT_CM (committed: lb = ub = cts) or MT_AB;
  *   word 4 lb, word 5 ub   the interval; lb starts at tid, ub at
  *                 UINT64_MAX; lb only grows and ub only shrinks.
+ *   word 6 ptid, word 7 pcts   the attempt that had the record before
+ *                 (a retry of the same transaction, or the worker's last
+ *                 one) and its outcome: its cts, or 0 if it aborted.
+ *                 Written by mt_begin, so that a validator that still
+ *                 holds that tid finds out how it ended (invariant (7)).
  * A worker zeroes words 1..7 of its records when it starts (cc/exec.c).
  *
  * Item metadata (struct st_item, cc.h):
@@ -135,9 +140,10 @@
  *      began: if T1 returned before T2 began, cts(T1) < tid(T2) <=
  *      cts(T2). With (5): strictly serializable.
  *  (7) A record whose tid is not the one we listed belongs to a later
- *      attempt: ours ended. If it had to follow us (aL), its cts is at
- *      least its lb's first value, its tid: ub := min(ub, tid' - 1) is
- *      safe whether it committed or not. By (2) this never happens to a
+ *      attempt: ours ended. If its ptid is ours, pcts says how it ended.
+ *      Else, if it had to follow us (aL), its cts is at least its lb's
+ *      first value, its tid: ub := min(ub, tid' - 1) is safe whether it
+ *      committed or not. By (2) this never happens to a
  *      bL or oL entry read under our latch, except for a transaction
  *      whose node died; such an entry is treated as a reader that
  *      committed before now (lb := past a fresh stamp).
@@ -197,7 +203,7 @@
 #define MT_SLOTS_MAX 16 /* maat-list-slots' bound (server/config.c) */
 
 /* Record words (struct st_txn_state.word[] + 1 = record word index). */
-enum { RW_LATCH = 1, RW_TID = 2, RW_ST = 3, RW_LB = 4, RW_UB = 5 };
+enum { RW_LATCH = 1, RW_TID = 2, RW_ST = 3, RW_LB = 4, RW_UB = 5, RW_PTID = 6, RW_PCTS = 7 };
 enum { MT_RUN = 1, MT_CM = 2, MT_AB = 3 };
 
 /* p[1] flags. */
@@ -332,7 +338,12 @@ static int mt_begin(struct txn *t)
 		t->cause = cause;
 	}
 	t->cts = 0;
-	uint64_t f[4] = { tid, MT_RUN, tid, UINT64_MAX }; /* tid, st, lb, ub */
+	/* Under our latch the record is still the last attempt's, as its
+	 * validators left it (their WRITEs came before their unlatch). */
+	uint64_t ptid = prim_read_own_txn(t, RW_TID);
+	uint64_t pcts = prim_read_own_txn(t, RW_ST) == MT_CM ? prim_read_own_txn(t, RW_LB) : 0;
+	/* tid, st, lb, ub, ptid, pcts */
+	uint64_t f[6] = { tid, MT_RUN, tid, UINT64_MAX, ptid, pcts };
 	prim_post_write_txn_buf(t, self, t->rec, RW_TID, f, sizeof(f));
 	prim_post_write_txn_buf(t, self, t->rec, RW_LATCH, &zero_word, 8);
 	return prim_exec(t);
@@ -352,6 +363,36 @@ static void unlatch_post(struct txn *t, struct cc_access *a)
 {
 	prim_post_write_word(t, a, W_LOCK, 0);
 	a->pstate &= (uint8_t)~ACC_LOCKED;
+}
+
+/*
+ * A full list (we hold its latch): drop the entries of attempts that
+ * ended without leaving it. By invariant (2) only an attempt whose node
+ * died does that; its record then names another attempt (a restarted
+ * worker zeroes its records). One Read^T per entry. A reader dropped so
+ * may have committed, before now: rts goes past its cts if its record
+ * still says (ptid), else past a fresh stamp. Returns whether any went.
+ */
+static bool list_gc(struct txn *t, struct cc_access *a, uint64_t *l, unsigned s, bool readers)
+{
+	uint64_t rec[MT_SLOTS_MAX][8];
+	for (unsigned i = 0; i < s; i++)
+		prim_post_read_txn(t, tid_node(l[i]), tid_rec(l[i]), rec[i], sizeof(rec[i]));
+	if (prim_exec(t))
+		return false;
+	bool dropped = false;
+	for (unsigned i = 0; i < s; i++) {
+		if (rec[i][RW_TID] == l[i])
+			continue; /* running, or deciding: it leaves by itself */
+		uint64_t cts = rec[i][RW_PTID] == l[i] ? rec[i][RW_PCTS] : cc_ts_next(t);
+		if (readers && cts > a->img->meta[0]) {
+			a->img->meta[0] = cts;
+			prim_post_write_bytes(t, a, 16, &a->img->meta[0], 8);
+		}
+		l[i] = 0;
+		dropped = true;
+	}
+	return dropped;
 }
 
 /*
@@ -391,7 +432,9 @@ static int reg_done(struct txn *t, struct cc_access *a, unsigned kind)
 		a->img->meta[1] = MT_TAG | s;
 		prim_post_write_word(t, a, W_META1, a->img->meta[1]);
 	}
-	if (!list_add(kind == F_RL ? l : l + s, s, tid_of(t))) {
+	uint64_t *kl = kind == F_RL ? l : l + s;
+	if (!list_add(kl, s, tid_of(t)) &&
+	    !(list_gc(t, a, kl, s, kind == F_RL) && list_add(kl, s, tid_of(t)))) {
 		unlatch_post(t, a);
 		(void)prim_exec(t);
 		return cc_abort_with(t, CC_CAUSE_LIST_FULL);
@@ -671,19 +714,26 @@ static void adjust(struct txn *t, struct others *o, uint64_t *lb, uint64_t *ub)
 	for (int i = 0; i < o->n; i++) {
 		struct other *x = &o->v[i];
 		const uint64_t *r = o->v[x->lead].r;
-		if (r[RW_TID] != x->tid) {
+		uint64_t cts;
+		if (r[RW_TID] == x->tid) {
+			if (r[RW_ST] != MT_CM)
+				continue;
+			cts = r[RW_LB]; /* = its ub */
+		} else if (r[RW_PTID] == x->tid) {
+			if (!(cts = r[RW_PCTS]))
+				continue; /* it aborted */
+		} else {
+			/* Over, outcome unknown. */
 			if (x->rel & O_AFTER)
 				*ub = min64(*ub, x->tid - 1);
 			if (x->rel & (O_BEFORE | O_WW))
 				*lb = max64(*lb, cc_ts_next(t) + 1); /* a dead node's */
 			continue;
 		}
-		if (r[RW_ST] != MT_CM)
-			continue;
 		if (x->rel & (O_BEFORE | O_WW)) /* Eq. 1: it -> T */
-			*lb = max64(*lb, r[RW_UB] + 1);
+			*lb = max64(*lb, cts + 1);
 		if (x->rel & O_AFTER) /* Eq. 1: T -> it */
-			*ub = min64(*ub, r[RW_LB] - 1);
+			*ub = min64(*ub, cts - 1);
 	}
 	/* Pass 2: running ones that must precede us: below our lb. */
 	for (int i = 0; i < o->n; i++) {

@@ -113,3 +113,40 @@ def test_interval_shrunk_by_a_writer_aborts_a_cycle(make_server, key):
         "the y T1 replaced (a cycle): %r" % (reply,))
     assert after["aborts_interval"] - before["aborts_interval"] >= 1, \
         "T1's first attempt did not abort with cause interval"
+
+
+def test_full_list_aborts_with_its_own_cause(make_server, key):
+    """maat-list-slots 1: an item lists one running reader and one running
+    writer. T1 reads x and sleeps, listed as x's reader; a GET of x then
+    finds the reader list full and its transaction aborts (cause
+    list_full, INFO cc_aborts_list_full) rather than read x unlisted; it
+    is retried until T1 has left the list, and then reads x. Back at 2
+    slots (CONFIG SET, online), x's lists keep the size they were set up
+    with until x moves to a new block: the GET meets a full list again."""
+    s = make_server(opts={"cc": "maat", "maat-list-slots": "1"})
+    x = key + "x"
+    with s.client() as c:
+        assert c.config_get("maat-list-slots") == {"maat-list-slots": "1"}
+        c.set(x, "x0")
+
+        def reader_meets_reader():
+            before = line(c, "maat")
+            t1 = rckvtest.begin_multi(s, c, [("GET", x), ("DEBUG", "SLEEP", HOLD_S)])
+            time.sleep(0.1)
+            t0 = time.monotonic()
+            assert c.get(x) == b"x0"
+            took = time.monotonic() - t0
+            assert t1.finish() == [b"x0", b"OK"]
+            after = line(c, "maat")
+            return took, after["aborts_list_full"] - before["aborts_list_full"]
+
+        took, full = reader_meets_reader()
+        assert full >= 1, "no transaction aborted on the full reader list"
+        assert took > 0.5, "the GET read x while T1 filled x's reader list"
+
+        assert c.config_set("maat-list-slots", "2")
+        assert c.config_get("maat-list-slots") == {"maat-list-slots": "2"}
+        took, full = reader_meets_reader()
+        assert full >= 1 and took > 0.5, "x's lists changed size without moving"
+        with pytest.raises(Exception, match="maat-list-slots"):
+            c.config_set("maat-list-slots", "17")
