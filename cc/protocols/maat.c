@@ -143,10 +143,13 @@
  *      attempt: ours ended. If its ptid is ours, pcts says how it ended.
  *      Else, if it had to follow us (aL), its cts is at least its lb's
  *      first value, its tid: ub := min(ub, tid' - 1) is safe whether it
- *      committed or not. By (2) this never happens to a
- *      bL or oL entry read under our latch, except for a transaction
- *      whose node died; such an entry is treated as a reader that
- *      committed before now (lb := past a fresh stamp).
+ *      committed or not. By (2) this never happens to a bL or oL entry
+ *      read under our latch, except for a transaction whose node died;
+ *      such an entry is treated as a reader that committed before now
+ *      (lb := past a fresh stamp). Entries of such attempts (zombies) are
+ *      dropped from a list found full (list_gc) and, from a wL, after
+ *      they emptied a reader's interval (drop_zombies): a writer leaves
+ *      wL with its install, so one still listed never committed.
  *
  * Deviations from the paper, and why:
  *  - Validation and the commit decision run in one hold of every record
@@ -580,6 +583,7 @@ struct other {
 	unsigned rel;   /* O_* */
 	int lead;       /* the entry that latches this record (the first with it) */
 	bool dirty;     /* lead: lb or ub changed, to write back */
+	bool over;      /* its attempt ended, how is not known (invariant (7)) */
 	uint64_t old;   /* lead: the latch CAS's result */
 	uint64_t r[8];  /* lead: the record, read under the latch */
 };
@@ -724,6 +728,7 @@ static void adjust(struct txn *t, struct others *o, uint64_t *lb, uint64_t *ub)
 				continue; /* it aborted */
 		} else {
 			/* Over, outcome unknown. */
+			x->over = true;
 			if (x->rel & O_AFTER)
 				*ub = min64(*ub, x->tid - 1);
 			if (x->rel & (O_BEFORE | O_WW))
@@ -780,6 +785,62 @@ static void adjust(struct txn *t, struct others *o, uint64_t *lb, uint64_t *ub)
 	}
 }
 
+/*
+ * After an empty interval: an aL entry whose attempt is over, outcome
+ * unknown, bounded our ub by its tid. If it is still in the item's wL,
+ * it never installed there (a writer leaves wL with its install,
+ * invariant (2)), so it never committed: its node died, or its abort's
+ * cleanup could not reach the item. Drop it, or every later reader of
+ * the item would meet the same bound. Best effort, no wait: one latch
+ * round for the items that listed one.
+ */
+static void drop_zombies(struct txn *t, struct others *o)
+{
+	const uint64_t mark = 1ull << 41;
+	int n = 0;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		unsigned s = acc_slots(a);
+		if ((a->mode & ACC_W) || !(a->p[1] & F_RL) || (a->p[1] & F_EXCL) || !s)
+			continue;
+		const uint64_t *wl = area(a, s) + s;
+		for (int k = 0; k < o->n && !(a->p[1] & mark); k++)
+			for (unsigned j = 0; j < s; j++)
+				if (o->v[k].over && (o->v[k].rel & O_AFTER) && wl[j] == o->v[k].tid)
+					a->p[1] |= mark;
+		if (a->p[1] & mark) {
+			latch_post(t, a);
+			n++;
+		}
+	}
+	if (!n)
+		return;
+	int rc = prim_exec(t);
+	int cause = t->cause;
+	for (int i = 0; i < t->nacc; i++) {
+		struct cc_access *a = t->acc[i];
+		if (!(a->p[1] & mark))
+			continue;
+		a->p[1] &= ~mark;
+		if (rc || a->stage[2] != 0)
+			continue; /* busy, or the batch failed: leave it */
+		unsigned s = acc_slots(a);
+		if (prim_check_block(t, a) != CC_OK || !desc_valid(a->img->meta[1]) ||
+		    desc_slots(a->img->meta[1]) != s || area_slots(t, a) != s) {
+			prim_post_cas_item(t, a, W_LOCK, t->owner, 0, &a->stage[0]);
+			continue;
+		}
+		uint64_t *wl = area(a, s) + s;
+		for (int k = 0; k < o->n; k++)
+			if (o->v[k].over && (o->v[k].rel & O_AFTER))
+				list_del(wl, s, o->v[k].tid);
+		prim_post_write_bytes(t, a, area_off(a, s), area(a, s), 16u * s);
+		prim_post_write_word(t, a, W_LOCK, 0);
+	}
+	(void)prim_exec(t);
+	t->cause = cause;
+}
+
 /* VALIDATING: on CC_OK, t->cts is our commit timestamp and our record
  * says CM. */
 static int validate(struct txn *t, struct others *o, uint64_t floor)
@@ -816,8 +877,10 @@ static int validate(struct txn *t, struct others *o, uint64_t floor)
 		o->v[i].dirty = false;
 	if ((rc = unlatch_records(t, o, me, mold, true)))
 		return rc;
-	if (!ok)
+	if (!ok) {
+		drop_zombies(t, o);
 		return cc_abort_with(t, CC_CAUSE_INTERVAL);
+	}
 	t->cts = lb;
 	return CC_OK;
 }
