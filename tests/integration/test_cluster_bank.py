@@ -18,8 +18,9 @@ rotating nodes) and at the end; no negative balance; every final balance
 is its initial balance plus the committed transfers the clients saw; no
 client ever gets an error reply. An error reply to a sampled read does not
 stop the load (the rest of the run is still checked) but fails the test at
-the end. The second test runs the same load while a switcher flips the
-protocol (CONFIG SET cc nowait/silo, through rotating nodes) every second.
+the end. The second test runs the same load while a switcher changes the
+protocol (CONFIG SET cc nowait, silo, maat in turn, through rotating
+nodes) every second.
 
 rckv only (skipped with RCKV_TEST_TARGET=redis).
 """
@@ -224,16 +225,18 @@ class Bank:
                 c.close()
 
     def switcher(self):
-        """CONFIG SET cc nowait/silo alternately every second, through node
-        1, 2, 3 in turn; every node must then report the new protocol."""
-        names = ["nowait", "silo"]
+        """CONFIG SET cc nowait, silo, maat in turn every second, through
+        node 1, 2, 3 in turn; every node must then report the new protocol.
+        (maat's item lists live after the value, so a switch into it meets
+        items last written by the others, and one out of it leaves them.)"""
+        names = ["nowait", "silo", "maat"]
         conns = {}
         try:
             for nid in (1, 2, 3):
                 conns[nid] = self.cl.raw(nid, timeout=SOCKET_TIMEOUT)
             n = 0
             while not self.stop.wait(SWITCH_EVERY):
-                name = names[n % 2]
+                name = names[n % len(names)]
                 via = n % 3 + 1
                 reply = conns[via].call_raw("CONFIG", "SET", "cc", name)
                 if reply != OK:
