@@ -70,8 +70,10 @@
  *               The writers then in wL are T.aL (ordered after T), kept in
  *               the read image; gwts is the image's ver + 1. No room:
  *               exclusive mode. Latch busy: WAITING.
- *   RUNNING   --first write of X (mt_write): the same, into wL; rL and wL
- *               are read again at commit under the latch (T.bL, T.oL).
+ *   RUNNING   --first write of X (mt_write; for a key declared for writing
+ *               only, at fetch with the reads, mt_write_post/_done): the
+ *               same, into wL; rL and wL are read again at commit under
+ *               the latch (T.bL, T.oL).
  *   WAITING   --cc_wait, then again (invariant (4)).
  *   LOCKING   --commit (mt_commit, lock_writes): CAS latch + READ every
  *               written item not held, one batch. A busy one: give back
@@ -517,6 +519,29 @@ static int mt_write(struct txn *t, struct cc_access *a)
 	if (a->p[1] & (F_EXCL | F_WL))
 		return CC_OK;
 	return reg_alone(t, a, F_WL);
+}
+
+/* A key declared for writing only: its registration in wL rides in the
+ * fetch's rounds with the reads' (then mt_write finds it done). */
+static bool mt_write_post(struct txn *t, struct cc_access *a)
+{
+	if (a->p[1] & (F_EXCL | F_WL))
+		return false;
+	a->p[1] &= ~(uint64_t)F_PROTO_AGAIN;
+	latch_post(t, a);
+	return true;
+}
+
+static int mt_write_done(struct txn *t, struct cc_access *a)
+{
+	if (a->p[1] & F_PROTO_AGAIN) {
+		a->p[1] &= ~(uint64_t)F_PROTO_AGAIN;
+		return CC_OK;
+	}
+	int rc = reg_done(t, a, F_WL);
+	if (rc == CC_AGAIN)
+		a->p[1] |= F_PROTO_AGAIN;
+	return rc; /* CC_RETRY: the body's first write runs mt_write alone */
 }
 
 /* ---- LOCKING ---- */
@@ -1033,6 +1058,8 @@ const struct cc_protocol cc_maat = {
 	.read = mt_read,
 	.read_post = mt_read_post,
 	.read_done = mt_read_done,
+	.write_post = mt_write_post,
+	.write_done = mt_write_done,
 	.write = mt_write,
 	.commit = mt_commit,
 	.abort = mt_abort,
