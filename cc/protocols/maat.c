@@ -10,7 +10,7 @@
  * writes X and commits, T1 then writes Y) both commit, T1 before T2,
  * where silo would abort T1 (tests/integration/test_protocol_maat.py).
  *
- * Transaction record T^g (st.h struct st_txn_state; words 1..5, word 0
+ * Transaction record T^g (st.h struct st_txn_state; words 1..7, word 0
  * unused here). Every word below is written only by the holder of the
  * latch, and read only by it (Read^T of the whole record under the latch):
  *   word 1 latch  0, or the tid of the transaction that holds it (CAS
@@ -127,14 +127,16 @@
  *      cycle of waits.
  *  (5) Every conflicting pair T, T' gets an interval constraint from the
  *      one that decides second, while it holds both records' latches:
- *      - T reads X and T' writes it: if T' registered first, T' is in T's
- *        aL (T -> T', T read what T' replaces); else T is in T's rL when
- *        T' locks X at commit, and T' -> ... T' has T in bL (T -> T');
- *        if T' committed before T registered, T.gwts > T'.cts (T read
- *        T''s value, T' -> T);
- *      - both write X: whoever locks X second at commit finds the other
- *        in wL (oL) if it is still running (ordered after the one that
- *        decided first) or finds wts/rts >= its cts.
+ *      - T reads X and T' writes it, T' installing after T's read: if T'
+ *        was in X.wL when T registered, T' is in T.aL (T -> T'); else T
+ *        is in X.rL when T' latches X at commit (T left only after it
+ *        decided and raised rts: then T'.floor > T.cts), so T is in
+ *        T'.bL (T -> T'). If T' installed before T registered, T read
+ *        T''s value and T.floor > wts >= T'.cts (T' -> T);
+ *      - both write X: the first to latch X at commit keeps the latch
+ *        to its install, finds the other in X.wL (T.oL), undecided, and
+ *        orders it after itself (it decides first); the second latches X
+ *        after that install and finds wts >= the first's cts: floor.
  *      With cts = lb and lb <= ub at the decision, every constraint
  *      A.ub < B.lb gives cts(A) < cts(B): cts order is a serial order.
  *  (6) No commit is visible before the real clock passed its cts
