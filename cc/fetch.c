@@ -90,12 +90,38 @@ struct fkey {
 	uint64_t bucket[8];      /* the probe's primary bucket */
 };
 
-/* The entry of an access already listed (a key declared twice). */
-static struct fkey *find_listed(struct fkey *fk, int n, const struct cc_access *a)
+/* The keys listed so far, by hash: a key declared twice (or a hundred
+ * thousand keys of one pipeline) finds its entry without a scan. Open
+ * addressing over indexes into fk, -1 = empty; at most half full. */
+struct listed {
+	int *slot;
+	uint32_t mask;
+};
+
+static int listed_init(struct listed *l, int nkeys)
 {
-	for (int i = n - 1; i >= 0; i--)
-		if (fk[i].a == a)
-			return &fk[i];
+	uint32_t cap = 16;
+	while (cap < 2u * (uint32_t)nkeys)
+		cap *= 2;
+	l->slot = malloc(cap * sizeof(*l->slot));
+	if (!l->slot)
+		return -1;
+	memset(l->slot, 0xff, cap * sizeof(*l->slot));
+	l->mask = cap - 1;
+	return 0;
+}
+
+/* The entry of key (hash h), or where to put it (*at: a free slot). */
+static struct fkey *listed_find(const struct listed *l, struct fkey *fk, const char *key,
+				size_t klen, uint64_t h, uint32_t *at)
+{
+	uint32_t i = (uint32_t)h & l->mask;
+	for (; l->slot[i] >= 0; i = (i + 1) & l->mask) {
+		struct fkey *e = &fk[l->slot[i]];
+		if (e->a->hash == h && e->a->klen == klen && memcmp(e->a->key, key, klen) == 0)
+			return e;
+	}
+	*at = i;
 	return NULL;
 }
 
@@ -106,22 +132,24 @@ static int list_keys(struct txn *t, const struct cc_key *keys, int nkeys, struct
 	/* The cache for near nodes too, where the reads are batched (see the
 	 * header); else only where it pays for one key (txn.c). */
 	const bool cache_all = t->proto->read_post != NULL;
+	struct listed seen;
+	if (listed_init(&seen, nkeys))
+		return CC_EINTERNAL; /* out of memory: the body goes key by key */
 	int n = 0;
 	for (int i = 0; i < nkeys; i++) {
 		if (txn_key_too_big(t, keys[i].len))
 			continue; /* it cannot exist: the body says so */
 		uint64_t h = st_hash(keys[i].p, keys[i].len);
+		uint32_t at;
+		struct fkey *e = listed_find(&seen, fk, keys[i].p, keys[i].len, h, &at);
+		if (e) { /* declared twice */
+			e->access |= keys[i].access;
+			continue;
+		}
 		struct cc_access *a = txn_acc_find(t, keys[i].p, keys[i].len, h);
-		if (!a) {
-			struct fkey *dup = NULL;
-			for (int j = 0; j < n && !dup; j++)
-				if (fk[j].fresh && fk[j].a->hash == h && fk[j].a->klen == keys[i].len &&
-				    memcmp(fk[j].a->key, keys[i].p, keys[i].len) == 0)
-					dup = &fk[j];
-			if (dup) {
-				dup->access |= keys[i].access;
-				continue;
-			}
+		if (a) { /* accessed before this fetch */
+			fk[n] = (struct fkey){ .a = a, .access = keys[i].access };
+		} else {
 			a = txn_acc_new(t, keys[i].p, keys[i].len, h);
 			if (!a)
 				break; /* out of memory: the body goes key by key */
@@ -131,15 +159,10 @@ static int list_keys(struct txn *t, const struct cc_key *keys, int nkeys, struct
 				fk[n].probing = true;
 				st_probe_post(&t->batch, t->node->layout, a->node, h, fk[n].bucket);
 			}
-			n++;
-			continue;
 		}
-		struct fkey *e = find_listed(fk, n, a);
-		if (e)
-			e->access |= keys[i].access;
-		else
-			fk[n++] = (struct fkey){ .a = a, .access = keys[i].access };
+		seen.slot[at] = n++;
 	}
+	free(seen.slot);
 	*nfk = n;
 	return CC_OK;
 }

@@ -212,9 +212,18 @@ int fab_worker_fds(struct fab_worker *fw, int *fds, int max)
 	return k;
 }
 
+void fab_worker_flush(struct fab_worker *fw)
+{
+	if (fw->f->be->flush)
+		fw->f->be->flush(fw);
+}
+
+uint64_t fab_worker_doorbells(const struct fab_worker *fw) { return fw->doorbells; }
+
 int fab_worker_poll(struct fab_worker *fw)
 {
 	struct fab *f = fw->f;
+	fab_worker_flush(fw);
 	int k = f->be->poll ? f->be->poll(fw) : 0;
 	if (f->aux.poll)
 		k += f->aux.poll(f->aux.arg, fw->id);

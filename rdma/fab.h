@@ -193,6 +193,8 @@ struct fab_backend {
 	int (*worker_init)(struct fab_worker *fw, char *err, size_t errlen);
 	void (*worker_fini)(struct fab_worker *fw);
 	int (*post)(struct fab_worker *fw, struct fab_part *part);
+	/* Optional: send what post only queued (fab_worker_flush). */
+	void (*flush)(struct fab_worker *fw);
 	int (*poll)(struct fab_worker *fw);
 	int (*worker_fds)(struct fab_worker *fw, int *fds, int max);
 	int (*adopt)(struct fab *f, int fd);
@@ -263,9 +265,23 @@ struct fab_worker *fab_worker_create(struct fab *f, int worker_id);
 struct fab_worker *fab_worker_create_err(struct fab *f, int worker_id, char *err, size_t errlen);
 void fab_worker_destroy(struct fab_worker *fw);
 /* fds to watch for completions, and the poll to run when they are ready
- * (it unparks waiting coroutines). Owner thread. */
+ * (it unparks waiting coroutines; it flushes first). Owner thread. */
 int fab_worker_fds(struct fab_worker *fw, int *fds, int max);
 int fab_worker_poll(struct fab_worker *fw);
+/*
+ * fab_worker_flush - send the requests that parked batches posted.
+ * A backend may hold a posted part until the worker flushes (tcp does: the
+ * parts that several coroutines post to one node between two flushes leave
+ * in one write, a doorbell shared by the worker's coroutines). A worker
+ * whose coroutines park (struct fab_waiter.park) must flush after running
+ * them and before it sleeps; fab_worker_poll flushes too, so a batch
+ * without park (wait_polling) needs nothing. Owner thread.
+ */
+void fab_worker_flush(struct fab_worker *fw);
+/* Requests this worker has handed to the network: one per write of
+ * queued frames to an endpoint (tcp), one per posted chain (verbs); none
+ * where this CPU applies the ops itself (shm). Owner thread. */
+uint64_t fab_worker_doorbells(const struct fab_worker *fw);
 
 /* Batch building; owner coroutine only. Queueing past FAB_BATCH_MAX executes
  * the queued operations first (an implicit fab_exec). */

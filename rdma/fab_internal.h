@@ -34,6 +34,7 @@ struct fab_worker {
 	int id;
 	void *bdata;   /* backend's per-worker data */
 	struct fab_dirty *dirty; /* with f->track: what this worker's batches changed */
+	uint64_t doorbells; /* fab_worker_doorbells */
 };
 
 extern const struct fab_backend fab_shm_backend;

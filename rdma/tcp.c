@@ -2,10 +2,13 @@
  * tcp.c: the TCP fabric backend, for nodes on any hosts (DESIGN.md 8).
  *
  * Initiator side: every worker has one connection per peer (its endpoint).
- * A part of a batch (all its ops for one peer) is one request frame, sent
- * with one write (the doorbell); several parts from several coroutines may
- * be outstanding on an endpoint (outstanding requests) and their responses
- * come back in order, one frame per part (passive ack). The endpoints of a
+ * A part of a batch (all its ops for one peer) is one request frame. Post
+ * only queues it; fab_worker_flush sends every endpoint's queued frames
+ * with one write each (the doorbell), so the parts that the worker's
+ * coroutines post to one peer in one pass of its loop share a system call
+ * on each side. Several parts may be outstanding on an endpoint
+ * (outstanding requests) and their responses come back in order, one frame
+ * per part (passive ack). The endpoints of a
  * worker sit in a private epoll set whose fd the worker watches, so the
  * backend alone decides when it wants to write.
  *
@@ -132,6 +135,7 @@ struct tcp_ep {
 struct tcp_worker {
 	int epfd; /* private set of this worker's endpoints */
 	struct tcp_ep *eps[FAB_MAX_NODES];
+	uint64_t queued; /* nodes whose endpoint holds frames not yet sent */
 };
 
 int fab_tcp_connect(const char *addr, int timeout_ms, char *err, size_t errlen)
@@ -348,12 +352,28 @@ static int tcp_post(struct fab_worker *fw, struct fab_part *part)
 	else
 		ep->head = part;
 	ep->tail = part;
-	int rc = buf_flush(ep->fd, &ep->w);
-	if (rc || lose_one(&fw->f->peers[part->node])) {
+	if (lose_one(&fw->f->peers[part->node])) {
 		ep_fail(ep, -EHOSTDOWN);
 		return 0; /* already completed with an error */
 	}
+	tw->queued |= 1ull << part->node;
 	return 0;
+}
+
+static void tcp_flush(struct fab_worker *fw)
+{
+	struct tcp_worker *tw = fw->bdata;
+	while (tw->queued) {
+		int node = __builtin_ctzll(tw->queued);
+		tw->queued &= tw->queued - 1;
+		struct tcp_ep *ep = tw->eps[node];
+		/* What the socket does not take now, EPOLLOUT sends (tcp_poll). */
+		if (ep->broken)
+			continue;
+		fw->doorbells++;
+		if (buf_flush(ep->fd, &ep->w) != 0)
+			ep_fail(ep, -EHOSTDOWN);
+	}
 }
 
 /* Deliver complete responses at the head of the endpoint's FIFO. */
@@ -655,6 +675,7 @@ const struct fab_backend fab_tcp_backend = {
 	.worker_init = tcp_worker_init,
 	.worker_fini = tcp_worker_fini,
 	.post = tcp_post,
+	.flush = tcp_flush,
 	.poll = tcp_poll,
 	.worker_fds = tcp_worker_fds,
 	.adopt = tcp_adopt,

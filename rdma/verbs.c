@@ -827,6 +827,7 @@ static int ep_start(struct verbs_worker *vw, struct verbs_ep *ep, struct fab_par
 		slot += verbs_op_bounce(op);
 	}
 	struct ibv_send_wr *bad = NULL;
+	vw->fw->doorbells++;
 	int rc = ibv_post_send(ep->qp, vw->wr, &bad);
 	if (rc) {
 		/* WRs before `bad` may be on the queue, unsignaled: nothing would

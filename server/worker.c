@@ -227,6 +227,7 @@ static void *worker_main(void *arg)
 		if (!stopping)
 			run_ready(w);
 		sched_run(w->sched);
+		fab_worker_flush(w->fw); /* the fabric requests its coroutines posted */
 		client_flush_pending(w);
 		if (n->cfg.timeout > 0 && time(NULL) - last_reap >= 1) {
 			last_reap = time(NULL);

@@ -23,6 +23,14 @@
  *             block; if not exclusive, CAS w -> w + our lane's 1, READ
  *             block again (2 round trips); a CAS lost to another sharer is
  *             retried, an exclusive holder aborts --> RUNNING, locked
+ *           For declared keys, the fetch stage batches the same steps
+ *             over every key (nowait_read_post / nowait_read_done): exclusive,
+ *             one round (the CAS and the READ of every key); shared, the
+ *             READs in round 1 and each key's CAS + READ in the next
+ *             (shared_read_post / shared_read_done), and the keys declared
+ *             for writing only take their exclusive lock in round 1
+ *             (shared_write_post / nowait_read_done). Fetching k keys takes
+ *             1 round trip (exclusive) or 2 (shared), not 1 or 2 per key.
  *   RUNNING --write (nowait_write): exclusive lock as above; shared mode,
  *             already shared by us: upgrade, CAS (only our 1) -> owner
  *   RUNNING --commit (nowait_commit): prim_commit_writes: undo records,
@@ -129,6 +137,56 @@ static int nowait_read_done(struct txn *t, struct cc_access *a)
 	return prim_lock_won(t, a);
 }
 
+/* Shared mode's batched read: lock_shared's steps, a round each. Round 1
+ * READs the block, lock word included; then, while the word has no
+ * exclusive holder, the CAS w -> w + our lane's 1 with a READ behind it.
+ * stage[0]: the word the last CAS expected; stage[1]: CASes posted;
+ * stage[2]: the last CAS's old value. */
+static bool shared_read_post(struct txn *t, struct cc_access *a)
+{
+	if (acc_locked(a) || (a->pstate & ACC_SHARED))
+		return false;
+	a->stage[1] = 0;
+	prim_post_read_block(t, a);
+	return true;
+}
+
+static int shared_read_done(struct txn *t, struct cc_access *a)
+{
+	uint64_t w = a->img->lock;
+	if (a->stage[1] > 0) {
+		if (a->stage[2] == a->stage[0])
+			return prim_shared_won(t, a); /* our 1 is in the word */
+		w = a->stage[2]; /* another sharer came or went: recompute */
+	} else {
+		int rc = prim_check_block(t, a); /* a stale address: no CAS on it */
+		if (rc)
+			return rc;
+	}
+	if (w && !cc_lock_is_shared(w))
+		return cc_abort_with(t, CC_CAUSE_LOCK); /* exclusive holder */
+	if (cc_shared_count(w, prim_self(t)) == 0xff || a->stage[1] == 16)
+		return cc_abort_with(t, CC_CAUSE_LOCK); /* lane full, or too busy */
+	a->stage[0] = w;
+	a->stage[1]++;
+	prim_post_cas_item(t, a, W_LOCK, w, (w ? w : CC_SHARED_TAG << 56) + cc_shared_unit(prim_self(t)),
+			   &a->stage[2]);
+	prim_post_read_block(t, a);
+	return CC_AGAIN;
+}
+
+/* Shared mode's keys declared for writing only: the exclusive lock CAS
+ * and the READ in round 1, answered as the exclusive mode's read. */
+static bool shared_write_post(struct txn *t, struct cc_access *a)
+{
+	if (acc_locked(a) || (a->pstate & ACC_SHARED))
+		return false;
+	a->stage[2] = ~0ull;
+	prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
+	prim_post_read_block(t, a); /* after the CAS: invariant (2) */
+	return true;
+}
+
 static int nowait_write(struct txn *t, struct cc_access *a)
 {
 	return acc_locked(a) ? CC_OK : lock_exclusive(t, a);
@@ -161,6 +219,10 @@ const struct cc_protocol cc_nowait_shared = {
 	.id = "nowait/shared",
 	.shared_locks = true,
 	.read = nowait_read,
+	.read_post = shared_read_post,
+	.read_done = shared_read_done,
+	.write_post = shared_write_post,
+	.write_done = nowait_read_done,
 	.write = nowait_write,
 	.commit = nowait_commit,
 	.abort = nowait_abort,

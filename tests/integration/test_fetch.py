@@ -155,6 +155,45 @@ def test_declared_writes_are_locked_in_the_fetch_rounds(make_cluster, proto):
     assert p["round_trips_per_txn"] == 3.0, p
 
 
+def test_shared_locks_are_taken_in_two_fetch_rounds(make_cluster):
+    """nowait with cc-lock-mode shared: a read takes its shared hold in two
+    steps (READ the lock word with the block, then CAS one more holder in
+    with a READ behind it), batched for every key, and a SET's exclusive
+    lock rides in the first round. A MULTI of 10 GETs on 3 nodes fetches
+    in 2 round trips, and the releases of its holds take 1 more; a MULTI of
+    8 GETs and 2 SETs also fetches in 2, and commits in 1 more. Taken key
+    by key, the same blocks cost 2 round trips per GET and 1 per SET, about
+    21 in all."""
+    cl = make_cluster("tcp", opts={"cc": "nowait", "cc-lock-mode": "shared"})
+    keys = ten_keys(cl)
+    with cl.raw(2) as w:
+        for i, k in enumerate(keys):
+            assert w.call("SET", k, "v%d" % i) == "OK"
+    gets = [("GET", k) for k in keys]
+    mixed = [("SET", k, "w") for k in keys[:2]] + gets[2:]
+    with cl.raw(1) as c:
+        expect = [b"v%d" % i for i in range(10)]
+        assert run_multi(c, gets) == expect  # learns the addresses
+        assert c.call("CONFIG", "RESETSTAT") == "OK"
+        rounds = 20
+        for _ in range(rounds):
+            assert run_multi(c, gets) == expect
+        p = proto_line(c, "nowait_shared")
+        assert p["commits"] == rounds and p["aborts"] == 0, p
+        assert p["fetch_round_trips_per_txn"] == 2.0, p
+        assert p["round_trips_per_txn"] == 3.0, p
+        assert run_multi(c, mixed) == ["OK", "OK"] + expect[2:]
+        assert c.call("CONFIG", "RESETSTAT") == "OK"
+        for _ in range(rounds):
+            assert run_multi(c, mixed) == ["OK", "OK"] + expect[2:]
+        p = proto_line(c, "nowait_shared")
+    assert p["commits"] == rounds and p["aborts"] == 0, p
+    assert p["fetch_round_trips_per_txn"] == 2.0, p
+    # Both SETs are on node 1, the client's: one batch installs, commits
+    # and releases every hold (the GETs' on nodes 2 and 3 included).
+    assert p["round_trips_per_txn"] == 3.0, p
+
+
 @pytest.mark.parametrize("fabric", ["shm", "tcp"])
 def test_fetched_blocks_reply_as_before(make_cluster, fabric):
     """Replies of blocks whose keys are fetched: absent keys (their

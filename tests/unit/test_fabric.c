@@ -670,6 +670,16 @@ static void test_outstanding(const char *be)
 		 * sched_run lets every coroutine post before any completion is
 		 * polled, so all batches are outstanding together. */
 		uint64_t deadline = now_ns() + 10ull * 1000000000ull;
+		uint64_t bells0 = fab_worker_doorbells(w.fw);
+		CHECK(sched_run(c->s) > 0);
+		fab_worker_flush(w.fw);
+		/* Every coroutine posted in that one pass: tcp sends each
+		 * endpoint's frames with one write (a doorbell shared by the
+		 * coroutines); shm applied them in fab_exec and sends nothing. */
+		uint64_t bells = fab_worker_doorbells(w.fw) - bells0;
+		uint64_t want = strcmp(be, "tcp") ? 0 : (round == 0 ? 1 : 2);
+		CHECKV(bells == want, "round %d: %llu doorbells for %d batches, want %llu", round,
+		       (unsigned long long)bells, OUT_CORO, (unsigned long long)want);
 		while (!sched_idle(c->s)) {
 			CHECK(now_ns() < deadline);
 			if (sched_run(c->s) > 0)
