@@ -192,6 +192,10 @@
  *  - A full list aborts the transaction that would have been added
  *    (cause list_full, INFO aborts_list_full) rather than dropping an
  *    entry: an entry dropped is a conflict nobody would order.
+ *  - Lists that outlive their transactions (a killed node's) are cleaned
+ *    by whoever they get in the way of (list_gc, drop_zombies); the paper
+ *    has no failures. Every stage is one-sided; RCBench's two-sided
+ *    (RPC) variant of MaaT is not implemented.
  *  - An aborted attempt does not write st := AB: its entries leave every
  *    list before the retry begins, and its record's tid changes then;
  *    whoever still holds its tid treats it as running or over, which only
