@@ -407,7 +407,8 @@ static bool list_gc(struct txn *t, struct cc_access *a, uint64_t *l, unsigned s,
 }
 
 /*
- * After latch_post ran: register a in the list `kind` (F_RL or F_WL).
+ * After latch_post ran: register a in the lists of `kind` (F_RL, F_WL, or
+ * both: a one-key command that reads and writes its key, INCR).
  * CC_AGAIN: the lists' WRITE and the unlatch are queued (run them);
  * CC_OK: exclusive mode, the latch kept; CC_RETRY: the latch was busy;
  * CC_ABORT.
@@ -443,12 +444,16 @@ static int reg_done(struct txn *t, struct cc_access *a, unsigned kind)
 		a->img->meta[1] = MT_TAG | s;
 		prim_post_write_word(t, a, W_META1, a->img->meta[1]);
 	}
-	uint64_t *kl = kind == F_RL ? l : l + s;
-	if (!list_add(kl, s, tid_of(t)) &&
-	    !(list_gc(t, a, kl, s, kind == F_RL) && list_add(kl, s, tid_of(t)))) {
-		unlatch_post(t, a);
-		(void)prim_exec(t);
-		return cc_abort_with(t, CC_CAUSE_LIST_FULL);
+	for (unsigned w = 0; w < 2; w++) {
+		if (!(kind & (w ? F_WL : F_RL)))
+			continue;
+		uint64_t *kl = w ? l + s : l;
+		if (!list_add(kl, s, tid_of(t)) &&
+		    !(list_gc(t, a, kl, s, !w) && list_add(kl, s, tid_of(t)))) {
+			unlatch_post(t, a); /* nothing of img's lists written */
+			(void)prim_exec(t);
+			return cc_abort_with(t, CC_CAUSE_LIST_FULL);
+		}
 	}
 	prim_post_write_bytes(t, a, area_off(a, s), l, 16u * s);
 	unlatch_post(t, a);
@@ -485,7 +490,9 @@ static int reg_alone(struct txn *t, struct cc_access *a, unsigned kind)
 static int mt_read(struct txn *t, struct cc_access *a)
 {
 	if (!(a->p[1] & F_EXCL)) {
-		int rc = reg_alone(t, a, F_RL);
+		/* INCR and its kind will write what they read: list them as
+		 * the writer too now, sparing mt_write its round trips. */
+		int rc = reg_alone(t, a, t->single_write ? F_RL | F_WL : F_RL);
 		if (rc)
 			return rc;
 	}
