@@ -201,13 +201,24 @@ enum undo_phase {
 	UNDO_DECIDED,   /* the decision or a mark is out: committed */
 	UNDO_UNKNOWN,   /* the one written node failed with its mark in flight */
 };
+/* An extent of a transaction's undo log on one node (st.h): the block,
+ * the records of buf it holds, and its header words as written. */
+struct undo_ext {
+	struct st_ref ref;
+	uint32_t boff, blen;
+	uint64_t hdr[4];          /* lock 0, ver (next's gen|class), txn, next's offset */
+	uint64_t data;
+};
+
 struct txn_undo {
 	int slot;                 /* coordinator slot, -1 = none held */
 	int phase;                /* enum undo_phase */
 	uint64_t nodes;           /* bitmask of nodes written */
 	char *buf;                /* per written node: st_log_hdr + records */
 	uint32_t cap;
-	uint32_t boff[FAB_MAX_NODES], blen[FAB_MAX_NODES];
+	uint32_t boff[FAB_MAX_NODES], blen[FAB_MAX_NODES]; /* blen: what the slot holds */
+	struct undo_ext *ext;     /* extents (st.h), in chain order per node */
+	int next, ext_cap;
 	uint64_t mark;            /* staged words for WRITEs (txn id, zero) */
 	uint64_t zero;
 };
@@ -595,6 +606,7 @@ extern const struct cc_protocol cc_mvcc;
 extern const struct cc_protocol cc_silo;
 extern const struct cc_protocol cc_occ;
 extern const struct cc_protocol cc_sundial;
+extern const struct cc_protocol cc_cicada;
 extern const struct cc_protocol cc_maat;
 extern const struct cc_protocol cc_none;
 

@@ -336,6 +336,8 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->undo.nodes = 0;
 	t->undo.buf = NULL;
 	t->undo.cap = 0;
+	t->undo.ext = NULL;
+	t->undo.next = t->undo.ext_cap = 0;
 	memset(&t->fstats, 0, sizeof(t->fstats));
 	t->acc = ccw->acc;
 	t->acc_cap = ccw->acc_cap;

@@ -36,8 +36,8 @@ const char *cc_strerror(int rc)
 	case CC_EFAB: return "fabric failure";
 	case CC_ETIMEOUT: return "transaction kept aborting until txn-timeout";
 	case CC_ETXNLOG:
-		return "it changes more data on one node than an undo log slot holds "
-		       "(a larger 'memory' gives larger slots)";
+		return "its undo log does not fit: it changes more than 1 GB on one node, or "
+		       "the node has no free memory for the log";
 	case CC_EUNKNOWN: return "outcome unknown: a node failed during the commit";
 	case CC_EALONE: return "gave up after an abort, to run its parts alone";
 	default: return "internal error";

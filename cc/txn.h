@@ -53,8 +53,9 @@ struct txn;
 	X(DIE, "die", "wait-die: younger than the lock's holder")                     \
 	X(WOUNDED, "wounded", "wound-wait: an older transaction wounded us")          \
 	X(TS, "ts", "timestamp order: a read or write came too late")                 \
-	X(VERSION, "version", "mvcc: no version old enough in the item's slots")        \
+	X(VERSION, "version", "mvcc, cicada: no version old enough in the item's slots") \
 	X(RENEW, "renew", "sundial: a read's lease could not be renewed")             \
+	X(NEWER, "newer", "cicada: a version newer than the one read, or a later read") \
 	X(INTERVAL, "interval", "maat: the timestamp interval became empty (lb > ub)") \
 	X(LIST_FULL, "list_full", "maat: an item's reader or writer list was full")
 

@@ -20,6 +20,10 @@
  *     and no relocation, that node's retire) is written only after every
  *     install has completed; no lock of the transaction is released before
  *     it.
+ * (4) Records that overflow a slot go to extents (st.h) allocated before
+ *     any record is posted, written in the same batch as the slot (before
+ *     it, on the same endpoint), and freed only after the slot's retire
+ *     landed: recovery never follows a chain into a block given back.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +63,20 @@ void undo_slot_get(struct txn *t)
 	}
 }
 
+/* Give the extents back (invariant (4): the slot is retired); one whose
+ * node fails stays allocated until that node restarts (st_recover frees
+ * every block the index does not name). */
+static void ext_free(struct txn *t)
+{
+	struct txn_undo *u = &t->undo;
+	for (int i = 0; i < u->next; i++)
+		(void)st_free(&t->batch, t->node->layout, &u->ext[i].ref);
+	u->next = 0;
+}
+
 void undo_slot_put(struct txn *t)
 {
+	ext_free(t);
 	if (t->undo.slot < 0)
 		return;
 	t->ccw->slots_busy &= ~(1ull << t->undo.slot);
@@ -78,6 +94,7 @@ void undo_slot_quarantine(struct txn *t, uint64_t failed)
 	if (s < 0)
 		return;
 	failed |= t->unknown; /* settling a slot releases its txn's locks too */
+	t->undo.next = 0;     /* and frees its extents (st_log_resolve) */
 	ck_pr_store_64(&n->log_pending_nodes[s], failed);
 	ck_pr_fence_store();
 	ck_pr_store_64(&n->log_pending[s], t->owner);
@@ -191,11 +208,84 @@ static uint32_t rec_fill(struct txn *t, const struct cc_access *a, char *at)
  * usually writes one or two of FAB_MAX_NODES). */
 #define NODE_OF(m) ((unsigned)__builtin_ctzll(m))
 
+/* Room for one more extent. */
+static struct undo_ext *ext_push(struct txn_undo *u)
+{
+	if (u->next == u->ext_cap) {
+		int cap = u->ext_cap ? 2 * u->ext_cap : 8;
+		struct undo_ext *p = realloc(u->ext, (size_t)cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		u->ext = p;
+		u->ext_cap = cap;
+	}
+	return &u->ext[u->next++];
+}
+
+static uint32_t rec_at(const char *p)
+{
+	return st_rec_bytes((uint32_t)((const struct st_log_rec *)p)->kind_len);
+}
+
+/*
+ * Node nd's records past what its slot holds: cut them, at record bounds,
+ * into extents of up to ST_LOG_EXT_BYTES, allocate a block on nd for each
+ * (in a batch of its own: t->batch may hold the caller's ops for the
+ * install round), and chain them from the slot's header. blen[nd] becomes
+ * what the slot holds. CC_ETXNLOG if a record fits no extent, or nd has
+ * no room for them (the extents taken go back with the slot).
+ */
+static int ext_build(struct txn *t, unsigned nd)
+{
+	struct txn_undo *u = &t->undo;
+	const char *recs = u->buf + u->boff[nd];
+	uint32_t end = u->blen[nd], p = sizeof(struct st_log_hdr);
+	while (p < end && p + rec_at(recs + p) <= t->node->layout->log_slot_bytes)
+		p += rec_at(recs + p);
+	u->blen[nd] = p;
+	struct fab_batch *b = malloc(sizeof(*b));
+	if (!b)
+		return CC_ETXNLOG;
+	fab_batch_init(b, t->batch.fw, t->batch.waiter, &t->fstats);
+	int first = u->next, rc = CC_OK;
+	while (p < end) {
+		uint32_t start = p;
+		while (p < end && p - start + rec_at(recs + p) <= ST_LOG_EXT_BYTES)
+			p += rec_at(recs + p);
+		struct undo_ext *e = p > start ? ext_push(u) : NULL;
+		if (!e || st_alloc(b, t->node->layout, (uint16_t)nd, 0, p - start, &e->ref) != 0) {
+			if (e)
+				u->next--;
+			rc = CC_ETXNLOG;
+			break;
+		}
+		e->boff = u->boff[nd] + start;
+		e->blen = p - start;
+		e->hdr[0] = 0;
+		e->hdr[2] = t->owner;
+		e->data = st_make_data(e->blen, ST_F_ABSENT);
+	}
+	free(b);
+	if (rc != CC_OK)
+		return rc;
+	for (int i = first; i < u->next; i++) { /* the chain */
+		const struct undo_ext *nx = i + 1 < u->next ? &u->ext[i + 1] : NULL;
+		u->ext[i].hdr[1] = nx ? ((uint64_t)nx->ref.gen << 32) | nx->ref.cls : 0;
+		u->ext[i].hdr[3] = nx ? nx->ref.off : 0;
+	}
+	struct st_log_hdr *h = (struct st_log_hdr *)(u->buf + u->boff[nd]);
+	h->ext = u->ext[first].ref.off;
+	h->ext_gc = ((uint64_t)u->ext[first].ref.gen << 32) | u->ext[first].ref.cls;
+	h->ext_txn = t->owner;
+	return CC_OK;
+}
+
 int undo_build(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
 	const struct st_layout *L = t->node->layout;
 	u->nodes = 0;
+	u->next = 0;
 	for (int i = 0; i < t->nacc; i++) {
 		const struct cc_access *a = t->acc[i];
 		if (!(a->mode & ACC_W))
@@ -208,12 +298,12 @@ int undo_build(struct txn *t)
 	uint64_t total = 0;
 	for (uint64_t m = u->nodes; m; m &= m - 1) {
 		unsigned nd = NODE_OF(m);
-		if (u->blen[nd] > L->log_slot_bytes)
+		if (u->blen[nd] > ST_LOG_MAX_BYTES)
 			return CC_ETXNLOG;
 		u->boff[nd] = (uint32_t)total;
 		total += u->blen[nd];
 	}
-	if (buf_reserve(t, total))
+	if (total > UINT32_MAX || buf_reserve(t, total))
 		return CC_ETXNLOG;
 	uint32_t fill[FAB_MAX_NODES];
 	for (uint64_t m = u->nodes; m; m &= m - 1) {
@@ -231,6 +321,12 @@ int undo_build(struct txn *t)
 	}
 	u->mark = t->owner;
 	u->zero = 0;
+	for (uint64_t m = u->nodes; m; m &= m - 1) {
+		unsigned nd = NODE_OF(m);
+		int rc = u->blen[nd] > L->log_slot_bytes ? ext_build(t, nd) : CC_OK;
+		if (rc)
+			return rc;
+	}
 	return CC_OK;
 }
 
@@ -238,6 +334,16 @@ void undo_post_records(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
 	const struct st_layout *L = t->node->layout;
+	/* Extents before the slots that chain them (invariant (4)); an
+	 * extent's ident word is st_alloc's, left alone. */
+	for (int i = 0; i < u->next; i++) {
+		struct undo_ext *e = &u->ext[i];
+		fab_write(&t->batch, e->ref.node, e->ref.off, e->hdr, sizeof(e->hdr));
+		fab_write(&t->batch, e->ref.node, e->ref.off + offsetof(struct st_item, data),
+			  &e->data, 8);
+		fab_write(&t->batch, e->ref.node, e->ref.off + sizeof(struct st_item),
+			  u->buf + e->boff, e->blen);
+	}
 	for (uint64_t m = u->nodes; m; m &= m - 1) {
 		unsigned nd = NODE_OF(m);
 		fab_write(&t->batch, (uint16_t)nd, st_log_slot_off(L, self_node(t), u->slot),
@@ -310,4 +416,7 @@ void undo_txn_release(struct txn *t)
 	}
 	u->buf = NULL;
 	u->cap = 0;
+	free(u->ext);
+	u->ext = NULL;
+	u->next = u->ext_cap = 0;
 }

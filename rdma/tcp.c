@@ -353,6 +353,8 @@ static int tcp_post(struct fab_worker *fw, struct fab_part *part)
 		ep->head = part;
 	ep->tail = part;
 	if (lose_one(&fw->f->peers[part->node])) {
+		/* The request leaves, its reply is lost (fab_lose_replies). */
+		(void)buf_flush(ep->fd, &ep->w);
 		ep_fail(ep, -EHOSTDOWN);
 		return 0; /* already completed with an error */
 	}

@@ -862,6 +862,9 @@ static void info_persistence(struct info_ctx *x)
 			(unsigned long long)rs->locks_released, (unsigned long long)gc_flushes,
 			(unsigned long long)gc_commits,
 			gc_flushes ? (double)gc_commits / (double)gc_flushes : 0.0);
+	if (n->cfg.power_sim) /* the count power-sim-crash-after cuts at */
+		srv_sbuf_printf(x->b, "power_sim_persists:%llu\r\n",
+				(unsigned long long)st_region_sim_persists(n->cc.region));
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 

@@ -16,6 +16,7 @@
  * (3) A record is applied only if it is whole (its checksum) and the block
  *     still has the generation it names.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "storage/st_internal.h"
@@ -135,7 +136,69 @@ static void reloc_rec(struct st_region *r, const struct st_log_rec *rec, const c
 	free_block(r, rec->aux, ncls, ngen);
 }
 
-#define MAX_RECS 4096
+/* Offsets of a slot's records, in log order: a growable array. */
+struct recs {
+	uint64_t *off;
+	size_t n, cap;
+};
+
+static bool recs_push(struct recs *v, uint64_t off)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 256;
+		uint64_t *p = realloc(v->off, cap * sizeof(*p));
+		if (!p)
+			return false;
+		v->off = p;
+		v->cap = cap;
+	}
+	v->off[v->n++] = off;
+	return true;
+}
+
+/* The whole records of txn in [p, end) of the region, up to the first
+ * that is not (the end of them, or torn: its install never happened).
+ * The extents a slot chains are written before the slot, so a torn slot
+ * means no install at all: undoing their records rewrites old images. */
+static void gather(struct st_region *r, uint64_t p, uint64_t end, uint64_t txn, struct recs *v)
+{
+	while (p + sizeof(struct st_log_rec) <= end) {
+		const struct st_log_rec *rec = (const struct st_log_rec *)(r->base + p);
+		uint32_t len = (uint32_t)rec->kind_len;
+		if (rec->txn != txn || p + st_rec_bytes(len) > end ||
+		    st_log_rec_sum(rec, rec + 1) != rec->sum || !recs_push(v, p))
+			return;
+		p += st_rec_bytes(len);
+	}
+}
+
+/* The extent at off (gen:32 | class:8 in gc) if it is one of txn's, else
+ * NULL (st.h: the chain's words, checked before they are followed). */
+static struct st_item *extent_at(struct st_region *r, uint64_t off, uint64_t gc, uint64_t txn)
+{
+	struct st_item *it = off ? block_at(r, off, (uint8_t)gc) : NULL;
+	if (!it || st_ident_gen(ld(&it->ident)) != (uint32_t)(gc >> 32) ||
+	    st_ident_class(ld(&it->ident)) != (uint8_t)gc || ld(&it->meta[0]) != txn ||
+	    sizeof(*it) + st_data_vlen(ld(&it->data)) > st_csize((uint8_t)gc))
+		return NULL;
+	return it;
+}
+
+/* Free the extents chained from h that belong to txn (the slot retired, or
+ * settled), and unchain them. */
+static void free_extents(struct st_region *r, struct st_log_hdr *h, uint64_t txn)
+{
+	uint64_t off = ld(&h->ext), gc = ld(&h->ext_gc);
+	struct st_item *it;
+	while ((it = extent_at(r, off, gc, txn)) != NULL) {
+		uint64_t noff = ld(&it->meta[1]), ngc = ld(&it->ver);
+		free_block(r, off, (uint8_t)gc, (uint32_t)(gc >> 32));
+		off = noff;
+		gc = ngc;
+	}
+	st(&h->ext, 0);
+	st(&h->ext_txn, 0);
+}
 
 void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[ST_LOG_SLOTS],
 		    const uint64_t only[ST_LOG_SLOTS], struct st_log_stats *stats)
@@ -143,28 +206,33 @@ void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[
 	const struct st_layout *L = &r->layout;
 	if (coord < 1 || coord > L->log_nodes)
 		return;
-	static __thread uint32_t pos[MAX_RECS];
+	struct recs v = { 0 };
 	for (unsigned slot = 0; slot < ST_LOG_SLOTS; slot++) {
 		uint64_t soff = st_log_slot_off(L, coord, slot);
-		char *base = r->base + soff;
-		struct st_log_hdr *h = (struct st_log_hdr *)base;
+		struct st_log_hdr *h = (struct st_log_hdr *)(r->base + soff);
 		uint64_t txn = ld(&h->txn);
+		if (!txn && !only && ld(&h->ext)) {
+			/* Retired, but its extents were not given back: the
+			 * coordinator died in between (st.h). */
+			free_extents(r, h, ld(&h->ext_txn));
+			st_region_persist(r, soff, sizeof(*h));
+		}
 		if (!txn || (only && only[slot] != txn))
 			continue;
 		bool committed = ld(&h->mark) == txn || (decided && decided[slot] == txn);
-		int n = 0;
-		uint64_t p = sizeof(*h);
-		while (n < MAX_RECS && p + sizeof(struct st_log_rec) <= L->log_slot_bytes) {
-			const struct st_log_rec *rec = (const struct st_log_rec *)(base + p);
-			uint32_t len = (uint32_t)rec->kind_len;
-			if (rec->txn != txn || p + st_rec_bytes(len) > L->log_slot_bytes ||
-			    st_log_rec_sum(rec, rec + 1) != rec->sum)
-				break; /* the end, or torn: its install never happened */
-			pos[n++] = (uint32_t)p;
-			p += st_rec_bytes(len);
+		v.n = 0;
+		gather(r, soff + sizeof(*h), soff + L->log_slot_bytes, txn, &v);
+		uint64_t off = ld(&h->ext), gc = ld(&h->ext_gc);
+		struct st_item *it;
+		while (ld(&h->ext_txn) == txn && (it = extent_at(r, off, gc, txn)) != NULL) {
+			gather(r, off + sizeof(*it), off + sizeof(*it) + st_data_vlen(ld(&it->data)), txn,
+			       &v);
+			off = ld(&it->meta[1]);
+			gc = ld(&it->ver);
 		}
-		for (int i = committed ? 0 : n - 1; committed ? i < n : i >= 0; i += committed ? 1 : -1) {
-			const struct st_log_rec *rec = (const struct st_log_rec *)(base + pos[i]);
+		for (size_t k = 0; k < v.n; k++) {
+			size_t i = committed ? k : v.n - 1 - k; /* undo newest first */
+			const struct st_log_rec *rec = (const struct st_log_rec *)(r->base + v.off[i]);
 			uint8_t kind = (uint8_t)(rec->kind_len >> 32);
 			if (kind == ST_REC_RELOC)
 				reloc_rec(r, rec, (const char *)(rec + 1), committed);
@@ -182,7 +250,12 @@ void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[
 		st(&h->mark, 0);
 		st(&h->txn, 0);
 		st_region_persist(r, soff, sizeof(*h));
+		if (ld(&h->ext_txn) == txn) { /* after the retire (st.h) */
+			free_extents(r, h, txn);
+			st_region_persist(r, soff, sizeof(*h));
+		}
 	}
+	free(v.off);
 }
 
 void st_release_locks(struct st_region *r, st_lock_match_fn match, void *arg, int bucket_node,

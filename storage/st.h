@@ -429,9 +429,23 @@ int st_reap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
  * one else ever writes them. A slot on node N holds, for the transaction
  * using it, the old images of the items it changes on N:
  *
- *   struct st_log_hdr  (64 bytes)  txn, then mark
+ *   struct st_log_hdr  (64 bytes)  txn, then mark, then the first extent
  *   struct st_log_rec + payload     one per changed item, 8-aligned
  *   ...
+ *
+ * Records that do not fit the slot continue in extents: blocks the
+ * coordinator allocates on that node (st_alloc, key length 0), chained from
+ * the header, each holding as many whole records as fit (up to
+ * ST_LOG_EXT_BYTES of them), in the words of an item header:
+ *   ver     the next extent's gen:32 | class:8 (0: the last)
+ *   meta[0] the transaction (the slot's txn)
+ *   meta[1] the next extent's offset (0: the last)
+ *   data    the records' bytes (ABSENT: not an item; never in the index)
+ * then the records from byte 48. A transaction's records on one node take
+ * at most ST_LOG_MAX_BYTES in all. Extents are freed once the slot is
+ * retired (by the coordinator, or by st_log_resolve); a node's restart
+ * (st_recover) frees any left behind, as it frees every block the index
+ * does not name.
  *
  * Written by the coordinator through the fabric, in this order per node
  * (one endpoint, so applied in order): header and records; the in-place
@@ -448,11 +462,17 @@ int st_reap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
  * slot is not looked at) and rolls the others back from their records.
  */
 #define ST_LOG_SLOTS 64 /* coordinator slots per coordinator node */
+#define ST_LOG_EXT_BYTES (ST_SLAB_BYTES - 64u) /* records per extent, at most */
+#define ST_LOG_MAX_BYTES (1ull << 30)         /* a transaction's, per node */
 
 struct st_log_hdr {
-	uint64_t txn;  /* the transaction whose records follow; 0 = slot free */
-	uint64_t mark; /* == txn once the transaction committed */
-	uint64_t pad[6];
+	uint64_t txn;     /* the transaction whose records follow; 0 = slot free */
+	uint64_t mark;    /* == txn once the transaction committed */
+	uint64_t ext;     /* the first extent's offset; 0 = none */
+	uint64_t ext_gc;  /* its gen:32 | class:8 */
+	uint64_t ext_txn; /* the transaction the extents are of (kept at retire:
+			     st_log_resolve frees what a dead coordinator left) */
+	uint64_t pad[3];
 };
 
 struct st_log_rec {

@@ -25,9 +25,11 @@
  *   meta[0], rts          the largest ctts of a reader of the item (RCC's
  *                         tuple.rts); see invariant (4) for when it drops.
  *   meta[1], descriptor   count:8 (bits 32..39) | bytes:32 (bits 0..31) of
- *                         the older versions after the value; bits 40..63
- *                         are 0. 0 = no older version (also what a switch
- *                         into mvcc, st_reset_meta, and a relocation leave).
+ *                         the older versions after the value (versions.h,
+ *                         shared with cicada, whose status bits 40..47
+ *                         stay 0 here). 0 = no older version (also what a
+ *                         switch into mvcc, st_reset_meta, and a
+ *                         relocation leave).
  * Block: header, key, the newest version's value (data word 5), then the
  * tail: `count` older versions, newest first, each
  *   wts:8 | data:8 (st_make_data(vlen, 0 or ST_F_ABSENT)) | value, padded
@@ -38,9 +40,9 @@
  * as fit the block after the new value and within cc_inplace_max (so an
  * undo record stays as small as any protocol's): RCBench's "fixed version
  * slots", where the oldest is overwritten on commit (mvcc_commit drops
- * the oldest entries). The block's class is chosen by the value's size
- * (cc/txn.c), so an item whose block has no room after its value keeps
- * one version only.
+ * the oldest entries; the layout and its helpers are versions.h's). The
+ * block's class is chosen by the value's size (cc/txn.c), so an item
+ * whose block has no room after its value keeps one version only.
  *
  * States and transitions (function):
  *   BEGIN    --cc_begin_fresh_ts: ctts := cc_ts_next, owner := owner word of ctts
@@ -150,103 +152,17 @@
  * block moves to a new one with no tail (prim.c reloc_post_block writes a
  * zero descriptor), and readers of the old block re-resolve (STALE).
  */
-#include <ck_pr.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "cc/cc.h"
 #include "cc/node.h"
 #include "cc/protocols/lock2pl.h"
+#include "cc/protocols/versions.h"
 
-#define MV_MAX 16           /* mvcc-versions' upper bound (server/config.c) */
-#define MV_ENTRY_HDR 16u    /* wts and data words of a tail entry */
 #define MV_TORN_RETRIES 2   /* Double-Reads retried at once before waiting */
 #define MV_REDO_MAX 16      /* reads started over (invariant 3) before giving up */
 #define MV_RTS_TRIES 64     /* rts CASes lost to readers before giving up */
 #define MV_RTS_BATCHED 3    /* rounds of rts CASes a batched read (the fetch
 			       stage) runs for one key before it leaves the key
 			       to mvcc_read alone: each costs the fetch a round */
-
-/* ---- the descriptor (meta[1]) and the tail ---- */
-
-static inline uint64_t desc_make(uint32_t count, uint32_t bytes)
-{
-	return ((uint64_t)count << 32) | bytes;
-}
-static inline uint32_t desc_count(uint64_t d) { return (uint32_t)(d >> 32) & 0xffu; }
-static inline uint32_t desc_bytes(uint64_t d) { return (uint32_t)d; }
-
-static inline uint64_t entry_bytes(uint64_t vlen) { return MV_ENTRY_HDR + ((vlen + 7) & ~7ull); }
-
-/* Length of an image's newest value (an ABSENT one has none, as the undo
- * record counts it: cc/undo.c rec_payload). */
-static uint32_t cur_vlen(const struct st_item *it)
-{
-	return (st_data_flags(it->data) & ST_F_ABSENT) ? 0 : st_data_vlen(it->data);
-}
-
-static const char *tail_start(const struct st_item *it)
-{
-	return st_item_val(it) + cur_vlen(it);
-}
-
-/* Bytes of a's block after a value of vlen bytes (0 if none fit). */
-static uint64_t block_room(const struct cc_access *a, uint32_t vlen)
-{
-	uint64_t used = sizeof(struct st_item) + (uint64_t)a->klen + vlen;
-	uint64_t csz = st_class_size(a->ref.cls);
-	return csz > used ? csz - used : 0;
-}
-
-/* An older version, as laid in a tail. */
-struct mv_entry {
-	uint64_t wts;
-	uint64_t data;
-	const char *val;
-};
-
-static void entry_at(const struct st_item *it, uint32_t off, struct mv_entry *e)
-{
-	const char *p = tail_start(it) + off;
-	memcpy(&e->wts, p, 8);
-	memcpy(&e->data, p + 8, 8);
-	e->val = p + MV_ENTRY_HDR;
-}
-
-/*
- * tail_parse - the older versions of image `it` (a block of a's class, its
- * identity checked): their offsets from the tail's start, newest first, in
- * off[], and the tail's length in *bytes. Returns their number, or 0 (and
- * *bytes 0) when the descriptor does not describe a well-formed tail inside
- * the block; such an item is treated as having no older version.
- */
-static int tail_parse(const struct cc_access *a, const struct st_item *it, uint32_t off[MV_MAX],
-		      uint32_t *bytes)
-{
-	uint64_t d = it->meta[1];
-	uint32_t n = desc_count(d), len = desc_bytes(d);
-	*bytes = 0;
-	if ((d >> 40) != 0 || n > MV_MAX || len > block_room(a, cur_vlen(it)))
-		return 0;
-	uint64_t at = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		struct mv_entry e;
-		if (at + MV_ENTRY_HDR > len)
-			return 0;
-		entry_at(it, (uint32_t)at, &e);
-		uint8_t fl = st_data_flags(e.data);
-		if ((fl & ~ST_F_ABSENT) || ((fl & ST_F_ABSENT) && st_data_vlen(e.data)))
-			return 0;
-		off[i] = (uint32_t)at;
-		at += entry_bytes(st_data_vlen(e.data));
-		if (at > len)
-			return 0;
-	}
-	if (at != len)
-		return 0;
-	*bytes = len;
-	return (int)n;
-}
 
 /* ---- reads ---- */
 
@@ -261,18 +177,6 @@ static bool double_read_ok(const struct cc_access *a)
 static bool held_by_older(const struct txn *t, uint64_t lock)
 {
 	return lock != 0 && lock != t->owner && cc_lock_older(lock, t->owner);
-}
-
-/* Show the older version e as the image's current one: the executor reads
- * an access's value from its image (cc/txn.c visible), WATCH its ver. */
-static void img_show(struct cc_access *a, const struct mv_entry *e)
-{
-	struct st_item *it = a->img;
-	uint32_t vlen = st_data_vlen(e->data);
-	it->ver = e->wts;
-	it->meta[1] = 0;
-	memmove((char *)(it + 1) + a->klen, e->val, vlen);
-	it->data = e->data;
 }
 
 /* Queue one raise of rts from `rts` to ctts (Read-Cas): the CAS, its
@@ -338,30 +242,21 @@ static int dread_accept(struct txn *t, struct cc_access *a)
  * CC_OK with *older set and the version in *e when it is an older one,
  * or CC_ABORT (cause version) when none is old enough.
  */
-static int pick_version(struct txn *t, struct cc_access *a, struct mv_entry *e, bool *older)
+static int pick_version(struct txn *t, struct cc_access *a, struct ver_entry *e, bool *older)
 {
-	const uint64_t ctts = t->start_ts, ver = a->img->ver;
-	*older = false;
-	if (ver < ctts)
+	int which = ver_pick(a, t->start_ts, e);
+	*older = which == 2;
+	if (which)
 		return CC_OK;
-	uint32_t off[MV_MAX], bytes;
-	int n = tail_parse(a, a->img, off, &bytes);
-	for (int i = 0; i < n; i++) {
-		entry_at(a->img, off[i], e);
-		if (e->wts < ctts) {
-			*older = true;
-			return CC_OK;
-		}
-	}
-	cc_ts_observe(t, ver);
+	cc_ts_observe(t, a->img->ver);
 	return cc_abort_with(t, CC_CAUSE_VERSION);
 }
 
 /* The read is done: an older version chosen becomes the image's. */
-static void show_version(struct cc_access *a, const struct mv_entry *e, bool older)
+static void show_version(struct cc_access *a, const struct ver_entry *e, bool older)
 {
 	if (older) {
-		img_show(a, e);
+		ver_img_show(a, e);
 		a->pstate |= ACC_PROTO; /* the image is not the item's newest version */
 	}
 }
@@ -393,7 +288,7 @@ static int mvcc_read(struct txn *t, struct cc_access *a)
 				return rc;
 			continue;
 		}
-		struct mv_entry e = { 0 };
+		struct ver_entry e = { 0 };
 		bool older;
 		if ((rc = pick_version(t, a, &e, &older)))
 			return rc;
@@ -454,7 +349,7 @@ static int mvcc_read_done(struct txn *t, struct cc_access *a)
 		a->img->meta[0] = rts;
 	}
 	/* R1, on the image as read (the tail is intact until the end). */
-	struct mv_entry e = { 0 };
+	struct ver_entry e = { 0 };
 	bool older;
 	int rc = pick_version(t, a, &e, &older);
 	if (rc)
@@ -495,8 +390,8 @@ static int mvcc_locked(struct txn *t, struct cc_access *a)
 	const uint64_t ctts = t->start_ts;
 	a->pstate &= (uint8_t)~ACC_PROTO;
 	a->img->lock = t->owner;
-	uint32_t off[MV_MAX], bytes;
-	(void)tail_parse(a, a->img, off, &bytes);
+	uint32_t off[VER_MAX], bytes;
+	(void)ver_tail_parse(a, a->img, off, &bytes);
 	a->otail = bytes; /* invariant (5) */
 	/* W1 again under the lock (RCC's double check). */
 	if (!(ctts > a->img->ver && ctts >= a->img->meta[0]))
@@ -537,78 +432,9 @@ static int mvcc_write_done(struct txn *t, struct cc_access *a)
 
 /* ---- commit ---- */
 
-/* Room for the tail of a's new version: after the value in the block, and
- * value plus tail within cc_inplace_max (the undo record's bound). 0 when
- * the write relocates (the new block starts with no tail). */
-static uint32_t tail_room(const struct txn *t, const struct cc_access *a)
-{
-	const struct st_layout *L = t->node->layout;
-	if (acc_relocates(a, L))
-		return 0;
-	uint32_t nvlen = a->wdel ? 0 : a->wvlen;
-	uint64_t room = block_room(a, nvlen);
-	uint32_t imax = cc_inplace_max(L);
-	uint64_t cap = imax > nvlen ? imax - nvlen : 0;
-	return (uint32_t)(room < cap ? room : cap);
-}
-
-static void put_entry(char *out, uint64_t wts, uint64_t data, const char *val)
-{
-	uint32_t vlen = st_data_vlen(data);
-	uint64_t eb = entry_bytes(vlen);
-	memcpy(out, &wts, 8);
-	memcpy(out + 8, &data, 8);
-	memcpy(out + MV_ENTRY_HDR, val, vlen);
-	memset(out + MV_ENTRY_HDR + vlen, 0, eb - MV_ENTRY_HDR - vlen);
-}
-
-/*
- * tail_build - the tail of a's new version into out (room bytes): the
- * version it replaces (the image's, read under our lock), then the older
- * ones, at most keep in all, newest first, as many as fit. Sets
- * a->wmeta[1] and returns the tail's length.
- */
-static uint32_t tail_build(struct cc_access *a, int keep, uint32_t room, char *out)
-{
-	const struct st_item *it = a->img;
-	uint32_t vlen = cur_vlen(it);
-	uint64_t at = 0;
-	uint32_t n = 0;
-	if (keep > 0 && entry_bytes(vlen) <= room) {
-		bool absent = st_data_flags(it->data) & ST_F_ABSENT;
-		put_entry(out, it->ver, st_make_data(vlen, absent ? ST_F_ABSENT : 0), st_item_val(it));
-		at = entry_bytes(vlen);
-		n = 1;
-		uint32_t off[MV_MAX], bytes;
-		int old = tail_parse(a, it, off, &bytes);
-		for (int i = 0; i < old && (int)n < keep; i++) {
-			struct mv_entry e;
-			entry_at(it, off[i], &e);
-			uint64_t eb = entry_bytes(st_data_vlen(e.data));
-			if (at + eb > room)
-				break; /* the oldest are overwritten */
-			memcpy(out + at, tail_start(it) + off[i], eb);
-			at += eb;
-			n++;
-		}
-	}
-	a->wmeta[1] = desc_make(n, (uint32_t)at);
-	return (uint32_t)at;
-}
-
 static int mvcc_commit(struct txn *t)
 {
 	const uint64_t ctts = t->start_ts;
-	int keep = (int)ck_pr_load_64(&t->node->limits.mvcc_versions) - 1;
-	keep = keep < 0 ? 0 : keep > MV_MAX - 1 ? MV_MAX - 1 : keep;
-	uint64_t total = 0;
-	for (int i = 0; i < t->nacc; i++)
-		if (t->acc[i]->mode & ACC_W)
-			total += tail_room(t, t->acc[i]);
-	char *buf = NULL;
-	if (keep > 0 && total > 0 && !(buf = malloc(total)))
-		return CC_EINTERNAL;
-	uint64_t at = 0;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (!(a->mode & ACC_W))
@@ -618,24 +444,14 @@ static int mvcc_commit(struct txn *t)
 		uint64_t rts = a->img->meta[0] > ctts ? a->img->meta[0] : ctts;
 		a->img->meta[0] = rts;
 		a->wmeta[0] = rts;
-		a->wmeta[1] = 0;
-		a->wtail = NULL;
-		a->wtlen = 0;
-		uint32_t room = tail_room(t, a);
-		if (buf && room) {
-			a->wtail = buf + at;
-			a->wtlen = tail_build(a, keep, room, buf + at);
-			at += room;
-		}
 	}
+	char *buf;
+	int rc = ver_build_tails(t, ver_keep(t), VER_ST_CM, &buf);
+	if (rc)
+		return rc;
 	t->cts = ctts;
-	int rc = prim_commit_writes(t, ctts);
-	/* The tails were copied into the images (prim.c stage_image). */
-	for (int i = 0; i < t->nacc; i++) {
-		t->acc[i]->wtail = NULL;
-		t->acc[i]->wtlen = 0;
-	}
-	free(buf);
+	rc = prim_commit_writes(t, ctts);
+	ver_free_tails(t, buf);
 	return rc;
 }
 

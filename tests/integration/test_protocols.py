@@ -37,6 +37,7 @@ PROTOCOLS = [
     ("silo", "silo", {}),
     ("occ", "occ", {}),
     ("sundial", "sundial", {}),
+    ("cicada", "cicada", {}),
     ("maat", "maat", {}),
 ]
 
@@ -296,7 +297,7 @@ def test_info_has_a_line_per_protocol(make_server, key):
             assert line["commits"] >= 40, (pid, line)
             assert line["errors"] == 0, (pid, line)
             for cause in ("lock", "validate", "stale", "other", "die", "wounded", "ts",
-                          "version", "renew", "interval", "list_full"):
+                          "version", "renew", "newer", "interval", "list_full"):
                 assert "aborts_" + cause in line, (pid, cause, line)
             assert line["verbs_per_txn"] > 0, (pid, line)
             assert line["round_trips_per_txn"] > 0, (pid, line)
@@ -358,7 +359,7 @@ def test_absent_key_reads_need_no_transaction(make_server, key, name, pid, opts)
     DELeted one is gone, under every protocol. In MULTI, with several
     keys, or with the key written earlier in the same pipeline, a read
     still runs as a transaction and sees what it must."""
-    marks = name in ("timestamp", "mvcc", "sundial", "maat")
+    marks = name in ("timestamp", "mvcc", "sundial", "cicada", "maat")
     s = start(make_server, name, **opts)
     k = key + "k"
     w, r = s.client(), s.client()

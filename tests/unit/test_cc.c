@@ -302,7 +302,8 @@ struct worker_job {
 };
 
 static const char *switch_to[] = { "nowait", "mvcc", "waitdie", "silo", "nowait/shared",
-				    "occ", "timestamp", "woundwait", "sundial", "maat", "silo" };
+				    "occ", "cicada", "timestamp", "woundwait", "sundial",
+				    "cicada", "maat", "mvcc", "silo" };
 #define NSWITCH (int)(sizeof(switch_to) / sizeof(switch_to[0]))
 
 static void job(struct sched *s, void *arg)
@@ -829,6 +830,80 @@ static void test_sundial_renewal_waits(void)
 	node_down();
 }
 
+/*
+ * cicada: an RN version whose writer is past its commit point, as a
+ * coordinator that died between its commit point and its RN -> CM flip
+ * leaves it (cc/protocols/cicada.c invariant (2)). The status bits of
+ * rn:x's newest version are set to RN by hand. A reader younger than it
+ * waits (cc_lock_waits), then resolves it itself (flips it to CM) and
+ * reads it, without an abort; a writer that meets it RN at validation
+ * treats it as committed and installs behind it, and its own new version
+ * ends CM.
+ */
+#define CI_STATUS_SHIFT 40 /* versions.h: the descriptor's status bits */
+
+static uint64_t *rn_desc_word; /* meta[1] of rn:x, found by rn_mark */
+
+static int rn_mark(struct txn *t, void *arg)
+{
+	(void)arg;
+	const char *v;
+	size_t vl;
+	bool found;
+	int rc = txn_get(t, "rn:x", 4, &v, &vl, &found);
+	if (rc)
+		return rc;
+	struct cc_access *a = txn_acc_find(t, "rn:x", 4, st_hash("rn:x", 4));
+	CHECK(a && a->ref.node == 1);
+	rn_desc_word = (uint64_t *)((char *)st_region_base(N.cc.region) + a->ref.off + 8 * W_META1);
+	return CC_OK;
+}
+
+static void rn_set(void)
+{
+	uint64_t d = __atomic_load_n(rn_desc_word, __ATOMIC_ACQUIRE);
+	d = (d & ~(0xffull << CI_STATUS_SHIFT)) | (1ull << CI_STATUS_SHIFT);
+	__atomic_store_n(rn_desc_word, d, __ATOMIC_RELEASE);
+}
+
+static unsigned rn_status(void)
+{
+	return (unsigned)(__atomic_load_n(rn_desc_word, __ATOMIC_ACQUIRE) >> CI_STATUS_SHIFT) & 0xffu;
+}
+
+static void test_cicada_rn_left_behind(void)
+{
+	node_up("cicada");
+	struct kv v0 = { .key = "rn:x", .val = "0", .len = 1 };
+	struct kv v1 = { .key = "rn:x", .val = "1", .len = 1 };
+	run_one(kv_set, &v0);
+	run_one(kv_set, &v1);
+	run_one(rn_mark, NULL);
+	CHECK(rn_status() == 0);
+	rn_set();
+
+	const struct cc_stats before = *cc_worker_stats(N.w[0].ccw);
+	struct kv r = { .key = "rn:x" };
+	run_one(kv_get, &r);
+	const struct cc_stats *after = cc_worker_stats(N.w[0].ccw);
+	CHECK(r.found && strcmp(r.got, "1") == 0);
+	CHECK(after->lock_waits > before.lock_waits);     /* line 6: it waited */
+	CHECK(after->txn_aborts == before.txn_aborts);
+	CHECK(rn_status() == 0);                           /* and resolved it */
+
+	rn_set();
+	const struct cc_stats mid = *cc_worker_stats(N.w[0].ccw);
+	struct kv v2 = { .key = "rn:x", .val = "2", .len = 1 };
+	run_one(kv_set, &v2);
+	CHECK(after->txn_aborts == mid.txn_aborts);
+	CHECK(rn_status() == 0);                           /* its version flipped */
+	struct kv r2 = { .key = "rn:x" };
+	run_one(kv_get, &r2);
+	CHECK(r2.found && strcmp(r2.got, "2") == 0);
+	printf("  cicada: an RN version left behind is waited for, resolved, written over\n");
+	node_down();
+}
+
 /* The ref held apart from the address cache (cc_cache_hold): given back
  * once, for the same key only, and forgotten by a clear or a drop. */
 /*
@@ -1017,7 +1092,7 @@ int main(void)
 	test_timestamps();
 	const char *protos[] = { "nowait", "nowait/shared", "waitdie", "woundwait",
 				 "timestamp",  "mvcc",          "silo",   "occ",
-				 "sundial", "maat" };
+				 "sundial",   "cicada",        "maat" };
 	const int nprotos = (int)(sizeof(protos) / sizeof(protos[0]));
 	for (int i = 0; i < nprotos; i++) {
 		test_increments(protos[i], false);
@@ -1038,6 +1113,9 @@ int main(void)
 	test_two_nodes("sundial");
 	test_fetch_more("sundial");
 	test_sundial_renewal_waits();
+	test_two_nodes("cicada");
+	test_fetch_more("cicada");
+	test_cicada_rn_left_behind();
 	test_two_nodes("maat");
 	test_fetch_more("maat");
 	test_maat_lists();
