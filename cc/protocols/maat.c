@@ -156,6 +156,16 @@
  *      wL with its install, so one still listed never committed.
  *
  * Deviations from the paper, and why:
+ *  - Garbled passages, as read here (notes-rcbench.md A.2): "AcaTMExcLock"
+ *    and Algorithm 9's Atomic^D on a Tid are the record latch, Atomic^T;
+ *    Commit's lines 33-35 (lost in the text) release a read item as its
+ *    lines 23-29 do a written one, with rts and rL; T's own tid, which
+ *    Write puts in X^m.wL, is left out of T.oL (and out of every list it
+ *    reads); the initial interval is [start stamp, +inf) (below).
+ *  - Records keep the previous attempt's tid and outcome (ptid, pcts),
+ *    which the paper's T^g does not: a record is reused by the next
+ *    attempt at once (cc/exec.c), and a validator still holding the old
+ *    tid would otherwise not know how it ended (invariant (7)).
  *  - Validation and the commit decision run in one hold of every record
  *    latch involved (our own and each other's), taken in one batch with
  *    one try each, instead of the paper's loop that takes our latch and
@@ -171,7 +181,8 @@
  *    instead (T.ub := T.lb first, as Commit line 20 does anyway). For a
  *    running T' that must precede us we shrink T'.ub below our lb, or, if
  *    its lb is not below ours, raise our lb past it when our interval
- *    stays non-empty (the split MaaT's own paper describes), else Eq. 2.
+ *    stays non-empty (our choice: both intervals stay non-empty when they
+ *    can), else Eq. 2.
  *  - If we end up with an empty interval we write nobody's record: the
  *    paper writes Eq. 2's adjustments before Commit checks lb <= ub, which
  *    only makes the others abort more.
@@ -185,8 +196,9 @@
  *    for the clock to pass cts (invariant (6)): strict serializability,
  *    which the checker tests (sundial.c made the same choice for the same
  *    G2-realtime cycle).
- *  - Reads and writes register one round trip per batch of items (CAS +
- *    READ, then WRITE + unlatch), all the fetch stage's reads together.
+ *  - Reads and writes register in two round trips per batch of items
+ *    (CAS + READ, then WRITE + unlatch), all the fetch stage's keys
+ *    together, and INCR-like commands in both lists in one latch hold.
  *  - Exclusive mode for blocks with no room for the lists (above): the
  *    paper's items always have their fixed-length lists.
  *  - A full list aborts the transaction that would have been added
