@@ -131,6 +131,11 @@ struct cc_protocol {
 	 * batch). Without it, a key declared for writing only is resolved at
 	 * fetch and written blind. */
 	bool fetch_locks_writes;
+	/* Bytes a's block needs after the value for the protocol's own use
+	 * (maat's reader and writer lists, at the end of the block): a write
+	 * reserves a block with that much room (cc/txn.c reserve_block), and
+	 * never installs in place over it. NULL = none. */
+	uint32_t (*item_room)(const struct txn *t, const struct cc_access *a);
 	int (*begin)(struct txn *t); /* optional: at the start of each attempt */
 	int (*read)(struct txn *t, struct cc_access *a);
 	/* Batched first reads, the fetch stage's (cc/fetch.c); both optional.
@@ -347,6 +352,11 @@ void prim_post_faa_item(struct txn *t, struct cc_access *a, int word, uint64_t a
 			uint64_t *old);
 /* Queue an 8-byte WRITE of item word `word`. */
 void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t val);
+/* Queue a WRITE of `len` bytes at byte `off` of a's block, from src, which
+ * must stay unchanged until the exec (maat's reader and writer lists at
+ * the end of the block). off + len must lie within the block's class. */
+void prim_post_write_bytes(struct txn *t, struct cc_access *a, uint32_t off, const void *src,
+			   uint32_t len);
 /* Execute everything queued (doorbell batch, one round trip). CC_EFAB on a
  * fabric failure. */
 int prim_exec(struct txn *t);
@@ -408,6 +418,10 @@ void prim_release_locks(struct txn *t);
 void prim_post_read_txn(struct txn *t, uint16_t node, int rec, void *buf, uint32_t len);
 /* One Write^T may be queued per batch (its value is staged in the txn). */
 void prim_post_write_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t val);
+/* Write^T of `len` bytes (whole words) from word `word` on, from src, which
+ * the caller keeps unchanged until the exec: any number per batch. */
+void prim_post_write_txn_buf(struct txn *t, uint16_t node, int rec, int word, const void *src,
+			     uint32_t len);
 void prim_post_atomic_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t cmp,
 			  uint64_t swp, uint64_t *old);
 /* Word `word` (0 = status, 1..7 protocol-defined) of the transaction's own
@@ -593,6 +607,7 @@ extern const struct cc_protocol cc_silo;
 extern const struct cc_protocol cc_occ;
 extern const struct cc_protocol cc_sundial;
 extern const struct cc_protocol cc_cicada;
+extern const struct cc_protocol cc_maat;
 extern const struct cc_protocol cc_none;
 
 #endif

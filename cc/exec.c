@@ -206,9 +206,16 @@ struct cc_worker *cc_worker_create(struct cc_node *n, int id, struct sched *sche
 		free(ccw);
 		return NULL;
 	}
-	for (int r = ST_TXN_STATES - 1; r >= 0; r--)
-		if (r % n->nworkers == id % n->nworkers)
-			ccw->rec_free[ccw->nrec_free++] = r;
+	char *base = st_region_base(n->region);
+	for (int r = ST_TXN_STATES - 1; r >= 0; r--) {
+		if (r % n->nworkers != id % n->nworkers)
+			continue;
+		ccw->rec_free[ccw->nrec_free++] = r;
+		/* Words 1..7 of our records (maat's latch, txn id and interval)
+		 * may name a transaction of a process that died with them: no
+		 * transaction of this one is that, nor holds their latch. */
+		memset(base + st_txn_state_off(n->layout, (unsigned)r) + 8, 0, ST_TXN_BYTES - 8);
+	}
 	ck_pr_store_ptr(&n->workers[id], ccw);
 	return ccw;
 }

@@ -40,6 +40,8 @@ struct cc_limits {
 	uint64_t max_value_bytes;    /* longer values: CC_ETOOBIG */
 	uint64_t txn_timeout_ms;     /* retries after CC aborts stop after this */
 	uint64_t mvcc_versions;      /* versions kept in an item under mvcc */
+	uint64_t maat_list_slots;    /* maat: slots of an item's reader list and of
+					its writer list, each (0: the default, 4) */
 	uint64_t addr_cache_entries; /* each worker's address cache (cc/cache.h) */
 	uint64_t testing;            /* 1: testing-only protocols may be chosen */
 };

@@ -227,6 +227,13 @@ void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t
 	fab_write(&t->batch, a->ref.node, word_off(a, word), slot, 8);
 }
 
+void prim_post_write_bytes(struct txn *t, struct cc_access *a, uint32_t off, const void *src,
+			   uint32_t len)
+{
+	assert(off + len <= st_class_size(a->ref.cls));
+	fab_write(&t->batch, a->ref.node, a->ref.off + off, src, len);
+}
+
 /* Lay the pending write into a->img (words 2.. onward) for one WRITE:
  * meta words, data, key, value, then the protocol's tail (a->wtail). */
 static uint32_t stage_image(struct cc_access *a, const uint64_t meta[2])
@@ -340,6 +347,14 @@ void prim_post_write_txn(struct txn *t, uint16_t node, int rec, int word, uint64
 	t->txn_stage = val;
 	fab_write(&t->batch, node, st_txn_state_off(t->node->layout, (unsigned)rec) + (uint64_t)word * 8u,
 		  &t->txn_stage, 8);
+}
+
+void prim_post_write_txn_buf(struct txn *t, uint16_t node, int rec, int word, const void *src,
+			     uint32_t len)
+{
+	assert(word >= 0 && (uint32_t)word * 8u + len <= ST_TXN_BYTES && len % 8 == 0);
+	fab_write(&t->batch, node, st_txn_state_off(t->node->layout, (unsigned)rec) + (uint64_t)word * 8u,
+		  src, len);
 }
 
 void prim_post_atomic_txn(struct txn *t, uint16_t node, int rec, int word, uint64_t cmp,

@@ -564,27 +564,40 @@ static size_t block_vlen(struct txn *t, size_t vlen)
 	return want < imax ? want : imax;
 }
 
+/*
+ * A protocol's own room after the value (cc_protocol.item_room, maat's
+ * lists at the end of the block) is not optional as versions are: a
+ * value that would run into it is never installed in place, and when no
+ * block with the room can be had the write fails as the MemStore being
+ * full would (CC_EFULL), rather than overwrite what other transactions
+ * wrote there.
+ */
 static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 {
-	uint32_t need = (uint32_t)(sizeof(struct st_item) + a->klen + vlen);
-	size_t bvlen = block_vlen(t, vlen);
+	uint32_t pad = t->proto->item_room ? t->proto->item_room(t, a) : 0;
+	uint32_t csz = st_class_size(a->ref.cls);
+	/* moving is needed although the value alone fits: acc_relocates must
+	 * be told (grow) */
+	bool alone = sizeof(struct st_item) + a->klen + vlen <= csz;
+	/* in place is allowed: the value and the protocol's room fit */
+	bool fits = sizeof(struct st_item) + a->klen + vlen + pad <= csz;
+	size_t bvlen = block_vlen(t, vlen) + pad;
 	uint32_t room = (uint32_t)(sizeof(struct st_item) + a->klen + bvlen);
-	bool fits = need <= st_class_size(a->ref.cls);
 	a->grow = false;
-	if (room <= st_class_size(a->ref.cls) && vlen <= cc_inplace_max(t->node->layout))
+	if (room <= csz && vlen <= cc_inplace_max(t->node->layout))
 		return CC_OK; /* in place (cc.h, cc_inplace_max) */
 	if (a->has_nref && room <= st_class_size(a->nref.cls)) {
-		a->grow = fits; /* move even though the value alone fits */
+		a->grow = alone; /* move even though the value alone fits */
 		return CC_OK;
 	}
 	struct st_ref nref;
 	int rc = st_class_for(a->klen, (uint32_t)bvlen) < 0 ? ST_EFULL
 		: st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)bvlen, &nref);
-	if ((rc == ST_EFULL || st_class_for(a->klen, (uint32_t)bvlen) < 0) && bvlen != vlen) {
-		bvlen = vlen; /* no room for versions: the value alone */
+	if ((rc == ST_EFULL || st_class_for(a->klen, (uint32_t)bvlen) < 0) && bvlen != vlen + pad) {
+		bvlen = vlen + pad; /* no room for versions: the value alone */
 		if (fits && vlen <= cc_inplace_max(t->node->layout))
 			return CC_OK;
-		rc = st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)vlen, &nref);
+		rc = st_alloc(&t->batch, t->node->layout, a->node, a->klen, (uint32_t)bvlen, &nref);
 	}
 	if (rc == ST_EFULL && fits)
 		return CC_OK; /* no room to move it: in place, with a bigger record */
@@ -597,7 +610,7 @@ static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 		(void)st_free(&t->batch, t->node->layout, &a->nref);
 	a->nref = nref;
 	a->has_nref = true;
-	a->grow = fits; /* move for the versions' room though the value fits */
+	a->grow = alone; /* move for the versions' room though the value fits */
 	return CC_OK;
 }
 

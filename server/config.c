@@ -111,6 +111,7 @@ static const struct opt options[] = {
 	{ "cc", OT_PROTO, true, OFF(cc), 0, 0, NULL, "silo" },
 	{ "cc-lock-mode", OT_ENUM, true, OFF(cc_lock_mode), 0, 0, lock_mode_choices, "exclusive" },
 	{ "mvcc-versions", OT_INT, true, OFF(mvcc_versions), 1, 16, NULL, "4" },
+	{ "maat-list-slots", OT_INT, true, OFF(maat_list_slots), 1, 16, NULL, "4" },
 	{ "addr-cache-entries", OT_LL, true, OFF(addr_cache_entries), 1, 1LL << 30, NULL,
 	  "262144" },
 	{ "txn-timeout", OT_LL, true, OFF(txn_timeout_ms), 1, 3600000, NULL, "5000" },

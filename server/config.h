@@ -44,6 +44,7 @@ struct srv_config {
 	char *cc;                       /* cc silo (mutable: online switch) */
 	char *cc_lock_mode;             /* cc-lock-mode exclusive: exclusive|shared (nowait) */
 	int mvcc_versions;              /* mvcc-versions 4: version slots per item (mvcc) */
+	int maat_list_slots;            /* maat-list-slots 4: reader/writer list slots per item */
 	long long addr_cache_entries;   /* addr-cache-entries 262144: per worker (cc/cache.h) */
 	long long txn_timeout_ms;       /* txn-timeout 5000 (mutable) */
 

@@ -203,6 +203,7 @@ void srv_node_limits(struct node *n)
 	ck_pr_store_64(&l->max_value_bytes, (uint64_t)n->cfg.max_value_bytes);
 	ck_pr_store_64(&l->txn_timeout_ms, (uint64_t)n->cfg.txn_timeout_ms);
 	ck_pr_store_64(&l->mvcc_versions, (uint64_t)n->cfg.mvcc_versions);
+	ck_pr_store_64(&l->maat_list_slots, (uint64_t)n->cfg.maat_list_slots);
 	ck_pr_store_64(&l->addr_cache_entries, (uint64_t)n->cfg.addr_cache_entries);
 	ck_pr_store_64(&l->testing, n->cfg.testing ? 1 : 0);
 }

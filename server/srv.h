@@ -20,7 +20,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen);
 void srv_request_shutdown(struct node *n);
 
 /* Copy the options cc reads while it runs (max-key-bytes, max-value-bytes,
- * txn-timeout, mvcc-versions, testing) into n->cc.limits: at start, and
+ * txn-timeout, mvcc-versions, maat-list-slots, testing) into n->cc.limits: at start, and
  * after every CONFIG SET. Any thread. */
 void srv_node_limits(struct node *n);
 

@@ -21,6 +21,7 @@ static const struct cc_protocol *const protocols[] = {
 	&cc_occ,
 	&cc_sundial,
 	&cc_cicada,
+	&cc_maat,
 	&cc_none,
 	NULL,
 };

@@ -19,9 +19,11 @@ is its initial balance plus the committed transfers the clients saw; no
 client ever gets an error reply. An error reply to a sampled read does not
 stop the load (the rest of the run is still checked) but fails the test at
 the end. The second test runs the same load while a switcher changes the
-protocol (CONFIG SET cc nowait, silo, cicada in turn, through rotating
-nodes) every second: cicada's items carry versions and their status in
-words the others reset, and the others' items enter cicada with none.
+protocol (CONFIG SET cc nowait, silo, cicada, maat in turn, through
+rotating nodes) every second: cicada's items carry versions and their
+status in words the others reset, and the others' items enter cicada with
+none; maat's lists live after the value, so a switch into it meets items
+last written by the others, and one out of it leaves them behind.
 
 rckv only (skipped with RCKV_TEST_TARGET=redis).
 """
@@ -226,10 +228,11 @@ class Bank:
                 c.close()
 
     def switcher(self):
-        """CONFIG SET cc nowait, silo, cicada in turn every second, through
-        node 1, 2, 3 in turn (shifted each round, so each protocol is set
-        through every node); every node must then report the new protocol."""
-        names = ["nowait", "silo", "cicada"]
+        """CONFIG SET cc nowait, silo, cicada, maat in turn every second,
+        through node 1, 2, 3 in turn (shifted each round, so each protocol
+        is set through every node); every node must then report the new
+        protocol."""
+        names = ["nowait", "silo", "cicada", "maat"]
         conns = {}
         try:
             for nid in (1, 2, 3):

@@ -97,7 +97,7 @@ def balances(cluster, names, via):
 
 
 @pytest.mark.time_limit(150)
-@pytest.mark.parametrize("protocol", ["nowait", "silo", "cicada"])
+@pytest.mark.parametrize("protocol", ["nowait", "silo", "cicada", "maat"])
 def test_kill9_random_nodes_under_bank_load(make_cluster, protocol):
     cl = make_cluster("shm", opts={"cc": protocol, "memory": "32mb"})
     names = []
@@ -174,7 +174,7 @@ def test_kill9_random_nodes_under_bank_load(make_cluster, protocol):
 
 
 @pytest.mark.time_limit(120)
-@pytest.mark.parametrize("protocol", ["silo", "nowait", "waitdie", "cicada"])
+@pytest.mark.parametrize("protocol", ["silo", "nowait", "waitdie", "cicada", "maat"])
 def test_dead_node_leaves_no_lock_on_live_nodes(make_cluster, protocol):
     """A MULTI sent to node 1 that writes a key on node 2 and one on node 3
     while node 3 is dead (kill -9, not restarted yet) fails with the node
@@ -186,7 +186,10 @@ def test_dead_node_leaves_no_lock_on_live_nodes(make_cluster, protocol):
     node 2 was noted nowhere, so nothing released it and every later
     transaction on that key aborted until txn-timeout. (nowait and
     wait-die lock at each command, in order: the same check, another
-    path; cicada latches both keys at validation in one batch, as silo.)"""
+    path; cicada latches both keys at validation in one batch, as silo;
+    maat latches each key at its write, to list itself as a writer: the
+    abort must take it off node 2's key's list, or the key's next writers
+    would find a writer that never ends.)"""
     cl = make_cluster("tcp", opts={"cc": protocol, "txn-timeout": 2000})
     k2 = cl.key_on(2, "live:")
     k3 = cl.key_on(3, "dead:")
@@ -222,7 +225,7 @@ def test_dead_node_leaves_no_lock_on_live_nodes(make_cluster, protocol):
 
 
 @pytest.mark.time_limit(120)
-@pytest.mark.parametrize("protocol", ["nowait", "silo", "cicada"])
+@pytest.mark.parametrize("protocol", ["nowait", "silo", "cicada", "maat"])
 def test_lost_reply_lock_is_released_without_a_restart(make_cluster, protocol):
     """A SET sent to node 1 of a key on node 3 whose lock request ran on
     node 3 but whose reply was lost (DEBUG FABRIC-LOSE-REPLY: as when the

@@ -38,6 +38,7 @@ PROTOCOLS = [
     ("occ", "occ", {}),
     ("sundial", "sundial", {}),
     ("cicada", "cicada", {}),
+    ("maat", "maat", {}),
 ]
 
 
@@ -296,7 +297,7 @@ def test_info_has_a_line_per_protocol(make_server, key):
             assert line["commits"] >= 40, (pid, line)
             assert line["errors"] == 0, (pid, line)
             for cause in ("lock", "validate", "stale", "other", "die", "wounded", "ts",
-                          "version", "renew", "newer"):
+                          "version", "renew", "newer", "interval", "list_full"):
                 assert "aborts_" + cause in line, (pid, cause, line)
             assert line["verbs_per_txn"] > 0, (pid, line)
             assert line["round_trips_per_txn"] > 0, (pid, line)
@@ -352,12 +353,13 @@ def test_absent_key_reads_need_no_transaction(make_server, key, name, pid, opts)
     """GET, STRLEN, TYPE and EXISTS of one absent key reply without a
     transaction (INFO absent_key_reads; txn_committed does not move),
     except under the timestamp-ordered protocols, whose reads must leave a
-    read timestamp on a placeholder (cc.h reads_mark). The answer is never
+    read timestamp on a placeholder (cc.h reads_mark; maat: the reader's
+    entry and rts). The answer is never
     stale: a key SET by another client is seen by the next GET, and a
     DELeted one is gone, under every protocol. In MULTI, with several
     keys, or with the key written earlier in the same pipeline, a read
     still runs as a transaction and sees what it must."""
-    marks = name in ("timestamp", "mvcc", "sundial", "cicada")
+    marks = name in ("timestamp", "mvcc", "sundial", "cicada", "maat")
     s = start(make_server, name, **opts)
     k = key + "k"
     w, r = s.client(), s.client()

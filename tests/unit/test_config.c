@@ -441,7 +441,8 @@ static void test_glob(void)
 	CHECK_STR(match(&c, "[^a-s]*"), "tcp-backlog timeout threads txn-timeout testing");
 	CHECK_STR(match(&c, "[a-c]?"), "cc");
 	CHECK_STR(match(&c, "no\\de"), "node");
-	CHECK_STR(match(&c, "*-*-*"), "busy-poll-us cc-lock-mode addr-cache-entries max-key-bytes max-value-bytes "
+	CHECK_STR(match(&c, "*-*-*"), "busy-poll-us cc-lock-mode maat-list-slots addr-cache-entries "
+				      "max-key-bytes max-value-bytes "
 				      "client-query-buffer-limit "
 				      "proto-max-bulk-len power-sim-crash-after fabric-delay-us");
 	CHECK_STR(match(&c, "nosuch*"), "");
@@ -450,7 +451,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 34);
+	CHECK(all.n == 35);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
