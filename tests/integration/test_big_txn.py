@@ -206,7 +206,7 @@ def test_every_protocol_commits_a_big_pipeline(make_server):
     with s.raw() as c:
         err = c.call("CONFIG", "SET", "cc", "no-such-protocol")
     names = str(err).split("one of:")[1].strip().rstrip(")").replace(",", " ").split()
-    assert "silo" in names and len(names) >= 9, names
+    assert "silo" in names and len(names) >= 10, names
     keys = ["pp:%d" % i for i in range(20000)]
     for p in names + ["nowait-shared"]:
         if p == "nowait-shared":
