@@ -45,18 +45,18 @@ struct txn;
  * so a protocol that needs a new cause adds one row here and nothing else.
  *   X(enum suffix, INFO name, what happened)
  */
-#define CC_CAUSE_TABLE(X)                                                             \
-	X(LOCK, "lock", "a lock was held by another transaction")                     \
-	X(VALIDATE, "validate", "validation found a changed item")                    \
-	X(STALE, "stale", "an item moved or was retired under us")                    \
-	X(OTHER, "other", "any other conflict")                                       \
-	X(DIE, "die", "wait-die: younger than the lock's holder")                     \
-	X(WOUNDED, "wounded", "wound-wait: an older transaction wounded us")          \
-	X(TS, "ts", "timestamp order: a read or write came too late")                 \
+#define CC_CAUSE_TABLE(X)                                                                \
+	X(LOCK, "lock", "a lock was held by another transaction")                        \
+	X(VALIDATE, "validate", "validation found a changed item")                       \
+	X(STALE, "stale", "an item moved or was retired under us")                       \
+	X(OTHER, "other", "any other conflict")                                          \
+	X(DIE, "die", "wait-die: younger than the lock's holder")                        \
+	X(WOUNDED, "wounded", "wound-wait: an older transaction wounded us")             \
+	X(TS, "ts", "timestamp order: a read or write came too late")                    \
 	X(VERSION, "version", "mvcc, cicada: no version old enough in the item's slots") \
-	X(RENEW, "renew", "sundial: a read's lease could not be renewed")             \
-	X(NEWER, "newer", "cicada: a version newer than the one read, or a later read") \
-	X(INTERVAL, "interval", "maat: the timestamp interval became empty (lb > ub)") \
+	X(RENEW, "renew", "sundial: a read's lease could not be renewed")                \
+	X(NEWER, "newer", "cicada: a version newer than the one read, or a later read")  \
+	X(INTERVAL, "interval", "maat: the timestamp interval became empty (lb > ub)")   \
 	X(LIST_FULL, "list_full", "maat: an item's reader or writer list was full")
 
 #define CC_CAUSE_ENUM(sym, name, what) CC_CAUSE_##sym,
