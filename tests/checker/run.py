@@ -641,9 +641,9 @@ class Suite:
 # keys, zipf 0.0 over 64), with the bank and a kill -9 run per protocol,
 # the switch run and both runs under `none`. It drops the cells in between
 # (zipf 0.0 over 8 keys, zipf 0.99 over 64), the run without fabric delay
-# and the bank under kill -9, and each run is a fifth as long (6 s: with 9
-# protocols, 117 runs, a run's start, final reads and check cost about as
-# much as its load).
+# and the bank under kill -9, and each run is a fifth as long (6 s: with 11
+# protocol variants, 141 runs, a run's start, final reads and check cost
+# about as much as its load).
 SUITES = {
     "short": Suite(10.0, cells=((0.99, 8),)),
     "quick": Suite(6.0, cells=((0.99, 8), (0.0, 64)), fault=(1, 3, 1.0), bank_none=True),
