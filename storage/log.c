@@ -184,8 +184,13 @@ static struct st_item *extent_at(struct st_region *r, uint64_t off, uint64_t gc,
 	return it;
 }
 
-/* Free the extents chained from h that belong to txn (the slot retired, or
- * settled), and unchain them. */
+/* Free the extents chained from h that belong to txn, a transaction this
+ * pass settled (so its coordinator never gives them back), and unchain
+ * them. Not the extents of a slot found retired: its coordinator may
+ * have freed them already, and a block freed and being taken again by
+ * st_alloc (bitmap bit set, generation not yet new) would be freed a
+ * second time under its new owner. Those a coordinator died before
+ * freeing wait for this node's restart (st_recover). */
 static void free_extents(struct st_region *r, struct st_log_hdr *h, uint64_t txn)
 {
 	uint64_t off = ld(&h->ext), gc = ld(&h->ext_gc);
@@ -211,12 +216,6 @@ void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[
 		uint64_t soff = st_log_slot_off(L, coord, slot);
 		struct st_log_hdr *h = (struct st_log_hdr *)(r->base + soff);
 		uint64_t txn = ld(&h->txn);
-		if (!txn && !only && ld(&h->ext)) {
-			/* Retired, but its extents were not given back: the
-			 * coordinator died in between (st.h). */
-			free_extents(r, h, ld(&h->ext_txn));
-			st_region_persist(r, soff, sizeof(*h));
-		}
 		if (!txn || (only && only[slot] != txn))
 			continue;
 		bool committed = ld(&h->mark) == txn || (decided && decided[slot] == txn);

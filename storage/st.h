@@ -443,9 +443,10 @@ int st_reap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
  *   data    the records' bytes (ABSENT: not an item; never in the index)
  * then the records from byte 48. A transaction's records on one node take
  * at most ST_LOG_MAX_BYTES in all. Extents are freed once the slot is
- * retired (by the coordinator, or by st_log_resolve); a node's restart
- * (st_recover) frees any left behind, as it frees every block the index
- * does not name.
+ * retired: by the coordinator, or by st_log_resolve for a transaction it
+ * settles. Those of a coordinator that died between its retire and the
+ * frees stay allocated until the node restarts (st_recover frees every
+ * block the index does not name).
  *
  * Written by the coordinator through the fabric, in this order per node
  * (one endpoint, so applied in order): header and records; the in-place
@@ -470,8 +471,8 @@ struct st_log_hdr {
 	uint64_t mark;    /* == txn once the transaction committed */
 	uint64_t ext;     /* the first extent's offset; 0 = none */
 	uint64_t ext_gc;  /* its gen:32 | class:8 */
-	uint64_t ext_txn; /* the transaction the extents are of (kept at retire:
-			     st_log_resolve frees what a dead coordinator left) */
+	uint64_t ext_txn; /* the transaction the extents are of (== txn: the
+			     chain is this transaction's to follow) */
 	uint64_t pad[3];
 };
 
