@@ -293,13 +293,14 @@ int undo_build(struct txn *t)
 		if (!(u->nodes & (1ull << a->node)))
 			u->blen[a->node] = sizeof(struct st_log_hdr);
 		u->nodes |= 1ull << a->node;
-		u->blen[a->node] += st_rec_bytes(rec_payload(t, a));
+		uint32_t rec = st_rec_bytes(rec_payload(t, a));
+		if ((uint64_t)u->blen[a->node] + rec > ST_LOG_MAX_BYTES)
+			return CC_ETXNLOG; /* checked per record: blen is 32 bits */
+		u->blen[a->node] += rec;
 	}
 	uint64_t total = 0;
 	for (uint64_t m = u->nodes; m; m &= m - 1) {
 		unsigned nd = NODE_OF(m);
-		if (u->blen[nd] > ST_LOG_MAX_BYTES)
-			return CC_ETXNLOG;
 		u->boff[nd] = (uint32_t)total;
 		total += u->blen[nd];
 	}
