@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cc/cc.h"
@@ -64,6 +65,11 @@ struct durable {
 
 	int nworkers;
 	struct dworker *w;
+
+	/* The write-ahead log (st_region_is_wal): a round appends and syncs
+	 * the log instead of flushing pages; everysec syncs on a timer. */
+	bool wal, everysec;
+	uint64_t last_sync_us;  /* flusher only */
 
 	uint64_t rng;           /* shuffle(): flusher only */
 	/* ck_pr counters: flusher writes, anyone reads */
@@ -204,6 +210,37 @@ static int persist_all(struct durable *d, struct fab_range *r, size_t n, uint64_
 	return err;
 }
 
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* everysec: wait for requests, but wake to sync the log once a second
+ * (d->lock held). Returns with a request queued, or stop, or the second
+ * up (then the caller syncs). */
+static bool wait_round(struct durable *d)
+{
+	if (!d->everysec) {
+		while (!d->head && !d->stop)
+			pthread_cond_wait(&d->cond, &d->lock);
+		return false;
+	}
+	while (!d->head && !d->stop) {
+		uint64_t due = d->last_sync_us + 1000000u, now = mono_us();
+		if (now >= due)
+			return true;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000u;
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		pthread_cond_timedwait(&d->cond, &d->lock, &ts);
+	}
+	return false;
+}
+
 static void *flusher_main(void *arg)
 {
 	struct durable *d = arg;
@@ -211,10 +248,16 @@ static void *flusher_main(void *arg)
 	struct fab_range *cur = NULL;
 	size_t curcap = 0;
 	bool logged = false;
+	d->last_sync_us = mono_us();
 	for (;;) {
 		pthread_mutex_lock(&d->lock);
-		while (!d->head && !d->stop)
-			pthread_cond_wait(&d->cond, &d->lock);
+		bool tick = wait_round(d);
+		if (tick) {
+			pthread_mutex_unlock(&d->lock);
+			(void)st_wal_flush(n->region, true); /* everysec's sync */
+			d->last_sync_us = mono_us();
+			continue;
+		}
 		if (!d->head) { /* stop, and nothing left */
 			pthread_mutex_unlock(&d->lock);
 			break;
@@ -233,8 +276,18 @@ static void *flusher_main(void *arg)
 		d->head = d->tail = NULL;
 		pthread_mutex_unlock(&d->lock);
 
-		size_t m = durable_merge(r, nr, PAGE);
-		int err = persist_all(d, r, m, whole, true);
+		int err;
+		if (d->wal) {
+			/* Every write of the requests' transactions was noted when it
+			 * was made (fab_journal), before they queued: this record
+			 * holds them all. */
+			err = st_wal_flush(n->region, !d->everysec);
+			if (!d->everysec)
+				d->last_sync_us = mono_us();
+		} else {
+			size_t m = durable_merge(r, nr, PAGE);
+			err = persist_all(d, r, m, whole, true);
+		}
 		if (err && !logged) {
 			cc_log(n, CC_LOG_WARNING,
 				"persistence power: a flush failed (%s): the commits waiting for it "
@@ -269,7 +322,13 @@ static void *flusher_main(void *arg)
 		ck_pr_add_64(&d->requests, nreq);
 		ck_pr_add_64(&n->gc_commits, ncommit);
 		ck_pr_add_64(&n->gc_flushes, 1);
+		if (d->everysec && mono_us() >= d->last_sync_us + 1000000u) {
+			(void)st_wal_flush(n->region, true); /* busy: the second is up */
+			d->last_sync_us = mono_us();
+		}
 	}
+	if (d->wal)
+		(void)st_wal_flush(n->region, true);
 	free(cur);
 	return NULL;
 }
@@ -347,8 +406,10 @@ int durable_wait(struct txn *t, bool commit)
 	struct durable *d = t->node->durable;
 	struct cc_worker *w = t->ccw;
 	struct fab_dirty *fd = fab_worker_dirty(w->fw);
-	if (!d || !fd)
+	if (!d || (!d->wal && !fd))
 		return 0;
+	if (d->wal && !sched_in_coro(w->sched))
+		return st_wal_flush(t->node->region, !d->everysec);
 	if (!sched_in_coro(w->sched)) {
 		/* No coroutine to park (a test driving transactions from a
 		 * plain thread): persist here. Concurrent with the flusher is
@@ -362,7 +423,7 @@ int durable_wait(struct txn *t, bool commit)
 	struct dreq rq = { .worker = w->worker_id, .commit = commit };
 	rq.handle = sched_self(w->sched);
 	pthread_mutex_lock(&d->lock);
-	int rc = queue_ranges_locked(d, fd);
+	int rc = d->wal ? 0 : queue_ranges_locked(d, fd);
 	if (rc == 0) {
 		if (d->tail)
 			d->tail->qnext = &rq;
@@ -374,8 +435,10 @@ int durable_wait(struct txn *t, bool commit)
 	pthread_mutex_unlock(&d->lock);
 	if (rc)
 		return rc;
-	fd->n = 0;
-	fd->overflow = 0;
+	if (fd) {
+		fd->n = 0;
+		fd->overflow = 0;
+	}
 	struct dworker *dw = &d->w[w->worker_id];
 	rq.wnext = dw->waiting;
 	dw->waiting = &rq;
@@ -395,6 +458,18 @@ int durable_wait(struct txn *t, bool commit)
 
 /* ---- start and stop ---- */
 
+static void journal_lock(void *arg) { st_wal_lock(arg); }
+static void journal_unlock(void *arg) { st_wal_unlock(arg); }
+static void journal_note(void *arg, uint64_t off, const void *src, uint32_t len)
+{
+	st_wal_note(arg, off, src, len);
+}
+
+bool durable_ordered(const struct cc_node *n)
+{
+	return n->durable && n->durable->wal;
+}
+
 int durable_start(struct cc_node *n, char *err, size_t errlen)
 {
 	struct durable *d = calloc(1, sizeof(*d));
@@ -403,6 +478,8 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	d->n = n;
+	d->wal = st_region_is_wal(n->region);
+	d->everysec = d->wal && n->durable_everysec;
 	d->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
 	d->nworkers = n->nworkers;
 	d->w = calloc((size_t)d->nworkers, sizeof(*d->w));
@@ -432,8 +509,18 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 		goto fail;
 	}
 	d->started = true;
-	st_region_set_persister(n->region, index_persist, d);
-	fab_track_writes(n->fab);
+	if (d->wal) {
+		/* Order is the log's (storage/wal.c invariant (1)): no page
+		 * flushes, so no ranges to track, and the index's kick-out
+		 * needs no persister. */
+		struct st_region *rg = n->region;
+		fab_set_journal(n->fab, fab_self(n->fab),
+				&(struct fab_journal){ .lock = journal_lock, .note = journal_note,
+						       .unlock = journal_unlock, .arg = rg });
+	} else {
+		st_region_set_persister(n->region, index_persist, d);
+		fab_track_writes(n->fab);
+	}
 	fab_set_aux(n->fab, &(struct fab_aux){ .fd = aux_fd, .poll = aux_poll, .arg = d });
 	n->durable = d;
 	return 0;

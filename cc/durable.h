@@ -65,6 +65,15 @@ void durable_stop(struct cc_node *n);
  */
 int durable_wait(struct txn *t, bool commit);
 
+/*
+ * durable_ordered - true when what a transaction writes reaches the medium
+ * in the order it was written (the write-ahead log, storage/wal.c
+ * invariant (1)): a later write is never durable without every earlier
+ * one, so only the commit point needs a wait. False for page flushes
+ * (msync, pmem_persist), where each step waits (cc/prim.c).
+ */
+bool durable_ordered(const struct cc_node *n);
+
 /* Totals since start (any thread; relaxed reads). */
 struct durable_stats {
 	uint64_t rounds;    /* flusher rounds that persisted anything (n->gc_flushes) */

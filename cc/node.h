@@ -150,6 +150,10 @@ struct cc_node {
 	/* persistence power: group commit (cc/durable.c), NULL otherwise. Set
 	 * at start before the workers, cleared after they stopped. */
 	struct durable *durable;
+	/* With the write-ahead log (st_region_is_wal): sync it once a second,
+	 * not before each reply (persistence power-everysec). Set before
+	 * durable_start. */
+	bool durable_everysec;
 	/* Group commit: flusher rounds (each one msync per distinct page
 	 * range), and transactions whose commit point those rounds made
 	 * durable; gc_commits / gc_flushes is the commits one flush served.

@@ -436,7 +436,10 @@ static void post_unlocks(struct txn *t, bool abort)
  * after its own P1 and P2, which the flusher serves after those marks
  * (durable.h invariant (1)); until then the decision stands for them.
  * Round trips are unchanged except the single-node case (3); durable
- * waits: 3 per committing transaction with writes. The single-node case's
+ * waits: 3 per committing transaction with writes. With the write-ahead
+ * log (durable_ordered), a write is never durable before an earlier one,
+ * so P1 and P2 hold by order alone: only P3 waits, one sync per commit,
+ * and the single-node case keeps its one batch before that wait. The single-node case's
  * lock releases are not noted for persistence at all (untracked): recovery
  * releases every lock.
  */
@@ -475,6 +478,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		}
 	}
 	const bool power = t->node->durable != NULL;
+	const bool ordered = power && durable_ordered(t->node); /* no P1, P2 waits */
 	if (!wnodes) {
 		post_unlocks(t, false);
 		t->batch.untracked = power; /* lock words need no persistence */
@@ -491,7 +495,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		return rc;
 	undo_post_records(t);
 	t->undo.phase = UNDO_INSTALLED;
-	if (power && ((rc = prim_exec(t)) || (rc = persist_step(t, false))))
+	if (power && !ordered && ((rc = prim_exec(t)) || (rc = persist_step(t, false))))
 		return rc; /* (P1) */
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
@@ -507,10 +511,12 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 
 	if (!reloc && (wnodes & (wnodes - 1)) == 0) {
 		uint16_t nd = (uint16_t)__builtin_ctzll(wnodes);
-		if (power && ((rc = prim_exec(t)) || (rc = run_check(t, check)) ||
-			      (rc = persist_step(t, false))))
+		if (power && !ordered &&
+		    ((rc = prim_exec(t)) || (rc = run_check(t, check)) ||
+		     (rc = persist_step(t, false))))
 			return rc; /* (P2) */
-		if (!power && check && ((rc = prim_exec(t)) || (rc = run_check(t, check))))
+		if ((!power || ordered) && check &&
+		    ((rc = prim_exec(t)) || (rc = run_check(t, check))))
 			return rc; /* the abort hook rolls back (UNDO_INSTALLED) */
 		/* The retire (txn := 0) is the commit point: a slot whose records
 		 * are retired is kept whole by recovery, one still naming us is
@@ -559,7 +565,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		if ((a->mode & ACC_W) && acc_relocates(a, t->node->layout) && (rc = reloc_swap(t, a)))
 			return rc;
 	}
-	if (power && (rc = persist_step(t, false)))
+	if (power && !ordered && (rc = persist_step(t, false)))
 		return rc; /* (P2) */
 	undo_post_decision(t);
 	/* Without power, where this CPU applies the own region's ops, the
@@ -638,7 +644,7 @@ void prim_release_locks(struct txn *t)
 		/* Power: the old images must be durable before the records that
 		 * could restore them are retired; a cut in between would keep the
 		 * retire and lose the rollback. */
-		if (t->node->durable) {
+		if (t->node->durable && !durable_ordered(t->node)) {
 			if (prim_exec(t) != 0)
 				failed |= t->batch.failed;
 			else if (persist_step(t, false) != 0)

@@ -240,6 +240,43 @@ void fab_track_writes(struct fab *f)
 	f->track = true;
 }
 
+void fab_set_journal(struct fab *f, uint16_t node, const struct fab_journal *j)
+{
+	if (node >= FAB_MAX_NODES)
+		return;
+	f->peers[node].journaled = j != NULL;
+	if (j)
+		f->peers[node].journal = *j;
+}
+
+/* Apply one checked op to a region this CPU reaches, through the node's
+ * journal when it has one (struct fab_journal). */
+static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked)
+{
+	if (!p->journaled || untracked || op->kind == FAB_READ) {
+		(void)fab_apply_one(p->base, op);
+		return;
+	}
+	const struct fab_journal *j = &p->journal;
+	uint64_t old = 0, *keep = op->old;
+	op->old = &old;
+	j->lock(j->arg);
+	(void)fab_apply_one(p->base, op);
+	if (op->kind == FAB_WRITE) {
+		j->note(j->arg, op->off, op->buf, op->len);
+	} else if (op->kind == FAB_CAS) {
+		if (old == op->cmp)
+			j->note(j->arg, op->off, &op->swp, 8);
+	} else {
+		uint64_t now = old + op->swp;
+		j->note(j->arg, op->off, &now, 8);
+	}
+	j->unlock(j->arg);
+	op->old = keep;
+	if (keep)
+		*keep = old;
+}
+
 struct fab_dirty *fab_worker_dirty(struct fab_worker *fw)
 {
 	return fw->dirty;
@@ -435,7 +472,7 @@ int fab_exec(struct fab_batch *b)
 	 * here in posting order, checked above. */
 	if (all_direct) {
 		for (int i = 0; i < n; i++)
-			(void)fab_apply_one(f->peers[b->ops[i].node].base, &b->ops[i]);
+			apply_direct(&f->peers[b->ops[i].node], &b->ops[i], b->untracked);
 		return exec_done(b, f, 0);
 	}
 
@@ -453,7 +490,7 @@ int fab_exec(struct fab_batch *b)
 		struct fab_op *op = &b->ops[i];
 		struct fab_peer *p = &f->peers[op->node];
 		if (p->direct) {
-			(void)fab_apply_one(p->base, op); /* checked above */
+			apply_direct(p, op, b->untracked); /* checked above */
 			continue;
 		}
 		int j;

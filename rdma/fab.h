@@ -323,6 +323,25 @@ void fab_track_writes(struct fab *f);
 struct fab_dirty *fab_worker_dirty(struct fab_worker *fw);
 
 /*
+ * struct fab_journal - a write-ahead log of a region this CPU applies ops
+ * to (persistence power's log, storage/wal.c). For each WRITE, CAS and
+ * FAA that fab_exec applies directly to that node (not those of an
+ * untracked batch: lock releases), it calls lock, applies the op, calls
+ * note with the bytes the op left there (a CAS that did not swap left
+ * none: no note), then unlock. So two writes to the same bytes are noted
+ * in the order they were made. READs take no lock.
+ */
+struct fab_journal {
+	void (*lock)(void *arg);
+	void (*note)(void *arg, uint64_t off, const void *src, uint32_t len);
+	void (*unlock)(void *arg);
+	void *arg;
+};
+/* fab_set_journal - journal node's directly applied writes through j
+ * (copied; NULL: stop). Main thread, before any exec on node. */
+void fab_set_journal(struct fab *f, uint16_t node, const struct fab_journal *j);
+
+/*
  * fab_persist - make [off, off+len) of node's region durable (msync of the
  * pages that hold it), for a region this process maps and reaches
  * directly: the own region (except on verbs) and shm peers, whose page

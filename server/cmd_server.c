@@ -834,7 +834,9 @@ static void info_persistence(struct info_ctx *x)
 	/* What the data survives (conf/rckv.conf "persistence"). */
 	const char *durable = strcasecmp(mode, "none") == 0    ? "nothing (lost at exit)"
 			      : strcasecmp(mode, "power") == 0 ? "power loss"
-							       : "process crash";
+			      : strcasecmp(mode, "power-everysec") == 0
+				      ? "process crash; power loss but the last second"
+				      : "process crash";
 	srv_sbuf_printf(x->b,
 			"# Persistence\r\n"
 			"loading:0\r\n"
@@ -862,9 +864,55 @@ static void info_persistence(struct info_ctx *x)
 			(unsigned long long)rs->locks_released, (unsigned long long)gc_flushes,
 			(unsigned long long)gc_commits,
 			gc_flushes ? (double)gc_commits / (double)gc_flushes : 0.0);
+	srv_sbuf_printf(x->b, "persistence_path:%s\r\n", srv_durable_path(n));
+	struct st_wal_stats ws;
+	st_wal_get_stats(n->cc.region, &ws);
+	if (st_region_is_wal(n->cc.region)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+		if (n->fsync_rate_at_us == 0 || now - n->fsync_rate_at_us >= 1000000u) {
+			if (n->fsync_rate_at_us)
+				n->fsync_rate = (double)(ws.fsyncs - n->fsync_rate_count) * 1e6 /
+						(double)(now - n->fsync_rate_at_us);
+			n->fsync_rate_at_us = now;
+			n->fsync_rate_count = ws.fsyncs;
+		}
+		time_t t = time(NULL);
+		srv_sbuf_printf(
+			x->b,
+			"log_bytes:%llu\r\n"
+			"log_segment:%llu\r\n"
+			"log_records:%llu\r\n"
+			"log_fsyncs:%llu\r\n"
+			"log_fsyncs_per_sec:%.1f\r\n"
+			"log_commits_per_fsync:%.2f\r\n"
+			"log_last_error:%s\r\n"
+			"log_replayed_records:%llu\r\n"
+			"log_torn_bytes_ignored:%llu\r\n"
+			"checkpoint_log_size:%lld\r\n"
+			"checkpoints:%llu\r\n"
+			"checkpoint_in_progress:%d\r\n"
+			"checkpoint_age_sec:%lld\r\n"
+			"checkpoint_last_ms:%.1f\r\n"
+			"checkpoint_last_bytes:%llu\r\n"
+			"checkpoint_last_error:%s\r\n",
+			(unsigned long long)ws.log_bytes, (unsigned long long)ws.segment,
+			(unsigned long long)ws.records, (unsigned long long)ws.fsyncs, n->fsync_rate,
+			ws.fsyncs ? (double)gc_commits / (double)ws.fsyncs : 0.0,
+			ws.flush_err ? strerror(-ws.flush_err) : "none",
+			(unsigned long long)ws.replayed_records, (unsigned long long)ws.torn_bytes,
+			n->cfg.checkpoint_log_size, (unsigned long long)ws.checkpoints,
+			ws.checkpoint_running ? 1 : 0,
+			ws.checkpoint_at ? (long long)(t - (time_t)ws.checkpoint_at) : -1LL,
+			(double)ws.checkpoint_us / 1000.0, (unsigned long long)ws.checkpoint_bytes,
+			ws.checkpoint_err ? strerror(-ws.checkpoint_err) : "none");
+	}
 	if (n->cfg.power_sim) /* the count power-sim-crash-after cuts at */
 		srv_sbuf_printf(x->b, "power_sim_persists:%llu\r\n",
-				(unsigned long long)st_region_sim_persists(n->cc.region));
+				(unsigned long long)(st_region_is_wal(n->cc.region)
+							     ? ws.sim_persists
+							     : st_region_sim_persists(n->cc.region)));
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 

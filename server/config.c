@@ -63,7 +63,9 @@ struct opt {
 	const char *def;             /* default as text; OT_PSEUDO: the CONFIG GET value */
 };
 
-static const char *const persistence_choices[] = { "none", "process", "power", NULL };
+static const char *const crash_in_choices[] = { "any", "checkpoint", NULL };
+static const char *const persistence_choices[] = { "none", "process", "power", "power-everysec",
+						     NULL };
 static const char *const loglevel_choices[] = { "debug", "verbose", "notice", "warning", NULL };
 static const char *const fabric_choices[] = { "shm", "tcp", "verbs", NULL };
 static const char *const lock_mode_choices[] = { "exclusive", "shared", NULL };
@@ -127,7 +129,12 @@ static const struct opt options[] = {
 	{ "memory", OT_MEM, false, OFF(memory), 16LL << 20, 1LL << 44, NULL, "512mb" },
 	{ "dir", OT_STR, false, OFF(dir), 0, 0, NULL, "./data" },
 	{ "persistence", OT_ENUM, false, OFF(persistence), 0, 0, persistence_choices, "process" },
+	{ "power-log", OT_BOOL, false, OFF(power_log), 0, 0, NULL, "yes" },
+	{ "checkpoint-log-size", OT_MEM, false, OFF(checkpoint_log_size), 64LL << 10, 1LL << 44,
+	  NULL, "64mb" },
 	{ "power-sim", OT_BOOL, false, OFF(power_sim), 0, 0, NULL, "no" },
+	{ "power-sim-crash-in", OT_ENUM, false, OFF(power_sim_crash_in), 0, 0, crash_in_choices,
+	  "any" },
 	{ "power-sim-crash-after", OT_LL, false, OFF(power_sim_crash_after), 0, LLONG_MAX, NULL,
 	  "0" },
 	/* fabric and cluster */

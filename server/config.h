@@ -57,9 +57,12 @@ struct srv_config {
 	/* storage */
 	long long memory;               /* memory 512mb: MemStore region bytes */
 	char *dir;                      /* dir ./data */
-	char *persistence;              /* persistence process: none|process|power */
+	char *persistence;              /* persistence process: none|process|power|power-everysec */
+	bool power_log;                 /* power-log yes: power off pmem keeps a write-ahead log */
+	long long checkpoint_log_size;  /* checkpoint-log-size 64mb: log between checkpoints */
 	bool power_sim;                 /* power-sim no: simulate power loss (testing) */
 	long long power_sim_crash_after; /* power-sim-crash-after 0: cut at this persist */
+	char *power_sim_crash_in;       /* power-sim-crash-in any: count only checkpoint persists */
 
 	/* fabric and cluster */
 	int node_id;                    /* node 1 */

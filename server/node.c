@@ -100,7 +100,7 @@ static enum st_persistence persistence_of(const char *s)
 {
 	if (strcasecmp(s, "none") == 0)
 		return ST_PERSIST_NONE;
-	if (strcasecmp(s, "power") == 0)
+	if (strcasecmp(s, "power") == 0 || strcasecmp(s, "power-everysec") == 0)
 		return ST_PERSIST_POWER;
 	return ST_PERSIST_PROCESS;
 }
@@ -194,6 +194,19 @@ static int check_power(const struct node *n, const struct st_config *sc, char *e
 		return -1;
 	}
 	return 0;
+}
+
+const char *srv_durable_path(struct node *n)
+{
+	struct st_region *r = n->cc.region;
+	if (!r || persistence_of(n->cfg.persistence) != ST_PERSIST_POWER)
+		return "none";
+	if (st_region_is_wal(r))
+		return n->cc.durable_everysec ? "write-ahead log, fdatasync every second"
+					      : "write-ahead log, fdatasync per commit round";
+	if (st_region_is_pmem(r))
+		return "pmem_persist (persistent memory)";
+	return "msync of the changed pages";
 }
 
 void srv_node_limits(struct node *n)
@@ -299,6 +312,11 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		.persistence = persistence_of(n->cfg.persistence),
 		.power_sim = n->cfg.power_sim,
 		.power_sim_crash_after = (uint64_t)n->cfg.power_sim_crash_after,
+		.power_sim_crash_in_checkpoint = strcasecmp(n->cfg.power_sim_crash_in, "checkpoint") == 0,
+		/* The log is one node's: a cluster's commits span nodes, whose
+		 * regions keep today's page flushes (README, persistence). */
+		.wal = n->cfg.power_log && n->cfg.ncluster_nodes == 0,
+		.checkpoint_bytes = (uint64_t)n->cfg.checkpoint_log_size,
 	};
 	if (check_power(n, &sc, err, errlen) != 0)
 		goto fail_cc;
@@ -310,6 +328,15 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	}
 	n->cc.layout = st_region_layout(n->cc.region);
 	struct st_header *h = st_region_header(n->cc.region);
+	struct st_wal_stats ws;
+	st_wal_get_stats(n->cc.region, &ws);
+	if (ws.replayed_segments)
+		srv_log(n, LOG_NOTICE,
+			"write-ahead log: replayed %llu records (%llu bytes) from %llu segments",
+			(unsigned long long)ws.replayed_records, (unsigned long long)ws.replayed_bytes,
+			(unsigned long long)ws.replayed_segments);
+	if (ws.torn[0])
+		srv_log(n, LOG_WARNING, "write-ahead log: %s", ws.torn);
 	if (st_region_reopened(n->cc.region)) {
 		n->recovered_unclean = !st_region_was_clean(n->cc.region);
 		uint64_t live = 0;
@@ -325,11 +352,21 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		}
 		n->recovered_keys = live;
 	}
-	if (h->protocol_id != protocol_id(proto)) {
+	if (h->protocol_id != protocol_id(proto) || ws.replayed_records) {
+		/* A replayed log may carry metadata of a protocol switched to
+		 * after the checkpoint (the switch itself is not logged). */
 		st_reset_meta(n->cc.region);
 		h->protocol_id = protocol_id(proto);
 	}
 	n->cc.proto_epoch = h->protocol_epoch;
+	if (st_region_is_wal(n->cc.region)) {
+		/* Recovery and the lines above wrote the region without the
+		 * log: a checkpoint takes them in before any commit. */
+		bool ck = n->recovered_unclean || ws.replayed_records || ws.torn[0] ||
+			  !st_region_reopened(n->cc.region);
+		if (st_wal_start(n->cc.region, ck, err, errlen) != 0)
+			goto fail_region;
+	}
 
 	struct fab_config fc = { .backend = n->cfg.fabric, .self = (uint16_t)n->cfg.node_id,
 				 .delay_us = (uint32_t)n->cfg.fabric_delay_us,
@@ -342,14 +379,14 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		goto fail_listen;
 	if (sc.persistence == ST_PERSIST_POWER) {
 		/* Group commit (cc/durable.c): before the workers' endpoints,
-		 * which it equips with write tracking and its wake-up fd. */
+		 * which it equips with write tracking (or the log's journal)
+		 * and its wake-up fd. */
+		n->cc.durable_everysec = strcasecmp(n->cfg.persistence, "power-everysec") == 0;
 		if (durable_start(&n->cc, err, errlen) != 0)
 			goto fail_listen;
-		srv_log(n, LOG_NOTICE, "persistence power: %s, group commit on",
-			st_region_is_sim(n->cc.region)
-				? "power-sim (the region file gets only the pages persisted)"
-			: st_region_is_pmem(n->cc.region) ? "pmem_persist (persistent memory)"
-						       : "pmem_msync of the changed pages");
+		srv_log(n, LOG_NOTICE, "persistence %s: %s%s, group commit on", n->cfg.persistence,
+			srv_durable_path(n),
+			n->cfg.power_sim ? " (power-sim: the files get only what is persisted)" : "");
 	}
 
 	for (int i = 0; i < n->cfg.nbind; i++)

@@ -83,6 +83,9 @@ struct node {
 	struct st_log_stats recovery;  /* what recovery settled at start */
 	uint64_t recovery_ms;
 	bool recovered_unclean;       /* the last stop was not clean */
+	/* INFO's log fsyncs per second: the last two samples (cfg_lock). */
+	uint64_t fsync_rate_at_us, fsync_rate_count;
+	double fsync_rate;
 };
 
 /* The server node that embeds a cc node (cc's hooks get the cc node). */

@@ -23,6 +23,8 @@ void srv_request_shutdown(struct node *n);
  * txn-timeout, mvcc-versions, maat-list-slots, testing) into n->cc.limits: at start, and
  * after every CONFIG SET. Any thread. */
 void srv_node_limits(struct node *n);
+/* How persistence power makes commits durable on this node (INFO, log). */
+const char *srv_durable_path(struct node *n);
 
 /* Stop the workers, close the region cleanly, free everything. */
 void srv_node_stop(struct node *n);

@@ -267,12 +267,12 @@ bool st_region_is_sim(struct st_region *r) { return r->sim; }
 
 const char *st_region_durable_path(struct st_region *r)
 {
-	return r->sim ? r->sim_path : r->path;
+	return r->sim ? r->sim_path : r->wal ? r->wal_path : r->path;
 }
 
 int st_region_persist_checked(struct st_region *r, uint64_t off, uint64_t len)
 {
-	if (r->persistence != ST_PERSIST_POWER || off >= r->layout.size || len == 0)
+	if (r->persistence != ST_PERSIST_POWER || r->wal || off >= r->layout.size || len == 0)
 		return 0;
 	if (len > r->layout.size - off)
 		len = r->layout.size - off;
@@ -288,7 +288,7 @@ int st_region_persist_checked(struct st_region *r, uint64_t off, uint64_t len)
 
 int st_region_persist_ranges(struct st_region *r, const struct fab_range *rg, size_t n)
 {
-	if (r->persistence != ST_PERSIST_POWER || n == 0)
+	if (r->persistence != ST_PERSIST_POWER || r->wal || n == 0)
 		return 0;
 	int err = 0;
 	if (r->sim || r->is_pmem || n == 1) {
@@ -561,21 +561,23 @@ static void sweep_dead_shm(void)
 }
 
 /*
- * power-sim: the region file is open, validated (or created), locked and
- * mapped at r->base. Copy it into a fresh volatile file, map that instead
- * and keep the region file's fd for the copies of st_region_persist. On
- * failure the caller unmaps r->base and closes r->fd.
+ * The region file is open, validated (or created), locked and mapped at
+ * r->base. Copy it into a fresh volatile file,
+ * /dev/shm/rckv-<pid>-node-<id>-<tag>.region, and map that instead; r->fd
+ * becomes the volatile file's and the region file's fd is returned in
+ * *durable_fd. On failure the caller unmaps r->base and closes r->fd.
  */
-static int sim_start(struct st_region *r, const struct st_config *cfg, char *err, size_t errlen)
+static int volatile_copy(struct st_region *r, const struct st_config *cfg, const char *tag,
+			 int *durable_fd, char *err, size_t errlen)
 {
 	char vpath[PATH_MAX];
 	sweep_dead_shm();
-	snprintf(vpath, sizeof(vpath), "/dev/shm/rckv-%d-node-%u-sim.region", (int)getpid(),
-		 cfg->node_id);
+	snprintf(vpath, sizeof(vpath), "/dev/shm/rckv-%d-node-%u-%s.region", (int)getpid(),
+		 cfg->node_id, tag);
 	(void)unlink(vpath);
 	int vfd = open(vpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (vfd < 0) {
-		snprintf(err, errlen, "power-sim: cannot create %s: %s", vpath, strerror(errno));
+		snprintf(err, errlen, "cannot create %s: %s", vpath, strerror(errno));
 		return -errno;
 	}
 	int rc = 0;
@@ -596,11 +598,6 @@ static int sim_start(struct st_region *r, const struct st_config *cfg, char *err
 			goto fail;
 		pos = end;
 	}
-	char *buf = malloc(SIM_BUF_BYTES);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto fail;
-	}
 	size_t len = 0;
 	int is_pmem = 0;
 	char *vbase = pmem_map_file(vpath, 0, 0, 0, &len, &is_pmem);
@@ -608,30 +605,134 @@ static int sim_start(struct st_region *r, const struct st_config *cfg, char *err
 		rc = vbase ? -EINVAL : (errno ? -errno : -EIO);
 		if (vbase)
 			pmem_unmap(vbase, len);
-		free(buf);
 		goto fail;
 	}
-	r->sim_buf = buf;
 	pmem_unmap(r->base, r->mapped_len);
 	r->base = vbase;
 	r->mapped_len = len;
-	r->is_pmem = 0; /* the durable medium is the file, reached by copies */
-	r->sim = true;
-	r->sim_fd = r->fd;
+	r->is_pmem = 0; /* the durable medium is reached by copies or a log */
+	*durable_fd = r->fd;
 	r->fd = vfd;
-	r->sim_crash_after = cfg->power_sim_crash_after;
-	r->sim_persists = 0;
-	pthread_mutex_init(&r->sim_lock, NULL);
-	snprintf(r->sim_path, sizeof(r->sim_path), "%s", r->path);
 	snprintf(r->path, sizeof(r->path), "%s", vpath);
 	r->unlink_at_close = true;
 	return 0;
 fail:
-	snprintf(err, errlen, "power-sim: cannot make the volatile copy %s: %s", vpath,
-		 strerror(-rc));
+	snprintf(err, errlen, "cannot make the volatile copy %s: %s", vpath, strerror(-rc));
 	close(vfd);
 	(void)unlink(vpath);
 	return rc;
+}
+
+/* power-sim: the region's pages reach the region file by copies (st.h). */
+static int sim_start(struct st_region *r, const struct st_config *cfg, char *err, size_t errlen)
+{
+	char *buf = malloc(SIM_BUF_BYTES);
+	if (!buf) {
+		snprintf(err, errlen, "power-sim: out of memory");
+		return -ENOMEM;
+	}
+	char durable[PATH_MAX];
+	snprintf(durable, sizeof(durable), "%s", r->path);
+	char verr[PATH_MAX + 100] = "";
+	int rc = volatile_copy(r, cfg, "sim", &r->sim_fd, verr, sizeof(verr));
+	if (rc) {
+		snprintf(err, errlen, "power-sim: %s", verr);
+		free(buf);
+		return rc;
+	}
+	r->sim_buf = buf;
+	r->sim = true;
+	r->sim_crash_after = cfg->power_sim_crash_after;
+	r->sim_persists = 0;
+	pthread_mutex_init(&r->sim_lock, NULL);
+	snprintf(r->sim_path, sizeof(r->sim_path), "%s", durable);
+	return 0;
+}
+
+/*
+ * The write-ahead log (st.h): the region file is the last checkpoint.
+ * Map a volatile copy of it, replay the log onto the copy, and keep the
+ * log's state for st_wal_start.
+ */
+static int wal_open(struct st_region *r, const struct st_config *cfg, const char *dir,
+		    char *err, size_t errlen)
+{
+	snprintf(r->wal_path, sizeof(r->wal_path), "%s", r->path);
+	int dfd = -1;
+	char verr[PATH_MAX + 100] = "";
+	int rc = volatile_copy(r, cfg, "wal", &dfd, verr, sizeof(verr));
+	if (rc) {
+		snprintf(err, errlen, "write-ahead log: %s", verr);
+		return rc;
+	}
+	struct st_wal_stats st;
+	memset(&st, 0, sizeof(st));
+	struct stat sb;
+	if (fstat(dfd, &sb) == 0) /* the checkpoint's age, until the next one */
+		st.checkpoint_at = (uint64_t)sb.st_mtime;
+	close(dfd); /* the lock that counts is lock_fd's: checkpoints rename */
+	uint64_t next = 1;
+	rc = st_wal_replay_dir(dir, cfg->node_id, r->base, r->layout.size, &next, &st, err,
+			       errlen);
+	if (rc == 0)
+		rc = st_wal_init(r, cfg, next, &st, err, errlen);
+	if (rc) {
+		pmem_unmap(r->base, r->mapped_len);
+		r->base = NULL;
+		(void)unlink(r->path);
+		return rc;
+	}
+	if (st.replayed_records || st.torn_bytes)
+		r->was_clean = false;
+	return 0;
+}
+
+/*
+ * A region file opened without the log whose dir still holds log
+ * segments (the last run had the write-ahead log; this one does not):
+ * replay them into the file, make it durable, then drop them.
+ */
+static int replay_into_file(struct st_region *r, const struct st_config *cfg, const char *dir,
+			    char *err, size_t errlen)
+{
+	struct st_wal_stats st;
+	memset(&st, 0, sizeof(st));
+	uint64_t next = 1;
+	int rc = st_wal_replay_dir(dir, cfg->node_id, r->base, r->layout.size, &next, &st, err,
+				   errlen);
+	if (rc || st.replayed_segments == 0)
+		return rc;
+	if (st.replayed_records || st.torn_bytes)
+		r->was_clean = false;
+	struct st_header *h = st_region_header(r);
+	h->wal_gen = next;
+	if (r->is_pmem)
+		pmem_persist(r->base, r->layout.size);
+	else if (pmem_msync(r->base, r->layout.size) != 0)
+		return errno ? -errno : -EIO;
+	char seg[PATH_MAX + 64];
+	for (uint64_t g = 0; g < next; g++) {
+		snprintf(seg, sizeof(seg), "%s/node-%u-%" PRIu64 ".wal", dir, cfg->node_id, g);
+		(void)unlink(seg);
+	}
+	return 0;
+}
+
+/* <dir>/node-<id>.lock, held for as long as the region is open: the region
+ * file itself is renamed over by checkpoints (invariant (3)). */
+static int lock_dir(struct st_region *r, const char *dir, unsigned node, char *err,
+		    size_t errlen)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/node-%u.lock", dir, node);
+	r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (r->lock_fd < 0) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -errno;
+	}
+	char what[PATH_MAX + 64];
+	snprintf(what, sizeof(what), "%s/node-%u.region", dir, node);
+	return lock_file(r->lock_fd, what, err, errlen);
 }
 
 int st_region_open(const struct st_config *cfg, struct st_region **out, char *err, size_t errlen)
@@ -642,6 +743,7 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 		return -ENOMEM;
 	}
 	r->fd = -1;
+	r->lock_fd = -1;
 	r->persistence = cfg->persistence;
 	int rc = st_layout_compute(cfg->size, cfg->log_nodes, &r->layout, err, errlen);
 	if (rc)
@@ -678,15 +780,17 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 		rc = -ENAMETOOLONG;
 		goto fail;
 	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot create directory %s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	if ((rc = lock_dir(r, dir, cfg->node_id, err, errlen)) != 0)
+		goto fail;
 	r->fd = open(r->path, O_RDWR | O_CLOEXEC);
 	if (r->fd >= 0) {
 		rc = open_existing(r, cfg, err, errlen);
 	} else if (errno == ENOENT) {
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-			rc = -errno;
-			snprintf(err, errlen, "cannot create directory %s: %s", dir, strerror(errno));
-			goto fail;
-		}
 		rc = create_new(r, cfg, true, err, errlen);
 	} else {
 		rc = -errno;
@@ -698,16 +802,28 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 	char abs[PATH_MAX];
 	if (realpath(r->path, abs))
 		snprintf(r->path, sizeof(r->path), "%s", abs);
-	if (cfg->power_sim && cfg->persistence == ST_PERSIST_POWER &&
-	    (rc = sim_start(r, cfg, err, errlen)) != 0) {
-		pmem_unmap(r->base, r->mapped_len);
-		goto fail;
+	if (cfg->persistence == ST_PERSIST_POWER && cfg->wal && !r->is_pmem) {
+		if ((rc = wal_open(r, cfg, dir, err, errlen)) != 0) {
+			if (r->base)
+				pmem_unmap(r->base, r->mapped_len);
+			goto fail;
+		}
+	} else {
+		rc = replay_into_file(r, cfg, dir, err, errlen);
+		if (rc == 0 && cfg->power_sim && cfg->persistence == ST_PERSIST_POWER)
+			rc = sim_start(r, cfg, err, errlen);
+		if (rc) {
+			pmem_unmap(r->base, r->mapped_len);
+			goto fail;
+		}
 	}
 	*out = r;
 	return 0;
 fail:
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->lock_fd >= 0)
+		close(r->lock_fd);
 	free(r);
 	return rc;
 }
@@ -716,7 +832,9 @@ void st_region_close(struct st_region *r, bool clean)
 {
 	if (!r)
 		return;
-	if (clean) {
+	if (r->wal) {
+		st_wal_close(r, clean); /* clean: a last checkpoint, marked clean */
+	} else if (clean) {
 		struct st_header *h = st_region_header(r);
 		/* Everything the header vouches for first, then the flag. */
 		st_region_persist(r, 0, r->layout.size);
@@ -733,6 +851,8 @@ void st_region_close(struct st_region *r, bool clean)
 		pthread_mutex_destroy(&r->sim_lock);
 		free(r->sim_buf);
 	}
+	if (r->lock_fd >= 0)
+		close(r->lock_fd);
 	free(r);
 }
 

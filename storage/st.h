@@ -25,6 +25,7 @@
 #define RCKV_ST_H
 
 #include <assert.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,14 @@ struct st_config {
 	 * persisted reaches the file (st_region_open). */
 	bool power_sim;
 	uint64_t power_sim_crash_after; /* cut the power at this persist; 0 = never */
+	/* ... counting only the persists of checkpoints (their data, their
+	 * rename): the write-ahead log's, to cut in the middle of one */
+	bool power_sim_crash_in_checkpoint;
+	/* persistence power on a medium that is not persistent memory: keep
+	 * the region in volatile memory and make it durable through a
+	 * write-ahead log and checkpoints (st_region_is_wal). */
+	bool wal;
+	uint64_t checkpoint_bytes;      /* log bytes between checkpoints; 0 = none */
 };
 
 /*
@@ -95,7 +104,9 @@ struct st_header {
 	uint64_t incarnation;      /* bumped at every open */
 	uint64_t protocol_id;      /* cc protocol whose metadata the items carry */
 	struct st_layout layout;
-	uint64_t reserved[32];
+	uint64_t wal_gen;          /* write-ahead log: the first segment after this
+				      image (a checkpoint; storage/wal.c), 0: none */
+	uint64_t reserved[31];
 	/* The incarnation of each peer as this node last saw it at join: a
 	 * different one at the next join means the peer restarted, and its
 	 * transactions left in this region are resolved (storage/log.h). */
@@ -233,6 +244,55 @@ uint64_t st_region_sim_persists(struct st_region *r);
 bool st_region_is_sim(struct st_region *r);
 /* The durable file's path under power-sim; else st_region_path. */
 const char *st_region_durable_path(struct st_region *r);
+
+/*
+ * The write-ahead log (cfg->wal, persistence power, and the file system is
+ * not persistent memory; storage/wal.c has the design and invariants).
+ * The region is mapped from a volatile copy in /dev/shm, rebuilt at open
+ * from the last checkpoint (<dir>/node-<id>.region) and the log segments
+ * after it (<dir>/node-<id>-<gen>.wal). The fabric feeds the log: it calls
+ * st_wal_lock, applies one write, st_wal_note with the bytes the write left,
+ * st_wal_unlock (rdma/fab.h, fab_journal). st_wal_flush appends what was
+ * noted as one record, and with sync makes it durable (fdatasync).
+ * st_region_persist* do nothing on such a region: the log is its
+ * durability.
+ *
+ * In every persistent mode, a region file whose dir holds log segments
+ * gets them replayed at open (a node started with persistence process
+ * after power keeps every commit).
+ */
+struct st_wal_stats {
+	uint64_t records, bytes;      /* appended since open */
+	uint64_t log_bytes;           /* in the segments since the last checkpoint cut */
+	uint64_t fsyncs;
+	uint64_t segment;             /* the current segment's number */
+	uint64_t checkpoints;         /* written since open */
+	uint64_t checkpoint_at;       /* unix time the last one was durable; 0 = none yet */
+	uint64_t checkpoint_us;       /* how long its write took */
+	uint64_t checkpoint_bytes;    /* bytes it wrote (its nonzero pages) */
+	bool checkpoint_running;
+	int checkpoint_err, flush_err; /* the last failure's -errno, 0 = none */
+	uint64_t sim_persists;        /* power-sim: persists so far */
+	/* At open: what replay found. */
+	uint64_t replayed_segments, replayed_records, replayed_bytes, torn_bytes;
+	char torn[PATH_MAX + 160];    /* the torn record's report, "" = none */
+};
+bool st_region_is_wal(struct st_region *r);
+void st_wal_lock(struct st_region *r);
+void st_wal_note(struct st_region *r, uint64_t off, const void *src, uint32_t len);
+void st_wal_unlock(struct st_region *r);
+/* Append what was noted as a record; with sync, fdatasync the segment.
+ * May cut a checkpoint (checkpoint_bytes). Any thread (serialized).
+ * Returns 0 or -errno; after a failure the region is no longer durable. */
+int st_wal_flush(struct st_region *r, bool sync);
+/* st_wal_start - after recovery, before any write: start the log (with
+ * checkpoint, first write a checkpoint of the region as it is: recovery
+ * wrote it without the log). Main thread. */
+int st_wal_start(struct st_region *r, bool checkpoint, char *err, size_t errlen);
+/* A checkpoint of the region as it is, now, on the calling thread (no
+ * writer may run: FLUSHALL's quiesce). Returns 0 or -errno. */
+int st_wal_checkpoint(struct st_region *r);
+void st_wal_get_stats(struct st_region *r, struct st_wal_stats *out);
 
 /*
  * st_recover - after an unclean stop: reset every lock word and bucket lock,

@@ -211,6 +211,19 @@ struct st_region {
 	char *sim_buf;             /* bounce buffer of the copies, under sim_lock */
 	pthread_mutex_t sim_lock;
 	char sim_path[PATH_MAX];
+	/* The write-ahead log (wal.c): base maps the volatile copy at path;
+	 * the checkpoint is wal_path. lock_fd holds <dir>/node-<id>.lock. */
+	struct st_wal *wal;
+	char wal_path[PATH_MAX];
+	int lock_fd;
 };
+
+/* wal.c, for region.c: replay dir's segments of node onto base (from its
+ * header's wal_gen); the next segment number goes to *next_gen. */
+int st_wal_replay_dir(const char *dir, unsigned node, char *base, uint64_t size,
+		      uint64_t *next_gen, struct st_wal_stats *st, char *err, size_t errlen);
+int st_wal_init(struct st_region *r, const struct st_config *cfg, uint64_t next_gen,
+		const struct st_wal_stats *replayed, char *err, size_t errlen);
+void st_wal_close(struct st_region *r, bool clean);
 
 #endif

@@ -177,7 +177,8 @@ def test_garbage_region_is_refused(make_server):
     before = file_state(path)
     refused_start(s.argv(), path, r"not an rckv region \(bad magic\)")
     assert file_state(path) == before
-    assert os.listdir(s.dir) == ["node-1.region"]   # no stray temporary file
+    # No stray temporary file (the lock file stays: it only holds a lock).
+    assert sorted(os.listdir(s.dir)) == ["node-1.lock", "node-1.region"]
 
 
 # --- a full MemStore on a standalone node ---------------------------------

@@ -233,7 +233,7 @@ static void test_set_errors(void)
 	CHECK_STR(err, "argument must be 'yes' or 'no'");
 	CHECK(set1(&c, "testing", "YES", err, sizeof(err)) == 0 && c.testing);
 	CHECK(set1(&c, "persistence", "disk", err, sizeof(err)) == -1);
-	CHECK_STR(err, "argument(s) must be one of the following: none, process, power");
+	CHECK_STR(err, "argument(s) must be one of the following: none, process, power, power-everysec");
 	CHECK(set1(&c, "persistence", "POWER", err, sizeof(err)) == 0);
 	CHECK_STR(c.persistence, "power"); /* stored in canonical spelling */
 	CHECK(set1(&c, "loglevel", "loud", err, sizeof(err)) == -1);
@@ -444,14 +444,15 @@ static void test_glob(void)
 	CHECK_STR(match(&c, "*-*-*"), "busy-poll-us cc-lock-mode maat-list-slots addr-cache-entries "
 				      "max-key-bytes max-value-bytes "
 				      "client-query-buffer-limit "
-				      "proto-max-bulk-len power-sim-crash-after fabric-delay-us");
+				      "proto-max-bulk-len checkpoint-log-size power-sim-crash-in "
+				      "power-sim-crash-after fabric-delay-us");
 	CHECK_STR(match(&c, "nosuch*"), "");
 	CHECK_STR(match(&c, ""), "");
 	/* "*" lists every option once, the pseudo options last. */
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 35);
+	CHECK(all.n == 38);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
