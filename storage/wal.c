@@ -99,6 +99,8 @@ struct st_wal {
 	uint64_t seq;           /* next record's seq */
 	uint64_t since_cut;     /* log bytes taken since the last checkpoint cut */
 	bool unsynced;          /* written since the last fdatasync */
+	uint64_t alloc_end;     /* the segment is written (zeros past seg_bytes) up
+				   to here: see fill_ahead */
 
 	/* The checkpoint thread. */
 	pthread_t ck_thread;
@@ -238,6 +240,14 @@ void st_wal_note(struct st_region *r, uint64_t off, const void *src, uint32_t le
 
 /* ---- replay ---- */
 
+static bool all_zero(const char *p, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 /*
  * Apply the records of one segment to base. Returns 0 when the segment
  * ended cleanly, 1 when it ended in a torn record (reported in *st), or
@@ -279,6 +289,8 @@ static int replay_segment(const char *path, char *base, uint64_t size, uint64_t 
 			break;
 		}
 		memcpy(&h, m + pos, WAL_HDR);
+		if (h.magic == 0 && all_zero(m + pos, flen - pos))
+			break; /* the preallocated rest: the log ends here */
 		if (h.magic != WAL_MAGIC) {
 			why = "a record without its magic";
 			break;
@@ -549,7 +561,34 @@ static int segment_start(struct st_wal *w, uint64_t gen)
 	w->fd = fd;
 	w->gen = gen;
 	w->seg_bytes = 0;
+	w->alloc_end = 0;
 	return 0;
+}
+
+#define FILL_CHUNK (1u << 20)
+
+/*
+ * Keep the segment written with zeros ahead of its records, a chunk at a
+ * time (flush_lock held): a flush then overwrites blocks the file already
+ * has, and its fdatasync writes no metadata (measured here: about 120 us
+ * against 210-290 us for an append). The chunk's own metadata goes with
+ * the next sync, once per chunk. Replay takes zeros after the last record
+ * for the end of the log. Not under power-sim: its files change only at
+ * persists.
+ */
+static void fill_ahead(struct st_wal *w)
+{
+	static const char zeros[1 << 16];
+	if (w->sim)
+		return;
+	if (w->alloc_end < w->seg_bytes)
+		w->alloc_end = w->seg_bytes;
+	if (w->seg_bytes + FILL_CHUNK / 2 < w->alloc_end)
+		return;
+	for (uint64_t off = w->alloc_end; off < w->alloc_end + FILL_CHUNK; off += sizeof(zeros))
+		if (write_all(w->fd, zeros, sizeof(zeros), off) != 0)
+			return; /* no room ahead: the log appends instead */
+	w->alloc_end += FILL_CHUNK;
 }
 
 /* Frame the taken appends (w->spare[0..n)) as one record onto w->out. */
@@ -596,6 +635,7 @@ static int write_out(struct st_wal *w, bool sync)
 		if (rc)
 			return rc;
 		w->seg_bytes += w->outn;
+		fill_ahead(w);
 		__atomic_add_fetch(&w->st.bytes, w->outn, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&w->st.log_bytes, w->outn, __ATOMIC_RELAXED);
 		w->outn = 0;

@@ -305,7 +305,7 @@ class RunSpec:
                  keys=8, zipf=0.99, max_ops=4, max_writes=64, switch=None, faults=0,
                  fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
                  realtime=True, seed=None, topology="single", accounts=8,
-                 switch_every=None):
+                 switch_every=None, persistence=None):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         if self.seed is None:
@@ -328,6 +328,8 @@ class RunSpec:
             s += ", switching %s" % "->".join(self.switch)
         if self.faults:
             s += ", %d kill -9" % self.faults
+        if self.persistence:
+            s += ", persistence %s" % self.persistence
         return s + ", seed %d" % self.seed
 
 
@@ -389,9 +391,10 @@ class RunResult:
 def run(spec, history_path):
     """Run one spec, write its history to history_path, check it. Always
     stops the servers it started. Returns a RunResult."""
+    extra = {"persistence": spec.persistence} if spec.persistence else None
     topo = TOPOLOGIES[spec.topology](protocol=spec.protocol,
                                      fabric_delay_us=spec.fabric_delay_us,
-                                     threads=spec.threads)
+                                     threads=spec.threads, extra=extra)
     events = []
     keys = None
     span = None
@@ -743,6 +746,11 @@ def main(argv=None):
                     help="check serializability only, not strict serializability")
     ap.add_argument("--no-none", action="store_true",
                     help="skip the run under `none` that must find anomalies")
+    ap.add_argument("--persistence", choices=("none", "process", "power", "power-everysec"),
+                    default=None,
+                    help="the servers' persistence (default: the server's, process); with "
+                         "power, a kill -9 (--fault) restarts from the write-ahead log on one "
+                         "node and from the flushed region files on a cluster")
     ap.add_argument("--out", help="directory for histories (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep histories of passing runs too")
     ap.add_argument("--seed", type=int, default=None)
@@ -794,6 +802,8 @@ def main(argv=None):
             s.realtime = not args.no_realtime
             if args.seed is not None:
                 s.seed = args.seed
+    for s in specs:
+        s.persistence = args.persistence
 
     print("%d runs, %s of load (plus each run's start, final reads and check)"
           % (len(specs), _minutes(sum(sp.duration for sp in specs))), flush=True)
