@@ -26,6 +26,10 @@ with_variants). And the bank under protocol switches every 2 s among all
 of them in a random order, on one node and on shm3: no client sees an
 error, and every audit sees the opening total.
 
+Under persistence power, kill -9 twice under load on one node (its
+write-ahead log) and on shm3 (page flushes): list-append and the bank, one
+protocol per cell.
+
 A failing run keeps its history (path in the failure message) for
 `/usr/bin/python3 tests/checker/checker.py HISTORY --realtime`.
 """
@@ -323,3 +327,23 @@ def test_switch_every_2s_among_all_protocols(topology, tmp_path, checked):
         sorted(set(protocols) - reached), r.events)
     errs = _client_errors(r)
     assert not errs, "errors reached the clients under switching:\n" + "\n".join(errs[:20])
+
+
+# persistence power: on one node a kill -9 restarts from the write-ahead
+# log (checkpoint plus replay, then the undo log's recovery); on shm3 from
+# the region files its commits flushed. One protocol per cell, chosen so
+# that the four cover a multi-version protocol, OCC and 2PL.
+POWER_CELLS = [("single", "append", "mvcc"), ("single", "bank", "silo"),
+               ("shm3", "append", "silo"), ("shm3", "bank", "nowait")]
+
+
+@pytest.mark.time_limit(150)
+@pytest.mark.parametrize("topology,workload,proto", POWER_CELLS,
+                         ids=["-".join(c) for c in POWER_CELLS])
+def test_power_survives_kill9(topology, workload, proto, tmp_path, checked):
+    r = _run(runner.RunSpec("power-fault", proto, workload=workload,
+                            duration=FAULT_SECONDS, faults=2, topology=topology,
+                            persistence="power"), tmp_path)
+    checked("power kill -9 %s %s %s" % (topology, workload, proto), r)
+    _assert_valid(r)
+    assert sum("kill -9" in e for e in r.events) == 2, r.events
