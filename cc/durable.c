@@ -47,6 +47,7 @@ struct dreq {
 struct dworker {
 	int efd;             /* eventfd: the flusher finished a round with our requests */
 	struct dreq *waiting;
+	bool ring;           /* queued a request this pass (worker's thread only) */
 };
 
 struct durable {
@@ -430,7 +431,6 @@ int durable_wait(struct txn *t, bool commit)
 		else
 			d->head = &rq;
 		d->tail = &rq;
-		pthread_cond_signal(&d->cond);
 	}
 	pthread_mutex_unlock(&d->lock);
 	if (rc)
@@ -440,6 +440,7 @@ int durable_wait(struct txn *t, bool commit)
 		fd->overflow = 0;
 	}
 	struct dworker *dw = &d->w[w->worker_id];
+	dw->ring = true; /* the flusher is woken at the end of the pass */
 	rq.wnext = dw->waiting;
 	dw->waiting = &rq;
 	rq.linked = true;
@@ -463,6 +464,17 @@ static void journal_unlock(void *arg) { st_wal_unlock(arg); }
 static void journal_note(void *arg, uint64_t off, const void *src, uint32_t len)
 {
 	st_wal_note(arg, off, src, len);
+}
+
+void durable_ring(struct cc_node *n, int worker)
+{
+	struct durable *d = n->durable;
+	if (!d || worker < 0 || worker >= d->nworkers || !d->w[worker].ring)
+		return;
+	d->w[worker].ring = false;
+	pthread_mutex_lock(&d->lock);
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
 }
 
 bool durable_ordered(const struct cc_node *n)

@@ -66,6 +66,16 @@ void durable_stop(struct cc_node *n);
 int durable_wait(struct txn *t, bool commit);
 
 /*
+ * durable_ring - worker `worker` ended a pass of its loop: if its
+ * coroutines queued requests during the pass, wake the flusher for them
+ * now (durable_wait queues without waking it, so every commit of a pass
+ * shares one round: one fdatasync per pass of the event loop, as Redis's
+ * appendfsync always). Worker's thread; a no-op without persistence
+ * power.
+ */
+void durable_ring(struct cc_node *n, int worker);
+
+/*
  * durable_ordered - true when what a transaction writes reaches the medium
  * in the order it was written (the write-ahead log, storage/wal.c
  * invariant (1)): a later write is never durable without every earlier

@@ -12,6 +12,7 @@
 
 #include "cc/cache.h"
 #include "cc/cc.h"
+#include "cc/durable.h"
 #include "cc/exec_internal.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
@@ -42,6 +43,11 @@ static uint64_t now_us(void)
 void cc_worker_tick(struct cc_worker *ccw)
 {
 	ccw->clock_reuse = 0;
+}
+
+void cc_worker_pass_end(struct cc_worker *ccw)
+{
+	durable_ring(ccw->node, ccw->worker_id);
 }
 
 static uint64_t ts_make(struct txn *t, uint64_t us)

@@ -99,6 +99,11 @@ bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen);
  * clock afresh (between wake-ups, stamps reuse one reading a few times). */
 void cc_worker_tick(struct cc_worker *ccw);
 
+/* Called by the worker after each pass of its loop has run its coroutines:
+ * the commits they queued for group commit during the pass go to the
+ * flusher together, as one round (cc/durable.c, durable_ring). */
+void cc_worker_pass_end(struct cc_worker *ccw);
+
 /* Initialize a fabric batch for a coroutine of worker ccw: waits yield the
  * coroutine (sleep, park/unpark) instead of blocking the thread. */
 struct fab_batch;

@@ -108,7 +108,7 @@ static const struct opt options[] = {
 	{ "requirepass", OT_STR, true, OFF(requirepass), 0, 0, NULL, "" },
 	/* execution */
 	{ "threads", OT_INT, false, OFF(threads), 1, 64, NULL, "auto" },
-	{ "coroutines", OT_INT, false, OFF(coroutines), 1, 1024, NULL, "32" },
+	{ "coroutines", OT_INT, false, OFF(coroutines), 1, 1024, NULL, "auto" },
 	{ "busy-poll-us", OT_INT, true, OFF(busy_poll_us), 0, 1000000, NULL, "30" },
 	{ "cc", OT_PROTO, true, OFF(cc), 0, 0, NULL, "silo" },
 	{ "cc-lock-mode", OT_ENUM, true, OFF(cc_lock_mode), 0, 0, lock_mode_choices, "exclusive" },
@@ -347,9 +347,12 @@ static int set_value(struct srv_config *c, const struct opt *o, int argc, char *
 	case OT_LL:
 		if (o->off == OFF(threads) && strcasecmp(a, "auto") == 0)
 			v = auto_threads();
+		else if (o->off == OFF(coroutines) && strcasecmp(a, "auto") == 0)
+			v = CFG_COROUTINES_AUTO; /* resolved at start (srv_node_start) */
 		else if (srv_str2ll(a, strlen(a), &v) != 0)
 			return fail(err, errlen, "argument couldn't be parsed into an integer");
-		if (v < o->min || v > o->max)
+		if ((v < o->min || v > o->max) &&
+		    !(o->off == OFF(coroutines) && v == CFG_COROUTINES_AUTO))
 			return fail(err, errlen, "argument must be between %lld and %lld inclusive",
 				    o->min, o->max);
 		if (o->type == OT_INT)
@@ -360,7 +363,8 @@ static int set_value(struct srv_config *c, const struct opt *o, int argc, char *
 	case OT_MEM:
 		if (cfg_parse_memory(a, &v) != 0)
 			return fail(err, errlen, "argument must be a memory value");
-		if (v < o->min || v > o->max)
+		if ((v < o->min || v > o->max) &&
+		    !(o->off == OFF(coroutines) && v == CFG_COROUTINES_AUTO))
 			return fail(err, errlen, "argument must be between %lld and %lld inclusive",
 				    o->min, o->max);
 		ck_pr_store_64((uint64_t *)field, (uint64_t)v);

@@ -27,6 +27,13 @@ struct cfg_cluster_node {
 	char fabric[128];
 };
 
+/* `coroutines auto`: 32 per worker, 256 under persistence power or
+ * power-everysec, where every writing client waits for a sync and the next
+ * sync takes the commits of every client waiting (srv_node_start). */
+#define CFG_COROUTINES_AUTO 0
+#define CFG_COROUTINES_DEFAULT 32
+#define CFG_COROUTINES_POWER 256
+
 struct srv_config {
 	/* network */
 	int port;                       /* port 6379 */
@@ -39,7 +46,7 @@ struct srv_config {
 
 	/* execution */
 	int threads;                    /* threads auto: cores - 1, at least 1 */
-	int coroutines;                 /* coroutines 32 per worker */
+	int coroutines;                 /* coroutines auto per worker (CFG_COROUTINES_AUTO) */
 	int busy_poll_us;               /* busy-poll-us 30 (mutable): poll before sleeping */
 	char *cc;                       /* cc silo (mutable: online switch) */
 	char *cc_lock_mode;             /* cc-lock-mode exclusive: exclusive|shared (nowait) */

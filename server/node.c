@@ -293,6 +293,10 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		goto fail_cc;
 	}
 	n->cc.proto = proto;
+	if (n->cfg.coroutines == CFG_COROUTINES_AUTO)
+		n->cfg.coroutines = persistence_of(n->cfg.persistence) == ST_PERSIST_POWER
+					    ? CFG_COROUTINES_POWER
+					    : CFG_COROUTINES_DEFAULT;
 	if (apply_cluster_self(n, err, errlen) != 0)
 		goto fail_cc;
 	srv_log(n, LOG_NOTICE, "rckv-server starting: node %d, pid %d, port %d, cc %s",

@@ -228,6 +228,7 @@ static void *worker_main(void *arg)
 			run_ready(w);
 		sched_run(w->sched);
 		fab_worker_flush(w->fw); /* the fabric requests its coroutines posted */
+		cc_worker_pass_end(w->ccw); /* and the commits they queued for a sync */
 		client_flush_pending(w);
 		if (n->cfg.timeout > 0 && time(NULL) - last_reap >= 1) {
 			last_reap = time(NULL);
