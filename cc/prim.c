@@ -493,7 +493,10 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	rc = undo_build(t);
 	if (rc)
 		return rc;
+	const int rec_from = t->batch.n;
+	const uint32_t rec_exec = t->batch.execs;
 	undo_post_records(t);
+	const int rec_to = t->batch.n;
 	t->undo.phase = UNDO_INSTALLED;
 	if (power && !ordered && ((rc = prim_exec(t)) || (rc = persist_step(t, false))))
 		return rc; /* (P1) */
@@ -523,6 +526,14 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		 * rolled back. No mark is needed, as no other node's records
 		 * hang on this one's fate. */
 		undo_post_retire(t, nd);
+		if (ordered && !check && t->batch.execs == rec_exec)
+			/* Records, installs and retire apply as one batch, one
+			 * step of the log (fab.h, struct fab_journal): any prefix
+			 * of the log has all of them or none, so the records,
+			 * needed only to roll back installs without their
+			 * retire, need not be logged (half the log's bytes). */
+			for (int i = rec_from; i < rec_to; i++)
+				t->batch.ops[i].flags |= FAB_OP_UNJOURNALED;
 		if (power) {
 			rc = prim_exec(t);
 			if (rc == 0 && persist_step(t, true) != 0) {

@@ -249,18 +249,16 @@ void fab_set_journal(struct fab *f, uint16_t node, const struct fab_journal *j)
 		f->peers[node].journal = *j;
 }
 
-/* Apply one checked op to a region this CPU reaches, through the node's
- * journal when it has one (struct fab_journal). */
-static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked)
+/* Apply one checked op to a region this CPU reaches; with j, note what it
+ * left (j's lock held). */
+static void apply_noted(struct fab_peer *p, struct fab_op *op, const struct fab_journal *j)
 {
-	if (!p->journaled || untracked || op->kind == FAB_READ) {
+	if (!j || op->kind == FAB_READ) {
 		(void)fab_apply_one(p->base, op);
 		return;
 	}
-	const struct fab_journal *j = &p->journal;
 	uint64_t old = 0, *keep = op->old;
 	op->old = &old;
-	j->lock(j->arg);
 	(void)fab_apply_one(p->base, op);
 	if (op->kind == FAB_WRITE) {
 		j->note(j->arg, op->off, op->buf, op->len);
@@ -271,10 +269,55 @@ static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked)
 		uint64_t now = old + op->swp;
 		j->note(j->arg, op->off, &now, 8);
 	}
-	j->unlock(j->arg);
 	op->old = keep;
 	if (keep)
 		*keep = old;
+}
+
+/* The journal op's node has for it, or NULL (untracked batch, a READ, no
+ * journal). */
+static const struct fab_journal *journal_of(const struct fab_peer *p, const struct fab_op *op,
+					    bool untracked)
+{
+	return p->journaled && !untracked && op->kind != FAB_READ ? &p->journal : NULL;
+}
+
+/* One op of a batch that also reaches the network: its own lock. */
+static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked)
+{
+	const struct fab_journal *j = journal_of(p, op, untracked);
+	if (j)
+		j->lock(j->arg);
+	apply_noted(p, op, j);
+	if (j)
+		j->unlock(j->arg);
+}
+
+/*
+ * A batch this CPU applies whole: one lock per journaled node around all
+ * of it (struct fab_journal), in posting order. Standalone nodes have one
+ * such node; a shm cluster's ops may reach several, each with at most its
+ * own journal (only the own node has one today).
+ */
+static void apply_batch(struct fab *f, struct fab_batch *b, int n)
+{
+	const struct fab_journal *held = NULL;
+	for (int i = 0; i < n; i++) {
+		struct fab_peer *p = &f->peers[b->ops[i].node];
+		const struct fab_journal *j = journal_of(p, &b->ops[i], b->untracked);
+		if (j && !held) {
+			j->lock(j->arg);
+			held = j;
+		}
+		if (j && j != held) { /* a second journaled node: per op */
+			apply_direct(p, &b->ops[i], b->untracked);
+			continue;
+		}
+		apply_noted(p, &b->ops[i],
+			    j && !(b->ops[i].flags & FAB_OP_UNJOURNALED) ? j : NULL);
+	}
+	if (held)
+		held->unlock(held->arg);
 }
 
 struct fab_dirty *fab_worker_dirty(struct fab_worker *fw)
@@ -438,6 +481,7 @@ int fab_exec(struct fab_batch *b)
 	if (n == 0)
 		return 0;
 	b->n = 0;
+	b->execs++;
 	b->failed = 0;
 	b->unsent = 0;
 	struct fab *f = b->fw->f;
@@ -471,8 +515,7 @@ int fab_exec(struct fab_batch *b)
 	/* Every op on CPU-reachable regions (a shm node, the own node): applied
 	 * here in posting order, checked above. */
 	if (all_direct) {
-		for (int i = 0; i < n; i++)
-			apply_direct(&f->peers[b->ops[i].node], &b->ops[i], b->untracked);
+		apply_batch(f, b, n);
 		return exec_done(b, f, 0);
 	}
 

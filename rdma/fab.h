@@ -46,6 +46,7 @@ struct fab_stats {
 
 struct fab_op {
 	uint8_t kind;    /* enum fab_kind */
+	uint8_t flags;   /* FAB_OP_* */
 	uint16_t node;   /* target node id */
 	uint32_t len;    /* READ/WRITE length in bytes */
 	uint64_t off;    /* byte offset in the target region; 8-aligned for CAS/FAA */
@@ -54,6 +55,10 @@ struct fab_op {
 	uint64_t swp;    /* CAS: new value; FAA: addend */
 	uint64_t *old;   /* CAS/FAA: receives the previous value (may be NULL) */
 };
+
+/* fab_op.flags: applied, but not noted in the node's journal (struct
+ * fab_journal says when that is safe). Set by the owner on queued ops. */
+#define FAB_OP_UNJOURNALED 0x1
 
 struct fab;        /* a node's fabric: backend, own and peers' regions */
 struct fab_worker; /* a worker's endpoints to every node */
@@ -107,6 +112,7 @@ struct fab_batch {
 				    no persistence (lock releases after a durable
 				    commit point) */
 	int n;
+	uint32_t execs;          /* fab_exec calls so far, implicit ones included */
 	/* completion state of the exec in progress (fab.c and backends) */
 	int pending;             /* parts posted and not yet completed */
 	int err;                 /* first error of a part, or 0 */
@@ -329,7 +335,14 @@ struct fab_dirty *fab_worker_dirty(struct fab_worker *fw);
  * untracked batch: lock releases), it calls lock, applies the op, calls
  * note with the bytes the op left there (a CAS that did not swap left
  * none: no note), then unlock. So two writes to the same bytes are noted
- * in the order they were made. READs take no lock.
+ * in the order they were made. READs take no lock. A batch whose ops are
+ * all applied by this CPU takes the lock once around all of them: its
+ * notes are contiguous, with no other write in between and no flush of
+ * the log splitting them (the log's flush takes the same lock). Only
+ * there are ops flagged FAB_OP_UNJOURNALED left out: the owner knows the
+ * batch's other writes make them needless after any prefix of the log
+ * (cc/prim.c: the undo records of a commit whose retire is in the same
+ * batch). In a batch that also reaches the network they are noted.
  */
 struct fab_journal {
 	void (*lock)(void *arg);

@@ -650,14 +650,35 @@ static int write_out(struct st_wal *w, bool sync)
 	return 0;
 }
 
-/* Copy the region word by word (writers are held off by w->lock, but lock
- * releases are not logged and do not take it: each word is old or new). */
-static void copy_region(char *dst, const char *src, uint64_t size)
+/* Copy [off, off + len) word by word (writers are held off by w->lock, but
+ * lock releases are not logged and do not take it: each word is old or
+ * new). */
+static void copy_words(char *dst, const char *src, uint64_t off, uint64_t len)
 {
-	const uint64_t *s = (const uint64_t *)src;
-	uint64_t *d = (uint64_t *)dst;
-	for (uint64_t i = 0; i < size / 8; i++)
+	const uint64_t *s = (const uint64_t *)(src + off);
+	uint64_t *d = (uint64_t *)(dst + off);
+	for (uint64_t i = 0; i < len / 8; i++)
 		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+/*
+ * The checkpoint's copy, under w->lock: writers wait for it, so it copies
+ * only what may be nonzero into dst (zeroed, from calloc: pages never
+ * written cost nothing). Slabs never assigned to a size class are all
+ * zero: their slab table word is 0 (assignment is a logged CAS, which
+ * this lock holds off). Returns microseconds spent.
+ */
+static uint64_t copy_region(char *dst, const char *src, const struct st_layout *L)
+{
+	uint64_t t0 = now_us();
+	copy_words(dst, src, 0, L->slab_off);
+	const uint64_t *tab = (const uint64_t *)(src + L->slabtab_off);
+	for (uint64_t i = 0; i < L->slab_count; i++)
+		if (__atomic_load_n(&tab[i], __ATOMIC_RELAXED))
+			copy_words(dst, src, L->slab_off + i * ST_SLAB_BYTES, ST_SLAB_BYTES);
+	uint64_t tail = L->slab_off + L->slab_count * ST_SLAB_BYTES;
+	copy_words(dst, src, tail, L->size - tail);
+	return now_us() - t0;
 }
 
 int st_wal_flush(struct st_region *r, bool sync)
@@ -676,13 +697,20 @@ int st_wal_flush(struct st_region *r, bool sync)
 	/* A checkpoint cut: due, none being written, and one at a time. */
 	char *snap = NULL;
 	bool ck_free = false;
-	if (w->ck_started && w->checkpoint_bytes && w->since_cut + n >= w->checkpoint_bytes &&
-	    rc == 0) {
+	/* Due after checkpoint_bytes of log, and not before twice what the
+	 * last checkpoint wrote: a checkpoint never writes more than half the
+	 * log it trims (Redis rewrites its AOF once it doubled). */
+	uint64_t due = w->checkpoint_bytes;
+	uint64_t last = __atomic_load_n(&w->st.checkpoint_bytes, __ATOMIC_RELAXED);
+	if (due && 2 * last > due)
+		due = 2 * last;
+	if (w->ck_started && due && w->since_cut + n >= due && rc == 0) {
 		pthread_mutex_lock(&w->ck_lock);
 		ck_free = !w->ck_busy;
 		pthread_mutex_unlock(&w->ck_lock);
-		if (ck_free && (snap = malloc(r->layout.size)) != NULL)
-			copy_region(snap, r->base, r->layout.size);
+		if (ck_free && (snap = calloc(1, r->layout.size)) != NULL)
+			__atomic_store_n(&w->st.checkpoint_pause_us,
+					 copy_region(snap, r->base, &r->layout), __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&w->lock);
 	w->spare = taken;
@@ -857,6 +885,7 @@ void st_wal_get_stats(struct st_region *r, struct st_wal_stats *out)
 	out->checkpoint_us = __atomic_load_n(&w->st.checkpoint_us, __ATOMIC_RELAXED);
 	out->checkpoint_at = __atomic_load_n(&w->st.checkpoint_at, __ATOMIC_RELAXED);
 	out->checkpoint_bytes = __atomic_load_n(&w->st.checkpoint_bytes, __ATOMIC_RELAXED);
+	out->checkpoint_pause_us = __atomic_load_n(&w->st.checkpoint_pause_us, __ATOMIC_RELAXED);
 	out->checkpoint_err = __atomic_load_n(&w->st.checkpoint_err, __ATOMIC_RELAXED);
 	out->flush_err = __atomic_load_n(&w->st.flush_err, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&w->ck_lock);

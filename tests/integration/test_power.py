@@ -629,7 +629,8 @@ def test_everysec_power_cut_loses_at_most_about_a_second(make_server):
     of one (the books still balance)."""
     opts = sim_opts()
     # No checkpoint during the run: a checkpoint's cut syncs the log too.
-    opts.update({"persistence": "power-everysec", "checkpoint-log-size": "64mb"})
+    opts.update({"persistence": "power-everysec", "checkpoint-log-size": "64mb",
+                 "memory": "64mb"})   # room for every receipt of 3 s
     s = make_server(opts=opts)
     assert "persistence power-everysec: write-ahead log, fdatasync every second" \
         in log_since(s, 0), s.log_tail()
