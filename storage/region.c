@@ -147,8 +147,7 @@ void st_region_set_persister(struct st_region *r, st_persist_fn fn, void *arg)
 
 /* ---- power-sim ---- */
 
-/* pwrite all of buf at off, or -errno. */
-static int pwrite_all(int fd, const char *buf, uint64_t len, uint64_t off)
+int st_pwrite_all(int fd, const char *buf, uint64_t len, uint64_t off)
 {
 	while (len > 0) {
 		ssize_t k = pwrite(fd, buf, len > (1u << 30) ? (1u << 30) : (size_t)len, (off_t)off);
@@ -181,7 +180,7 @@ static int sim_write(struct st_region *r, uint64_t a, uint64_t e)
 		uint64_t *dst = (uint64_t *)r->sim_buf;
 		for (uint64_t i = 0; i < n / 8; i++)
 			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
-		int rc = pwrite_all(r->sim_fd, r->sim_buf, n, a);
+		int rc = st_pwrite_all(r->sim_fd, r->sim_buf, n, a);
 		if (rc)
 			return rc;
 		a += n;
@@ -594,7 +593,7 @@ static int volatile_copy(struct st_region *r, const struct st_config *cfg, const
 			break;
 		off_t h = lseek(r->fd, d, SEEK_HOLE);
 		uint64_t end = h < 0 || (uint64_t)h > size ? size : (uint64_t)h;
-		if ((rc = pwrite_all(vfd, r->base + d, end - (uint64_t)d, (uint64_t)d)) != 0)
+		if ((rc = st_pwrite_all(vfd, r->base + d, end - (uint64_t)d, (uint64_t)d)) != 0)
 			goto fail;
 		pos = end;
 	}
@@ -710,11 +709,7 @@ static int replay_into_file(struct st_region *r, const struct st_config *cfg, co
 		pmem_persist(r->base, r->layout.size);
 	else if (pmem_msync(r->base, r->layout.size) != 0)
 		return errno ? -errno : -EIO;
-	char seg[PATH_MAX + 64];
-	for (uint64_t g = 0; g < next; g++) {
-		snprintf(seg, sizeof(seg), "%s/node-%u-%" PRIu64 ".wal", dir, cfg->node_id, g);
-		(void)unlink(seg);
-	}
+	st_wal_remove_segments_below(dir, cfg->node_id, next);
 	return 0;
 }
 

@@ -225,5 +225,9 @@ int st_wal_replay_dir(const char *dir, unsigned node, char *base, uint64_t size,
 int st_wal_init(struct st_region *r, const struct st_config *cfg, uint64_t next_gen,
 		const struct st_wal_stats *replayed, char *err, size_t errlen);
 void st_wal_close(struct st_region *r, bool clean);
+/* Remove dir's log segments of node numbered below gen. */
+void st_wal_remove_segments_below(const char *dir, unsigned node, uint64_t gen);
+/* pwrite all of buf at off (retrying short writes and EINTR): 0 or -errno. */
+int st_pwrite_all(int fd, const char *buf, uint64_t len, uint64_t off);
 
 #endif

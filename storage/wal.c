@@ -145,22 +145,6 @@ static uint64_t wal_sum(uint64_t seq, const char *p, uint64_t len)
 	return h ^ (h >> 32);
 }
 
-static int write_all(int fd, const char *p, uint64_t len, uint64_t off)
-{
-	while (len > 0) {
-		ssize_t k = pwrite(fd, p, len > (1u << 30) ? (1u << 30) : (size_t)len, (off_t)off);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += k;
-		off += (uint64_t)k;
-		len -= (uint64_t)k;
-	}
-	return 0;
-}
-
 static void seg_path(const struct st_wal *w, uint64_t gen, char *out, size_t len)
 {
 	snprintf(out, len, "%s/node-%u-%" PRIu64 ".wal", w->dir, w->node, gen);
@@ -349,42 +333,40 @@ static int replay_segment(const char *path, char *base, uint64_t size, uint64_t 
 	return rc;
 }
 
-/* Segment numbers present in dir for node: the smallest >= from (or
- * UINT64_MAX), and whether any other segment of the node exists. */
+/* True when name is a log segment of node; its number goes to *gen. */
+static bool segment_of(const char *name, unsigned node, uint64_t *gen)
+{
+	unsigned nd;
+	int k = 0;
+	return sscanf(name, "node-%u-%" SCNu64 ".wal%n", &nd, gen, &k) == 2 && k > 0 &&
+	       name[k] == '\0' && nd == node;
+}
+
+/* The smallest number >= from of node's segments in dir, or UINT64_MAX. */
 static uint64_t first_segment(const char *dir, unsigned node, uint64_t from)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return UINT64_MAX;
-	uint64_t best = UINT64_MAX;
+	uint64_t best = UINT64_MAX, g;
 	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		unsigned nd;
-		uint64_t g;
-		int k = 0;
-		if (sscanf(de->d_name, "node-%u-%" SCNu64 ".wal%n", &nd, &g, &k) == 2 &&
-		    k > 0 && de->d_name[k] == '\0' && nd == node && g >= from && g < best)
+	while ((de = readdir(d)) != NULL)
+		if (segment_of(de->d_name, node, &g) && g >= from && g < best)
 			best = g;
-	}
 	closedir(d);
 	return best;
 }
 
-/* Remove the node's segments numbered below gen (invariant (3)). */
-static void remove_segments_below(const char *dir, unsigned node, uint64_t gen)
+void st_wal_remove_segments_below(const char *dir, unsigned node, uint64_t gen)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
+	uint64_t g;
 	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		unsigned nd;
-		uint64_t g;
-		int k = 0;
-		if (sscanf(de->d_name, "node-%u-%" SCNu64 ".wal%n", &nd, &g, &k) == 2 &&
-		    k > 0 && de->d_name[k] == '\0' && nd == node && g < gen)
+	while ((de = readdir(d)) != NULL)
+		if (segment_of(de->d_name, node, &g) && g < gen)
 			(void)unlinkat(dirfd(d), de->d_name, 0);
-	}
 	closedir(d);
 }
 
@@ -465,7 +447,7 @@ static int checkpoint_write(struct st_wal *w, const char *image, uint64_t gen, b
 		total += !page_is_zero(image + p);
 	bool cut = w->sim && sim_cut(w, true, &nth);
 	uint64_t written = 0, stop = cut ? total / 2 : UINT64_MAX;
-	if (!cut && (rc = write_all(fd, hdr, ST_HEADER_BYTES, 0)))
+	if (!cut && (rc = st_pwrite_all(fd, hdr, ST_HEADER_BYTES, 0)))
 		goto out;
 	for (uint64_t p = ST_HEADER_BYTES; p < size && written < stop;) {
 		if (page_is_zero(image + p)) {
@@ -475,7 +457,7 @@ static int checkpoint_write(struct st_wal *w, const char *image, uint64_t gen, b
 		uint64_t e = p + WAL_PAGE;
 		while (e < size && (e - p) / WAL_PAGE < stop - written && !page_is_zero(image + e))
 			e += WAL_PAGE;
-		if ((rc = write_all(fd, image + p, e - p, p)))
+		if ((rc = st_pwrite_all(fd, image + p, e - p, p)))
 			goto out;
 		written += (e - p) / WAL_PAGE;
 		p = e;
@@ -495,7 +477,7 @@ static int checkpoint_write(struct st_wal *w, const char *image, uint64_t gen, b
 		goto out;
 	}
 	sync_dir_of(w->dir);
-	remove_segments_below(w->dir, w->node, gen);
+	st_wal_remove_segments_below(w->dir, w->node, gen);
 	uint64_t us = now_us() - t0;
 	__atomic_store_n(&w->st.checkpoint_us, us, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->st.checkpoint_at, (uint64_t)time(NULL), __ATOMIC_RELAXED);
@@ -586,7 +568,7 @@ static void fill_ahead(struct st_wal *w)
 	if (w->seg_bytes + FILL_CHUNK / 2 < w->alloc_end)
 		return;
 	for (uint64_t off = w->alloc_end; off < w->alloc_end + FILL_CHUNK; off += sizeof(zeros))
-		if (write_all(w->fd, zeros, sizeof(zeros), off) != 0)
+		if (st_pwrite_all(w->fd, zeros, sizeof(zeros), off) != 0)
 			return; /* no room ahead: the log appends instead */
 	w->alloc_end += FILL_CHUNK;
 }
@@ -626,12 +608,12 @@ static int write_out(struct st_wal *w, bool sync)
 		uint64_t nth;
 		if (sim_cut(w, false, &nth)) {
 			uint64_t half = w->outn / 2;
-			(void)write_all(w->fd, w->out, half, w->seg_bytes);
+			(void)st_pwrite_all(w->fd, w->out, half, w->seg_bytes);
 			sim_die(nth, "log append", half, w->outn);
 		}
 	}
 	if (w->outn) {
-		int rc = write_all(w->fd, w->out, w->outn, w->seg_bytes);
+		int rc = st_pwrite_all(w->fd, w->out, w->outn, w->seg_bytes);
 		if (rc)
 			return rc;
 		w->seg_bytes += w->outn;
