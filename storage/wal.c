@@ -698,8 +698,13 @@ int st_wal_flush(struct st_region *r, bool sync)
 	w->spare = taken;
 	w->spare_cap = cap;
 
-	if (rc == 0)
-		rc = frame(w, taken, n);
+	if (rc == 0 && (rc = frame(w, taken, n)) != 0) {
+		/* Those writes are not in the log and never will be: no later
+		 * record may reach it without them (invariant (2)). */
+		pthread_mutex_lock(&w->lock);
+		w->nerr = rc;
+		pthread_mutex_unlock(&w->lock);
+	}
 	w->since_cut += n;
 	if (rc == 0)
 		rc = write_out(w, sync || snap);
@@ -858,7 +863,12 @@ void st_wal_get_stats(struct st_region *r, struct st_wal_stats *out)
 	struct st_wal *w = r->wal;
 	if (!w)
 		return;
-	*out = w->st; /* torn[] and the replay counts are fixed since open */
+	/* What replay found is fixed since open; the rest moves. */
+	out->replayed_segments = w->st.replayed_segments;
+	out->replayed_records = w->st.replayed_records;
+	out->replayed_bytes = w->st.replayed_bytes;
+	out->torn_bytes = w->st.torn_bytes;
+	memcpy(out->torn, w->st.torn, sizeof(out->torn));
 	out->records = __atomic_load_n(&w->st.records, __ATOMIC_RELAXED);
 	out->bytes = __atomic_load_n(&w->st.bytes, __ATOMIC_RELAXED);
 	out->log_bytes = __atomic_load_n(&w->st.log_bytes, __ATOMIC_RELAXED);
