@@ -32,11 +32,14 @@ check-serializable: build
 
 # redis-benchmark's GET/SET/INCR/MSET table, then rckv-bench's YCSB runs
 # against redis-server and the sweep charts, then every protocol on a
-# 3-node shm cluster (bench/protocols.sh); all under bench/results/.
+# 3-node shm cluster (bench/protocols.sh), then persistence power against
+# Redis's append-only file, ycsb-t under power and recovery with a long
+# write-ahead log (bench/power.sh, about 8 minutes); all under bench/results/.
 bench: build
 	@./bench/redis-compare.sh
 	@./bench/sweep.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/protocols.sh
+	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/power.sh
 
 clean:
 	rm -rf $(BUILD)

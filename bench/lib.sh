@@ -16,3 +16,19 @@ stop_pid() {
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
+
+# free_port: a loopback TCP port nothing listens on now (the kernel's pick
+# for a socket bound to port 0; without python, the first port from a
+# random one up that refuses a connection).
+free_port() {
+  local py p
+  for py in /usr/bin/python3 python3; do
+    if command -v "$py" >/dev/null 2>&1; then
+      "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+      return
+    fi
+  done
+  p=$((20000 + RANDOM % 20000))
+  while timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" 2>/dev/null; do p=$((p + 1)); done
+  echo "$p"
+}

@@ -3,7 +3,8 @@
 # kill -9 with a full-size MemStore. A benchmark, not a test: it asserts
 # nothing about time and prints what it measured.
 #
-#  1. starts rckv-server (--memory 1gb --persistence process) in a temp dir;
+#  1. starts rckv-server (--memory 1gb, --persistence RECOVERY_PERSISTENCE)
+#     in a temp dir;
 #  2. loads RECOVERY_KEYS keys (default 1,000,000) with `rckv-bench load`
 #     (pipelined MSET of distinct keys, so DBSIZE reaches the count exactly);
 #  3. runs a transactional write load (rckv-bench ycsb-t, half the operations
@@ -12,14 +13,23 @@
 #     to the first PONG; from the log timestamps, "rckv-server starting" to
 #     "Ready", and to the recovery line (open and map the region, then
 #     recovery); the recovery line's own parts (undo log ms, scan ms, what
-#     they settled); DBSIZE after recovery.
+#     they settled); DBSIZE after recovery. Under persistence power (or
+#     power-everysec) with its write-ahead log, also what the start replayed
+#     (the line "write-ahead log: replayed N records (B bytes) from S
+#     segments"), which the time to the recovery line includes; the time
+#     from the recovery line to "Ready" then includes the checkpoint that
+#     a start after a replay writes (the whole region, synchronously).
 # Steps 3-4 repeat RECOVERY_ROUNDS times. The region file stays in the page
 # cache between runs, so these are warm-cache numbers.
 #
 # Env: RCKV_SERVER (default build/rckv-server; use a Release build for
 # meaningful numbers), RCKV_BENCH (default: rckv-bench next to the server),
 # RECOVERY_KEYS (1000000), RECOVERY_VALUE_SIZE (100 bytes), RECOVERY_MEMORY
-# (1gb), RECOVERY_KILL_AFTER (3 s), RECOVERY_ROUNDS (1).
+# (1gb), RECOVERY_KILL_AFTER (3 s), RECOVERY_ROUNDS (1), RECOVERY_PERSISTENCE
+# (process; power or power-everysec to measure the write-ahead log's replay),
+# RECOVERY_CHECKPOINT_LOG_SIZE (empty: the server's default, 64mb; with
+# power, a size above what the run writes, e.g. 1gb, means no checkpoint
+# trims the log, so the restart replays all of it).
 # Only the processes this script starts are signalled; the temp dir is
 # removed on exit.
 set -euo pipefail
@@ -32,7 +42,17 @@ VSIZE=${RECOVERY_VALUE_SIZE:-100}
 MEMORY=${RECOVERY_MEMORY:-1gb}
 KILL_AFTER=${RECOVERY_KILL_AFTER:-3}
 ROUNDS=${RECOVERY_ROUNDS:-1}
+PERSISTENCE=${RECOVERY_PERSISTENCE:-process}
+CKPT_SIZE=${RECOVERY_CHECKPOINT_LOG_SIZE:-}
 START_TIMEOUT=120   # seconds for a start (a 1gb region's scan takes well under 10)
+
+case "$PERSISTENCE" in
+  process|power|power-everysec) ;;
+  *) echo "recovery: RECOVERY_PERSISTENCE must be process, power or power-everysec," \
+          "not '$PERSISTENCE'" >&2; exit 1 ;;
+esac
+SERVER_ARGS=(--persistence "$PERSISTENCE")
+[ -z "$CKPT_SIZE" ] || SERVER_ARGS+=(--checkpoint-log-size "$CKPT_SIZE")
 
 for tool in redis-cli "$RCKV" "$BENCH"; do
   command -v "$tool" >/dev/null 2>&1 || {
@@ -73,7 +93,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 start_server() {  # starts in the background, sets SERVER_PID
   echo "=== start $(date -u '+%H:%M:%S')" >>"$LOG"
   "$RCKV" --port "$PORT" --bind 127.0.0.1 --dir "$TMP/data" --memory "$MEMORY" \
-    --persistence process --threads 2 --loglevel notice >>"$LOG" 2>&1 &
+    "${SERVER_ARGS[@]}" --threads 2 --loglevel notice >>"$LOG" 2>&1 &
   SERVER_PID=$!
 }
 
@@ -97,8 +117,8 @@ wait_pong() {
 
 cli() { redis-cli -h 127.0.0.1 -p "$PORT" "$@"; }
 
-echo "recovery: $RCKV, $KEYS keys of $VSIZE bytes, memory $MEMORY, persistence process," \
-     "$(nproc) cores"
+echo "recovery: $RCKV, $KEYS keys of $VSIZE bytes, memory $MEMORY, persistence $PERSISTENCE" \
+     "${CKPT_SIZE:+(checkpoint-log-size $CKPT_SIZE)}, $(nproc) cores"
 
 start_server
 wait_pong
@@ -156,6 +176,7 @@ for round in $(seq "$ROUNDS"); do
   starting=$(grep -m1 'rckv-server starting' <<<"$lines" || true)
   rec=$(grep -m1 'MemStore was not closed cleanly' <<<"$lines" || true)
   ready=$(grep -m1 'Ready to accept connections' <<<"$lines" || true)
+  replay=$(grep -m1 'write-ahead log: replayed' <<<"$lines" || true)
   if [ -z "$starting" ] || [ -z "$rec" ] || [ -z "$ready" ]; then
     echo "recovery: the restart's log lacks a line it should have:" >&2
     echo "$lines" >&2
@@ -175,10 +196,25 @@ for round in $(seq "$ROUNDS"); do
   printf '  %-44s %8s ms\n' "exec to first PONG (wall clock)" "$(( s1 - s0 ))"
   printf '  %-44s %8s ms\n' "log: starting -> Ready" "$to_ready"
   printf '  %-44s %8s ms\n' "log: starting -> recovery line" "$to_rec"
-  printf '  %-44s %8s ms\n' "  open and map the region (the rest)" "$map"
+  if [ "$PERSISTENCE" != process ]; then
+    if [ -n "$replay" ]; then
+      r_recs=$(sed -E 's/.*replayed ([0-9]+) records.*/\1/' <<<"$replay")
+      r_bytes=$(sed -E 's/.*records \(([0-9]+) bytes\).*/\1/' <<<"$replay")
+      r_segs=$(sed -E 's/.* from ([0-9]+) segments.*/\1/' <<<"$replay")
+      printf '  %-44s %8s ms  (%s records, %s bytes = %s MB, %s segments)\n' \
+        "  log: starting -> replayed line" "$(gap "$(ms_of "$starting")" "$(ms_of "$replay")")" \
+        "$r_recs" "$r_bytes" "$(( r_bytes / 1048576 ))" "$r_segs"
+    else
+      printf '  %-44s %8s\n' "  write-ahead log replayed" "nothing (no such line)"
+    fi
+  fi
+  what="open and map the region (the rest)"
+  [ "$PERSISTENCE" = process ] || what="open, map, replay the log (the rest)"
+  printf '  %-44s %8s ms\n' "  $what" "$map"
   printf '  %-44s %8s ms\n' "  recovery (its line: recovered in)" "$total"
   printf '  %-44s %8s ms  (%s)\n' "    undo log" "$undo_ms" "$undo_what"
   printf '  %-44s %8s ms  (%s)\n' "    scan" "$scan_ms" "$scan_what"
+  printf '  %-44s %8s ms\n' "log: recovery line -> Ready" "$(( to_ready - to_rec ))"
   printf '  %-44s %8s\n' "keys found by recovery" "$keys"
   printf '  %-44s %8s\n' "DBSIZE after restart" "$(cli dbsize)"
 done
