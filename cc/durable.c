@@ -70,6 +70,8 @@ struct durable {
 	/* The write-ahead log (st_region_is_wal): a round appends and syncs
 	 * the log instead of flushing pages; everysec syncs on a timer. */
 	bool wal, everysec;
+	bool inline_flush;      /* each worker flushes at the end of its pass
+				   (durable_ring), not the flusher */
 	uint64_t last_sync_us;  /* flusher only */
 
 	uint64_t rng;           /* shuffle(): flusher only */
@@ -423,6 +425,8 @@ int durable_wait(struct txn *t, bool commit)
 	}
 	struct dreq rq = { .worker = w->worker_id, .commit = commit };
 	rq.handle = sched_self(w->sched);
+	if (d->inline_flush)
+		goto wait; /* durable_ring serves it, on this thread */
 	pthread_mutex_lock(&d->lock);
 	int rc = d->wal ? 0 : queue_ranges_locked(d, fd);
 	if (rc == 0) {
@@ -439,6 +443,7 @@ int durable_wait(struct txn *t, bool commit)
 		fd->n = 0;
 		fd->overflow = 0;
 	}
+wait:;
 	struct dworker *dw = &d->w[w->worker_id];
 	dw->ring = true; /* the flusher is woken at the end of the pass */
 	rq.wnext = dw->waiting;
@@ -471,10 +476,34 @@ void durable_ring(struct cc_node *n, int worker)
 	struct durable *d = n->durable;
 	if (!d || worker < 0 || worker >= d->nworkers || !d->w[worker].ring)
 		return;
-	d->w[worker].ring = false;
-	pthread_mutex_lock(&d->lock);
-	pthread_cond_signal(&d->cond);
-	pthread_mutex_unlock(&d->lock);
+	struct dworker *dw = &d->w[worker];
+	dw->ring = false;
+	if (!d->inline_flush) {
+		pthread_mutex_lock(&d->lock);
+		pthread_cond_signal(&d->cond);
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	/* The worker's own round: everything appended so far (by any
+	 * worker), written, and synced unless everysec; then its waiters. */
+	int err = st_wal_flush(n->region, !d->everysec);
+	struct cc_worker *w = ck_pr_load_ptr(&n->workers[worker]);
+	uint64_t nreq = 0, ncommit = 0;
+	for (struct dreq *q = dw->waiting; q;) {
+		struct dreq *next = q->wnext;
+		nreq++;
+		ncommit += q->commit;
+		q->err = err;
+		q->linked = false;
+		__atomic_store_n(&q->done, 1, __ATOMIC_RELEASE);
+		if (w)
+			sched_unpark(w->sched, q->handle);
+		q = next;
+	}
+	dw->waiting = NULL;
+	ck_pr_add_64(&d->requests, nreq);
+	ck_pr_add_64(&n->gc_commits, ncommit);
+	ck_pr_add_64(&n->gc_flushes, 1);
 }
 
 bool durable_ordered(const struct cc_node *n)
@@ -492,6 +521,13 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 	d->n = n;
 	d->wal = st_region_is_wal(n->region);
 	d->everysec = d->wal && n->durable_everysec;
+	/* everysec: the round is a write() only, cheaper on the worker's own
+	 * thread at the end of its pass than handed to the flusher and back
+	 * (measured, redis-benchmark SET -c 50: 10-11 us of CPU per request
+	 * against 13-18, 20-30% more requests per second). power keeps the
+	 * flusher: its fdatasync then overlaps the worker's next pass (ycsb-t
+	 * with 8 clients: 15,100 txn/s against 10,300 inline). */
+	d->inline_flush = d->everysec;
 	d->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
 	d->nworkers = n->nworkers;
 	d->w = calloc((size_t)d->nworkers, sizeof(*d->w));

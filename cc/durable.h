@@ -18,6 +18,15 @@
  * on the worker's own thread). Commits that queue while a round's msync
  * runs share the next round: one msync serves many.
  *
+ * With the write-ahead log (st_region_is_wal) no ranges are tracked: the
+ * fabric notes every write in the log as it is made (fab_journal), and a
+ * round is one st_wal_flush, an append and one fdatasync for everything
+ * noted so far. durable_wait queues without waking the flusher; each
+ * worker rings it once at the end of a pass of its loop (durable_ring), so
+ * the commits of a pass share a round. Under power-everysec the round is
+ * the worker's own, at that same point (a write() without the sync, which
+ * a timer makes once a second).
+ *
  * Invariants:
  * (1) Rounds complete in the order they were taken, and a request belongs
  *     to the first round taken after it was queued. So when durable_wait
