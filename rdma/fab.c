@@ -274,8 +274,8 @@ static void apply_noted(struct fab_peer *p, struct fab_op *op, const struct fab_
 		*keep = old;
 }
 
-/* The journal op's node has for it, or NULL (untracked batch, a READ, no
- * journal). */
+/* The journal that notes op (its node's), or NULL: an untracked batch, a
+ * READ, a node without one. */
 static const struct fab_journal *journal_of(const struct fab_peer *p, const struct fab_op *op,
 					    bool untracked)
 {
