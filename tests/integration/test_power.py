@@ -667,3 +667,25 @@ def check_books_lossy(server, all_sent):
     """check_books without the acknowledged ones: what power-everysec
     promises after a power cut. Returns the receipts."""
     return check_books(server, all_sent, set(), "after the cut")
+
+
+@pytest.mark.time_limit(30)
+def test_flushall_and_a_protocol_switch_survive_kill9(make_server):
+    """Two writes the log does not note as they happen: FLUSHALL (quiesced,
+    it reaches the log as a checkpoint) and a protocol switch's metadata
+    reset (replay resets the metadata again). After a kill -9 the flushed
+    keys stay gone, and what was written after the switch is there."""
+    s = make_server(opts={"persistence": "power", "memory": "16mb"})
+    set_keys(s, "old", 50)
+    with s.raw() as c:
+        assert c.call("FLUSHALL") == "OK"
+        assert c.call("SET", "after", "1") == "OK"
+        assert c.call("CONFIG", "SET", "cc", "mvcc") == "OK"
+        assert c.call("INCR", "n") == 1
+        assert c.call("INCR", "n") == 2
+    s.kill9()
+    s.start()
+    with s.raw() as c:
+        assert c.call("DBSIZE") == 2
+        assert c.call("MGET", "after", "n", "old:0") == [b"1", b"2", None]
+        assert c.call("INCR", "n") == 3
