@@ -692,3 +692,18 @@ def test_flushall_and_a_protocol_switch_survive_kill9(make_server):
         assert c.call("DBSIZE") == 2
         assert c.call("MGET", "after", "n", "old:0") == [b"1", b"2", None]
         assert c.call("INCR", "n") == 3
+
+
+def test_coroutines_auto_is_256_under_power(make_server):
+    """coroutines auto: 256 per worker under power and power-everysec, where
+    each writing client waits for a sync; 32 otherwise; a number given
+    stays."""
+    for mode, want in (("power", "256"), ("power-everysec", "256"), ("process", "32")):
+        s = make_server(opts={"persistence": mode, "memory": "16mb"}, name=mode)
+        with s.raw() as c:
+            assert c.call("CONFIG", "GET", "coroutines") == [b"coroutines", want.encode()], mode
+        s.stop()
+    s = make_server(opts={"persistence": "power", "memory": "16mb", "coroutines": 8},
+                    name="given")
+    with s.raw() as c:
+        assert c.call("CONFIG", "GET", "coroutines") == [b"coroutines", b"8"]
