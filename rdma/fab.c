@@ -294,30 +294,39 @@ static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked)
 }
 
 /*
- * A batch this CPU applies whole: one lock per journaled node around all
- * of it (struct fab_journal), in posting order. Standalone nodes have one
- * such node; a shm cluster's ops may reach several, each with at most its
- * own journal (only the own node has one today).
+ * A batch this CPU applies whole: when its journaled ops all go to one
+ * node, one lock around all of it (struct fab_journal), in posting order.
+ * Standalone nodes have one such node. A shm cluster's batch may reach
+ * several journaled nodes (their logs' rings, storage/jring.c); then each
+ * op takes its own node's lock alone: journals are never nested, so two
+ * batches cannot wait for each other's locks.
  */
 static void apply_batch(struct fab *f, struct fab_batch *b, int n)
 {
-	const struct fab_journal *held = NULL;
+	const struct fab_journal *one = NULL;
+	bool several = false;
+	for (int i = 0; i < n && !several; i++) {
+		const struct fab_journal *j =
+			journal_of(&f->peers[b->ops[i].node], &b->ops[i], b->untracked);
+		if (j && one && j != one)
+			several = true;
+		else if (j)
+			one = j;
+	}
+	if (several) {
+		for (int i = 0; i < n; i++)
+			apply_direct(&f->peers[b->ops[i].node], &b->ops[i], b->untracked);
+		return;
+	}
+	if (one)
+		one->lock(one->arg);
 	for (int i = 0; i < n; i++) {
 		struct fab_peer *p = &f->peers[b->ops[i].node];
 		const struct fab_journal *j = journal_of(p, &b->ops[i], b->untracked);
-		if (j && !held) {
-			j->lock(j->arg);
-			held = j;
-		}
-		if (j && j != held) { /* a second journaled node: per op */
-			apply_direct(p, &b->ops[i], b->untracked);
-			continue;
-		}
-		apply_noted(p, &b->ops[i],
-			    j && !(b->ops[i].flags & FAB_OP_UNJOURNALED) ? j : NULL);
+		apply_noted(p, &b->ops[i], j && !(b->ops[i].flags & FAB_OP_UNJOURNALED) ? j : NULL);
 	}
-	if (held)
-		held->unlock(held->arg);
+	if (one)
+		one->unlock(one->arg);
 }
 
 struct fab_dirty *fab_worker_dirty(struct fab_worker *fw)

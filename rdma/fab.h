@@ -336,13 +336,17 @@ struct fab_dirty *fab_worker_dirty(struct fab_worker *fw);
  * note with the bytes the op left there (a CAS that did not swap left
  * none: no note), then unlock. So two writes to the same bytes are noted
  * in the order they were made. READs take no lock. A batch whose ops are
- * all applied by this CPU takes the lock once around all of them: its
- * notes are contiguous, with no other write in between and no flush of
- * the log splitting them (the log's flush takes the same lock). Only
- * there are ops flagged FAB_OP_UNJOURNALED left out: the owner knows the
- * batch's other writes make them needless after any prefix of the log
- * (cc/prim.c: the undo records of a commit whose retire is in the same
- * batch). In a batch that also reaches the network they are noted.
+ * all applied by this CPU, and whose journaled ops all go to one node,
+ * takes the lock once around all of them: its notes are contiguous, with
+ * no other write in between and no flush of the log splitting them (the
+ * standalone log's flush takes the same lock). Only there are ops flagged
+ * FAB_OP_UNJOURNALED left out: the owner knows the batch's other writes
+ * make them needless after any prefix of the log (cc/prim.c: the undo
+ * records of a commit whose retire is in the same batch). A batch that
+ * reaches several journaled nodes (a shm cluster's journal rings), or the
+ * network, takes each op's lock alone, never two at once, and notes every
+ * op. A journal's lock may be shared with other processes (a ring that
+ * shm peers write too: storage/jring.c).
  */
 struct fab_journal {
 	void (*lock)(void *arg);

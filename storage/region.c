@@ -271,7 +271,11 @@ const char *st_region_durable_path(struct st_region *r)
 
 int st_region_persist_checked(struct st_region *r, uint64_t off, uint64_t len)
 {
-	if (r->persistence != ST_PERSIST_POWER || r->wal || off >= r->layout.size || len == 0)
+	if (r->wal) {
+		st_wal_note_range(r, off, len); /* durable at the next st_region_sync */
+		return 0;
+	}
+	if (r->persistence != ST_PERSIST_POWER || off >= r->layout.size || len == 0)
 		return 0;
 	if (len > r->layout.size - off)
 		len = r->layout.size - off;
@@ -333,6 +337,11 @@ int st_region_persist_ranges(struct st_region *r, const struct fab_range *rg, si
 void st_region_persist(struct st_region *r, uint64_t off, uint64_t len)
 {
 	(void)st_region_persist_checked(r, off, len);
+}
+
+int st_region_sync(struct st_region *r)
+{
+	return r->wal ? st_wal_flush(r, true) : 0;
 }
 
 /* Durably record a directory entry change (create, rename, unlink). */
@@ -559,20 +568,125 @@ static void sweep_dead_shm(void)
 	closedir(d);
 }
 
+static void pid_copy_path(const struct st_config *cfg, const char *tag, char *out, size_t len)
+{
+	snprintf(out, len, "/dev/shm/rckv-%d-node-%u-%s.region", (int)getpid(), cfg->node_id, tag);
+}
+
+/*
+ * A cluster node's log (cfg->wal_ring) keeps its region copy under a name
+ * that outlives the process: /dev/shm/rckv-wal-<hash of dir>-node-<id>
+ * with .region (the copy), .journal (jring.c) and .dir (dir's path, for
+ * the sweep). A restart after kill -9 takes the copy whole, exactly as
+ * persistence process takes its file: peers wrote into it while the node
+ * was down and keep addresses into it. Only a power cut (or a clean stop,
+ * which removes it) sends the start to the checkpoint and the log.
+ */
+static void stable_copy_base(const char *dir, unsigned node, char *out, size_t len)
+{
+	char abs[PATH_MAX];
+	if (!realpath(dir, abs))
+		snprintf(abs, sizeof(abs), "%s", dir);
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *p = abs; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	snprintf(out, len, "/dev/shm/rckv-wal-%016" PRIx64 "-node-%u", h, node);
+}
+
+static void stable_remove(const char *base)
+{
+	char p[PATH_MAX + 16];
+	static const char *const ext[] = { ".region", ".journal", ".dir" };
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s%s", base, ext[i]);
+		(void)unlink(p);
+	}
+}
+
+/* Remove the stable copies whose dir is gone (a test's temporary dir). */
+static void sweep_stable_copies(void)
+{
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+		if (strncmp(de->d_name, "rckv-wal-", 9) != 0 || n < 4 ||
+		    strcmp(de->d_name + n - 4, ".dir") != 0)
+			continue;
+		char path[PATH_MAX + 300], dir[PATH_MAX] = "";
+		snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		bool ok = fgets(dir, sizeof(dir), f) != NULL;
+		fclose(f);
+		struct stat sb;
+		if (ok && stat(dir, &sb) == 0)
+			continue;
+		path[strlen(path) - 4] = '\0';
+		stable_remove(path);
+	}
+	closedir(d);
+}
+
+/*
+ * Take the copy a killed run left at vpath in place of the region file's
+ * mapping (wal_open). Its header keeps what the run had (the peers'
+ * incarnations it saw); the incarnation is the one this open gave the
+ * file. Returns 0, or 1 when there is no usable copy (then nothing
+ * changed).
+ */
+static int adopt_copy(struct st_region *r, const char *vpath, int *durable_fd)
+{
+	int vfd = open(vpath, O_RDWR | O_CLOEXEC);
+	if (vfd < 0)
+		return 1;
+	struct stat sb;
+	size_t len = 0;
+	int is_pmem = 0;
+	char *vbase = NULL;
+	if (fstat(vfd, &sb) != 0 || (uint64_t)sb.st_size != r->layout.size ||
+	    !(vbase = pmem_map_file(vpath, 0, 0, 0, &len, &is_pmem)) || len != r->layout.size)
+		goto no;
+	const struct st_header *fh = st_region_header(r);
+	struct st_header *vh = (struct st_header *)vbase;
+	if (vh->magic != fh->magic || vh->layout_version != fh->layout_version ||
+	    vh->node_id != fh->node_id || vh->cluster_id != fh->cluster_id ||
+	    memcmp(&vh->layout, &fh->layout, sizeof(vh->layout)) != 0)
+		goto no;
+	vh->incarnation = fh->incarnation;
+	vh->clean_shutdown = 0;
+	pmem_unmap(r->base, r->mapped_len);
+	r->base = vbase;
+	r->mapped_len = len;
+	r->is_pmem = 0;
+	r->was_clean = false;
+	*durable_fd = r->fd;
+	r->fd = vfd;
+	snprintf(r->path, sizeof(r->path), "%s", vpath);
+	r->unlink_at_close = true;
+	return 0;
+no:
+	if (vbase)
+		pmem_unmap(vbase, len);
+	close(vfd);
+	(void)unlink(vpath);
+	return 1;
+}
+
 /*
  * The region file is open, validated (or created), locked and mapped at
- * r->base. Copy it into a fresh volatile file,
- * /dev/shm/rckv-<pid>-node-<id>-<tag>.region, and map that instead; r->fd
+ * r->base. Copy it into a fresh volatile file at vpath (pid_copy_path,
+ * stable_copy_path) and map that instead; r->fd
  * becomes the volatile file's and the region file's fd is returned in
  * *durable_fd. On failure the caller unmaps r->base and closes r->fd.
  */
-static int volatile_copy(struct st_region *r, const struct st_config *cfg, const char *tag,
-			 int *durable_fd, char *err, size_t errlen)
+static int volatile_copy(struct st_region *r, const char *vpath, int *durable_fd, char *err,
+			 size_t errlen)
 {
-	char vpath[PATH_MAX];
 	sweep_dead_shm();
-	snprintf(vpath, sizeof(vpath), "/dev/shm/rckv-%d-node-%u-%s.region", (int)getpid(),
-		 cfg->node_id, tag);
 	(void)unlink(vpath);
 	int vfd = open(vpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (vfd < 0) {
@@ -630,10 +744,11 @@ static int sim_start(struct st_region *r, const struct st_config *cfg, char *err
 		snprintf(err, errlen, "power-sim: out of memory");
 		return -ENOMEM;
 	}
-	char durable[PATH_MAX];
+	char durable[PATH_MAX], vpath[PATH_MAX];
 	snprintf(durable, sizeof(durable), "%s", r->path);
+	pid_copy_path(cfg, "sim", vpath, sizeof(vpath));
 	char verr[PATH_MAX + 100] = "";
-	int rc = volatile_copy(r, cfg, "sim", &r->sim_fd, verr, sizeof(verr));
+	int rc = volatile_copy(r, vpath, &r->sim_fd, verr, sizeof(verr));
 	if (rc) {
 		snprintf(err, errlen, "power-sim: %s", verr);
 		free(buf);
@@ -657,22 +772,46 @@ static int wal_open(struct st_region *r, const struct st_config *cfg, const char
 		    char *err, size_t errlen)
 {
 	snprintf(r->wal_path, sizeof(r->wal_path), "%s", r->path);
-	int dfd = -1;
+	int dfd = -1, rc = 1;
+	char vpath[PATH_MAX], base[PATH_MAX];
+	struct st_wal_stats st;
+	memset(&st, 0, sizeof(st));
+	const uint64_t ck_gen = st_region_header(r)->wal_gen;
+	if (cfg->wal_ring) {
+		sweep_stable_copies();
+		stable_copy_base(dir, cfg->node_id, base, sizeof(base));
+		snprintf(vpath, sizeof(vpath), "%.*s.region", (int)sizeof(base) - 8, base);
+		rc = adopt_copy(r, vpath, &dfd);
+		st.adopted_copy = rc == 0;
+	} else {
+		stable_copy_base(dir, cfg->node_id, base, sizeof(base));
+		stable_remove(base); /* a cluster run's (see the other branch) */
+		pid_copy_path(cfg, "wal", vpath, sizeof(vpath));
+	}
 	char verr[PATH_MAX + 100] = "";
-	int rc = volatile_copy(r, cfg, "wal", &dfd, verr, sizeof(verr));
-	if (rc) {
+	if (rc == 1 && (rc = volatile_copy(r, vpath, &dfd, verr, sizeof(verr))) != 0) {
 		snprintf(err, errlen, "write-ahead log: %s", verr);
 		return rc;
 	}
-	struct st_wal_stats st;
-	memset(&st, 0, sizeof(st));
+	if (cfg->wal_ring) {
+		char dpath[PATH_MAX + 8], abs[PATH_MAX];
+		snprintf(dpath, sizeof(dpath), "%.*s.dir", (int)sizeof(base) - 8, base);
+		FILE *f = fopen(dpath, "w");
+		if (f) {
+			fputs(realpath(dir, abs) ? abs : dir, f);
+			fclose(f);
+		}
+	}
 	struct stat sb;
 	if (fstat(dfd, &sb) == 0) /* the checkpoint's age, until the next one */
 		st.checkpoint_at = (uint64_t)sb.st_mtime;
 	close(dfd); /* the lock that counts is lock_fd's: checkpoints rename */
 	uint64_t next = 1;
-	rc = st_wal_replay_dir(dir, cfg->node_id, r->base, r->layout.size, &next, &st, err,
-			       errlen);
+	if (st.adopted_copy) /* newer than the log: only find where it goes on */
+		next = st_wal_next_gen(dir, cfg->node_id, ck_gen);
+	else
+		rc = st_wal_replay_dir(dir, cfg->node_id, r->base, r->layout.size, &next, &st, err,
+				       errlen);
 	if (rc == 0)
 		rc = st_wal_init(r, cfg, next, &st, err, errlen);
 	if (rc) {
@@ -804,6 +943,11 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 			goto fail;
 		}
 	} else {
+		/* A cluster log's copy left by kill -9 (stable_copy_base) is
+		 * not this run's: the log below has every commit. */
+		char base[PATH_MAX];
+		stable_copy_base(dir, cfg->node_id, base, sizeof(base));
+		stable_remove(base);
 		rc = replay_into_file(r, cfg, dir, err, errlen);
 		if (rc == 0 && cfg->power_sim && cfg->persistence == ST_PERSIST_POWER)
 			rc = sim_start(r, cfg, err, errlen);

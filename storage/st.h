@@ -66,6 +66,10 @@ struct st_config {
 	 * the region in volatile memory and make it durable through a
 	 * write-ahead log and checkpoints (st_region_is_wal). */
 	bool wal;
+	/* ... a cluster node's (fabric shm): fed through a journal ring that
+	 * peers write too, its region copy kept under a stable name so that a
+	 * restart after kill -9 takes it whole (st.h, the journal ring). */
+	bool wal_ring;
 	uint64_t checkpoint_bytes;      /* log bytes between checkpoints; 0 = none */
 };
 
@@ -197,8 +201,13 @@ bool st_region_reopened(struct st_region *r);
  * the header's clean_shutdown as read at open, before open cleared it.
  * False means the last process died with it open: run st_recover. */
 bool st_region_was_clean(struct st_region *r);
-/* Persist a byte range per the policy (power: pmem_persist or pmem_msync). */
+/* Persist a byte range per the policy (power: pmem_persist or pmem_msync;
+ * with a write-ahead log: note the range's bytes in the log, durable at the
+ * next st_region_sync or flush; ranges over 1 MB are left to checkpoints). */
 void st_region_persist(struct st_region *r, uint64_t off, uint64_t len);
+/* Make every range persisted so far durable: with a write-ahead log, one
+ * synced flush; otherwise nothing (each persist was). 0 or -errno. */
+int st_region_sync(struct st_region *r);
 /*
  * st_region_persist_checked - st_region_persist that reports failure:
  * 0 (also when the policy is not power: nothing to do), or -errno from
@@ -254,8 +263,9 @@ const char *st_region_durable_path(struct st_region *r);
  * st_wal_lock, applies one write, st_wal_note with the bytes the write left,
  * st_wal_unlock (rdma/fab.h, fab_journal). st_wal_flush appends what was
  * noted as one record, and with sync makes it durable (fdatasync).
- * st_region_persist* do nothing on such a region: the log is its
- * durability.
+ * st_region_persist* only note the range in the log there (writes made
+ * outside the fabric: the undo log's settling), and st_region_sync makes
+ * the notes durable.
  *
  * In every persistent mode, a region file whose dir holds log segments
  * gets them replayed at open (a node started with persistence process
@@ -276,6 +286,7 @@ struct st_wal_stats {
 	uint64_t sim_persists;        /* power-sim: persists so far */
 	/* At open: what replay found. */
 	uint64_t replayed_segments, replayed_records, replayed_bytes, torn_bytes;
+	bool adopted_copy;            /* a cluster node took the copy a kill -9 left */
 	char torn[PATH_MAX + 160];    /* the torn record's report, "" = none */
 };
 bool st_region_is_wal(struct st_region *r);
@@ -294,6 +305,61 @@ int st_wal_start(struct st_region *r, bool checkpoint, char *err, size_t errlen)
  * writer may run: FLUSHALL's quiesce). Returns 0 or -errno. */
 int st_wal_checkpoint(struct st_region *r);
 void st_wal_get_stats(struct st_region *r, struct st_wal_stats *out);
+
+/*
+ * The journal ring (storage/jring.c): a cluster node's write-ahead log is
+ * fed through a ring in a shared file that every process writing the
+ * region maps, the owner's and the shm peers' (cfg->wal_ring). The path is
+ * the region copy's with ".journal" for ".region" (st_jring_path), so a
+ * peer finds it from the region path its HELLO gives.
+ *
+ * Writers (the fabric, through a slot's fab_journal): st_jring_lock,
+ * apply one op, st_jring_note, st_jring_unlock. Peers: st_jring_tail after
+ * their writes, then st_jring_wait until the owner's log holds them
+ * (0, -EHOSTDOWN when the owner is gone, -ETIMEDOUT). The owner's log:
+ * st_jring_take what was noted, append and sync it, st_jring_publish.
+ */
+struct st_jring;
+void st_jring_path(const char *region_path, char *out, size_t len);
+int st_jring_create(const char *path, uint64_t cap, struct st_jring **out);
+int st_jring_open(const char *path, struct st_jring **out);
+void st_jring_close(struct st_jring *j);
+/* True when j maps the file now at path (not an older one of that name). */
+bool st_jring_is(const struct st_jring *j, const char *path);
+void st_jring_lock(struct st_jring *j);
+bool st_jring_trylock(struct st_jring *j);
+void st_jring_note(struct st_jring *j, uint64_t off, const void *src, uint32_t len);
+uint64_t st_jring_unlock(struct st_jring *j);
+uint64_t st_jring_tail(const struct st_jring *j);
+uint64_t st_jring_durable(const struct st_jring *j);
+uint32_t st_jring_dropped(const struct st_jring *j);
+/* Owner: append [head, tail) to *buf (grown as needed), advance head;
+ * *upto is the position taken to. 0 or -ENOMEM. */
+int st_jring_take(struct st_jring *j, char **buf, size_t *n, size_t *cap, uint64_t *upto);
+void st_jring_publish(struct st_jring *j, uint64_t upto);
+/* Owner's flusher: a peer waits for a position not yet durable. */
+bool st_jring_wanted(const struct st_jring *j);
+uint32_t st_jring_kicks(const struct st_jring *j);
+void st_jring_kick(struct st_jring *j);
+/* Sleep until kicked (the kick count moved from seen) or ms passed. */
+void st_jring_sleep(struct st_jring *j, uint32_t seen, int ms);
+int st_jring_wait(struct st_jring *j, uint64_t pos, int timeout_ms);
+
+/* A node's place in the fabric's journals: the ring its writes go to now
+ * (NULL: not logged), replaced when the node restarts with a new ring. */
+struct st_jring_slot {
+	struct st_jring *ring;     /* atomic */
+	struct st_jring *retired;  /* replaced rings, unmapped at clear */
+};
+/* The fabric's journal for a node's writes, through s. */
+void st_jring_slot_journal(struct st_jring_slot *s, struct fab_journal *out);
+/* Control thread: point the slot at j (the slot takes a peer's ring). */
+void st_jring_slot_set(struct st_jring_slot *s, struct st_jring *j);
+/* At close, no writer left: unmap the rings (owned: the current one is
+ * the own log's, closed by it). */
+void st_jring_slot_clear(struct st_jring_slot *s, bool owned);
+/* The own log's ring (cfg->wal_ring), or NULL. */
+struct st_jring *st_wal_ring(struct st_region *r);
 
 /*
  * st_recover - after an unclean stop: reset every lock word and bucket lock,

@@ -222,9 +222,15 @@ struct st_region {
  * header's wal_gen); the next segment number goes to *next_gen. */
 int st_wal_replay_dir(const char *dir, unsigned node, char *base, uint64_t size,
 		      uint64_t *next_gen, struct st_wal_stats *st, char *err, size_t errlen);
+/* The number the next segment takes after the checkpoint whose log starts
+ * at gen (the segments there are kept, not replayed: a taken copy). */
+uint64_t st_wal_next_gen(const char *dir, unsigned node, uint64_t gen);
 int st_wal_init(struct st_region *r, const struct st_config *cfg, uint64_t next_gen,
 		const struct st_wal_stats *replayed, char *err, size_t errlen);
 void st_wal_close(struct st_region *r, bool clean);
+/* Note [off, off + len) as it is now in the log (st_region_persist on a
+ * region with a write-ahead log, once it started). */
+void st_wal_note_range(struct st_region *r, uint64_t off, uint64_t len);
 /* Remove dir's log segments of node numbered below gen. */
 void st_wal_remove_segments_below(const char *dir, unsigned node, uint64_t gen);
 /* pwrite all of buf at off (retrying short writes and EINTR): 0 or -errno. */

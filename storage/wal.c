@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,7 @@
 #define WAL_HDR 32u
 #define WAL_ENTRY 16u
 #define WAL_PAGE 4096u
+#define WAL_RING_BYTES (32ull << 20) /* a cluster node's journal ring */
 
 /* A record: header, then entries { off, len, 0, bytes padded to 8 }. */
 struct wal_hdr {
@@ -119,6 +121,11 @@ struct st_wal {
 	uint64_t sim_ckpt_persists;
 
 	struct st_wal_stats st; /* atomics */
+
+	/* A cluster node's (cfg->wal_ring): writers note into this ring, not
+	 * into buf, and flushes drain it (jring.c). */
+	struct st_jring *ring;
+	bool started;           /* st_wal_start done: the log takes notes */
 };
 
 /* ---- small helpers ---- */
@@ -220,6 +227,32 @@ void st_wal_note(struct st_region *r, uint64_t off, const void *src, uint32_t le
 	memcpy(e + WAL_ENTRY, src, len);
 	memset(e + WAL_ENTRY + len, 0, need - WAL_ENTRY - len);
 	w->n += need;
+}
+
+/*
+ * A range written outside the fabric (the undo log's settling of a peer's
+ * transactions, storage/log.c, which calls st_region_persist after each
+ * write): note its bytes as they are now, so the log has them. Ranges over
+ * NOTE_RANGE_MAX are left out: the whole-region resets (st_reset_meta,
+ * st_flush) reach the log by a checkpoint or by replay's own reset.
+ */
+#define NOTE_RANGE_MAX (1u << 20)
+
+void st_wal_note_range(struct st_region *r, uint64_t off, uint64_t len)
+{
+	struct st_wal *w = r->wal;
+	if (!w || !__atomic_load_n(&w->started, __ATOMIC_ACQUIRE) || len == 0 ||
+	    len > NOTE_RANGE_MAX || off >= r->layout.size || len > r->layout.size - off)
+		return;
+	if (w->ring) {
+		st_jring_lock(w->ring);
+		st_jring_note(w->ring, off, r->base + off, (uint32_t)len);
+		(void)st_jring_unlock(w->ring);
+	} else {
+		pthread_mutex_lock(&w->lock);
+		st_wal_note(r, off, r->base + off, (uint32_t)len);
+		pthread_mutex_unlock(&w->lock);
+	}
 }
 
 /* ---- replay ---- */
@@ -402,6 +435,19 @@ int st_wal_replay_dir(const char *dir, unsigned node, char *base, uint64_t size,
 	}
 	*next_gen = gen ? gen : 1;
 	return 0;
+}
+
+uint64_t st_wal_next_gen(const char *dir, unsigned node, uint64_t gen)
+{
+	uint64_t g = first_segment(dir, node, gen);
+	if (g == UINT64_MAX)
+		return gen ? gen : 1;
+	char path[PATH_MAX + 64];
+	for (;; g++) {
+		snprintf(path, sizeof(path), "%s/node-%u-%" PRIu64 ".wal", dir, node, g + 1);
+		if (access(path, F_OK) != 0)
+			return g + 1;
+	}
 }
 
 /* ---- checkpoints ---- */
@@ -663,40 +709,90 @@ static uint64_t copy_region(char *dst, const char *src, const struct st_layout *
 	return now_us() - t0;
 }
 
+/* Due after checkpoint_bytes of log, and not before twice what the last
+ * checkpoint wrote: a checkpoint never writes more than half the log it
+ * trims (Redis rewrites its AOF once it doubled). */
+static bool cut_due(struct st_wal *w, uint64_t n)
+{
+	uint64_t due = w->checkpoint_bytes;
+	uint64_t last = __atomic_load_n(&w->st.checkpoint_bytes, __ATOMIC_RELAXED);
+	if (due && 2 * last > due)
+		due = 2 * last;
+	if (!w->ck_started || !due || w->since_cut + n < due)
+		return false;
+	pthread_mutex_lock(&w->ck_lock);
+	bool free_ = !w->ck_busy; /* one at a time */
+	pthread_mutex_unlock(&w->ck_lock);
+	return free_;
+}
+
+/* The cut's copy, between two writes (invariant (1)), or NULL (out of
+ * memory: no cut this time). */
+static char *cut_copy(struct st_wal *w)
+{
+	char *snap = calloc(1, w->r->layout.size);
+	if (snap)
+		__atomic_store_n(&w->st.checkpoint_pause_us,
+				 copy_region(snap, w->r->base, &w->r->layout), __ATOMIC_RELAXED);
+	return snap;
+}
+
+/*
+ * The journal ring's take (flush_lock held): what writers noted, into
+ * w->spare; with a cut due, the ring's mutex is taken (draining while it
+ * is busy: jring.c invariant (2)), the rest drained and the region copied
+ * with every writer held off. *upto: the ring position taken to.
+ */
+static int ring_take(struct st_wal *w, size_t *n, char **snap, uint64_t *upto)
+{
+	*n = 0;
+	int rc = st_jring_take(w->ring, &w->spare, n, &w->spare_cap, upto);
+	if (rc == 0 && cut_due(w, *n)) {
+		while (!st_jring_trylock(w->ring)) {
+			if ((rc = st_jring_take(w->ring, &w->spare, n, &w->spare_cap, upto)))
+				return rc;
+			sched_yield();
+		}
+		rc = st_jring_take(w->ring, &w->spare, n, &w->spare_cap, upto);
+		if (rc == 0)
+			*snap = cut_copy(w);
+		(void)st_jring_unlock(w->ring);
+	}
+	if (rc == 0 && w->nerr)
+		rc = w->nerr;
+	if (rc == 0 && st_jring_dropped(w->ring))
+		rc = -EIO; /* a note never reached the ring: the log has a hole */
+	return rc;
+}
+
 int st_wal_flush(struct st_region *r, bool sync)
 {
 	struct st_wal *w = r->wal;
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->flush_lock);
-	pthread_mutex_lock(&w->lock);
-	char *taken = w->buf;
-	size_t n = w->n, cap = w->cap;
-	w->buf = w->spare;
-	w->cap = w->spare_cap;
-	w->n = 0;
-	int rc = w->nerr;
-	/* A checkpoint cut: due, none being written, and one at a time. */
-	char *snap = NULL;
-	bool ck_free = false;
-	/* Due after checkpoint_bytes of log, and not before twice what the
-	 * last checkpoint wrote: a checkpoint never writes more than half the
-	 * log it trims (Redis rewrites its AOF once it doubled). */
-	uint64_t due = w->checkpoint_bytes;
-	uint64_t last = __atomic_load_n(&w->st.checkpoint_bytes, __ATOMIC_RELAXED);
-	if (due && 2 * last > due)
-		due = 2 * last;
-	if (w->ck_started && due && w->since_cut + n >= due && rc == 0) {
-		pthread_mutex_lock(&w->ck_lock);
-		ck_free = !w->ck_busy;
-		pthread_mutex_unlock(&w->ck_lock);
-		if (ck_free && (snap = calloc(1, r->layout.size)) != NULL)
-			__atomic_store_n(&w->st.checkpoint_pause_us,
-					 copy_region(snap, r->base, &r->layout), __ATOMIC_RELAXED);
+	char *taken, *snap = NULL;
+	size_t n;
+	uint64_t upto = 0;
+	int rc;
+	if (w->ring) {
+		rc = ring_take(w, &n, &snap, &upto);
+		taken = w->spare;
+	} else {
+		pthread_mutex_lock(&w->lock);
+		taken = w->buf;
+		n = w->n;
+		size_t cap = w->cap;
+		w->buf = w->spare;
+		w->cap = w->spare_cap;
+		w->n = 0;
+		rc = w->nerr;
+		if (rc == 0 && cut_due(w, n))
+			snap = cut_copy(w);
+		pthread_mutex_unlock(&w->lock);
+		w->spare = taken;
+		w->spare_cap = cap;
 	}
-	pthread_mutex_unlock(&w->lock);
-	w->spare = taken;
-	w->spare_cap = cap;
 
 	if (rc == 0 && (rc = frame(w, taken, n)) != 0) {
 		/* Those writes are not in the log and never will be: no later
@@ -708,6 +804,8 @@ int st_wal_flush(struct st_region *r, bool sync)
 	w->since_cut += n;
 	if (rc == 0)
 		rc = write_out(w, sync || snap);
+	if (rc == 0 && w->ring)
+		st_jring_publish(w->ring, upto); /* written (everysec) or synced */
 	if (rc == 0 && snap) {
 		/* The old segment is synced (invariant (2)): everything after
 		 * the copy goes to the next one, which the checkpoint names. */
@@ -785,8 +883,28 @@ int st_wal_init(struct st_region *r, const struct st_config *cfg, uint64_t next_
 	pthread_mutex_init(&w->flush_lock, NULL);
 	pthread_mutex_init(&w->ck_lock, NULL);
 	pthread_cond_init(&w->ck_cond, NULL);
+	if (cfg->wal_ring) {
+		char path[PATH_MAX + 16];
+		st_jring_path(r->path, path, sizeof(path));
+		int rc = st_jring_create(path, WAL_RING_BYTES, &w->ring);
+		if (rc) {
+			snprintf(err, errlen, "write-ahead log: cannot make the journal ring %s: %s",
+				 path, strerror(-rc));
+			pthread_mutex_destroy(&w->lock);
+			pthread_mutex_destroy(&w->flush_lock);
+			pthread_mutex_destroy(&w->ck_lock);
+			pthread_cond_destroy(&w->ck_cond);
+			free(w);
+			return rc;
+		}
+	}
 	r->wal = w;
 	return 0;
+}
+
+struct st_jring *st_wal_ring(struct st_region *r)
+{
+	return r->wal ? r->wal->ring : NULL;
 }
 
 int st_wal_start(struct st_region *r, bool checkpoint, char *err, size_t errlen)
@@ -818,6 +936,7 @@ int st_wal_start(struct st_region *r, bool checkpoint, char *err, size_t errlen)
 		return rc;
 	}
 	w->ck_started = true;
+	__atomic_store_n(&w->started, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -841,6 +960,7 @@ void st_wal_close(struct st_region *r, bool clean)
 	}
 	if (w->fd >= 0)
 		close(w->fd);
+	st_jring_close(w->ring);
 	free(w->buf);
 	free(w->spare);
 	free(w->out);
@@ -868,6 +988,7 @@ void st_wal_get_stats(struct st_region *r, struct st_wal_stats *out)
 	out->replayed_records = w->st.replayed_records;
 	out->replayed_bytes = w->st.replayed_bytes;
 	out->torn_bytes = w->st.torn_bytes;
+	out->adopted_copy = w->st.adopted_copy;
 	memcpy(out->torn, w->st.torn, sizeof(out->torn));
 	out->records = __atomic_load_n(&w->st.records, __ATOMIC_RELAXED);
 	out->bytes = __atomic_load_n(&w->st.bytes, __ATOMIC_RELAXED);
