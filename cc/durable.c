@@ -40,6 +40,12 @@ struct dreq {
 	int err;             /* written by the flusher before done */
 	int done;            /* 0 -> 1 by the flusher, release; read with acquire */
 	struct dreq *qnext;  /* flusher queue (under d->lock, then the flusher's) */
+	/* Journal rings (d->ring): the peers whose logs must hold our writes,
+	 * served by the peer waiter (pnext: its queue); pending counts the
+	 * parts not finished yet (own log, peers), the last sets done. */
+	uint64_t peers;
+	int pending;
+	struct dreq *pnext;
 	struct dreq *wnext;  /* worker's waiting list (invariant (3)) */
 	bool linked;         /* on that list (worker's thread only) */
 };
@@ -75,6 +81,18 @@ struct durable {
 	uint64_t last_sync_us;  /* flusher only */
 
 	uint64_t rng;           /* shuffle(): flusher only */
+
+	/* A cluster node's log (st_wal_ring): every node's writes go through
+	 * that node's journal ring, reached by its slot (the own one too).
+	 * The peer waiter is the thread that waits for peers' logs, so that
+	 * the flusher, which peers wait for, never waits for one. */
+	bool ring;
+	struct st_jring_slot slot[FAB_MAX_NODES];
+	uint64_t ring_epoch;    /* slots re-pointed since start (atomic) */
+	pthread_t pw_thread;
+	bool pw_started;
+	pthread_cond_t pw_cond; /* under lock */
+	struct dreq *pw_head, *pw_tail;
 	/* ck_pr counters: flusher writes, anyone reads */
 	uint64_t requests, syncs, pages;
 };
@@ -244,6 +262,19 @@ static bool wait_round(struct durable *d)
 	return false;
 }
 
+/* Write the eventfd of every worker in wmask: its loop wakes and unparks
+ * the coroutines whose requests are done (aux_poll). */
+static void wake_workers(struct durable *d, uint64_t wmask)
+{
+	for (int i = 0; i < d->nworkers && i < 64; i++) {
+		if (!(wmask & (1ull << i)))
+			continue;
+		uint64_t one = 1;
+		ssize_t k = write(d->w[i].efd, &one, sizeof(one));
+		(void)k;
+	}
+}
+
 static void *flusher_main(void *arg)
 {
 	struct durable *d = arg;
@@ -315,13 +346,7 @@ static void *flusher_main(void *arg)
 			__atomic_store_n(&q->done, 1, __ATOMIC_RELEASE);
 			q = next;
 		}
-		for (int i = 0; i < d->nworkers && i < 64; i++) {
-			if (!(wmask & (1ull << i)))
-				continue;
-			uint64_t one = 1;
-			ssize_t k = write(d->w[i].efd, &one, sizeof(one));
-			(void)k;
-		}
+		wake_workers(d, wmask);
 		ck_pr_add_64(&d->requests, nreq);
 		ck_pr_add_64(&n->gc_commits, ncommit);
 		ck_pr_add_64(&n->gc_flushes, 1);
@@ -334,6 +359,178 @@ static void *flusher_main(void *arg)
 		(void)st_wal_flush(n->region, true);
 	free(cur);
 	return NULL;
+}
+
+/* ---- journal rings (a cluster node's log) ---- */
+
+/* Finish one part of q with err; true when it was the last part, and q is
+ * done (after this call q may be gone: read what you need first). */
+static bool finish_part(struct dreq *q, int err)
+{
+	if (err) {
+		int none = 0;
+		__atomic_compare_exchange_n(&q->err, &none, err, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+	}
+	if (__atomic_sub_fetch(&q->pending, 1, __ATOMIC_ACQ_REL) != 0)
+		return false;
+	__atomic_store_n(&q->done, 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+/*
+ * The flusher of a node whose log is fed through its journal ring. It
+ * sleeps on the ring's kick word, which local waits (durable_ring) and
+ * peers waiting for this log (st_jring_wait) both bump, so one wake-up
+ * serves both; a round drains the ring, appends, syncs and publishes
+ * (st_wal_flush). It waits for nothing else: peers' logs are the peer
+ * waiter's.
+ */
+static void *ring_flusher_main(void *arg)
+{
+	struct durable *d = arg;
+	struct cc_node *n = d->n;
+	struct st_jring *ring = st_wal_ring(n->region);
+	bool logged = false;
+	d->last_sync_us = mono_us();
+	for (;;) {
+		uint32_t seen = st_jring_kicks(ring);
+		pthread_mutex_lock(&d->lock);
+		struct dreq *reqs = d->head;
+		d->head = d->tail = NULL;
+		bool stop = d->stop;
+		pthread_mutex_unlock(&d->lock);
+		uint64_t now = mono_us();
+		bool tick = d->everysec && now >= d->last_sync_us + 1000000u;
+		if (!reqs && !tick && !st_jring_wanted(ring)) {
+			if (stop)
+				break;
+			uint64_t ms = 1000;
+			if (d->everysec)
+				ms = (d->last_sync_us + 1000000u - now) / 1000u + 1;
+			st_jring_sleep(ring, seen, (int)ms);
+			continue;
+		}
+		bool sync = !d->everysec || tick;
+		int err = st_wal_flush(n->region, sync);
+		if (sync)
+			d->last_sync_us = mono_us();
+		if (err && !logged) {
+			cc_log(n, CC_LOG_WARNING,
+			       "persistence power: a log flush failed (%s): the commits waiting for "
+			       "it fail with an error",
+			       strerror(-err));
+			logged = true;
+		}
+		uint64_t wmask = 0, nreq = 0, ncommit = 0;
+		for (struct dreq *q = reqs; q;) {
+			struct dreq *next = q->qnext;
+			int wk = q->worker;
+			nreq++;
+			ncommit += q->commit;
+			if (finish_part(q, err) && wk >= 0 && wk < 64)
+				wmask |= 1ull << wk;
+			q = next;
+		}
+		wake_workers(d, wmask);
+		if (reqs) {
+			ck_pr_add_64(&d->requests, nreq);
+			ck_pr_add_64(&n->gc_commits, ncommit);
+			ck_pr_add_64(&n->gc_flushes, 1);
+		}
+	}
+	(void)st_wal_flush(n->region, true);
+	return NULL;
+}
+
+/* How long a commit waits for a peer's log before it fails (the peer is
+ * alive but its log does not move: a stuck disk). */
+#define PEER_LOG_TIMEOUT_MS 30000
+
+/*
+ * The peer waiter: takes every queued request, and for each peer any of
+ * them names, waits until that peer's log is durable up to the ring's
+ * tail as read now, which is past every write the requests made there
+ * (they were noted before the requests queued).
+ */
+static void *peer_waiter_main(void *arg)
+{
+	struct durable *d = arg;
+	for (;;) {
+		pthread_mutex_lock(&d->lock);
+		while (!d->pw_head && !d->stop)
+			pthread_cond_wait(&d->pw_cond, &d->lock);
+		struct dreq *reqs = d->pw_head;
+		d->pw_head = d->pw_tail = NULL;
+		pthread_mutex_unlock(&d->lock);
+		if (!reqs)
+			break;
+		uint64_t mask = 0;
+		for (struct dreq *q = reqs; q; q = q->pnext)
+			mask |= q->peers;
+		int errs[FAB_MAX_NODES] = { 0 };
+		for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++) {
+			if (!(mask & (1ull << nd)))
+				continue;
+			struct st_jring *j = __atomic_load_n(&d->slot[nd].ring, __ATOMIC_ACQUIRE);
+			if (j)
+				errs[nd] = st_jring_wait(j, st_jring_tail(j), PEER_LOG_TIMEOUT_MS);
+		}
+		uint64_t wmask = 0;
+		for (struct dreq *q = reqs; q;) {
+			struct dreq *next = q->pnext;
+			int wk = q->worker, err = 0;
+			for (unsigned nd = 0; nd < FAB_MAX_NODES && !err; nd++)
+				if (q->peers & (1ull << nd))
+					err = errs[nd];
+			if (finish_part(q, err) && wk >= 0 && wk < 64)
+				wmask |= 1ull << wk;
+			q = next;
+		}
+		wake_workers(d, wmask);
+	}
+	return NULL;
+}
+
+int durable_attach_peer(struct cc_node *n, uint16_t node, const char *region_path,
+			char *err, size_t errlen)
+{
+	struct durable *d = n->durable;
+	if (node >= FAB_MAX_NODES) {
+		snprintf(err, errlen, "node %u: no such node", node);
+		return -EINVAL;
+	}
+	char path[PATH_MAX + 16];
+	st_jring_path(region_path, path, sizeof(path));
+	if (d && d->ring &&
+	    st_jring_is(__atomic_load_n(&d->slot[node].ring, __ATOMIC_ACQUIRE), path))
+		return 0; /* attached to this run's ring already */
+	struct st_jring *j = NULL;
+	int rc = st_jring_open(path, &j);
+	if (rc == -ENOENT) {
+		if (d && d->ring)
+			st_jring_slot_set(&d->slot[node], NULL);
+		return 0; /* the peer keeps no log */
+	}
+	if (rc) {
+		snprintf(err, errlen, "node %u's journal ring %s: %s", node, path, strerror(-rc));
+		return rc;
+	}
+	if (!d || !d->ring) {
+		st_jring_close(j);
+		snprintf(err, errlen,
+			 "node %u keeps a write-ahead log (persistence power) but this node does "
+			 "not: its log would miss this node's writes; give every node the same "
+			 "persistence and power-log",
+			 node);
+		return -EINVAL;
+	}
+	st_jring_slot_set(&d->slot[node], j);
+	__atomic_add_fetch(&d->ring_epoch, 1, __ATOMIC_RELEASE);
+	struct fab_journal fj;
+	st_jring_slot_journal(&d->slot[node], &fj);
+	fab_set_journal(n->fab, node, &fj);
+	return 0;
 }
 
 /*
@@ -404,10 +601,84 @@ static int queue_ranges_locked(struct durable *d, struct fab_dirty *fd)
 	return 0;
 }
 
+static int park(struct durable *d, struct cc_worker *w, struct dreq *rq, bool ring);
+
+/*
+ * durable_wait_nodes with journal rings: the own log through the flusher
+ * (if our writes there are not durable yet), the peers' through the peer
+ * waiter; the request is done when both parts are.
+ */
+static int ring_wait(struct durable *d, struct txn *t, uint64_t nodes, bool commit)
+{
+	struct cc_worker *w = t->ccw;
+	const uint16_t self = fab_self(t->node->fab);
+	bool own = false;
+	uint64_t peers = 0;
+	/* A peer that restarted since the commit began has a new ring, and
+	 * what we wrote there went to its old one: not in its log. (The own
+	 * ring never changes.) */
+	if ((nodes & ~(1ull << self)) &&
+	    __atomic_load_n(&d->ring_epoch, __ATOMIC_ACQUIRE) != t->ring_epoch)
+		return -EHOSTDOWN;
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++) {
+		if (!(nodes & (1ull << nd)))
+			continue;
+		struct st_jring_slot *sl = &d->slot[nd];
+		struct st_jring *j = __atomic_load_n(&sl->ring, __ATOMIC_ACQUIRE);
+		if (!j)
+			continue; /* keeps no log (or not attached) */
+		if (st_jring_durable(j) >= st_jring_tail(j))
+			continue; /* everything noted there is in its log already */
+		if (nd == self)
+			own = true;
+		else
+			peers |= 1ull << nd;
+	}
+	if (!own && !peers)
+		return 0;
+	if (!sched_in_coro(w->sched)) {
+		int rc = own ? st_wal_flush(t->node->region, !d->everysec) : 0;
+		for (unsigned nd = 0; rc == 0 && nd < FAB_MAX_NODES; nd++)
+			if (peers & (1ull << nd)) {
+				struct st_jring *j = __atomic_load_n(&d->slot[nd].ring, __ATOMIC_ACQUIRE);
+				rc = st_jring_wait(j, st_jring_tail(j), PEER_LOG_TIMEOUT_MS);
+			}
+		return rc;
+	}
+	struct dreq rq = { .worker = w->worker_id, .commit = commit, .peers = peers,
+			   .pending = own + (peers != 0) };
+	rq.handle = sched_self(w->sched);
+	pthread_mutex_lock(&d->lock);
+	if (own) {
+		if (d->tail)
+			d->tail->qnext = &rq;
+		else
+			d->head = &rq;
+		d->tail = &rq;
+	}
+	if (peers) {
+		if (d->pw_tail)
+			d->pw_tail->pnext = &rq;
+		else
+			d->pw_head = &rq;
+		d->pw_tail = &rq;
+		pthread_cond_signal(&d->pw_cond);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return park(d, w, &rq, own);
+}
+
 int durable_wait(struct txn *t, bool commit)
+{
+	return durable_wait_nodes(t, ~0ull, commit);
+}
+
+int durable_wait_nodes(struct txn *t, uint64_t nodes, bool commit)
 {
 	struct durable *d = t->node->durable;
 	struct cc_worker *w = t->ccw;
+	if (d && d->ring)
+		return ring_wait(d, t, nodes, commit);
 	struct fab_dirty *fd = fab_worker_dirty(w->fw);
 	if (!d || (!d->wal && !fd))
 		return 0;
@@ -443,23 +714,31 @@ int durable_wait(struct txn *t, bool commit)
 		fd->n = 0;
 		fd->overflow = 0;
 	}
-wait:;
+wait:
+	return park(d, w, &rq, true);
+}
+
+/* Park the calling coroutine until rq is done; ring: wake the flusher at
+ * the end of the worker's pass (durable_ring). */
+static int park(struct durable *d, struct cc_worker *w, struct dreq *rq, bool ring)
+{
 	struct dworker *dw = &d->w[w->worker_id];
-	dw->ring = true; /* the flusher is woken at the end of the pass */
-	rq.wnext = dw->waiting;
-	dw->waiting = &rq;
-	rq.linked = true;
-	while (!__atomic_load_n(&rq.done, __ATOMIC_ACQUIRE))
+	if (ring)
+		dw->ring = true;
+	rq->wnext = dw->waiting;
+	dw->waiting = rq;
+	rq->linked = true;
+	while (!__atomic_load_n(&rq->done, __ATOMIC_ACQUIRE))
 		sched_park(w->sched);
 	/* Done before aux_poll saw it: unlink it ourselves, the list must
 	 * never keep a request whose stack frame is gone. */
-	if (rq.linked)
+	if (rq->linked)
 		for (struct dreq **pp = &dw->waiting; *pp; pp = &(*pp)->wnext)
-			if (*pp == &rq) {
-				*pp = rq.wnext;
+			if (*pp == rq) {
+				*pp = rq->wnext;
 				break;
 			}
-	return rq.err;
+	return rq->err;
 }
 
 /* ---- start and stop ---- */
@@ -478,6 +757,10 @@ void durable_ring(struct cc_node *n, int worker)
 		return;
 	struct dworker *dw = &d->w[worker];
 	dw->ring = false;
+	if (d->ring) {
+		st_jring_kick(st_wal_ring(n->region)); /* ring_flusher_main sleeps on it */
+		return;
+	}
 	if (!d->inline_flush) {
 		pthread_mutex_lock(&d->lock);
 		pthread_cond_signal(&d->cond);
@@ -511,6 +794,16 @@ bool durable_ordered(const struct cc_node *n)
 	return n->durable && n->durable->wal;
 }
 
+bool durable_per_node(const struct cc_node *n)
+{
+	return n->durable && n->durable->ring;
+}
+
+uint64_t durable_ring_epoch(const struct cc_node *n)
+{
+	return n->durable ? __atomic_load_n(&n->durable->ring_epoch, __ATOMIC_ACQUIRE) : 0;
+}
+
 int durable_start(struct cc_node *n, char *err, size_t errlen)
 {
 	struct durable *d = calloc(1, sizeof(*d));
@@ -527,7 +820,8 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 	 * against 13-18, 20-30% more requests per second). power keeps the
 	 * flusher: its fdatasync then overlaps the worker's next pass (ycsb-t
 	 * with 8 clients: 15,100 txn/s against 10,300 inline). */
-	d->inline_flush = d->everysec;
+	d->ring = st_wal_ring(n->region) != NULL;
+	d->inline_flush = d->everysec && !d->ring;
 	d->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
 	d->nworkers = n->nworkers;
 	d->w = calloc((size_t)d->nworkers, sizeof(*d->w));
@@ -549,15 +843,32 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
-	if ((rc = -pthread_create(&d->thread, NULL, flusher_main, d)) != 0) {
+	pthread_cond_init(&d->pw_cond, NULL);
+	if (d->ring) {
+		/* The own writes go through the own ring too (its slot), so the
+		 * log has one order of everyone's writes. */
+		const uint16_t self = fab_self(n->fab);
+		st_jring_slot_set(&d->slot[self], st_wal_ring(n->region));
+		struct fab_journal fj;
+		st_jring_slot_journal(&d->slot[self], &fj);
+		fab_set_journal(n->fab, self, &fj);
+		if ((rc = -pthread_create(&d->pw_thread, NULL, peer_waiter_main, d)) != 0) {
+			snprintf(err, errlen, "persistence power: cannot start the peer waiter: %s",
+				 strerror(-rc));
+			goto fail;
+		}
+		d->pw_started = true;
+	}
+	if ((rc = -pthread_create(&d->thread, NULL, d->ring ? ring_flusher_main : flusher_main,
+				  d)) != 0) {
 		snprintf(err, errlen, "persistence power: cannot start the flusher thread: %s",
 			 strerror(-rc));
-		pthread_cond_destroy(&d->cond);
-		pthread_mutex_destroy(&d->lock);
 		goto fail;
 	}
 	d->started = true;
-	if (d->wal) {
+	if (d->ring) {
+		/* the journal is set above */
+	} else if (d->wal) {
 		/* Order is the log's (storage/wal.c invariant (1)): no page
 		 * flushes, so no ranges to track, and the index's kick-out
 		 * needs no persister. */
@@ -573,6 +884,15 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 	n->durable = d;
 	return 0;
 fail:
+	if (d->pw_started) {
+		pthread_mutex_lock(&d->lock);
+		d->stop = true;
+		pthread_cond_signal(&d->pw_cond);
+		pthread_mutex_unlock(&d->lock);
+		pthread_join(d->pw_thread, NULL);
+	}
+	if (d->ring)
+		fab_set_journal(n->fab, fab_self(n->fab), NULL);
 	for (int i = 0; i < d->nworkers; i++)
 		if (d->w[i].efd >= 0)
 			close(d->w[i].efd);
@@ -603,8 +923,22 @@ void durable_stop(struct cc_node *n)
 	pthread_mutex_lock(&d->lock);
 	d->stop = true;
 	pthread_cond_signal(&d->cond);
+	pthread_cond_signal(&d->pw_cond);
 	pthread_mutex_unlock(&d->lock);
+	if (d->ring)
+		st_jring_kick(st_wal_ring(n->region));
 	pthread_join(d->thread, NULL);
+	if (d->pw_started)
+		pthread_join(d->pw_thread, NULL);
+	if (d->ring) {
+		/* No writer is left in this process; the fabric keeps the
+		 * slots' addresses until it closes, right after this. */
+		const uint16_t self = fab_self(n->fab);
+		for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++) {
+			fab_set_journal(n->fab, (uint16_t)nd, NULL);
+			st_jring_slot_clear(&d->slot[nd], nd == self);
+		}
+	}
 	struct durable_stats st;
 	durable_get_stats(n, &st);
 	cc_log(n, CC_LOG_NOTICE,
@@ -618,6 +952,7 @@ void durable_stop(struct cc_node *n)
 	for (int i = 0; i < d->nworkers; i++)
 		close(d->w[i].efd);
 	pthread_cond_destroy(&d->cond);
+	pthread_cond_destroy(&d->pw_cond);
 	pthread_mutex_destroy(&d->lock);
 	free(d->q);
 	free(d->w);

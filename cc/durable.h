@@ -73,6 +73,20 @@ void durable_stop(struct cc_node *n);
  * its ranges). Transaction's coroutine only.
  */
 int durable_wait(struct txn *t, bool commit);
+/* durable_wait for the writes on the nodes in `nodes` only (a mask of
+ * node ids); the same as durable_wait except with journal rings, where
+ * each node has a log of its own (durable_per_node). */
+int durable_wait_nodes(struct txn *t, uint64_t nodes, bool commit);
+
+/*
+ * durable_attach_peer - a shm peer joined with its region at region_path:
+ * if it keeps a write-ahead log, this node's writes to it go through its
+ * journal ring from now on (storage/jring.c). Control thread. Returns 0
+ * (also when the peer keeps no log), or -errno with err filled (the peer
+ * keeps a log and this node cannot feed it).
+ */
+int durable_attach_peer(struct cc_node *n, uint16_t node, const char *region_path,
+			char *err, size_t errlen);
 
 /*
  * durable_ring - worker `worker` ended a pass of its loop: if its
@@ -92,6 +106,18 @@ void durable_ring(struct cc_node *n, int worker);
  * (msync, pmem_persist), where each step waits (cc/prim.c).
  */
 bool durable_ordered(const struct cc_node *n);
+/*
+ * durable_per_node - true when each node's writes are ordered in that
+ * node's own log (a cluster's logs, fed through journal rings): a write is
+ * never durable without the earlier ones on the same node, but nothing
+ * orders two nodes' logs, so a step that depends on another node's writes
+ * waits for that node (cc/prim.c, P2).
+ */
+bool durable_per_node(const struct cc_node *n);
+/* Bumped whenever a peer's journal ring is replaced (it restarted): a
+ * commit that began under another epoch cannot know its writes logged
+ * (txn.ring_epoch; its waits fail with -EHOSTDOWN). */
+uint64_t durable_ring_epoch(const struct cc_node *n);
 
 /* Totals since start (any thread; relaxed reads). */
 struct durable_stats {

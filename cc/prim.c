@@ -443,9 +443,9 @@ static void post_unlocks(struct txn *t, bool abort)
  * lock releases are not noted for persistence at all (untracked): recovery
  * releases every lock.
  */
-static int persist_step(struct txn *t, bool commit)
+static int persist_step(struct txn *t, uint64_t nodes, bool commit)
 {
-	int rc = durable_wait(t, commit);
+	int rc = durable_wait_nodes(t, nodes, commit);
 	if (rc) {
 		t->fatal = CC_EFAB;
 		return CC_EFAB;
@@ -479,6 +479,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	}
 	const bool power = t->node->durable != NULL;
 	const bool ordered = power && durable_ordered(t->node); /* no P1, P2 waits */
+	const bool per_node = power && durable_per_node(t->node); /* P2 waits for the others */
+	t->ring_epoch = durable_ring_epoch(t->node);
 	if (!wnodes) {
 		post_unlocks(t, false);
 		t->batch.untracked = power; /* lock words need no persistence */
@@ -498,7 +500,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	undo_post_records(t);
 	const int rec_to = t->batch.n;
 	t->undo.phase = UNDO_INSTALLED;
-	if (power && !ordered && ((rc = prim_exec(t)) || (rc = persist_step(t, false))))
+	if (power && !ordered && ((rc = prim_exec(t)) || (rc = persist_step(t, wnodes, false))))
 		return rc; /* (P1) */
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
@@ -516,7 +518,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		uint16_t nd = (uint16_t)__builtin_ctzll(wnodes);
 		if (power && !ordered &&
 		    ((rc = prim_exec(t)) || (rc = run_check(t, check)) ||
-		     (rc = persist_step(t, false))))
+		     (rc = persist_step(t, wnodes, false))))
 			return rc; /* (P2) */
 		if ((!power || ordered) && check &&
 		    ((rc = prim_exec(t)) || (rc = run_check(t, check))))
@@ -526,7 +528,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		 * rolled back. No mark is needed, as no other node's records
 		 * hang on this one's fate. */
 		undo_post_retire(t, nd);
-		if (ordered && !check && t->batch.execs == rec_exec)
+		if (ordered && !per_node && !check && t->batch.execs == rec_exec)
 			/* Records, installs and retire apply as one batch, one
 			 * step of the log (fab.h, struct fab_journal): any prefix
 			 * of the log has all of them or none, so the records,
@@ -536,7 +538,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 				t->batch.ops[i].flags |= FAB_OP_UNJOURNALED;
 		if (power) {
 			rc = prim_exec(t);
-			if (rc == 0 && persist_step(t, true) != 0) {
+			if (rc == 0 && persist_step(t, wnodes, true) != 0) {
 				/* (P3) failed: committed here, durability unknown */
 				t->fatal = 0;
 				unsure = true;
@@ -576,7 +578,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		if ((a->mode & ACC_W) && acc_relocates(a, t->node->layout) && (rc = reloc_swap(t, a)))
 			return rc;
 	}
-	if (power && !ordered && (rc = persist_step(t, false)))
+	if (power && (!ordered || per_node) &&
+	    (rc = persist_step(t, per_node ? wnodes & ~(1ull << prim_self(t)) : wnodes, false)))
 		return rc; /* (P2) */
 	undo_post_decision(t);
 	/* Without power, where this CPU applies the own region's ops, the
@@ -588,7 +591,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	if (!merged) {
 		if ((rc = prim_exec(t)))
 			return rc;
-		if (power && persist_step(t, true) != 0) {
+		if (power && persist_step(t, 1ull << prim_self(t), true) != 0) {
 			t->fatal = 0; /* (P3) failed: committed here, durability unknown */
 			unsure = true;
 		}
@@ -614,8 +617,18 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		t->undo.phase = UNDO_DECIDED;
 	}
 	t->fatal = 0; /* committed whatever fails from here on */
-	if (rc)
-		undo_slot_quarantine(t, t->batch.failed);
+	uint64_t unsettled = rc ? t->batch.failed : 0;
+	if (!rc && per_node) {
+		/* The slot's next user overwrites our decision record, and
+		 * nothing orders our log after the others': the marks must be
+		 * in their logs first, or a power cut could leave records that
+		 * name a decision no longer there. */
+		uint64_t others = wnodes & ~(1ull << prim_self(t));
+		if (others && durable_wait_nodes(t, others, false) != 0)
+			unsettled = others;
+	}
+	if (unsettled)
+		undo_slot_quarantine(t, unsettled);
 	else
 		undo_slot_put(t);
 	for (int i = 0; i < t->nacc; i++) {
@@ -658,7 +671,7 @@ void prim_release_locks(struct txn *t)
 		if (t->node->durable && !durable_ordered(t->node)) {
 			if (prim_exec(t) != 0)
 				failed |= t->batch.failed;
-			else if (persist_step(t, false) != 0)
+			else if (persist_step(t, u->nodes, false) != 0)
 				failed |= u->nodes;
 		}
 	}

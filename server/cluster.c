@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "cc/cc.h"
+#include "cc/durable.h"
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
@@ -514,6 +515,14 @@ static void *ctl_conn_main(void *arg)
 			}
 			if (in->node < FAB_MAX_NODES) {
 				settle_from_hello(n, in);
+				/* A restarted peer made a new journal ring (its
+				 * region we map already: the same file). */
+				char aerr[256];
+				if (strcmp(out->backend, "shm") == 0 &&
+				    in->node != (uint32_t)n->cfg.node_id &&
+				    durable_attach_peer(&n->cc, (uint16_t)in->node, in->region_path,
+							aerr, sizeof(aerr)) != 0)
+					srv_log(n, LOG_WARNING, "node %u: %s", in->node, aerr);
 				release_dead_switch_lock(n, in->node);
 				if (in->node != (uint32_t)n->cfg.node_id)
 					fab_peer_back(n->cc.fab, (uint16_t)in->node);
@@ -817,6 +826,12 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 			snprintf(pi.region_path, sizeof(pi.region_path), "%s", p->hello.region_path);
 			snprintf(pi.addr, sizeof(pi.addr), "%s", p->fabric);
 			if (fab_attach_peer(n->cc.fab, &pi, err, errlen) != 0)
+				return -1;
+			/* A peer with a write-ahead log: our writes to it go
+			 * through its journal ring (storage/jring.c). */
+			if (strcmp(mine.backend, "shm") == 0 &&
+			    durable_attach_peer(&n->cc, (uint16_t)p->id, pi.region_path, err,
+						errlen) != 0)
 				return -1;
 			srv_log(n, LOG_NOTICE, "joined node %d at %s (protocol %s)", p->id, p->fabric,
 				p->hello.proto);

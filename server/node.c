@@ -154,10 +154,11 @@ static int apply_cluster_self(struct node *n, char *err, size_t errlen)
 }
 
 /*
- * persistence power flushes what a commit wrote on every node it wrote;
- * this process can flush only regions it maps (its own, and shm peers',
- * whose page cache is shared), so a cluster over tcp or verbs is refused
- * (a remote flush message is not implemented). power-sim is a test
+ * persistence power makes what a commit wrote durable on every node it
+ * wrote: each node's log is fed through a journal ring that the writers
+ * map (storage/jring.c), or its pages are flushed by the writer (power-log
+ * no); either needs the peers' memory mapped here, so a cluster over tcp
+ * or verbs is refused (a remote flush message is not implemented). power-sim is a test
  * harness: it needs `testing yes`, persistence power, and a standalone
  * node (its copies reach only this node's own file).
  */
@@ -201,6 +202,10 @@ const char *srv_durable_path(struct node *n)
 	struct st_region *r = n->cc.region;
 	if (!r || persistence_of(n->cfg.persistence) != ST_PERSIST_POWER)
 		return "none";
+	if (st_wal_ring(r))
+		return n->cc.durable_everysec
+			       ? "write-ahead log per node (journal ring), fdatasync every second"
+			       : "write-ahead log per node (journal ring), fdatasync per commit round";
 	if (st_region_is_wal(r))
 		return n->cc.durable_everysec ? "write-ahead log, fdatasync every second"
 					      : "write-ahead log, fdatasync per commit round";
@@ -317,9 +322,10 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		.power_sim = n->cfg.power_sim,
 		.power_sim_crash_after = (uint64_t)n->cfg.power_sim_crash_after,
 		.power_sim_crash_in_checkpoint = strcasecmp(n->cfg.power_sim_crash_in, "checkpoint") == 0,
-		/* The log is one node's: a cluster's commits span nodes, whose
-		 * regions keep today's page flushes (README, persistence). */
-		.wal = n->cfg.power_log && n->cfg.ncluster_nodes == 0,
+		/* A cluster node's log is fed through its journal ring, which
+		 * shm peers write too (storage/jring.c). */
+		.wal = n->cfg.power_log,
+		.wal_ring = n->cfg.power_log && n->cfg.ncluster_nodes > 0,
 		.checkpoint_bytes = (uint64_t)n->cfg.checkpoint_log_size,
 	};
 	if (check_power(n, &sc, err, errlen) != 0)
@@ -341,6 +347,11 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 			(unsigned long long)ws.replayed_segments);
 	if (ws.torn[0])
 		srv_log(n, LOG_WARNING, "write-ahead log: %s", ws.torn);
+	if (ws.adopted_copy)
+		srv_log(n, LOG_NOTICE,
+			"write-ahead log: took the region copy the last run left in /dev/shm "
+			"(it stopped without a power cut: the copy holds every write, the log a "
+			"prefix)");
 	if (st_region_reopened(n->cc.region)) {
 		n->recovered_unclean = !st_region_was_clean(n->cc.region);
 		uint64_t live = 0;

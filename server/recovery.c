@@ -145,6 +145,9 @@ void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnati
 	}
 	ck_pr_store_64(&h->peer_incarnation[peer], incarnation);
 	st_region_persist(n->cc.region, (uint64_t)((char *)&h->peer_incarnation[peer] - (char *)h), 8);
+	/* Durable before the peer hears it is settled and reuses its slots
+	 * (a write-ahead log has the settling's writes only as notes). */
+	(void)st_region_sync(n->cc.region);
 	pthread_mutex_unlock(&settle_mu);
 }
 
@@ -168,6 +171,7 @@ void srv_settle_pending(struct node *n, unsigned peer, const uint64_t decided[ST
 		char what[96];
 		snprintf(what, sizeof(what), "transactions node %u could not finish here", peer);
 		log_settled(n, what, &st, mono_ms() - t0);
+		(void)st_region_sync(n->cc.region);
 	}
 	pthread_mutex_unlock(&settle_mu);
 }
