@@ -37,6 +37,7 @@ find anomalies.
 import argparse
 import os
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -146,6 +147,12 @@ class SingleTopology:
         """kill -9 the node and start it again on the same --dir and port."""
         self.server.restart(kill=True)
 
+    def power_cut(self):
+        """kill -9 and drop the region copy (rckvtest.Server.power_cut),
+        then start again."""
+        self.server.power_cut()
+        self.server.start()
+
     def log_tail(self):
         return self.server.log_tail(60)
 
@@ -222,6 +229,11 @@ class ClusterTopology:
         nd = self.cluster.nodes[node % len(self.cluster.nodes)]
         nd.kill9()
         nd.start()
+
+    def power_cut(self):
+        """Every node killed together, their region copies dropped, all
+        started again (cluster.Cluster.power_cut)."""
+        self.cluster.power_cut()
 
     def log_tail(self):
         return "\n".join(nd.log_tail(40) for nd in self.cluster.nodes)
@@ -305,7 +317,7 @@ class RunSpec:
                  keys=8, zipf=0.99, max_ops=4, max_writes=64, switch=None, faults=0,
                  fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
                  realtime=True, seed=None, topology="single", accounts=8,
-                 switch_every=None, persistence=None):
+                 switch_every=None, persistence=None, power_cuts=0):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         if self.seed is None:
@@ -328,6 +340,8 @@ class RunSpec:
             s += ", switching %s" % "->".join(self.switch)
         if self.faults:
             s += ", %d kill -9" % self.faults
+        if self.power_cuts:
+            s += ", %d power cut" % self.power_cuts
         if self.persistence:
             s += ", persistence %s" % self.persistence
         return s + ", seed %d" % self.seed
@@ -447,6 +461,7 @@ def run(spec, history_path):
             ctx.stop.set()
         rec.close()
         server_log = topo.log_tail()
+        _save_logs(topo, history_path)
         reports = topo.stop()
         if reports:
             raise RunError("sanitizer reports in the server log:\n" + "\n".join(reports[:20]))
@@ -532,7 +547,9 @@ def _drive(spec, topo, rec, events):
     victims = random.Random(spec.seed).choices(range(topo.nodes()), k=spec.faults)
     for i in range(spec.faults):
         plan.append((start + spec.duration * (i + 1) / (spec.faults + 1), "kill", victims[i]))
-    plan.sort()
+    for i in range(spec.power_cuts):
+        plan.append((start + spec.duration * (i + 0.5) / spec.power_cuts, "cut", None))
+    plan.sort(key=lambda p: p[0])
     for when, kind, arg in plan:
         while time.monotonic() < when:
             time.sleep(min(0.1, max(0.0, when - time.monotonic())))
@@ -564,6 +581,13 @@ def _drive(spec, topo, rec, events):
             where = " via node %d" % ids[via] if topo.nodes() > 1 else ""
             events.append("switch to %s%s (%.0f ms)" % (arg, where, ms))
             rec.meta(event="CONFIG SET cc %s%s" % (arg, where))
+        elif kind == "cut":
+            rec.meta(event="power cut")
+            t0 = time.monotonic()
+            topo.power_cut()
+            events.append("power cut and restart of every node (%.1f s)"
+                          % (time.monotonic() - t0))
+            rec.meta(event="restarted after the power cut")
         else:
             nid = topo.node_ids()[arg]
             rec.meta(event="kill -9 node %d" % nid)
@@ -734,6 +758,10 @@ def main(argv=None):
     ap.add_argument("--fault", type=int, nargs="?", const=1, default=0, metavar="N",
                     help="kill -9 and restart a node N times during a single run (on a "
                          "cluster, a random node each time)")
+    ap.add_argument("--power-cut", type=int, nargs="?", const=1, default=0, metavar="N",
+                    help="with --persistence power: N times during a single run, kill -9 every "
+                         "node together and drop their region copies in /dev/shm, so that "
+                         "they restart from their checkpoints and logs")
     ap.add_argument("--switch", action="store_true",
                     help="single run: cycle CONFIG SET cc through the protocols mid-run")
     ap.add_argument("--switch-every", type=float, default=None, metavar="S",
@@ -776,7 +804,7 @@ def main(argv=None):
     print("topologies: %s; protocols offered by the server: %s; checking: %s" % (
         ", ".join(topologies), ", ".join(offered), ", ".join(protocols)))
 
-    if args.workload or args.fault or args.switch:
+    if args.workload or args.fault or args.switch or args.power_cut:
         specs = []
         for topo in topologies:
             one = RunSpec("%s%s%s" % (args.workload or "append", "-fault" if args.fault else "",
@@ -785,7 +813,7 @@ def main(argv=None):
                           clients=args.clients, keys=args.keys, zipf=args.zipf,
                           switch=list(protocols) if args.switch else None,
                           switch_every=args.switch_every if args.switch else None,
-                          faults=args.fault,
+                          faults=args.fault, power_cuts=args.power_cut,
                           fabric_delay_us=DEFAULT_FABRIC_DELAY_US
                           if args.fabric_delay_us is None else args.fabric_delay_us,
                           realtime=not args.no_realtime, seed=args.seed, topology=topo)
@@ -840,6 +868,29 @@ def main(argv=None):
     return 1 if failures else 0
 
 
+def _logs_dir(history_path):
+    return history_path + ".logs"
+
+
+def _save_logs(topo, history_path):
+    """Copy every server's log next to the history (<history>.logs/), before
+    the servers' directories go: a failing run keeps them with its history."""
+    servers = [nd for nd in topo.cluster.nodes] if hasattr(topo, "cluster") else \
+        [topo.server]
+    d = _logs_dir(history_path)
+    os.makedirs(d, exist_ok=True)
+    for srv in servers:
+        try:
+            shutil.copy(srv.logpath, os.path.join(d, "%s.log" % srv.name))
+        except OSError:
+            pass
+
+
+def _drop(path):
+    os.remove(path)
+    shutil.rmtree(_logs_dir(path), ignore_errors=True)
+
+
 def _run_and_report(spec, path, keep):
     """Run one spec and print how it went. Returns (RunResult or None when
     the run could not complete, whether it failed). A run under `none`
@@ -871,8 +922,8 @@ def _run_and_report(spec, path, keep):
                   "nothing: the checker is blind or the load too gentle")
         else:
             print(r.result.report())
-        print("   history kept: %s (replay: /usr/bin/python3 %s %s%s)"
-              % (path, os.path.join(HERE, "checker.py"), path,
+        print("   history kept: %s, the servers' logs in %s (replay: /usr/bin/python3 %s %s%s)"
+              % (path, _logs_dir(path), os.path.join(HERE, "checker.py"), path,
                  " --realtime" if spec.realtime else ""))
     elif expect_anomalies:
         cyc = r.cross_node_cycles()
@@ -884,9 +935,9 @@ def _run_and_report(spec, path, keep):
         kind = (kinds or sorted(r.result.details))[0]
         print("   " + r.result.details[kind][0]["text"].replace("\n", "\n   "))
         if not keep:
-            os.remove(path)
+            _drop(path)
     elif not keep:
-        os.remove(path)
+        _drop(path)
     return r, bad
 
 

@@ -215,6 +215,12 @@ class Server:
                 self.proc.wait(timeout=deadline)
         return self.proc.returncode
 
+    def power_cut(self):
+        """SIGKILL, and drop the region copy a cluster node's write-ahead
+        log keeps in /dev/shm (Cluster.power_cut says why); no restart."""
+        self.kill9()
+        drop_region_copy(self.dir)
+
     def kill9(self):
         """SIGKILL, as a power cut of the process would; wait for it."""
         if self.proc is not None and self.proc.poll() is None:
@@ -542,3 +548,25 @@ def run(argv, timeout=30, input=None, env=None):
     return subprocess.CompletedProcess(argv, p.returncode,
                                        out.decode("utf-8", "replace"),
                                        err.decode("utf-8", "replace"))
+
+
+def drop_region_copy(data_dir):
+    """Remove the /dev/shm copies of the regions whose dir is data_dir
+    (persistence power's stable copy, named by a hash of the dir; its .dir
+    file names the dir): the memory a power cut would lose."""
+    want = os.path.realpath(data_dir)
+    for name in os.listdir("/dev/shm"):
+        if not (name.startswith("rckv-wal-") and name.endswith(".dir")):
+            continue
+        path = os.path.join("/dev/shm", name)
+        try:
+            with open(path) as f:
+                if f.read().strip() != want:
+                    continue
+        except OSError:
+            continue
+        for ext in (".region", ".journal"):
+            try:
+                os.unlink(path[:-4] + ext)
+            except OSError:
+                pass

@@ -70,8 +70,10 @@ def test_pipeline_of_100000_sets_commits_on_one_node(make_server, persistence):
 @pytest.mark.time_limit(180)
 @pytest.mark.parametrize("persistence", ["process", "power"])
 def test_pipeline_of_100000_sets_commits_on_shm3(make_cluster, persistence):
-    """Under power, a cluster flushes the pages each commit wrote on every
-    node (no write-ahead log across nodes yet, README "Durability")."""
+    """Under power, each node of the cluster logs what the transaction
+    wrote there, through its journal ring (README "Durability"): the
+    notes of one transaction outgrow the 32 MB ring, and writers wait for
+    the node's log to drain it."""
     cl = make_cluster("shm", opts={"memory": "256mb", "persistence": persistence})
     r = cl.client(1)
     keys = ["big:%d" % i for i in range(100000)]
