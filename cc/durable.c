@@ -743,7 +743,7 @@ static int park(struct durable *d, struct cc_worker *w, struct dreq *rq, bool ri
 
 /* ---- start and stop ---- */
 
-static void journal_lock(void *arg) { st_wal_lock(arg); }
+static int journal_lock(void *arg) { return st_wal_lock(arg); }
 static void journal_unlock(void *arg) { st_wal_unlock(arg); }
 static void journal_note(void *arg, uint64_t off, const void *src, uint32_t len)
 {

@@ -282,15 +282,38 @@ static const struct fab_journal *journal_of(const struct fab_peer *p, const stru
 	return p->journaled && !untracked && op->kind != FAB_READ ? &p->journal : NULL;
 }
 
-/* One op of a batch that also reaches the network: its own lock. */
-static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked)
+/* What a batch's direct applies did, by node: ops applied, and ops a
+ * journal refused (its node is down: nothing of them took effect). */
+struct applied {
+	uint64_t done, refused;
+};
+
+/* False when p's journal says its node is down (struct fab_journal, up):
+ * then no op reaches it, READs and untracked ones included. */
+static bool peer_up(const struct fab_peer *p)
 {
+	return !p->journaled || !p->journal.up || p->journal.up(p->journal.arg) == 0;
+}
+
+/* One op alone under its node's journal lock (a batch that also reaches
+ * the network, or several journaled nodes). */
+static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked,
+			 struct applied *ap)
+{
+	const uint64_t bit = 1ull << (op->node & 63);
 	const struct fab_journal *j = journal_of(p, op, untracked);
-	if (j)
-		j->lock(j->arg);
+	if (!j && !peer_up(p)) {
+		ap->refused |= bit;
+		return;
+	}
+	if (j && j->lock(j->arg) != 0) {
+		ap->refused |= bit;
+		return;
+	}
 	apply_noted(p, op, j);
 	if (j)
 		j->unlock(j->arg);
+	ap->done |= bit;
 }
 
 /*
@@ -299,9 +322,10 @@ static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked)
  * Standalone nodes have one such node. A shm cluster's batch may reach
  * several journaled nodes (their logs' rings, storage/jring.c); then each
  * op takes its own node's lock alone: journals are never nested, so two
- * batches cannot wait for each other's locks.
+ * batches cannot wait for each other's locks. A journal that refuses its
+ * lock (the node is down) leaves that node's ops unapplied.
  */
-static void apply_batch(struct fab *f, struct fab_batch *b, int n)
+static void apply_batch(struct fab *f, struct fab_batch *b, int n, struct applied *ap)
 {
 	const struct fab_journal *one = NULL;
 	bool several = false;
@@ -315,18 +339,55 @@ static void apply_batch(struct fab *f, struct fab_batch *b, int n)
 	}
 	if (several) {
 		for (int i = 0; i < n; i++)
-			apply_direct(&f->peers[b->ops[i].node], &b->ops[i], b->untracked);
+			apply_direct(&f->peers[b->ops[i].node], &b->ops[i], b->untracked, ap);
 		return;
 	}
-	if (one)
-		one->lock(one->arg);
+	/* Nodes that are down take nothing: their journal refuses its lock,
+	 * or says so when asked (for READs and untracked ops, which take no
+	 * lock). Asked once per node. */
+	uint64_t down = 0, asked = 0;
+	for (int i = 0; i < n; i++) {
+		uint16_t nd = b->ops[i].node;
+		const uint64_t bit = 1ull << (nd & 63);
+		if (!(asked & bit) && f->peers[nd].journaled) {
+			asked |= bit;
+			if (!peer_up(&f->peers[nd]))
+				down |= bit;
+		}
+	}
+	if (one) {
+		uint16_t nd = FAB_MAX_NODES;
+		for (int i = 0; i < n && nd == FAB_MAX_NODES; i++)
+			if (journal_of(&f->peers[b->ops[i].node], &b->ops[i], b->untracked))
+				nd = b->ops[i].node;
+		if ((down & (1ull << (nd & 63))) || one->lock(one->arg) != 0) {
+			down |= 1ull << (nd & 63);
+			one = NULL;
+		}
+	}
 	for (int i = 0; i < n; i++) {
 		struct fab_peer *p = &f->peers[b->ops[i].node];
+		if (down & (1ull << (b->ops[i].node & 63))) {
+			ap->refused |= 1ull << (b->ops[i].node & 63);
+			continue;
+		}
 		const struct fab_journal *j = journal_of(p, &b->ops[i], b->untracked);
 		apply_noted(p, &b->ops[i], j && !(b->ops[i].flags & FAB_OP_UNJOURNALED) ? j : NULL);
+		ap->done |= 1ull << (b->ops[i].node & 63);
 	}
 	if (one)
 		one->unlock(one->arg);
+}
+
+/* A node whose journal refused ops failed the batch: -EHOSTDOWN, and
+ * unsent when none of its ops took effect. */
+static int refused(struct fab_batch *b, const struct applied *ap)
+{
+	if (!ap->refused)
+		return 0;
+	b->failed |= ap->refused;
+	b->unsent |= ap->refused & ~ap->done;
+	return -EHOSTDOWN;
 }
 
 struct fab_dirty *fab_worker_dirty(struct fab_worker *fw)
@@ -523,9 +584,10 @@ int fab_exec(struct fab_batch *b)
 
 	/* Every op on CPU-reachable regions (a shm node, the own node): applied
 	 * here in posting order, checked above. */
+	struct applied ap = { 0, 0 };
 	if (all_direct) {
-		apply_batch(f, b, n);
-		return exec_done(b, f, 0);
+		apply_batch(f, b, n, &ap);
+		return exec_done(b, f, refused(b, &ap));
 	}
 
 	/* Split by target node, keeping each node's ops in posting order.
@@ -542,7 +604,7 @@ int fab_exec(struct fab_batch *b)
 		struct fab_op *op = &b->ops[i];
 		struct fab_peer *p = &f->peers[op->node];
 		if (p->direct) {
-			apply_direct(p, op, b->untracked); /* checked above */
+			apply_direct(p, op, b->untracked, &ap); /* checked above */
 			continue;
 		}
 		int j;
@@ -590,7 +652,8 @@ int fab_exec(struct fab_batch *b)
 		if (parts != stack_parts)
 			free(parts);
 	}
-	return exec_done(b, f, rc);
+	int rrc = refused(b, &ap);
+	return exec_done(b, f, rc ? rc : rrc);
 }
 
 int fab_read1(struct fab_batch *b, uint16_t node, uint64_t off, void *buf, uint32_t len)

@@ -349,7 +349,14 @@ struct fab_dirty *fab_worker_dirty(struct fab_worker *fw);
  * shm peers write too: storage/jring.c).
  */
 struct fab_journal {
-	void (*lock)(void *arg);
+	/* 0, or nonzero: the node is down and takes no writes (its log's
+	 * owner is gone): the op is not applied and the batch fails with
+	 * -EHOSTDOWN for that node, as if the node did not answer. */
+	int (*lock)(void *arg);
+	/* Optional: 0 when the node takes ops. Asked before READs and the
+	 * ops of an untracked batch, which take no lock: a node that is down
+	 * serves none of them either. */
+	int (*up)(void *arg);
 	void (*note)(void *arg, uint64_t off, const void *src, uint32_t len);
 	void (*unlock)(void *arg);
 	void *arg;

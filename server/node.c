@@ -367,9 +367,11 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		}
 		n->recovered_keys = live;
 	}
-	if (h->protocol_id != protocol_id(proto) || ws.replayed_records) {
-		/* A replayed log may carry metadata of a protocol switched to
-		 * after the checkpoint (the switch itself is not logged). */
+	if (h->protocol_id != protocol_id(proto)) {
+		/* Another protocol's metadata. Not after a replay alone: a
+		 * switch cuts a checkpoint (cc/switch.c), so a log never spans
+		 * one, and the lock words the log left guard a cluster's
+		 * transactions until their peers settle them (recovery.c). */
 		st_reset_meta(n->cc.region);
 		h->protocol_id = protocol_id(proto);
 	}

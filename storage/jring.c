@@ -29,10 +29,12 @@
  * (2) A writer waits for room while holding the mutex; the drain never
  *     takes the mutex, so the wait always ends while the owner lives. The
  *     owner's checkpoint cut, which must take the mutex, drains while it
- *     tries (st_jring_lock_draining). If the owner is gone (its pid no
- *     longer runs), writers stop waiting and drop their notes: the
- *     owner's restart takes its region copy, which has every write, and
- *     makes a new ring.
+ *     tries (wal.c, ring_take). Once the owner is gone (its creating
+ *     thread held `alive` until it died), the ring refuses writers
+ *     (st_jring_lock: the fabric fails their ops as a node that does not
+ *     answer) and waiters: the region behind it would keep their writes
+ *     in memory, which the owner's next run takes whole, but never in a
+ *     log, and that run's checkpoint could hold half of them.
  * (3) The owner makes a new file, under the same name, at each start:
  *     peers that still map the old one see it as the dead owner's.
  */
@@ -63,6 +65,12 @@ struct jring_hdr {
 	int32_t owner_pid;
 	uint32_t closed;        /* the owner closed the ring (a clean stop) */
 	pthread_mutex_t mu;     /* writers: apply, note (robust, pshared) */
+	/* Held by the owner's creating thread for as long as it lives (robust,
+	 * pshared): a trylock that gets it means the owner is gone (invariant
+	 * (2)). The kernel marks it when the owner dies, before its process is
+	 * even reaped. */
+	pthread_mutex_t alive;
+	uint32_t dead;          /* an owner found gone (sticky) */
 	uint64_t tail;          /* notes published (release; under mu) */
 	uint64_t head;          /* drained by the owner (release) */
 	uint64_t durable;       /* in the log (synced, or written: everysec) */
@@ -110,12 +118,20 @@ static void raise_want(struct jring_hdr *h, uint64_t pos)
 		;
 }
 
-static bool owner_alive(const struct jring_hdr *h)
+static bool owner_alive(struct jring_hdr *h)
 {
-	if (__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&h->closed, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&h->dead, __ATOMIC_ACQUIRE))
 		return false;
-	pid_t pid = h->owner_pid;
-	return pid > 0 && !(kill(pid, 0) == -1 && errno == ESRCH);
+	int rc = pthread_mutex_trylock(&h->alive);
+	if (rc == EBUSY)
+		return true;
+	if (rc == EOWNERDEAD)
+		pthread_mutex_consistent(&h->alive);
+	if (rc == 0 || rc == EOWNERDEAD)
+		pthread_mutex_unlock(&h->alive);
+	__atomic_store_n(&h->dead, 1, __ATOMIC_RELEASE);
+	return false;
 }
 
 void st_jring_path(const char *region_path, char *out, size_t len)
@@ -183,7 +199,9 @@ int st_jring_create(const char *path, uint64_t cap, struct st_jring **out)
 	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
 	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&h->mu, &a);
+	pthread_mutex_init(&h->alive, &a);
 	pthread_mutexattr_destroy(&a);
+	pthread_mutex_lock(&h->alive); /* for the life of this thread: owner_alive */
 	__atomic_store_n(&h->magic, JRING_MAGIC, __ATOMIC_RELEASE);
 	*out = j;
 out:
@@ -224,11 +242,17 @@ void st_jring_close(struct st_jring *j)
 
 /* ---- writers ---- */
 
-void st_jring_lock(struct st_jring *j)
+int st_jring_lock(struct st_jring *j)
 {
+	/* A ring whose owner is gone takes no writes: the region behind it
+	 * would keep them in memory, and the owner's next run takes that
+	 * memory, but not in its log (invariant (2)). */
+	if (!j->owner && !owner_alive(j->h))
+		return -EHOSTDOWN;
 	int rc = pthread_mutex_lock(&j->h->mu);
 	if (rc == EOWNERDEAD) /* its writer died mid-op: tail still ends at a whole note */
 		pthread_mutex_consistent(&j->h->mu);
+	return 0;
 }
 
 bool st_jring_trylock(struct st_jring *j)
@@ -278,7 +302,7 @@ void st_jring_note(struct st_jring *j, uint64_t off, const void *src, uint32_t l
 		uint32_t seen = __atomic_load_n(&h->dseq, __ATOMIC_ACQUIRE);
 		if (tail + need - __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) <= h->cap)
 			break;
-		if (!owner_alive(h)) {
+		if (!j->owner && !owner_alive(h)) {
 			__atomic_add_fetch(&h->dropped, 1, __ATOMIC_RELAXED);
 			return;
 		}
@@ -397,12 +421,15 @@ int st_jring_wait(struct st_jring *j, uint64_t pos, int timeout_ms)
  * rdma/fab.c, apply_batch). */
 static __thread struct st_jring *held;
 
-static void slot_lock(void *arg)
+static int slot_lock(void *arg)
 {
 	struct st_jring_slot *s = arg;
 	held = __atomic_load_n(&s->ring, __ATOMIC_ACQUIRE);
-	if (held)
-		st_jring_lock(held);
+	if (held && st_jring_lock(held) != 0) {
+		held = NULL;
+		return -EHOSTDOWN;
+	}
+	return 0;
 }
 
 static void slot_note(void *arg, uint64_t off, const void *src, uint32_t len)
@@ -420,10 +447,17 @@ static void slot_unlock(void *arg)
 	held = NULL;
 }
 
+static int slot_up(void *arg)
+{
+	struct st_jring_slot *s = arg;
+	struct st_jring *j = __atomic_load_n(&s->ring, __ATOMIC_ACQUIRE);
+	return !j || j->owner || owner_alive(j->h) ? 0 : -EHOSTDOWN;
+}
+
 void st_jring_slot_journal(struct st_jring_slot *s, struct fab_journal *out)
 {
 	*out = (struct fab_journal){ .lock = slot_lock, .note = slot_note,
-				     .unlock = slot_unlock, .arg = s };
+				     .unlock = slot_unlock, .up = slot_up, .arg = s };
 }
 
 void st_jring_slot_set(struct st_jring_slot *s, struct st_jring *j)

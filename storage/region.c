@@ -623,8 +623,8 @@ static void sweep_stable_copies(void)
 		bool ok = fgets(dir, sizeof(dir), f) != NULL;
 		fclose(f);
 		struct stat sb;
-		if (ok && stat(dir, &sb) == 0)
-			continue;
+		if (!ok || dir[0] != '/' || stat(dir, &sb) == 0 || errno != ENOENT)
+			continue; /* in use, or not known gone (a node writing it now) */
 		path[strlen(path) - 4] = '\0';
 		stable_remove(path);
 	}
@@ -794,12 +794,15 @@ static int wal_open(struct st_region *r, const struct st_config *cfg, const char
 		return rc;
 	}
 	if (cfg->wal_ring) {
-		char dpath[PATH_MAX + 8], abs[PATH_MAX];
+		/* Written aside and renamed: a sweep never reads half of it. */
+		char dpath[PATH_MAX + 8], tpath[PATH_MAX + 16], abs[PATH_MAX];
 		snprintf(dpath, sizeof(dpath), "%.*s.dir", (int)sizeof(base) - 8, base);
-		FILE *f = fopen(dpath, "w");
+		snprintf(tpath, sizeof(tpath), "%s.%d", dpath, (int)getpid());
+		FILE *f = fopen(tpath, "w");
 		if (f) {
 			fputs(realpath(dir, abs) ? abs : dir, f);
-			fclose(f);
+			if (fclose(f) != 0 || rename(tpath, dpath) != 0)
+				(void)unlink(tpath);
 		}
 	}
 	struct stat sb;

@@ -290,7 +290,7 @@ struct st_wal_stats {
 	char torn[PATH_MAX + 160];    /* the torn record's report, "" = none */
 };
 bool st_region_is_wal(struct st_region *r);
-void st_wal_lock(struct st_region *r);
+int st_wal_lock(struct st_region *r); /* always 0 */
 void st_wal_note(struct st_region *r, uint64_t off, const void *src, uint32_t len);
 void st_wal_unlock(struct st_region *r);
 /* Append what was noted as a record; with sync, fdatasync the segment.
@@ -326,7 +326,8 @@ int st_jring_open(const char *path, struct st_jring **out);
 void st_jring_close(struct st_jring *j);
 /* True when j maps the file now at path (not an older one of that name). */
 bool st_jring_is(const struct st_jring *j, const char *path);
-void st_jring_lock(struct st_jring *j);
+/* 0, or -EHOSTDOWN: the ring's owner is gone (a peer's ring only). */
+int st_jring_lock(struct st_jring *j);
 bool st_jring_trylock(struct st_jring *j);
 void st_jring_note(struct st_jring *j, uint64_t off, const void *src, uint32_t len);
 uint64_t st_jring_unlock(struct st_jring *j);

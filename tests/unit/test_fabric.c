@@ -384,17 +384,26 @@ static void reap_children(uint64_t deadline_ns)
  * first word. */
 struct tjournal {
 	int locks, unlocks, held;
+	int refuse;  /* the node is down: lock returns nonzero */
 	int n;
 	uint64_t off[16], word[16];
 	uint32_t len[16];
 };
 
-static void tj_lock(void *arg)
+static int tj_lock(void *arg)
 {
 	struct tjournal *j = arg;
 	CHECK(j->held == 0);
+	if (j->refuse)
+		return -EHOSTDOWN;
 	j->held = 1;
 	j->locks++;
+	return 0;
+}
+
+static int tj_up(void *arg)
+{
+	return ((struct tjournal *)arg)->refuse ? -EHOSTDOWN : 0;
 }
 
 static void tj_unlock(void *arg)
@@ -433,7 +442,8 @@ static void test_journal(const char *be)
 	struct tjournal tj;
 	memset(&tj, 0, sizeof(tj));
 	fab_set_journal(me.f, 1, &(struct fab_journal){ .lock = tj_lock, .note = tj_note,
-						       .unlock = tj_unlock, .arg = &tj });
+						       .unlock = tj_unlock, .up = tj_up,
+						       .arg = &tj });
 	struct fab_batch *b = &w.b;
 	uint64_t v = 7, skip = 9, got = 0, old1 = 0, old2 = 0, fold = 0;
 	fab_write(b, 1, 64, &v, 8);
@@ -458,6 +468,24 @@ static void test_journal(const char *be)
 	CHECK(tj.n == 3 && tj.locks == 1);
 	CHECK(get_word(&w, 1, 64) == 11);
 	CHECK(tj.locks == 1); /* a READ alone takes no lock */
+
+	/* A journal that refuses (its log's owner is gone): no op of the
+	 * batch reaches the region, and the exec fails for that node as if
+	 * it did not answer, with nothing sent. */
+	tj.refuse = 1;
+	v = 21;
+	fab_write(b, 1, 64, &v, 8);
+	fab_faa(b, 1, 128, 1, NULL);
+	CHECK(fab_exec(b) == -EHOSTDOWN);
+	CHECK(b->failed == 1ull << 1 && b->unsent == 1ull << 1);
+	CHECK(tj.n == 3 && tj.locks == 1);
+	got = 0; /* nor does a READ, or an untracked write: the node is down */
+	CHECK(fab_read1(b, 1, 64, &got, 8) == -EHOSTDOWN && got == 0);
+	b->untracked = true;
+	CHECK(fab_write1(b, 1, 64, &v, 8) == -EHOSTDOWN);
+	b->untracked = false;
+	tj.refuse = 0;
+	CHECK(get_word(&w, 1, 64) == 11 && get_word(&w, 1, 128) == 5);
 
 	fab_set_journal(me.f, 1, NULL);
 	put_word(&w, 1, 64, 12);
