@@ -23,9 +23,11 @@
  * shared file mapping work across processes.
  *
  * Invariants:
- * (1) head <= durable_taken <= tail, all monotonic (bytes since the ring
- *     was made); [head, tail) holds whole notes; a note is visible to the
- *     drain only once it is whole (tail stored with release after it).
+ * (1) durable <= head <= tail, all monotonic (bytes since the ring was
+ *     made): the owner takes [head, tail) and publishes it durable once
+ *     its record is synced; [head, tail) holds whole notes; a note is
+ *     visible to the drain only once it is whole (tail stored with
+ *     release after it).
  * (2) A writer waits for room while holding the mutex; the drain never
  *     takes the mutex, so the wait always ends while the owner lives. The
  *     owner's checkpoint cut, which must take the mutex, drains while it
@@ -43,7 +45,6 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@
 struct jring_hdr {
 	uint64_t magic;
 	uint64_t cap;           /* data bytes, a multiple of 8 */
-	int32_t owner_pid;
+	int32_t owner_pid;      /* for people reading the file */
 	uint32_t closed;        /* the owner closed the ring (a clean stop) */
 	pthread_mutex_t mu;     /* writers: apply, note (robust, pshared) */
 	/* Held by the owner's creating thread for as long as it lives (robust,
