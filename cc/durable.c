@@ -641,7 +641,7 @@ static int ring_wait(struct durable *d, struct txn *t, uint64_t nodes, bool comm
 		for (unsigned nd = 0; rc == 0 && nd < FAB_MAX_NODES; nd++)
 			if (peers & (1ull << nd)) {
 				struct st_jring *j = __atomic_load_n(&d->slot[nd].ring, __ATOMIC_ACQUIRE);
-				rc = st_jring_wait(j, st_jring_tail(j), PEER_LOG_TIMEOUT_MS);
+				rc = j ? st_jring_wait(j, st_jring_tail(j), PEER_LOG_TIMEOUT_MS) : 0;
 			}
 		return rc;
 	}
