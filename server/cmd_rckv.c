@@ -8,6 +8,9 @@
  *   RCKV KEYNODE key    the id of the node that owns the key
  */
 #include <ck_pr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "server/command.h"
@@ -46,6 +49,42 @@ static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m, const struc
 	}
 }
 
+/* RCKV LOCKS: up to LOCKS_MAX held lock words of this node's region. */
+#define LOCKS_MAX 100
+
+struct locks_out {
+	char line[LOCKS_MAX][160];
+	int n;
+};
+
+static int note_lock(void *arg, const char *key, uint32_t klen, uint64_t lock, uint64_t bucket,
+		     bool absent)
+{
+	struct locks_out *o = arg;
+	if (key)
+		snprintf(o->line[o->n], sizeof(o->line[0]), "key %.*s lock 0x%016llx%s",
+			 (int)(klen > 100 ? 100 : klen), key, (unsigned long long)lock,
+			 absent ? " (absent placeholder)" : "");
+	else
+		snprintf(o->line[o->n], sizeof(o->line[0]), "bucket %llu lock 0x%016llx",
+			 (unsigned long long)bucket, (unsigned long long)lock);
+	return ++o->n == LOCKS_MAX;
+}
+
+static void reply_locks(struct cmd_ctx *c)
+{
+	struct locks_out *o = calloc(1, sizeof(*o));
+	if (!o) {
+		resp_error(c->out, "ERR out of memory");
+		return;
+	}
+	st_scan_locks(c->node->cc.region, note_lock, o);
+	resp_array(c->out, o->n);
+	for (int i = 0; i < o->n; i++)
+		resp_bulk(c->out, o->line[i], strlen(o->line[i]));
+	free(o);
+}
+
 int cmd_rckv(struct cmd_ctx *c)
 {
 	const struct slot_map *m = ck_pr_load_ptr(&c->node->slots);
@@ -59,6 +98,8 @@ int cmd_rckv(struct cmd_ctx *c)
 		const struct pl_map *pm = cc_placement_begin(c->w->ccw);
 		resp_int(c->out, pl_primary(pm, c->argv[2].p, c->argv[2].len));
 		cc_placement_end(c->w->ccw);
+	} else if (strcasecmp(sub, "locks") == 0) {
+		reply_locks(c);
 	} else {
 		static const char *const help[] = {
 			"RCKV <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -68,6 +109,9 @@ int cmd_rckv(struct cmd_ctx *c)
 			"    Return the hash slot of <key>.",
 			"KEYNODE <key>",
 			"    Return the id of the node that owns <key>.",
+			"LOCKS",
+			"    Return the lock words held in this node's MemStore (up to 100; a",
+			"    diagnostic for a lock left behind: its word names the holder).",
 			"HELP",
 			"    Print this help.",
 		};

@@ -91,6 +91,24 @@ void st_scan(struct st_region *r, uint64_t *cursor, uint64_t count, st_scan_fn f
 	*cursor = bucket >= nb ? 0 : bucket * 8;
 }
 
+void st_scan_locks(struct st_region *r, st_lock_visit_fn fn, void *arg)
+{
+	for (uint64_t bucket = 0; bucket < r->layout.index_buckets; bucket++) {
+		uint64_t *bw = bucket_words(r, bucket);
+		uint64_t bl = ld(&bw[0]);
+		if (bl && fn(arg, NULL, 0, bl, bucket, false))
+			return;
+		for (unsigned j = 1; j <= ST_BUCKET_SLOTS; j++) {
+			uint64_t s = ld(&bw[j]), ident;
+			struct st_item *it = s ? slot_item(r, s, &ident) : NULL;
+			uint64_t lk = it ? ld(&it->lock) : 0;
+			if (lk && fn(arg, (const char *)(it + 1), st_ident_klen(ident), lk, bucket,
+				     (st_data_flags(ld(&it->data)) & ST_F_ABSENT) != 0))
+				return;
+		}
+	}
+}
+
 static int count_one(void *arg, const char *key, uint32_t klen, const struct st_item *it)
 {
 	(void)key, (void)klen, (void)it;

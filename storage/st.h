@@ -394,6 +394,14 @@ void st_flush(struct st_region *r);
  */
 typedef int (*st_scan_fn)(void *arg, const char *key, uint32_t klen, const struct st_item *it);
 void st_scan(struct st_region *r, uint64_t *cursor, uint64_t count, st_scan_fn fn, void *arg);
+/*
+ * st_scan_locks - every lock word of this region that is held: a bucket's
+ * (key NULL) and an item's, absent placeholders included, until fn
+ * returns non-zero. Not transactional (a diagnostic: RCKV LOCKS).
+ */
+typedef int (*st_lock_visit_fn)(void *arg, const char *key, uint32_t klen, uint64_t lock,
+				uint64_t bucket, bool absent);
+void st_scan_locks(struct st_region *r, st_lock_visit_fn fn, void *arg);
 /* Number of live keys (a full scan). */
 uint64_t st_count(struct st_region *r);
 

@@ -454,8 +454,8 @@ def run(spec, history_path):
         if keys is not None and keys.tags:
             span = _span(history_path, keys)
     except Exception as e:
-        raise RunError("%s\nserver counters: %s\n%s"
-                       % (e, _server_stats(topo), topo.log_tail())) from None
+        raise RunError("%s\nserver counters: %s\nlocks held (RCKV LOCKS): %s\n%s"
+                       % (e, _server_stats(topo), _held_locks(topo), topo.log_tail())) from None
     finally:
         if ctx is not None:
             ctx.stop.set()
@@ -469,6 +469,26 @@ def run(spec, history_path):
     result = checker.check_file(history_path, realtime=spec.realtime)
     return RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors,
                      server_log, server_stats, span, keys)
+
+
+def _held_locks(topo):
+    """The lock words each node reports held (RCKV LOCKS): a run whose
+    final reads keep aborting shows the lock left behind and its owner
+    word (node, transaction)."""
+    out = {}
+    for i in range(topo.nodes()):
+        try:
+            admin = topo.admin(i)
+            try:
+                held = admin.execute_command("RCKV", "LOCKS")
+            finally:
+                admin.close()
+        except Exception as e:  # a node that does not answer says so here
+            held = ["(%r)" % e]
+        if held:
+            out[topo.node_ids()[i]] = [h.decode() if isinstance(h, bytes) else h
+                                       for h in held[:10]]
+    return out or "none"
 
 
 def _server_stats(topo):
