@@ -866,9 +866,7 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 		goto fail;
 	}
 	d->started = true;
-	if (d->ring) {
-		/* the journal is set above */
-	} else if (d->wal) {
+	if (d->wal && !d->ring) { /* a ring's journal is set above */
 		/* Order is the log's (storage/wal.c invariant (1)): no page
 		 * flushes, so no ranges to track, and the index's kick-out
 		 * needs no persister. */
@@ -876,7 +874,7 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 		fab_set_journal(n->fab, fab_self(n->fab),
 				&(struct fab_journal){ .lock = journal_lock, .note = journal_note,
 						       .unlock = journal_unlock, .arg = rg });
-	} else {
+	} else if (!d->wal) {
 		st_region_set_persister(n->region, index_persist, d);
 		fab_track_writes(n->fab);
 	}
