@@ -96,22 +96,13 @@ int prim_shared_won(struct txn *t, struct cc_access *a)
 		a->pstate |= ACC_SHARED;
 		return CC_OK;
 	}
-	/* As prim_lock_won: if the block was initialized for another key
-	 * after our count landed, our count is gone, and taking it off again
-	 * wrapped someone else's word; the FAA's result says so. Put that
-	 * word back with a CAS, only if it is still what our FAA left: the
-	 * block's new owner may have written it meanwhile (a relocation's
-	 * unlock), and adding our count back onto that write would leave a
-	 * lock nobody holds. */
-	uint64_t unit = cc_shared_unit(prim_self(t));
-	uint64_t old = 0;
-	prim_post_faa_item(t, a, W_LOCK, -unit, &old);
+	/* Not our key's block (anymore): our count is still in its word,
+	 * whoever's block it is now, because nobody overwrites a word that
+	 * may hold a count (storage/alloc.c invariant (5)). Take it off,
+	 * and the word back to 0 if that left it free-but-tagged. */
+	prim_post_faa_item(t, a, W_LOCK, -cc_shared_unit(prim_self(t)), &a->stage[0]);
 	prim_post_cas_item(t, a, W_LOCK, CC_SHARED_TAG << 56, 0, &a->stage[1]);
-	if (prim_exec(t) == CC_OK && (!cc_lock_is_shared(old) ||
-				      cc_shared_count(old, prim_self(t)) == 0)) {
-		prim_post_cas_item(t, a, W_LOCK, old - unit, old, &a->stage[0]);
-		(void)prim_exec(t);
-	}
+	(void)prim_exec(t);
 	return rc;
 }
 

@@ -607,7 +607,7 @@ static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 		return rc == ST_EFULL ? CC_EFULL : CC_EFAB;
 	}
 	if (a->has_nref)
-		(void)st_free(&t->batch, t->node->layout, &a->nref);
+		(void)st_free(&t->batch, t->node->layout, &a->nref, t->owner);
 	a->nref = nref;
 	a->has_nref = true;
 	a->grow = alone; /* move for the versions' room though the value fits */
@@ -684,7 +684,7 @@ void txn_after_commit(struct txn *t)
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (a->has_nref) {
-			(void)st_free(&t->batch, t->node->layout, &a->nref);
+			(void)st_free(&t->batch, t->node->layout, &a->nref, t->owner);
 			a->has_nref = false;
 		}
 		if (!a->mode || t->proto->keep_tombstones)
@@ -708,7 +708,7 @@ void txn_after_abort(struct txn *t)
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (a->has_nref) {
-			(void)st_free(&t->batch, t->node->layout, &a->nref);
+			(void)st_free(&t->batch, t->node->layout, &a->nref, t->owner);
 			a->has_nref = false;
 		}
 	}

@@ -70,7 +70,7 @@ static void ext_free(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
 	for (int i = 0; i < u->next; i++)
-		(void)st_free(&t->batch, t->node->layout, &u->ext[i].ref);
+		(void)st_free(&t->batch, t->node->layout, &u->ext[i].ref, 0);
 	u->next = 0;
 }
 
@@ -261,7 +261,7 @@ static int ext_build(struct txn *t, unsigned nd)
 		}
 		e->boff = u->boff[nd] + start;
 		e->blen = p - start;
-		e->hdr[0] = 0;
+		e->hdr[0] = ST_LOCK_CLAIMED; /* kept: no item lock lands on an extent */
 		e->hdr[2] = t->owner;
 		e->data = st_make_data(e->blen, ST_F_ABSENT);
 	}

@@ -9,8 +9,9 @@
  * the cluster allocates on any node with READ and CAS only:
  *
  *   assign a slab:  CAS slabtab[s] 0 -> class+1
- *   take a block:   READ bitmap words, CAS one word to set a free bit, and
- *                   READ the block's old ident in the same batch (Read-Cas)
+ *   take a block:   READ bitmap words, CAS one word to set a free bit, CAS
+ *                   the block's lock word 0 -> ST_LOCK_CLAIMED and READ its
+ *                   old ident, in one batch (Read-Cas)
  *   stamp it:       WRITE the ident with generation old+1
  *   give it back:   (retire: WRITE data |= DEAD), then CAS the bit to 0
  *
@@ -28,6 +29,21 @@
  * (4) A retired block is marked DEAD before its bit is cleared (ordered on
  *     one endpoint), so a reader that reaches it through a stale slot sees
  *     DEAD until the next owner rewrites it (and then a new generation).
+ * (5) A block's lock word is never overwritten while someone else may
+ *     hold it. A coordinator with a stale reference (its key's block was
+ *     reaped or relocated meanwhile) can still win a lock CAS on the free
+ *     block, or add a shared count there, and it takes that back only
+ *     after its next READ shows the block is not its key's. If the next
+ *     owner's first WRITE cleared the word in between, the count's removal
+ *     would then land on the new key's word and leave a lock that nobody
+ *     holds (seen: every transaction on a fresh key aborting until
+ *     txn-timeout). So the allocator takes the lock word too, by CAS from
+ *     0, in the batch of its bitmap CAS, and waits for a stale holder to
+ *     leave first (claim); only it writes the word until it hands it over,
+ *     once. A claim won on a block whose bit CAS lost is given back. A
+ *     word that stays held (a holder that never comes back) costs its
+ *     block: it stays allocated, unused, until the node's next recovery
+ *     rebuilds the bitmaps.
  */
 #include <errno.h>
 #include <string.h>
@@ -84,6 +100,46 @@ static uint64_t block_off(const struct st_layout *L, uint64_t slab, uint32_t idx
 	return L->slab_off + slab * ST_SLAB_BYTES + (uint64_t)idx * st_csize(cls);
 }
 
+/* How long an allocator waits for a stale holder of a block it took to
+ * leave (invariant (5)): one fabric round trip and a READ's check, so
+ * milliseconds even under load; the pauses yield to other coroutines. */
+#define CLAIM_WAIT_NS 50000000ull
+#define CLAIM_PAUSE_MIN_NS 1000ull
+#define CLAIM_PAUSE_MAX_NS 1000000ull
+
+/*
+ * Claim the lock word of a block whose bit we won but whose word was lk,
+ * not 0: 0 once claimed, 1 if it stayed held for CLAIM_WAIT_NS, or -errno.
+ * A block whose old ident is not one of class cls (never stamped, or
+ * stamped in a slab's earlier class: a FLUSHALL or a recovery gives
+ * unused slabs back) has never been an item of this class here, so no
+ * stale reference reaches its word: it holds whatever bytes the slab had
+ * (an earlier class's value), not a lock, and is taken as it is.
+ */
+static int claim(struct fab_batch *b, uint16_t node, uint64_t boff, unsigned cls, uint64_t ident,
+		 uint64_t lk)
+{
+	if (st_ident_class(ident) != cls || st_ident_gen(ident) == 0) {
+		uint64_t was = ~0ull;
+		int rc = fab_cas1(b, node, boff + ST_ITEM_LOCK, lk, ST_LOCK_CLAIMED, &was);
+		if (rc || was == lk)
+			return rc;
+	}
+	uint64_t waited = 0, pause = CLAIM_PAUSE_MIN_NS;
+	while (waited < CLAIM_WAIT_NS) {
+		st_pause(b, pause);
+		waited += pause;
+		pause = pause * 2 < CLAIM_PAUSE_MAX_NS ? pause * 2 : CLAIM_PAUSE_MAX_NS;
+		uint64_t lk = ~0ull;
+		int rc = fab_cas1(b, node, boff + ST_ITEM_LOCK, 0, ST_LOCK_CLAIMED, &lk);
+		if (rc)
+			return rc;
+		if (lk == 0)
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Look for a free block of class cls in slab s from bitmap word w on.
  * With `verify`, the slab's table word is read along with the first chunk
@@ -138,21 +194,35 @@ static int try_slab(struct fab_batch *b, const struct st_layout *L, uint16_t nod
 				unsigned bit = (unsigned)__builtin_ctzll(free);
 				uint32_t idx = (w + j) * 64 + bit;
 				uint64_t boff = block_off(L, s, idx, cls);
-				uint64_t old = 0, ident = 0;
-				/* Read-Cas; the ident READ runs after the CAS, so when
-				 * the CAS won it reads the block we now own. */
+				uint64_t old = 0, ident = 0, lk = ~0ull;
+				/* Read-Cas; the claim and the ident READ run after
+				 * the bitmap CAS, so when it won they reach the block
+				 * we now own (invariant (5)). */
 				fab_cas(b, node, bm + (uint64_t)(w + j) * 8, cur, cur | (1ull << bit),
 					&old);
+				fab_cas(b, node, boff + ST_ITEM_LOCK, 0, ST_LOCK_CLAIMED, &lk);
 				fab_read(b, node, boff + ST_ITEM_IDENT, &ident, 8);
 				if ((rc = fab_exec(b)))
 					return rc;
-				if (old == cur) {
+				if (old != cur) {
+					/* Lost a race for this word: give back a claim on
+					 * someone else's block, and look again. */
+					if (lk == 0 && (rc = fab_cas1(b, node, boff + ST_ITEM_LOCK,
+								      ST_LOCK_CLAIMED, 0, NULL)))
+						return rc;
+					cur = old;
+					continue;
+				}
+				rc = lk == 0 ? 0 : claim(b, node, boff, cls, ident, lk);
+				if (rc < 0)
+					return rc;
+				if (rc == 0) {
 					*off = boff;
 					*old_ident = ident;
 					*wpos = w + j;
 					return 0;
 				}
-				cur = old; /* lost a race for this word: look again */
+				cur |= 1ull << bit; /* held for good: the block stays taken */
 			}
 		}
 		w += n;
@@ -303,12 +373,18 @@ static int read_owned(struct fab_batch *b, const struct st_layout *L, const stru
 	return 0;
 }
 
-int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref)
+int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref,
+	    uint64_t held)
 {
 	uint64_t hd[2], bw, woff, bit;
 	int rc = read_owned(b, L, ref, hd, &bw, &woff, &bit);
 	if (rc)
 		return rc;
+	/* The lock word back to 0 before the bit (invariant (5)), in the
+	 * bit clear's batch: ordered on the endpoint. */
+	fab_cas(b, ref->node, ref->off + ST_ITEM_LOCK, ST_LOCK_CLAIMED, 0, NULL);
+	if (held)
+		fab_cas(b, ref->node, ref->off + ST_ITEM_LOCK, held, 0, NULL);
 	return st_bit_clear(b, L, ref->node, ref->off, ref->cls, bw);
 }
 

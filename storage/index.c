@@ -465,7 +465,8 @@ static int persist_now(const struct st_coord *c, struct fab_batch *b, uint16_t n
 
 /* ---- insert ---- */
 
-/* Give back a block taken by st_alloc_block that was never published. */
+/* Give back a block taken by st_alloc_block that was never published,
+ * with our claim on its lock word if we still have it (alloc.c (5)). */
 static int free_block(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint64_t off,
 		      unsigned cls)
 {
@@ -474,7 +475,10 @@ static int free_block(struct fab_batch *b, const struct st_layout *L, uint16_t n
 	if (st_block_locate(L, off, cls, &slab, &idx))
 		return -EINVAL;
 	int rc = fab_read1(b, node, st_bitmap_word_off(L, slab, idx), &bw, 8);
-	return rc ? rc : st_bit_clear(b, L, node, off, cls, bw);
+	if (rc)
+		return rc;
+	fab_cas(b, node, off + ST_ITEM_LOCK, ST_LOCK_CLAIMED, 0, NULL);
+	return st_bit_clear(b, L, node, off, cls, bw);
 }
 
 /* Where the new key's slot word goes: slot (wi, sj) of its ways, which
@@ -644,8 +648,13 @@ int st_create(struct fab_batch *b, const struct st_coord *c, uint16_t node, cons
 		buf->data = st_make_data(0, ST_F_ABSENT);
 		memcpy(buf + 1, key, klen);
 		uint64_t slot = st_slot_make(boff, (uint8_t)cls, t.wi, w.tag), was = ~0ull;
-		/* Invariant (4): item, then slot, then unlocks, in order. */
-		fab_write(b, node, boff, buf, len);
+		/* Invariant (4): item, then slot, then unlocks, in order. The
+		 * lock word is not written: it is handed over from our claim
+		 * to 0 by CAS, once (alloc.c invariant (5)); a stale holder may
+		 * count on it from then on, even if this slot CAS loses and
+		 * the item is written again. */
+		fab_write(b, node, boff + 8, (char *)buf + 8, len - 8);
+		fab_cas(b, node, boff + ST_ITEM_LOCK, ST_LOCK_CLAIMED, 0, NULL);
 		fab_cas(b, node, st_bucket_off(L, w.b[t.wi]) + 8u * t.sj, t.expect, slot, &was);
 		if (t.vlocked)
 			unlock_q(b, L, node, t.vbucket, owner);

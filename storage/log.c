@@ -49,8 +49,10 @@ static struct st_item *block_at(struct st_region *r, uint64_t off, unsigned cls)
 }
 
 /* Mark a block DEAD and give it back to its bitmap, if it still is
- * generation gen (invariant 3). */
-static void free_block(struct st_region *r, uint64_t off, unsigned cls, uint32_t gen)
+ * generation gen (invariant 3), its lock word back to 0 if the dead
+ * transaction txn left it there (its owner word, or its installing mark,
+ * the owner with bit 0 clear) or its allocator's claim (alloc.c (5)). */
+static void free_block(struct st_region *r, uint64_t off, unsigned cls, uint32_t gen, uint64_t txn)
 {
 	const struct st_layout *L = &r->layout;
 	uint64_t slab;
@@ -63,6 +65,9 @@ static void free_block(struct st_region *r, uint64_t off, unsigned cls, uint32_t
 	uint64_t data = ld(&it->data);
 	if (!(st_data_flags(data) & ST_F_DEAD))
 		st(&it->data, data | ST_F_DEAD);
+	uint64_t lk = ld(&it->lock);
+	if (lk == ST_LOCK_CLAIMED || (lk && (lk | 1) == txn))
+		(void)cas(&it->lock, lk, 0);
 	uint64_t *word = (uint64_t *)(r->base + st_bitmap_word_off(L, slab, idx));
 	__atomic_fetch_and(word, ~(1ull << (idx % 64)), __ATOMIC_SEQ_CST);
 	st_region_persist(r, off, 48);
@@ -122,7 +127,7 @@ static void reloc_rec(struct st_region *r, const struct st_log_rec *rec, const c
 	uint8_t ocls = (uint8_t)rl.old_gen_cls, ncls = (uint8_t)rl.new_gen_cls;
 	uint32_t ogen = (uint32_t)(rl.old_gen_cls >> 32), ngen = (uint32_t)(rl.new_gen_cls >> 32);
 	if (committed) { /* the old block is garbage once the new one is in */
-		free_block(r, rec->off, ocls, ogen);
+		free_block(r, rec->off, ocls, ogen, rec->txn);
 		return;
 	}
 	uint64_t s;
@@ -133,7 +138,7 @@ static void reloc_rec(struct st_region *r, const struct st_log_rec *rec, const c
 		if (cas(slot, s, back))
 			st_region_persist(r, (uint64_t)((char *)slot - r->base), 8);
 	}
-	free_block(r, rec->aux, ncls, ngen);
+	free_block(r, rec->aux, ncls, ngen, rec->txn);
 }
 
 /* Offsets of a slot's records, in log order: a growable array. */
@@ -197,7 +202,7 @@ static void free_extents(struct st_region *r, struct st_log_hdr *h, uint64_t txn
 	struct st_item *it;
 	while ((it = extent_at(r, off, gc, txn)) != NULL) {
 		uint64_t noff = ld(&it->meta[1]), ngc = ld(&it->ver);
-		free_block(r, off, (uint8_t)gc, (uint32_t)(gc >> 32));
+		free_block(r, off, (uint8_t)gc, (uint32_t)(gc >> 32), txn);
 		off = noff;
 		gc = ngc;
 	}

@@ -136,6 +136,16 @@ static_assert(sizeof(struct st_item) == 48, "item header is 6 words");
 #define ST_F_ABSENT 0x1u /* no value: a placeholder or a deleted key */
 #define ST_F_DEAD 0x2u   /* block retired; re-resolve the key */
 
+/*
+ * The lock word of a block its allocator holds (alloc.c invariant (5)):
+ * taken by CAS from 0 with the block's bitmap bit, so nobody else can lock
+ * the block, or count a shared hold on it, until the allocator hands the
+ * word over (a placeholder's 0, a relocation's owner word) or gives the
+ * block back. Neither 0, nor an owner word (odd, a node id in the top
+ * byte), nor a shared word (top byte 0xff).
+ */
+#define ST_LOCK_CLAIMED 2ull
+
 static inline uint32_t st_ident_gen(uint64_t ident) { return (uint32_t)(ident >> 32); }
 static inline uint32_t st_ident_klen(uint64_t ident) { return (uint32_t)(ident >> 8) & 0xffffffu; }
 static inline uint8_t st_ident_class(uint64_t ident) { return (uint8_t)ident; }
@@ -516,8 +526,9 @@ int st_create(struct fab_batch *b, const struct st_coord *c, uint16_t node, cons
 
 /*
  * st_alloc - take a free block able to hold klen+vlen on a node; its ident
- * word is written with a fresh generation (klen and class too; the other
- * words are the caller's to write). Returns 0, ST_EFULL (no free block of
+ * word is written with a fresh generation (klen and class too), its lock
+ * word is ST_LOCK_CLAIMED (the caller writes the value it starts with; the
+ * other words are the caller's to write). Returns 0, ST_EFULL (no free block of
  * the class and no unassigned slab, or the item exceeds ST_SLAB_BYTES),
  * or -errno. 3 round trips. A per-thread hint (slab and bitmap word per
  * node and class) avoids rescanning; threads: any.
@@ -542,10 +553,13 @@ int st_swap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
  * -EINVAL (not a block), or -errno. */
 int st_retire(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref);
 
-/* st_free - give back a block that was never published (st_alloc'ed).
+/* st_free - give back a block that was never published (st_alloc'ed), its
+ * lock word back to 0 if it is ST_LOCK_CLAIMED or `held` (a lock word the
+ * caller wrote there, e.g. a relocation's owner word; 0 for none).
  * Returns 0, ST_ESTALE (not generation ref->gen, or already free),
  * -EINVAL, or -errno. */
-int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref);
+int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref,
+	    uint64_t held);
 
 /*
  * st_reap - remove an ABSENT, unlocked item of generation ref->gen from the

@@ -1385,6 +1385,8 @@ static void test_double_read(const char *be, double budget_s)
 	uint32_t klen = (uint32_t)strlen(DR_KEY);
 	CHECK(st_alloc(&tw.b, L, 1, klen, DR_VLEN, &ref) == 0);
 	CHECK(ref.node == 1 && st_class_size(ref.cls) >= sizeof(struct st_item) + klen + DR_VLEN);
+	/* Unlocked, as st_create hands a new item over from its claim. */
+	CHECK(fab_cas1(&tw.b, 1, ref.off, ST_LOCK_CLAIMED, 0, NULL) == 0);
 	struct dr_txn wd;
 	dr_txn_init(&wd, tw.fw, DR_WRITER_OWNER, &ref);
 	dr_writer_prepare(&wd);

@@ -177,6 +177,110 @@ static uint64_t file_hash(const char *path)
 	return h;
 }
 
+/*
+ * A stale holder on a reaped block (alloc.c invariant (5)): a coordinator
+ * that still had the address of a reaped placeholder wins a shared count
+ * on the free block's lock word (cc/protocols/nowait.c's shared mode), and
+ * takes it off after its next READ shows the block is not its key's. The
+ * key's next placeholder may be that very block. Its lock word must come
+ * out free once the stale holder is gone: the allocator must not clear
+ * the word under the count, or the count's removal leaves a lock that
+ * nobody holds (every transaction on the key aborted until txn-timeout).
+ */
+#define STALE_COUNT 0xff00000000000100ull /* nowait's shared word: node 2's lane, 1 */
+
+struct stale_holder {
+	uint64_t *word; /* the reaped block's lock word */
+	int pauses;
+	bool leave_in_pause; /* the holder leaves while the allocator waits */
+	bool gone;
+};
+
+static void stale_leave(struct stale_holder *x)
+{
+	__atomic_fetch_sub(x->word, STALE_COUNT & 0xffffffffffffffull, __ATOMIC_SEQ_CST);
+	uint64_t tag = STALE_COUNT & ~0xffffffffffffffull;
+	__atomic_compare_exchange_n(x->word, &tag, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	x->gone = true;
+}
+
+static void stale_pause(void *ctx, uint64_t ns)
+{
+	struct stale_holder *x = ctx;
+	(void)ns;
+	x->pauses++;
+	if (x->leave_in_pause && !x->gone)
+		stale_leave(x);
+}
+
+static void stale_count_case(bool leave_in_pause)
+{
+	struct st_config cfg = config(16ull << 20, ST_PERSIST_NONE, 0);
+	struct env e;
+	env_open(&e, &cfg);
+	char *base = st_region_base(e.r);
+	const char *K = "fresh-key";
+	uint32_t kl = (uint32_t)strlen(K);
+	uint64_t h = st_hash(K, kl);
+	struct st_ref p1, p2;
+	CHECK_RC(st_create(&e.b, e.C, 1, K, kl, h, &p1, e.buf), 0);
+	CHECK(*(uint64_t *)(base + p1.off) == 0, "a placeholder starts unlocked");
+	CHECK_RC(st_reap(&e.b, e.C, h, &p1, 0x51), 0);
+	struct stale_holder x = { .word = (uint64_t *)(base + p1.off),
+				  .leave_in_pause = leave_in_pause };
+	uint64_t zero = 0;
+	CHECK(__atomic_compare_exchange_n(x.word, &zero, STALE_COUNT, false, __ATOMIC_SEQ_CST,
+					  __ATOMIC_SEQ_CST),
+	      "the stale count lands on the free block");
+
+	struct fab_batch sb;
+	fab_batch_init(&sb, e.fw, (struct fab_waiter){ .wait = stale_pause, .ctx = &x }, NULL);
+	CHECK_RC(st_create(&sb, e.C, 1, K, kl, h, &p2, e.buf), 0);
+	if (!x.gone)
+		stale_leave(&x);
+	uint64_t w1 = *x.word, w2 = *(uint64_t *)(base + p2.off);
+	CHECK(w1 == 0 && w2 == 0,
+	      "lock words after the stale holder left: reaped block %#llx, new placeholder %#llx "
+	      "(%s block; the allocator paused %d times)",
+	      (unsigned long long)w1, (unsigned long long)w2, p2.off == p1.off ? "same" : "another",
+	      x.pauses);
+	if (leave_in_pause)
+		CHECK(p2.off == p1.off && x.pauses >= 1, "waited for the holder, then took its block");
+	else
+		CHECK(p2.off != p1.off, "a block held for good is not handed out");
+	struct st_ref ref;
+	CHECK_RC(st_lookup(&e.b, e.L, 1, K, kl, h, &ref, e.buf), 0);
+	CHECK(ref.off == p2.off && ref.gen == p2.gen, "the key resolves to its new placeholder");
+	env_close(&e, true);
+}
+
+static void test_stale_count_on_reused_block(void)
+{
+	stale_count_case(true);
+	stale_count_case(false);
+}
+
+/* st_alloc claims the lock word; st_free gives the claim (and a lock word
+ * the caller wrote) back, so the block is handed out again at once. */
+static void test_alloc_claims_lock(void)
+{
+	struct st_config cfg = config(16ull << 20, ST_PERSIST_NONE, 0);
+	struct env e;
+	env_open(&e, &cfg);
+	char *base = st_region_base(e.r);
+	struct st_ref a, b;
+	CHECK_RC(st_alloc(&e.b, e.L, 1, 8, 8, &a), 0);
+	CHECK(*(uint64_t *)(base + a.off) == ST_LOCK_CLAIMED, "st_alloc claims the lock word");
+	CHECK_RC(st_free(&e.b, e.L, &a, 0), 0);
+	CHECK(*(uint64_t *)(base + a.off) == 0, "st_free gives the claim back");
+	CHECK_RC(st_alloc(&e.b, e.L, 1, 8, 8, &b), 0);
+	CHECK(b.off == a.off, "the freed block is taken again");
+	*(uint64_t *)(base + b.off) = 0x0300000000000041ull; /* a relocation's owner word */
+	CHECK_RC(st_free(&e.b, e.L, &b, 0x0300000000000041ull), 0);
+	CHECK(*(uint64_t *)(base + b.off) == 0, "st_free gives the caller's lock back");
+	env_close(&e, true);
+}
+
 /* ---- classes and hash ---- */
 
 static void test_classes(void)
@@ -496,8 +600,8 @@ static void test_full(void)
 			CHECK(refs[j].off != refs[i].off, "block given twice");
 	}
 	/* Give one back: exactly that one comes back, with a new generation. */
-	CHECK_RC(st_free(&e.b, e.L, &refs[17]), 0);
-	CHECK_RC(st_free(&e.b, e.L, &refs[17]), ST_ESTALE);
+	CHECK_RC(st_free(&e.b, e.L, &refs[17], 0), 0);
+	CHECK_RC(st_free(&e.b, e.L, &refs[17], 0), ST_ESTALE);
 	struct st_ref again;
 	CHECK_RC(st_alloc(&e.b, e.L, 1, 8, sizeof(val), &again), 0);
 	CHECK(again.off == refs[17].off && again.gen != refs[17].gen, "reuse");
@@ -1452,6 +1556,8 @@ int main(void)
 	test_classes();
 	test_hash();
 	test_create_lookup();
+	test_stale_count_on_reused_block();
+	test_alloc_claims_lock();
 	test_refusals();
 	test_full();
 	test_swap_retire_reap();
