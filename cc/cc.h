@@ -260,8 +260,8 @@ struct txn {
 	uint32_t tab_mask;
 
 	struct txn_undo undo;     /* the undo log of the commit (cc/undo.c) */
-	uint64_t ring_epoch;      /* durable_ring_epoch at the commit's start: a
-				     peer that restarted since has a new log */
+	uint64_t ring_epoch;      /* durable_epoch at the commit's start: a peer
+				     that restarted since has a new log */
 };
 
 /* ---- primitives (cc/prim.c): the only way a protocol touches data ----

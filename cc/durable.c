@@ -87,6 +87,12 @@ struct durable {
 	 * The peer waiter is the thread that waits for peers' logs, so that
 	 * the flusher, which peers wait for, never waits for one. */
 	bool ring;
+	/* A tcp cluster node's log: it is the standalone node's (every write
+	 * to the region is made by this process: its workers, or its NIC
+	 * thread for the peers), and a peer's log is waited for with a remote
+	 * flush (fab_flush), which the peer's NIC answers once its log holds
+	 * everything it applied before it (journal_sync). */
+	bool remote;
 	struct st_jring_slot slot[FAB_MAX_NODES];
 	uint64_t ring_epoch;    /* slots re-pointed since start (atomic) */
 	pthread_t pw_thread;
@@ -668,6 +674,26 @@ static int ring_wait(struct durable *d, struct txn *t, uint64_t nodes, bool comm
 	return park(d, w, &rq, own);
 }
 
+/*
+ * durable_wait_nodes' peers under remote flushes: one fab_flush per peer,
+ * all in one batch (one round trip, every peer's sync in parallel). The
+ * flush must travel the connection our writes took: a break since the
+ * commit began (t->ring_epoch) means a peer may have restarted and lost
+ * them, and the wait fails.
+ */
+static int remote_wait(struct txn *t, uint64_t peers)
+{
+	if (fab_worker_breaks(t->ccw->fw) != t->ring_epoch)
+		return -EHOSTDOWN;
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+		if (peers & (1ull << nd))
+			fab_flush(&t->batch, (uint16_t)nd);
+	int rc = fab_exec(&t->batch);
+	if (rc == 0 && fab_worker_breaks(t->ccw->fw) != t->ring_epoch)
+		rc = -EHOSTDOWN;
+	return rc;
+}
+
 int durable_wait(struct txn *t, bool commit)
 {
 	return durable_wait_nodes(t, ~0ull, commit);
@@ -679,6 +705,13 @@ int durable_wait_nodes(struct txn *t, uint64_t nodes, bool commit)
 	struct cc_worker *w = t->ccw;
 	if (d && d->ring)
 		return ring_wait(d, t, nodes, commit);
+	if (d && d->remote) {
+		const uint64_t self = 1ull << fab_self(t->node->fab);
+		uint64_t peers = nodes & ~self & fab_attached_nodes(t->node->fab);
+		int rc = peers ? remote_wait(t, peers) : 0;
+		if (rc || !(nodes & self))
+			return rc;
+	}
 	struct fab_dirty *fd = fab_worker_dirty(w->fw);
 	if (!d || (!d->wal && !fd))
 		return 0;
@@ -743,12 +776,20 @@ static int park(struct durable *d, struct cc_worker *w, struct dreq *rq, bool ri
 
 /* ---- start and stop ---- */
 
+/* The own log's journal (fab_journal); arg is the region, which outlives
+ * the fabric (a tcp node's NIC thread notes its peers' writes until
+ * fab_close, after durable_stop). */
 static int journal_lock(void *arg) { return st_wal_lock(arg); }
 static void journal_unlock(void *arg) { st_wal_unlock(arg); }
 static void journal_note(void *arg, uint64_t off, const void *src, uint32_t len)
 {
 	st_wal_note(arg, off, src, len);
 }
+/* A peer's remote flush (tcp's NIC, fab_flush): what the log promises for
+ * everything noted so far, power's sync, or power-everysec's write (its
+ * promise to a kill -9, as for the own commits). */
+static int journal_sync(void *arg) { return st_wal_flush(arg, true); }
+static int journal_write(void *arg) { return st_wal_flush(arg, false); }
 
 void durable_ring(struct cc_node *n, int worker)
 {
@@ -796,12 +837,17 @@ bool durable_ordered(const struct cc_node *n)
 
 bool durable_per_node(const struct cc_node *n)
 {
-	return n->durable && n->durable->ring;
+	return n->durable && (n->durable->ring || n->durable->remote);
 }
 
-uint64_t durable_ring_epoch(const struct cc_node *n)
+uint64_t durable_epoch(const struct txn *t)
 {
-	return n->durable ? __atomic_load_n(&n->durable->ring_epoch, __ATOMIC_ACQUIRE) : 0;
+	const struct durable *d = t->node->durable;
+	if (!d)
+		return 0;
+	if (d->remote)
+		return fab_worker_breaks(t->ccw->fw);
+	return __atomic_load_n(&d->ring_epoch, __ATOMIC_ACQUIRE);
 }
 
 int durable_start(struct cc_node *n, char *err, size_t errlen)
@@ -821,6 +867,7 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 	 * flusher: its fdatasync then overlaps the worker's next pass (ycsb-t
 	 * with 8 clients: 15,100 txn/s against 10,300 inline). */
 	d->ring = st_wal_ring(n->region) != NULL;
+	d->remote = d->wal && !d->ring && n->durable_remote;
 	d->inline_flush = d->everysec && !d->ring;
 	d->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
 	d->nworkers = n->nworkers;
@@ -870,10 +917,11 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 		/* Order is the log's (storage/wal.c invariant (1)): no page
 		 * flushes, so no ranges to track, and the index's kick-out
 		 * needs no persister. */
-		struct st_region *rg = n->region;
 		fab_set_journal(n->fab, fab_self(n->fab),
 				&(struct fab_journal){ .lock = journal_lock, .note = journal_note,
-						       .unlock = journal_unlock, .arg = rg });
+						       .unlock = journal_unlock,
+						       .sync = d->everysec ? journal_write : journal_sync,
+						       .arg = n->region });
 	} else if (!d->wal) {
 		st_region_set_persister(n->region, index_persist, d);
 		fab_track_writes(n->fab);

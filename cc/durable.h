@@ -108,16 +108,19 @@ void durable_ring(struct cc_node *n, int worker);
 bool durable_ordered(const struct cc_node *n);
 /*
  * durable_per_node - true when each node's writes are ordered in that
- * node's own log (a cluster's logs, fed through journal rings): a write is
+ * node's own log (a cluster's logs, fed through journal rings on shm, or
+ * written by each node's own NIC thread on tcp): a write is
  * never durable without the earlier ones on the same node, but nothing
  * orders two nodes' logs, so a step that depends on another node's writes
  * waits for that node (cc/prim.c, P2).
  */
 bool durable_per_node(const struct cc_node *n);
-/* Bumped whenever a peer's journal ring is replaced (it restarted): a
- * commit that began under another epoch cannot know its writes logged
- * (txn.ring_epoch; its waits fail with -EHOSTDOWN). */
-uint64_t durable_ring_epoch(const struct cc_node *n);
+/* What a commit's peer waits compare (txn.ring_epoch, taken at its
+ * start): with journal rings, bumped whenever a peer's ring is replaced
+ * (it restarted); with remote flushes, the worker's broken connections
+ * (fab_worker_breaks). A commit that began under another epoch cannot know
+ * its writes logged: its peer waits fail with -EHOSTDOWN. */
+uint64_t durable_epoch(const struct txn *t);
 
 /* Totals since start (any thread; relaxed reads). */
 struct durable_stats {

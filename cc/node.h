@@ -154,6 +154,10 @@ struct cc_node {
 	 * not before each reply (persistence power-everysec). Set before
 	 * durable_start. */
 	bool durable_everysec;
+	/* A cluster node whose peers' logs are reached by remote flush
+	 * (fab_flush: tcp), not by their journal rings. Set before
+	 * durable_start. */
+	bool durable_remote;
 	/* Group commit: flusher rounds (each one msync per distinct page
 	 * range), and transactions whose commit point those rounds made
 	 * durable; gc_commits / gc_flushes is the commits one flush served.

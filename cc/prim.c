@@ -471,7 +471,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	const bool power = t->node->durable != NULL;
 	const bool ordered = power && durable_ordered(t->node); /* no P1, P2 waits */
 	const bool per_node = power && durable_per_node(t->node); /* P2 waits for the others */
-	t->ring_epoch = durable_ring_epoch(t->node);
+	t->ring_epoch = durable_epoch(t);
 	if (!wnodes) {
 		post_unlocks(t, false);
 		t->batch.untracked = power; /* lock words need no persistence */

@@ -153,6 +153,15 @@ bool fab_node_near(const struct fab *f, uint16_t node)
 	       !f->cfg.delay_us;
 }
 
+uint64_t fab_attached_nodes(const struct fab *f)
+{
+	uint64_t m = 0;
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+		if (f->peers[nd].attached)
+			m |= 1ull << nd;
+	return m;
+}
+
 uint64_t fab_region_size(const struct fab *f, uint16_t node)
 {
 	return node < FAB_MAX_NODES ? f->peers[node].size : 0;
@@ -220,6 +229,8 @@ void fab_worker_flush(struct fab_worker *fw)
 
 uint64_t fab_worker_doorbells(const struct fab_worker *fw) { return fw->doorbells; }
 
+uint64_t fab_worker_breaks(const struct fab_worker *fw) { return fw->breaks; }
+
 int fab_worker_poll(struct fab_worker *fw)
 {
 	struct fab *f = fw->f;
@@ -272,6 +283,29 @@ static void apply_noted(struct fab_peer *p, struct fab_op *op, const struct fab_
 	op->old = keep;
 	if (keep)
 		*keep = old;
+}
+
+int fab_apply_request(struct fab *f, struct fab_op *const *ops, int n)
+{
+	struct fab_peer *self = &f->peers[f->cfg.self];
+	if (!self->journaled)
+		return fab_apply_local(self->base, self->size, ops, n);
+	bool writes = false;
+	for (int i = 0; i < n; i++) {
+		const struct fab_op *op = ops[i];
+		if (op->len == 0 || op->off > self->size || op->len > self->size - op->off)
+			return -EFAULT;
+		writes |= op->kind != FAB_READ;
+	}
+	const struct fab_journal *j = &self->journal;
+	if (!writes)
+		return fab_apply_local(self->base, self->size, ops, n);
+	if (j->lock(j->arg) != 0)
+		return -EHOSTDOWN;
+	for (int i = 0; i < n; i++)
+		apply_noted(self, ops[i], j);
+	j->unlock(j->arg);
+	return 0;
 }
 
 /* The journal that notes op (its node's), or NULL: an untracked batch, a
@@ -465,6 +499,13 @@ void fab_read(struct fab_batch *b, uint16_t node, uint64_t off, void *buf, uint3
 {
 	struct fab_op *op = queue(b);
 	*op = (struct fab_op){ .kind = FAB_READ, .node = node, .off = off, .buf = buf, .len = len };
+}
+
+void fab_flush(struct fab_batch *b, uint16_t node)
+{
+	struct fab_op *op = queue(b);
+	*op = (struct fab_op){ .kind = FAB_READ, .flags = FAB_OP_FLUSH, .node = node, .off = 0,
+			       .buf = &b->flush_sink, .len = 8 };
 }
 
 void fab_write(struct fab_batch *b, uint16_t node, uint64_t off, const void *buf, uint32_t len)

@@ -59,6 +59,10 @@ struct fab_op {
 /* fab_op.flags: applied, but not noted in the node's journal (struct
  * fab_journal says when that is safe). Set by the owner on queued ops. */
 #define FAB_OP_UNJOURNALED 0x1
+/* fab_op.flags: a remote flush (fab_flush): a READ of the target's first
+ * word that completes only once the target's journal holds every write it
+ * applied before it durably (struct fab_journal, sync). */
+#define FAB_OP_FLUSH 0x2
 
 struct fab;        /* a node's fabric: backend, own and peers' regions */
 struct fab_worker; /* a worker's endpoints to every node */
@@ -122,6 +126,7 @@ struct fab_batch {
 				    effect. In failed but not here: unknown, some
 				    may have */
 	void *handle;            /* waiter's handle of the parked coroutine */
+	uint64_t flush_sink;     /* where fab_flush's READs land */
 	struct fab_op ops[FAB_BATCH_MAX];
 };
 
@@ -261,6 +266,8 @@ uint64_t fab_region_size(const struct fab *f, uint16_t node);
  * or the own node, no fabric-delay-us)? Then a read costs what a load does,
  * and caching what it would return saves nothing. */
 bool fab_node_near(const struct fab *f, uint16_t node);
+/* The nodes attached so far (the own one included), a bit per node id. */
+uint64_t fab_attached_nodes(const struct fab *f);
 /* Are ops on node applied by this CPU (a shm node, the own node except on
  * verbs), whatever the fabric delay? See the ordering rule at the top. */
 bool fab_node_direct(const struct fab *f, uint16_t node);
@@ -288,6 +295,12 @@ void fab_worker_flush(struct fab_worker *fw);
  * queued frames to an endpoint (tcp), one per posted chain (verbs); none
  * where this CPU applies the ops itself (shm). Owner thread. */
 uint64_t fab_worker_doorbells(const struct fab_worker *fw);
+/* Connections of this worker's endpoints that broke so far (tcp): a part
+ * posted after a break may reach another incarnation of its node than the
+ * parts before it, so a caller that needs them on one connection (a
+ * remote flush after the writes it covers) compares this count. Owner
+ * thread. */
+uint64_t fab_worker_breaks(const struct fab_worker *fw);
 
 /* Batch building; owner coroutine only. Queueing past FAB_BATCH_MAX executes
  * the queued operations first (an implicit fab_exec). */
@@ -298,6 +311,16 @@ void fab_write(struct fab_batch *b, uint16_t node, uint64_t off, const void *buf
 void fab_cas(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t cmp, uint64_t swp,
 	     uint64_t *old);
 void fab_faa(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t add, uint64_t *old);
+/*
+ * fab_flush - FORD's selective remote flush (notes-ford.md 3.4): a READ
+ * that completes only when node's journal (its write-ahead log) holds
+ * durably every write node applied before it, those of this endpoint's
+ * earlier ops included. On tcp, the target's NIC-emulation thread holds
+ * the reply until its journal's sync covers them. Elsewhere it is a plain
+ * READ: a shm cluster's logs are waited for through their journal rings
+ * (storage/jring.c), and verbs has no journal (refused for power).
+ */
+void fab_flush(struct fab_batch *b, uint16_t node);
 
 /*
  * fab_exec - post every queued operation and wait until all completed.
@@ -359,6 +382,10 @@ struct fab_journal {
 	int (*up)(void *arg);
 	void (*note)(void *arg, uint64_t off, const void *src, uint32_t len);
 	void (*unlock)(void *arg);
+	/* Optional: make every note so far survive what the log promises
+	 * (power: synced; power-everysec: written), 0 or -errno. Blocking,
+	 * any thread. Serves the peers' remote flushes (fab_flush, tcp). */
+	int (*sync)(void *arg);
 	void *arg;
 };
 /* fab_set_journal - journal node's directly applied writes through j

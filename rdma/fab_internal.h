@@ -37,7 +37,18 @@ struct fab_worker {
 	void *bdata;   /* backend's per-worker data */
 	struct fab_dirty *dirty; /* with f->track: what this worker's batches changed */
 	uint64_t doorbells; /* fab_worker_doorbells */
+	uint64_t breaks;    /* fab_worker_breaks */
 };
+
+/*
+ * fab_apply_request - apply a peer's request to the own region (the tcp
+ * NIC-emulation thread): as fab_apply_local, and with a journal set for
+ * the own node, each write noted under one hold of its lock, so the
+ * request's notes are contiguous in the log. 0, -EFAULT (an op out of
+ * bounds: nothing applied) or -EHOSTDOWN (the journal refused: nothing
+ * applied).
+ */
+int fab_apply_request(struct fab *f, struct fab_op *const *ops, int n);
 
 extern const struct fab_backend fab_shm_backend;
 extern const struct fab_backend fab_tcp_backend;

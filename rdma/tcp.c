@@ -13,15 +13,21 @@
  * backend alone decides when it wants to write.
  *
  * Target side: a NIC-emulation thread per node applies the ops of each
- * request to the node's region with fab_apply_local, in order per
- * connection, and never enters transaction code. Its connections arrive
- * through the control plane's fabric listener (fab_adopt).
+ * request to the node's region (fab_apply_request: noted in the node's
+ * journal when it keeps a log), in order per connection, and never enters
+ * transaction code. Its connections arrive through the control plane's
+ * fabric listener (fab_adopt). A request with a remote flush (fab_flush)
+ * parks its connection: the reply, and every later request of that
+ * connection, wait until the syncer thread ran the journal's sync, which
+ * it starts only after the flush was applied, so that sync covers every
+ * write the connection made before it.
  *
  * Wire format, little-endian (all nodes of a cluster are x86-64 here):
  *   hello    struct tcp_hello (tcp_wire.h): "RCKVFAB1", type DATA, from-node,
  *            worker; sent by the initiator before its first request
  *   request  u32 frame bytes (after this field), u32 nops, nops x op
- *            {u8 kind, u8 pad[3], u32 len, u64 off, u64 cmp, u64 swp},
+ *            {u8 kind, u8 flags (FAB_OP_FLUSH), u8 pad[2], u32 len, u64 off,
+ *            u64 cmp, u64 swp},
  *            then the WRITE payloads in op order
  *   response u32 frame bytes, i32 status, then for each op in order: READ
  *            data (len bytes) or CAS/FAA old value (8 bytes); WRITE: nothing
@@ -77,11 +83,12 @@ static int buf_reserve(struct buf *b, size_t more)
 	return 0;
 }
 
-/* Write what the socket takes; 0, or -errno if the connection failed. */
-static int buf_flush(int fd, struct buf *b)
+/* Write what the socket takes of b but its last `held` bytes; 0, or -errno
+ * if the connection failed. */
+static int buf_flush_held(int fd, struct buf *b, size_t held)
 {
-	while (b->off < b->len) {
-		ssize_t k = send(fd, b->p + b->off, b->len - b->off, MSG_NOSIGNAL);
+	while (b->off < b->len - held) {
+		ssize_t k = send(fd, b->p + b->off, b->len - held - b->off, MSG_NOSIGNAL);
 		if (k > 0) {
 			b->off += (size_t)k;
 			continue;
@@ -92,9 +99,12 @@ static int buf_flush(int fd, struct buf *b)
 			return 0;
 		return k < 0 ? -errno : -EPIPE;
 	}
-	b->off = b->len = 0;
+	if (!held)
+		b->off = b->len = 0;
 	return 0;
 }
+
+static int buf_flush(int fd, struct buf *b) { return buf_flush_held(fd, b, 0); }
 
 /* Read what is there; 0, 1 on EOF, or -errno. */
 static int buf_fill(int fd, struct buf *b)
@@ -122,6 +132,7 @@ static int buf_fill(int fd, struct buf *b)
 /* ---- initiator side ---- */
 
 struct tcp_ep {
+	struct fab_worker *fw;
 	int fd;
 	uint16_t node;
 	bool broken;
@@ -176,6 +187,8 @@ int fab_tcp_connect(const char *addr, int timeout_ms, char *err, size_t errlen)
 
 static void ep_fail(struct tcp_ep *ep, int err)
 {
+	if (!ep->broken)
+		ep->fw->breaks++; /* fab_worker_breaks */
 	ep->broken = true;
 	struct fab_part *p;
 	while ((p = ep->head)) {
@@ -248,6 +261,7 @@ static int tcp_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 			close(fd);
 			goto fail;
 		}
+		ep->fw = fw;
 		ep->fd = fd;
 		ep->node = (uint16_t)i;
 		tw->eps[i] = ep;
@@ -453,6 +467,13 @@ struct nic_conn {
 	int fd;
 	struct buf r, w;
 	bool want_out;
+	/* Parked at a remote flush (fab_flush): its response, the last
+	 * `held` bytes of w, leaves once the syncer's round `ticket` is done;
+	 * until then no later request of the connection is served (their
+	 * responses must follow it). */
+	bool parked;
+	size_t held;
+	uint64_t ticket;
 	struct nic_conn *prev, *next; /* tcp_nic.conns; NIC thread only */
 };
 
@@ -471,10 +492,24 @@ struct tcp_nic {
 	 * it joined it. Kept so that close can shut them: a connection left
 	 * open to a stopped NIC makes its initiator wait forever. */
 	struct nic_conn *conns;
+	/* The syncer: a thread that runs the own journal's sync for parked
+	 * connections, so that the NIC never blocks on the disk. Rounds are
+	 * numbered: a connection parked with ticket t waits for round t, which
+	 * starts after its notes were made (sync_mu). Started at the first
+	 * remote flush. */
+	pthread_t sync_thread;
+	bool sync_running, sync_stop;
+	pthread_mutex_t sync_mu;
+	pthread_cond_t sync_cond;
+	uint64_t sync_want, sync_done; /* rounds asked for, rounds finished */
+	int sync_err;                  /* the last round's, 0 or -errno */
+	uint64_t parked;               /* connections parked (NIC thread only) */
 };
 
 static void nic_close(struct tcp_nic *nic, struct nic_conn *c)
 {
+	if (c->parked)
+		nic->parked--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -497,12 +532,100 @@ static void nic_set_out(struct tcp_nic *nic, struct nic_conn *c, bool on)
 	epoll_ctl(nic->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
+/* Replace c's held response (its last `held` bytes) by a failed one. */
+static void nic_fail_held(struct nic_conn *c, size_t held, int32_t err)
+{
+	uint32_t rlen = 4;
+	c->w.len -= held;
+	memcpy(c->w.p + c->w.len, &rlen, 4);
+	memcpy(c->w.p + c->w.len + 4, &err, 4);
+	c->w.len += 8;
+}
+
+static void *nic_syncer_main(void *arg)
+{
+	struct tcp_nic *nic = arg;
+	const struct fab_journal *j = &nic->f->peers[nic->f->cfg.self].journal;
+	pthread_mutex_lock(&nic->sync_mu);
+	for (;;) {
+		while (!nic->sync_stop && nic->sync_done == nic->sync_want)
+			pthread_cond_wait(&nic->sync_cond, &nic->sync_mu);
+		if (nic->sync_stop)
+			break;
+		uint64_t round = nic->sync_want;
+		pthread_mutex_unlock(&nic->sync_mu);
+		int err = j->sync(j->arg); /* covers every note made before round was asked */
+		pthread_mutex_lock(&nic->sync_mu);
+		nic->sync_done = round;
+		nic->sync_err = err;
+		uint64_t v = 1;
+		ssize_t r = write(nic->wakefd, &v, sizeof(v));
+		(void)r;
+	}
+	pthread_mutex_unlock(&nic->sync_mu);
+	return NULL;
+}
+
+/* Hold c's last response (held bytes) until a sync round that starts
+ * after now: everything this NIC applied so far, c's request included,
+ * is in the journal already (fab_apply_request). */
+static void nic_park(struct tcp_nic *nic, struct nic_conn *c, size_t held)
+{
+	pthread_mutex_lock(&nic->sync_mu);
+	if (!nic->sync_running &&
+	    pthread_create(&nic->sync_thread, NULL, nic_syncer_main, nic) == 0)
+		nic->sync_running = true;
+	if (!nic->sync_running) {
+		pthread_mutex_unlock(&nic->sync_mu);
+		nic_fail_held(c, held, -EAGAIN); /* no thread to sync: the flush fails */
+		return;
+	}
+	c->ticket = ++nic->sync_want;
+	pthread_cond_signal(&nic->sync_cond);
+	pthread_mutex_unlock(&nic->sync_mu);
+	c->parked = true;
+	c->held = held;
+	nic->parked++;
+}
+
+static int nic_serve(struct tcp_nic *nic, struct nic_conn *c);
+static void nic_set_out(struct tcp_nic *nic, struct nic_conn *c, bool on);
+
+/* After a sync round: release the connections it covered (their held
+ * response, or an error in its place if the round failed), and serve what
+ * they received meanwhile. */
+static void nic_unpark(struct tcp_nic *nic)
+{
+	pthread_mutex_lock(&nic->sync_mu);
+	uint64_t done = nic->sync_done;
+	int err = nic->sync_err;
+	pthread_mutex_unlock(&nic->sync_mu);
+	for (struct nic_conn *c = nic->conns, *next; c && nic->parked; c = next) {
+		next = c->next;
+		if (!c->parked || c->ticket > done)
+			continue;
+		if (err)
+			nic_fail_held(c, c->held, err);
+		c->parked = false;
+		c->held = 0;
+		nic->parked--;
+		int rc = nic_serve(nic, c) != 0 ? -EPROTO : 0;
+		if (rc == 0 && buf_flush_held(c->fd, &c->w, c->held) != 0)
+			rc = -EPIPE;
+		if (rc != 0) {
+			nic_close(nic, c);
+			continue;
+		}
+		nic_set_out(nic, c, c->w.len - c->held > c->w.off);
+	}
+}
+
 /* Serve every complete request in c->r; returns -1 if the stream is bad. */
 static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 {
 	struct fab *f = nic->f;
 	struct fab_peer *self = &f->peers[f->cfg.self];
-	while (c->r.len - c->r.off >= 8) {
+	while (!c->parked && c->r.len - c->r.off >= 8) {
 		const char *q = c->r.p + c->r.off;
 		uint32_t flen, nops;
 		memcpy(&flen, q, 4);
@@ -523,8 +646,10 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 		char *out = c->w.p + c->w.len;
 		/* Point READ destinations and atomics' results into the response. */
 		char *dst = out + 8;
+		bool flush = false;
 		for (uint32_t i = 0; i < nops; i++) {
 			opp[i] = &ops[i];
+			flush |= (ops[i].flags & FAB_OP_FLUSH) != 0;
 			if (ops[i].kind == FAB_READ) {
 				ops[i].buf = dst;
 				dst += ops[i].len;
@@ -534,7 +659,7 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 				dst += 8;
 			}
 		}
-		int32_t status = fab_apply_local(self->base, self->size, opp, (int)nops);
+		int32_t status = fab_apply_request(f, opp, (int)nops);
 		for (uint32_t i = 0; i < nops; i++)
 			if (ops[i].kind == FAB_CAS || ops[i].kind == FAB_FAA)
 				memcpy(oldpos[i], &olds[i], 8);
@@ -543,6 +668,8 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 		memcpy(out + 4, &status, 4);
 		c->w.len += 4 + (size_t)rlen;
 		c->r.off += 4 + (size_t)flen;
+		if (flush && status == 0 && self->journaled && self->journal.sync)
+			nic_park(nic, c, 4 + (size_t)rlen);
 	}
 	if (c->r.off == c->r.len)
 		c->r.off = c->r.len = 0;
@@ -561,6 +688,7 @@ static void *nic_main(void *arg)
 				ssize_t r = read(nic->wakefd, &v, sizeof(v));
 				(void)r;
 				void *p;
+				nic_unpark(nic); /* the syncer rings the same fd */
 				while (ck_ring_dequeue_spsc(&nic->ring, nic->ringbuf, &p)) {
 					struct nic_conn *c = calloc(1, sizeof(*c));
 					if (!c) {
@@ -584,13 +712,13 @@ static void *nic_main(void *arg)
 				if (nic_serve(nic, c) != 0)
 					rc = -EPROTO;
 			}
-			if (rc == 0 && buf_flush(c->fd, &c->w) != 0)
+			if (rc == 0 && buf_flush_held(c->fd, &c->w, c->held) != 0)
 				rc = -EPIPE;
 			if (rc != 0) {
 				nic_close(nic, c);
 				continue;
 			}
-			nic_set_out(nic, c, c->w.len > c->w.off);
+			nic_set_out(nic, c, c->w.len - c->held > c->w.off);
 		}
 	}
 	return NULL;
@@ -606,6 +734,8 @@ static int tcp_open(struct fab *f, char *err, size_t errlen)
 	nic->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ck_ring_init(&nic->ring, NIC_RING);
 	pthread_mutex_init(&nic->adopt_lock, NULL);
+	pthread_mutex_init(&nic->sync_mu, NULL);
+	pthread_cond_init(&nic->sync_cond, NULL);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	if (nic->epfd < 0 || nic->wakefd < 0 ||
 	    epoll_ctl(nic->epfd, EPOLL_CTL_ADD, nic->wakefd, &ev) != 0) {
@@ -655,6 +785,13 @@ static void tcp_close(struct fab *f)
 		(void)r;
 		pthread_join(nic->thread, NULL);
 	}
+	if (nic->sync_running) {
+		pthread_mutex_lock(&nic->sync_mu);
+		nic->sync_stop = true;
+		pthread_cond_signal(&nic->sync_cond);
+		pthread_mutex_unlock(&nic->sync_mu);
+		pthread_join(nic->sync_thread, NULL);
+	}
 	/* Shut the peers' connections: they see EOF and fail what they
 	 * have in flight instead of waiting for a NIC that is gone. */
 	while (nic->conns)
@@ -665,6 +802,8 @@ static void tcp_close(struct fab *f)
 	close(nic->epfd);
 	close(nic->wakefd);
 	pthread_mutex_destroy(&nic->adopt_lock);
+	pthread_mutex_destroy(&nic->sync_mu);
+	pthread_cond_destroy(&nic->sync_cond);
 	free(nic);
 	f->bdata = NULL;
 }

@@ -48,6 +48,7 @@ void tcp_request_encode(char *q, struct fab_op *const *ops, int n)
 		const struct fab_op *op = ops[i];
 		struct tcp_wire_op wo = { .kind = op->kind, .len = op->len, .off = op->off,
 					  .cmp = op->cmp, .swp = op->swp };
+		wo.pad[0] = op->flags & FAB_OP_FLUSH;
 		memcpy(w, &wo, sizeof(wo));
 		w += sizeof(wo);
 		if (op->kind == FAB_WRITE) {
@@ -72,8 +73,10 @@ int tcp_request_decode(const char *q, uint32_t flen, struct fab_op *ops, uint32_
 		memcpy(&wo, w + (size_t)i * sizeof(wo), sizeof(wo));
 		if (wo.kind >= FAB_KINDS || wo.len == 0)
 			return -EPROTO;
-		ops[i] = (struct fab_op){ .kind = wo.kind, .len = wo.len, .off = wo.off,
-					  .cmp = wo.cmp, .swp = wo.swp };
+		if (wo.pad[0] & ~FAB_OP_FLUSH || (wo.pad[0] && wo.kind != FAB_READ))
+			return -EPROTO;
+		ops[i] = (struct fab_op){ .kind = wo.kind, .flags = wo.pad[0], .len = wo.len,
+					  .off = wo.off, .cmp = wo.cmp, .swp = wo.swp };
 		if (wo.kind == FAB_WRITE) {
 			if ((size_t)(end - payload) < wo.len)
 				return -EPROTO;

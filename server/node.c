@@ -155,10 +155,11 @@ static int apply_cluster_self(struct node *n, char *err, size_t errlen)
 
 /*
  * persistence power makes what a commit wrote durable on every node it
- * wrote: each node's log is fed through a journal ring that the writers
- * map (storage/jring.c), or its pages are flushed by the writer (power-log
- * no); either needs the peers' memory mapped here, so a cluster over tcp
- * or verbs is refused (a remote flush message is not implemented). power-sim is a test
+ * wrote: on shm each node's log is fed through a journal ring that the
+ * writers map (storage/jring.c), or its pages are flushed by the writer
+ * (power-log no); on tcp each node's NIC thread logs what peers write and
+ * answers their remote flushes (fab_flush), so only the log works there;
+ * verbs has no remote flush and is refused. power-sim is a test
  * harness: it needs `testing yes`, persistence power, and a standalone
  * node (its copies reach only this node's own file).
  */
@@ -187,11 +188,18 @@ static int check_power(const struct node *n, const struct st_config *sc, char *e
 		return -1;
 	}
 	if (sc->persistence == ST_PERSIST_POWER && n->cfg.ncluster_nodes > 0 &&
-	    strcasecmp(n->cfg.fabric, "shm") != 0) {
-		snprintf(err, errlen, "'persistence power' needs 'fabric shm' in a cluster: a "
-			 "commit must flush every node it wrote, and over '%s' this node cannot "
-			 "flush a peer's memory (use persistence process, or fabric shm)",
-			 n->cfg.fabric);
+	    strcasecmp(n->cfg.fabric, "verbs") == 0) {
+		snprintf(err, errlen, "'persistence %s' is not available on 'fabric verbs': a "
+			 "commit must wait for every written node's log, and verbs has no remote "
+			 "flush yet (use persistence process, or fabric shm or tcp)",
+			 n->cfg.persistence);
+		return -1;
+	}
+	if (sc->persistence == ST_PERSIST_POWER && n->cfg.ncluster_nodes > 0 &&
+	    strcasecmp(n->cfg.fabric, "tcp") == 0 && !n->cfg.power_log) {
+		snprintf(err, errlen, "'persistence %s' with 'power-log no' needs 'fabric shm' in "
+			 "a cluster: page flushes reach a peer's memory only where it is mapped "
+			 "here (use power-log yes on tcp)", n->cfg.persistence);
 		return -1;
 	}
 	return 0;
@@ -206,6 +214,12 @@ const char *srv_durable_path(struct node *n)
 		return n->cc.durable_everysec
 			       ? "write-ahead log per node (journal ring), fdatasync every second"
 			       : "write-ahead log per node (journal ring), fdatasync per commit round";
+	if (st_region_is_wal(r) && n->cc.durable_remote)
+		return n->cc.durable_everysec
+			       ? "write-ahead log per node (peers' writes logged by its NIC thread, "
+				 "remote flush), fdatasync every second"
+			       : "write-ahead log per node (peers' writes logged by its NIC thread, "
+				 "remote flush), fdatasync per commit round";
 	if (st_region_is_wal(r))
 		return n->cc.durable_everysec ? "write-ahead log, fdatasync every second"
 					      : "write-ahead log, fdatasync per commit round";
@@ -322,10 +336,13 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		.power_sim = n->cfg.power_sim,
 		.power_sim_crash_after = (uint64_t)n->cfg.power_sim_crash_after,
 		.power_sim_crash_in_checkpoint = strcasecmp(n->cfg.power_sim_crash_in, "checkpoint") == 0,
-		/* A cluster node's log is fed through its journal ring, which
-		 * shm peers write too (storage/jring.c). */
+		/* A shm cluster node's log is fed through its journal ring,
+		 * which shm peers write too (storage/jring.c); on tcp, only
+		 * this process writes the region (its NIC thread serves the
+		 * peers), so the log is the standalone one. */
 		.wal = n->cfg.power_log,
-		.wal_ring = n->cfg.power_log && n->cfg.ncluster_nodes > 0,
+		.wal_ring = n->cfg.power_log && n->cfg.ncluster_nodes > 0 &&
+			    strcasecmp(n->cfg.fabric, "shm") == 0,
 		.checkpoint_bytes = (uint64_t)n->cfg.checkpoint_log_size,
 	};
 	if (check_power(n, &sc, err, errlen) != 0)
@@ -399,6 +416,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		 * which it equips with write tracking (or the log's journal)
 		 * and its wake-up fd. */
 		n->cc.durable_everysec = strcasecmp(n->cfg.persistence, "power-everysec") == 0;
+		n->cc.durable_remote = n->cfg.ncluster_nodes > 0 &&
+				       strcasecmp(n->cfg.fabric, "tcp") == 0;
 		if (durable_start(&n->cc, err, errlen) != 0)
 			goto fail_listen;
 		srv_log(n, LOG_NOTICE, "persistence %s: %s%s, group commit on", n->cfg.persistence,

@@ -330,14 +330,16 @@ def test_switch_every_2s_among_all_protocols(topology, tmp_path, checked):
 
 
 # persistence power: on one node a kill -9 restarts from the write-ahead
-# log (checkpoint plus replay, then the undo log's recovery). On shm3 each
-# node keeps its own log, fed through its journal ring: a kill -9 restarts
-# the node from the region copy it left, and a power cut (every node killed
-# together, their copies dropped) restarts all of them from their
-# checkpoints and logs, so one of each there. One protocol per cell, chosen
-# so that the four cover a multi-version protocol, OCC and 2PL.
+# log (checkpoint plus replay, then the undo log's recovery). In a cluster
+# each node keeps its own log: on shm3 fed through its journal ring, and a
+# kill -9 restarts the node from the region copy it left; on tcp3 written
+# by its NIC thread, waited for by remote flushes, and a kill -9 replays it.
+# A power cut (every node killed together, their copies dropped) restarts
+# all of them from their checkpoints and logs, so one of each per cluster
+# cell. One protocol per cell, chosen so that the four cover a
+# multi-version protocol, OCC and 2PL.
 POWER_CELLS = [("single", "append", "mvcc"), ("single", "bank", "silo"),
-               ("shm3", "append", "silo"), ("shm3", "bank", "nowait")]
+               ("shm3", "append", "silo"), ("tcp3", "bank", "nowait")]
 
 
 @pytest.mark.time_limit(150)

@@ -354,10 +354,14 @@ def test_info_counts_group_commit(make_server, path):
     ({"power-sim": "yes", "testing": "yes", "persistence": "process"},
      r"'persistence power'; persistence is 'process'"),
     ({"power-sim-crash-after": 5, "testing": "yes"}, r"needs 'power-sim yes'"),
-    ({"persistence": "power", "fabric": "tcp",
+    ({"persistence": "power", "fabric": "verbs",
       "cluster-node": ["1", "127.0.0.1:1", "127.0.0.1:2"]},
-     r"'persistence power' needs 'fabric shm' in a cluster"),
-], ids=["sim-needs-testing", "sim-needs-power", "cut-needs-sim", "power-over-tcp"])
+     r"'persistence power' is not available on 'fabric verbs'"),
+    ({"persistence": "power", "fabric": "tcp", "power-log": "no",
+      "cluster-node": ["1", "127.0.0.1:1", "127.0.0.1:2"]},
+     r"'power-log no' needs 'fabric shm' in a cluster"),
+], ids=["sim-needs-testing", "sim-needs-power", "cut-needs-sim", "power-over-verbs",
+        "page-flushes-over-tcp"])
 def test_refused_at_start(make_server, opts, reason):
     argv = make_server(opts=opts, start=False, name="refused").argv()
     res = rckvtest.run(argv, timeout=15)
@@ -710,7 +714,9 @@ def test_coroutines_auto_is_256_under_power(make_server):
         assert c.call("CONFIG", "GET", "coroutines") == [b"coroutines", b"8"]
 
 
-# --- a cluster: one write-ahead log per node, fed through journal rings ---
+# --- a cluster: one write-ahead log per node -------------------------------
+# On shm every writer feeds a node's log through its journal ring; on tcp the
+# node's NIC thread logs what peers write and answers their remote flushes.
 
 def balances(cl, keys):
     r = cl.client(1)
@@ -735,20 +741,29 @@ def transfers(cl, keys, n, seed):
     return want
 
 
+CLUSTER_LOG_PATHS = {
+    "shm": "write-ahead log per node (journal ring), fdatasync per commit round",
+    "tcp": "write-ahead log per node (peers' writes logged by its NIC thread, remote flush), "
+           "fdatasync per commit round",
+}
+
+
 @pytest.mark.time_limit(150)
-def test_cluster_logs_survive_power_cuts_and_kill9(make_cluster):
-    """persistence power on a shm3 cluster: each node keeps its own
-    write-ahead log, which every node that writes its region feeds
-    through the node's journal ring (README, Durability). Transfers
-    between accounts on different nodes, each acknowledged, all survive
-    a power cut (every node killed at once and its region copy dropped:
-    the restart has only its checkpoint and its log) and a kill -9 of
-    one node (whose restart takes the copy it left)."""
-    cl = make_cluster("shm", opts={"memory": "64mb", "persistence": "power"})
+@pytest.mark.parametrize("fabric", ["shm", "tcp"])
+def test_cluster_logs_survive_power_cuts_and_kill9(make_cluster, fabric):
+    """persistence power on a 3-node cluster: each node keeps its own
+    write-ahead log (README, Durability), fed on shm by every node that
+    writes its region, through the node's journal ring, and on tcp by the
+    node's NIC thread, which holds a peer's remote flush until its log is
+    synced. Transfers between accounts on different nodes, each
+    acknowledged, all survive a power cut (every node killed at once and
+    its region copy dropped: the restart has only its checkpoint and its
+    log) and a kill -9 of one node (whose restart takes the copy it left
+    on shm, and replays its log on tcp)."""
+    cl = make_cluster(fabric, opts={"memory": "64mb", "persistence": "power"})
     for i in (1, 2, 3):
         info = cl.client(i).info("persistence")
-        assert info["persistence_path"] == \
-            "write-ahead log per node (journal ring), fdatasync per commit round", info
+        assert info["persistence_path"] == CLUSTER_LOG_PATHS[fabric], info
     keys = [cl.key_on(nd, "acct:%d:" % nd) for nd in (1, 2, 3) for _ in range(2)]
     keys = sorted(set(keys))
     r = cl.client(1)
@@ -769,7 +784,8 @@ def test_cluster_logs_survive_power_cuts_and_kill9(make_cluster):
     node2 = cl.node(2)
     node2.kill9()
     node2.start()
-    assert "took the region copy the last run left" in node2.log_text(), node2.log_tail()
+    took = "took the region copy the last run left" in node2.log_text()
+    assert took == (fabric == "shm"), node2.log_tail()
     assert balances(cl, keys) == want
 
     want = transfers(cl, keys, 200, seed=3)

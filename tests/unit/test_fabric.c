@@ -494,6 +494,80 @@ static void test_journal(const char *be)
 	node_down(&me);
 }
 
+/*
+ * tcp's remote flush (fab_flush, FORD's selective remote flush): the
+ * target's NIC thread notes a peer's writes in the target's journal, and
+ * holds a flush's reply until the journal's sync, started after those
+ * notes, returned; a sync that fails fails the flush; a journal without
+ * sync answers at once. A broken connection counts in fab_worker_breaks.
+ */
+struct tsync {
+	struct tjournal tj; /* first: the tj_* hooks take a tsync too */
+	int syncs, notes_at_sync, err;
+};
+
+static int ts_sync(void *arg)
+{
+	struct tsync *s = arg;
+	sleep_ms(20); /* a disk's fdatasync: the reply must wait for it */
+	__atomic_store_n(&s->notes_at_sync, __atomic_load_n(&s->tj.n, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	__atomic_add_fetch(&s->syncs, 1, __ATOMIC_ACQ_REL);
+	return s->err;
+}
+
+static void test_remote_flush(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode t, i;
+	node_up(&t, be, 1, size);
+	node_up(&i, be, 2, size);
+	link_peer(&i, &t);
+	struct tworker w;
+	tw_init(&w, &i, 0);
+	struct tsync ts;
+	memset(&ts, 0, sizeof(ts));
+	fab_set_journal(t.f, 1, &(struct fab_journal){ .lock = tj_lock, .note = tj_note,
+						       .unlock = tj_unlock, .sync = ts_sync,
+						       .arg = &ts });
+	uint64_t v = 5;
+	fab_write(&w.b, 1, 64, &v, 8);
+	fab_flush(&w.b, 1);
+	CHECK(fab_exec(&w.b) == 0);
+	CHECKV(__atomic_load_n(&ts.syncs, __ATOMIC_ACQUIRE) == 1,
+	       "the flush came back after %d syncs", ts.syncs);
+	CHECK(ts.notes_at_sync == 1 && ts.tj.off[0] == 64 && ts.tj.word[0] == 5);
+	/* Writes alone wait for no sync; their notes are made all the same. */
+	v = 6;
+	fab_write(&w.b, 1, 72, &v, 8);
+	fab_faa(&w.b, 1, 64, 1, NULL);
+	CHECK(fab_exec(&w.b) == 0);
+	CHECK(ts.syncs == 1 && ts.tj.n == 3 && ts.tj.word[2] == 6);
+	CHECK(get_word(&w, 1, 64) == 6 && get_word(&w, 1, 72) == 6);
+
+	/* A failed sync fails the flush: nothing can be said of the log. */
+	ts.err = -EIO;
+	fab_flush(&w.b, 1);
+	CHECK(fab_exec(&w.b) == -EIO);
+	CHECK(ts.syncs == 2);
+	ts.err = 0;
+
+	/* A journal without sync (the log needs no wait): answered at once. */
+	fab_set_journal(t.f, 1, &(struct fab_journal){ .lock = tj_lock, .note = tj_note,
+						       .unlock = tj_unlock, .arg = &ts });
+	fab_flush(&w.b, 1);
+	CHECK(fab_exec(&w.b) == 0 && ts.syncs == 2);
+
+	/* The target goes away: the endpoint breaks, once. */
+	CHECK(fab_worker_breaks(w.fw) == 0);
+	node_down(&t);
+	CHECK(fab_read1(&w.b, 1, 64, &v, 8) != 0);
+	CHECK(fab_worker_breaks(w.fw) == 1);
+	tw_fini(&w);
+	node_down(&i);
+	printf("  %s remote flush: ok\n", be);
+}
+
 /* ---- errors ---- */
 
 static void test_errors(const char *be)
@@ -1805,6 +1879,8 @@ int main(int argc, char **argv)
 			test_torn_raw(be, 2.0);
 		if (want(only_case, "double-read"))
 			test_double_read(be, 3.0);
+		if (tcp && want(only_case, "remote-flush"))
+			test_remote_flush(be);
 		if (tcp && want(only_case, "peer-death"))
 			test_peer_death(be);
 		if (tcp && want(only_case, "peer-close"))
