@@ -683,15 +683,30 @@ static int ring_wait(struct durable *d, struct txn *t, uint64_t nodes, bool comm
  */
 static int remote_wait(struct txn *t, uint64_t peers)
 {
-	if (fab_worker_breaks(t->ccw->fw) != t->ring_epoch)
+	if (!durable_flushes_count(t))
 		return -EHOSTDOWN;
-	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
-		if (peers & (1ull << nd))
-			fab_flush(&t->batch, (uint16_t)nd);
+	(void)durable_post_flushes(t, peers);
 	int rc = fab_exec(&t->batch);
-	if (rc == 0 && fab_worker_breaks(t->ccw->fw) != t->ring_epoch)
+	if (rc == 0 && !durable_flushes_count(t))
 		rc = -EHOSTDOWN;
 	return rc;
+}
+
+uint64_t durable_post_flushes(struct txn *t, uint64_t nodes)
+{
+	const struct durable *d = t->node->durable;
+	if (!d || !d->remote)
+		return 0;
+	nodes &= ~(1ull << fab_self(t->node->fab)) & fab_attached_nodes(t->node->fab);
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+		if (nodes & (1ull << nd))
+			fab_flush(&t->batch, (uint16_t)nd);
+	return nodes;
+}
+
+bool durable_flushes_count(const struct txn *t)
+{
+	return fab_worker_breaks(t->ccw->fw) == t->ring_epoch;
 }
 
 int durable_wait(struct txn *t, bool commit)

@@ -79,6 +79,21 @@ int durable_wait(struct txn *t, bool commit);
 int durable_wait_nodes(struct txn *t, uint64_t nodes, bool commit);
 
 /*
+ * durable_post_flushes - with remote flushes (a tcp cluster's logs):
+ * queue on t's batch, behind what it holds, a remote flush (fab_flush) of
+ * every node of `nodes` but the own one, so that the batch's exec also
+ * waits for those nodes' logs to hold everything t wrote there, without a
+ * round trip of its own. Returns the nodes queued; 0 elsewhere (journal
+ * rings are waited for by durable_wait_nodes alone). After the exec, they
+ * count only if durable_flushes_count: else durable_wait_nodes, which
+ * fails then, decides.
+ */
+uint64_t durable_post_flushes(struct txn *t, uint64_t nodes);
+/* No connection of t's worker broke since the commit began (txn.ring_epoch):
+ * the flushes t posted reached the incarnations its writes did. */
+bool durable_flushes_count(const struct txn *t);
+
+/*
  * durable_attach_peer - a shm peer joined with its region at region_path:
  * if it keeps a write-ahead log, this node's writes to it go through its
  * journal ring from now on (storage/jring.c). Control thread. Returns 0

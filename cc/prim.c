@@ -427,7 +427,10 @@ static void post_unlocks(struct txn *t, bool abort)
  * after its own P1 and P2, which the flusher serves after those marks
  * (durable.h invariant (1)); until then the decision stands for them.
  * Round trips are unchanged except the single-node case (3); durable
- * waits: 3 per committing transaction with writes. With the write-ahead
+ * waits: 3 per committing transaction with writes. Where other nodes'
+ * logs are reached by remote flush (a tcp cluster, durable_post_flushes),
+ * a wait for them rides as a flush in the batch whose writes it covers,
+ * at no round trip of its own. With the write-ahead
  * log (durable_ordered), a write is never durable before an earlier one,
  * so P1 and P2 hold by order alone: only P3 waits, one sync per commit,
  * and the single-node case keeps its one batch before that wait. The single-node case's
@@ -528,8 +531,11 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 			for (int i = rec_from; i < rec_to; i++)
 				t->batch.ops[i].flags |= FAB_OP_UNJOURNALED;
 		if (power) {
+			/* A remote written node's flush rides in the batch. */
+			const uint64_t flushed = durable_post_flushes(t, wnodes);
 			rc = prim_exec(t);
-			if (rc == 0 && persist_step(t, wnodes, true) != 0) {
+			if (rc == 0 && !(flushed == wnodes && durable_flushes_count(t)) &&
+			    persist_step(t, wnodes, true) != 0) {
 				/* (P3) failed: committed here, durability unknown */
 				t->fatal = 0;
 				unsure = true;
@@ -562,6 +568,11 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		return unsure ? CC_EUNKNOWN : CC_OK;
 	}
 
+	/* Per node, the other written nodes' logs must hold the installs
+	 * before the decision (P2): with remote flushes, those ride behind
+	 * the installs (not behind index swaps, which come after). */
+	const uint64_t others = wnodes & ~(1ull << prim_self(t));
+	const uint64_t p2_flushed = per_node && !reloc ? durable_post_flushes(t, others) : 0;
 	if ((rc = prim_exec(t)) || (rc = run_check(t, check)))
 		return rc; /* the abort hook rolls back (UNDO_INSTALLED) */
 	for (int i = 0; i < t->nacc; i++) {
@@ -569,8 +580,9 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		if ((a->mode & ACC_W) && acc_relocates(a, t->node->layout) && (rc = reloc_swap(t, a)))
 			return rc;
 	}
-	if (power && (!ordered || per_node) &&
-	    (rc = persist_step(t, per_node ? wnodes & ~(1ull << prim_self(t)) : wnodes, false)))
+	const bool p2_done = per_node && p2_flushed == others && durable_flushes_count(t);
+	if (power && (!ordered || per_node) && !p2_done &&
+	    (rc = persist_step(t, per_node ? others : wnodes, false)))
 		return rc; /* (P2) */
 	undo_post_decision(t);
 	/* Without power, where this CPU applies the own region's ops, the
@@ -601,6 +613,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 		if (wnodes & (1ull << nd))
 			undo_post_retire(t, (uint16_t)nd);
+	const uint64_t marks_flushed = per_node ? durable_post_flushes(t, others) : 0;
 	rc = prim_exec(t);
 	if (merged) {
 		if (rc && !undo_decision_landed(t))
@@ -609,13 +622,14 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	}
 	t->fatal = 0; /* committed whatever fails from here on */
 	uint64_t unsettled = rc ? t->batch.failed : 0;
-	if (!rc && per_node) {
+	if (!rc && per_node && others &&
+	    !(marks_flushed == others && durable_flushes_count(t))) {
 		/* The slot's next user overwrites our decision record, and
 		 * nothing orders our log after the others': the marks must be
 		 * in their logs first, or a power cut could leave records that
-		 * name a decision no longer there. */
-		uint64_t others = wnodes & ~(1ull << prim_self(t));
-		if (others && durable_wait_nodes(t, others, false) != 0)
+		 * name a decision no longer there (remote flushes ride in the
+		 * marks' batch instead). */
+		if (durable_wait_nodes(t, others, false) != 0)
 			unsettled = others;
 	}
 	if (unsettled)
