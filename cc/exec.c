@@ -473,10 +473,13 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 			return rc;
 		}
 		/* A cached address may have gone stale: a reused block shows up as
-		 * STALE, or as a LOCK conflict on another key's lock word. Drop
-		 * the transaction's entries, so the retry resolves them anew. */
+		 * STALE, or as a LOCK conflict on another key's lock word (the
+		 * 2PL waiters check the block before they die or wait on its
+		 * holder: lock2pl.h). Drop the transaction's entries, so the
+		 * retry resolves them anew. */
 		if (t.cause == CC_CAUSE_STALE || t.cause == CC_CAUSE_LOCK)
 			txn_forget_addresses(&t);
+
 		cc_leave(ccw);
 		txn_release(&t);
 		st->txn_aborts++;

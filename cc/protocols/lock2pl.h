@@ -24,12 +24,17 @@ static inline int lock2pl_acquire(struct txn *t, struct cc_access *a, lock2pl_co
 			return rc;
 		if (old == 0)
 			return prim_lock_won(t, a);
-		/* Our own lock, and we do not hold this key's: the address is
-		 * stale and names the block of another key of ours (its block
-		 * was freed and reused). Re-resolve (cc_run forgets the
-		 * transaction's addresses after STALE); ages cannot decide. */
+		/* Busy, and the block is not our key's any more (our address
+		 * is stale: the block was freed, and is claimed by an
+		 * allocator, reused by another key, or ours for another key):
+		 * the word's holder is not our key's, so its age cannot decide,
+		 * and dying or waiting would repeat at every retry through the
+		 * same address. STALE re-resolves it (cc_run forgets the
+		 * transaction's addresses). */
+		if ((rc = prim_check_block(t, a)))
+			return rc;
 		if (old == t->owner || old == cc_lock_installing(t->owner))
-			return cc_abort_with(t, CC_CAUSE_STALE);
+			return cc_abort_with(t, CC_CAUSE_STALE); /* cannot be ours: as above */
 		if ((rc = conflict(t, old, round)))
 			return rc;
 	}

@@ -509,6 +509,13 @@ def _server_stats(topo):
             # abort (the cc_proto_<id> lines' errors).
             tot["errors"] += sum(int(v.get("errors", 0)) for k, v in cc.items()
                                  if k.startswith("cc_proto_") and isinstance(v, dict))
+            # Aborts by cause (INFO cc_aborts_<cause>): a run whose final
+            # reads keep aborting says why (lock, stale address, ...).
+            for k, v in cc.items():
+                if k.startswith("cc_aborts_") and int(v or 0):
+                    cause = k[len("cc_aborts_"):]
+                    tot.setdefault("by_cause", {})
+                    tot["by_cause"][cause] = tot["by_cause"].get(cause, 0) + int(v)
         attempts = tot["commits"] + tot["aborts"]
         tot["abort_rate"] = "%.4f" % (tot["aborts"] / attempts if attempts else 0.0)
         return tot

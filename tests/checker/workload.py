@@ -293,7 +293,8 @@ class AppendWorkload:
                     continue
                 except ResponseError as e:
                     if time.monotonic() > deadline:
-                        raise RuntimeError("final reads keep failing: %s" % e) from None
+                        raise RuntimeError("final reads keep failing: %s (%s)"
+                                           % (e, _failing_alone(conn, part))) from None
                     time.sleep(0.1)
                     continue
                 t1 = time.monotonic_ns()
@@ -304,6 +305,25 @@ class AppendWorkload:
         if conn is not None:
             _drop_link(conn)
         return len(keys)
+
+
+def _failing_alone(conn, keys, budget=20.0):
+    """Which of keys fail a GET of their own (the diagnosis of final reads
+    that keep failing): 'key: error' for the first three, within budget
+    seconds (each failing GET takes a txn-timeout), or what kept us from
+    asking."""
+    bad = []
+    end = time.monotonic() + budget
+    for k in keys:
+        if len(bad) >= 3 or time.monotonic() > end:
+            break
+        try:
+            multi_exec(conn, [("GET", k)])
+        except ResponseError as e:
+            bad.append("%s: %s" % (k, e))
+        except LINK_ERRORS as e:
+            return "no link to ask key by key: %r" % (e,)
+    return "failing alone: " + ("; ".join(bad[:5]) if bad else "none")
 
 
 def _unknown_reads(ops):
