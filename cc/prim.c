@@ -284,13 +284,15 @@ static int reloc_post_block(struct txn *t, struct cc_access *a, uint64_t ver)
 
 static int reloc_swap(struct txn *t, struct cc_access *a)
 {
-	int rc = st_swap(&t->batch, st_region_coord(t->node->region), a->hash, &a->ref, &a->nref);
+	int rc = st_swap(&t->batch, st_region_coord(t->node->region), t->owner, a->hash, &a->ref,
+			 &a->nref);
 	if (rc == 0) {
 		a->pstate |= ACC_SWAPPED;
 		return CC_OK;
 	}
 	if (rc == ST_EBUSY || rc == ST_ESTALE)
 		return CC_EINTERNAL; /* we hold the old lock: the slot cannot move */
+	t->unknown |= 1ull << a->ref.node; /* its bucket lock may be held there */
 	t->fatal = CC_EFAB;
 	return CC_EFAB;
 }
@@ -664,7 +666,7 @@ void prim_release_locks(struct txn *t)
 			struct cc_access *a = t->acc[i];
 			if (!(a->pstate & ACC_SWAPPED))
 				continue;
-			if (st_swap(&t->batch, st_region_coord(t->node->region), a->hash, &a->nref,
+			if (st_swap(&t->batch, st_region_coord(t->node->region), t->owner, a->hash, &a->nref,
 				    &a->ref) != 0)
 				failed |= 1ull << a->node;
 			a->pstate &= ~ACC_SWAPPED;

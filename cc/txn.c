@@ -234,14 +234,21 @@ int txn_acc_create(struct txn *t, struct cc_access *a, bool cached)
 	struct st_item *buf = cc_scratch_get(t->ccw);
 	if (!buf)
 		return CC_EINTERNAL;
-	int rc = st_create(&t->batch, st_region_coord(t->node->region), a->node, a->key, a->klen,
-			   a->hash, &a->ref, buf);
+	/* Its bucket locks carry our owner word: if a reply is lost after
+	 * one was taken, settling this transaction releases it (t->unknown,
+	 * cc/undo.c undo_locks_pending). */
+	int rc = st_create(&t->batch, st_region_coord(t->node->region), t->owner, a->node, a->key,
+			   a->klen, a->hash, &a->ref, buf);
 	if (rc == 0 && img_reserve_acc(a, a->ref.cls) != 0)
 		rc = -ENOMEM;
 	if (rc) {
 		cc_scratch_put(t->ccw, buf);
-		if (rc != ST_EFULL && rc != -ENOMEM)
+		if (rc != ST_EFULL && rc != -ENOMEM) {
+			/* Any of its requests to the node may have run: one that
+			 * took the bucket lock before a reply was lost, say. */
+			t->unknown |= 1ull << a->node;
 			t->fatal = CC_EFAB;
+		}
 		return rc == ST_EFULL ? CC_EFULL : rc == -ENOMEM ? CC_EINTERNAL : CC_EFAB;
 	}
 	memcpy(a->img, buf, st_class_size(a->ref.cls));
@@ -681,6 +688,7 @@ void txn_after_commit(struct txn *t)
 	 * removed from the index now that no lock of ours is on them. Best
 	 * effort: a busy item stays and is reaped by whoever leaves it absent
 	 * next. */
+	uint64_t lost = 0;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (a->has_nref) {
@@ -691,10 +699,18 @@ void txn_after_commit(struct txn *t)
 			continue; /* resolved only: its image was never read */
 		bool absent = (a->mode & ACC_W) ? a->wdel
 						: (st_data_flags(a->img->data) & ST_F_ABSENT);
-		if (absent && st_reap(&t->batch, st_region_coord(t->node->region), a->hash, &a->ref,
-				      t->owner) == 0)
+		if (!absent)
+			continue;
+		int rc = st_reap(&t->batch, st_region_coord(t->node->region), a->hash, &a->ref,
+				 t->owner);
+		if (rc == 0)
 			cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
+		else if (rc < 0 && rc > ST_ENOTFOUND) /* the fabric's -errno */
+			lost |= 1ull << a->ref.node;
 	}
+	/* A reap whose reply was lost may have left its item or bucket lock
+	 * (both carry our owner word): the node settles it. */
+	undo_locks_pending(t, lost);
 }
 
 void txn_forget_addresses(struct txn *t)

@@ -113,12 +113,13 @@ void fab_peer_back(struct fab *f, uint16_t node)
 		ck_pr_inc_32(&f->peers[node].back);
 }
 
-int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count)
+int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count, uint32_t after)
 {
 	if (strcmp(f->be->name, "tcp") != 0)
 		return -ENOTSUP;
 	if (node >= FAB_MAX_NODES || node == f->cfg.self || !f->peers[node].attached)
 		return -EINVAL;
+	ck_pr_store_32(&f->peers[node].lose_after, after);
 	ck_pr_store_32(&f->peers[node].lose, count);
 	return 0;
 }

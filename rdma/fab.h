@@ -246,11 +246,12 @@ int fab_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, si
  * worker whose endpoint to it broke reconnects at its next post rather
  * than after its retry interval. Any thread. */
 void fab_peer_back(struct fab *f, uint16_t node);
-/* fab_lose_replies - a fault for tests (DEBUG FABRIC-LOSE-REPLY): the next
- * `count` parts any worker posts to `node` are sent, and then fail as if
- * the connection broke before their replies came, so their ops ran but
- * the initiator cannot tell. -ENOTSUP except on tcp. */
-int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count);
+/* fab_lose_replies - a fault for tests (DEBUG FABRIC-LOSE-REPLY): after
+ * `after` more parts, the next `count` parts any worker posts to `node`
+ * are sent, and then fail as if the connection broke before their replies
+ * came, so their ops ran but the initiator cannot tell. -ENOTSUP except on
+ * tcp. */
+int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count, uint32_t after);
 /* Hand an accepted data connection to the backend (control plane). */
 int fab_adopt(struct fab *f, int fd);
 /* Relay a backend message from a peer (control plane); -ENOTSUP if none. */

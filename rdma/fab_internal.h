@@ -17,6 +17,7 @@ struct fab_peer {
 	uint32_t back; /* fab_peer_back calls (ck_pr): a broken endpoint to the
 			  peer reconnects at its next post, without waiting */
 	uint32_t lose; /* fab_lose_replies: parts still to lose (ck_pr) */
+	uint32_t lose_after; /* fab_lose_replies: parts to let through first (ck_pr) */
 	bool journaled;  /* direct writes go through `journal` (fab_set_journal) */
 	struct fab_journal journal;
 };

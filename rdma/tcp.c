@@ -324,10 +324,18 @@ static int ep_reconnect(struct fab_worker *fw, struct tcp_ep *ep)
 	return 0;
 }
 
-/* fab_lose_replies: take one from the peer's count, if any is left. */
+/* fab_lose_replies: let one through while `lose_after` says so, else take
+ * one from the peer's count, if any is left. */
 static bool lose_one(struct fab_peer *p)
 {
 	uint32_t n = ck_pr_load_32(&p->lose);
+	if (!n)
+		return false;
+	uint32_t a = ck_pr_load_32(&p->lose_after);
+	while (a && !ck_pr_cas_32_value(&p->lose_after, a, a - 1, &a))
+		;
+	if (a)
+		return false;
 	while (n && !ck_pr_cas_32_value(&p->lose, n, n - 1, &n))
 		;
 	return n != 0;

@@ -1305,10 +1305,10 @@ static const char *const debug_help[] = {
 	"SLEEP <seconds>",
 	"    Stop the server for <seconds>. Decimals allowed.",
 	"    (rckv: only this connection waits; other clients are served.)",
-	"FABRIC-LOSE-REPLY <node> [<count>]",
-	"    (rckv, 'testing yes', tcp fabric) The next <count> (default 1) fabric",
-	"    requests to <node> run there, but their replies are lost, as when a",
-	"    connection breaks.",
+	"FABRIC-LOSE-REPLY <node> [<count> [<after>]]",
+	"    (rckv, 'testing yes', tcp fabric) After <after> (default 0) more, the",
+	"    next <count> (default 1) fabric requests to <node> run there, but their",
+	"    replies are lost, as when a connection breaks.",
 	"HELP",
 	"    Prints this help.",
 };
@@ -1321,22 +1321,25 @@ static void one_line(char *s)
 			*s = ' ';
 }
 
-/* DEBUG FABRIC-LOSE-REPLY node [count]: a fault for the tests of what a
- * transaction leaves behind when a reply is lost (fab_lose_replies). */
+/* DEBUG FABRIC-LOSE-REPLY node [count [after]]: a fault for the tests of
+ * what a transaction leaves behind when a reply is lost (fab_lose_replies). */
 static void debug_lose_reply(struct cmd_ctx *c)
 {
-	long long node = 0, count = 1;
+	long long node = 0, count = 1, after = 0;
 	if (!c->node->cfg.testing) {
 		resp_error(c->out, "ERR DEBUG FABRIC-LOSE-REPLY needs 'testing yes'");
 		return;
 	}
 	if (srv_str2ll(c->argv[2].p, c->argv[2].len, &node) || node < 0 || node >= FAB_MAX_NODES ||
-	    (c->argc == 4 && (srv_str2ll(c->argv[3].p, c->argv[3].len, &count) || count < 0 ||
-			      count > 1000000))) {
+	    (c->argc >= 4 && (srv_str2ll(c->argv[3].p, c->argv[3].len, &count) || count < 0 ||
+			      count > 1000000)) ||
+	    (c->argc == 5 && (srv_str2ll(c->argv[4].p, c->argv[4].len, &after) || after < 0 ||
+			      after > 1000000))) {
 		resp_error(c->out, "ERR value is not an integer or out of range");
 		return;
 	}
-	int rc = fab_lose_replies(c->node->cc.fab, (uint16_t)node, (uint32_t)count);
+	int rc = fab_lose_replies(c->node->cc.fab, (uint16_t)node, (uint32_t)count,
+				  (uint32_t)after);
 	if (rc == -ENOTSUP)
 		resp_error(c->out, "ERR DEBUG FABRIC-LOSE-REPLY needs the tcp fabric");
 	else if (rc)
@@ -1366,7 +1369,7 @@ int cmd_debug(struct cmd_ctx *c)
 		resp_w_raw(c->out, msg, strlen(msg));
 		resp_w_raw(c->out, "\r\n", 2);
 		free(msg);
-	} else if ((c->argc == 3 || c->argc == 4) && arg_is(sub, "fabric-lose-reply")) {
+	} else if (c->argc >= 3 && c->argc <= 5 && arg_is(sub, "fabric-lose-reply")) {
 		debug_lose_reply(c);
 	} else if (c->argc == 3 && arg_is(sub, "sleep")) {
 		/* strtod as Redis: text that is not a number sleeps 0 s. */

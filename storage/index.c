@@ -585,8 +585,9 @@ static int kick(struct fab_batch *b, const struct st_coord *coord, uint16_t node
 	return ST_EFULL;
 }
 
-int st_create(struct fab_batch *b, const struct st_coord *c, uint16_t node, const void *key,
-	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf)
+int st_create(struct fab_batch *b, const struct st_coord *c, uint64_t lock_owner, uint16_t node,
+	      const void *key, uint32_t klen, uint64_t hash, struct st_ref *ref,
+	      struct st_item *buf)
 {
 	const struct st_layout *L = c->L;
 	struct st_ways w;
@@ -601,7 +602,7 @@ int st_create(struct fab_batch *b, const struct st_coord *c, uint16_t node, cons
 	if (cls < 0)
 		return ST_EFULL;
 
-	const uint64_t owner = bucket_owner(c);
+	const uint64_t owner = lock_owner ? lock_owner : bucket_owner(c);
 	uint64_t boff = 0;
 	uint32_t gen = 0;
 	bool have_block = false;
@@ -694,7 +695,7 @@ static int slot_of(const struct st_layout *L, const struct st_ways *w, uint64_t 
 	return ST_ESTALE;
 }
 
-int st_swap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
+int st_swap(struct fab_batch *b, const struct st_coord *c, uint64_t lock_owner, uint64_t hash,
 	    const struct st_ref *old, const struct st_ref *nw)
 {
 	const struct st_layout *L = c->L;
@@ -707,7 +708,7 @@ int st_swap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
 	struct st_ways w;
 	uint64_t bk[ST_WAYS][8], so = 0, cur = 0, was = ~0ull;
 	st_ways_of(L, hash, &w);
-	const uint64_t owner = bucket_owner(c);
+	const uint64_t owner = lock_owner ? lock_owner : bucket_owner(c);
 	int rc = lock_and_read(b, L, node, &w, owner, bk, 0, NULL);
 	if (rc)
 		return rc;
@@ -756,7 +757,7 @@ int st_reap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
 	struct st_ways w;
 	uint64_t bk[ST_WAYS][8], so = 0, cur = 0, was = ~0ull;
 	st_ways_of(L, hash, &w);
-	const uint64_t bowner = bucket_owner(c);
+	const uint64_t bowner = owner; /* a transaction's word: see st_create */
 	if ((rc = lock_and_read(b, L, node, &w, bowner, bk, 0, NULL)))
 		goto unlock_item;
 	rc = slot_of(L, &w, bk, ref->off, ref->cls, &so, &cur);

@@ -268,8 +268,12 @@ void st_release_locks(struct st_region *r, st_lock_match_fn match, void *arg, in
 	const struct st_layout *L = &r->layout;
 	for (uint64_t bkt = 0; bkt < L->index_buckets; bkt++) {
 		uint64_t *bw = (uint64_t *)(r->base + st_bucket_off(L, bkt));
+		/* A bucket lock carries its inserter's node id in its top byte,
+		 * and, when a transaction took it, that transaction's owner
+		 * word (st_create's lock_owner), which match knows. */
 		uint64_t bl = ld(&bw[0]);
-		if (bl && bucket_node >= 0 && (bl >> 56) == (uint64_t)bucket_node &&
+		if (bl && ((bucket_node >= 0 && (bl >> 56) == (uint64_t)bucket_node) ||
+			   match(arg, bl) == 0) &&
 		    cas(&bw[0], bl, 0) && stats)
 			stats->locks_released++;
 		for (unsigned j = 1; j <= ST_BUCKET_SLOTS; j++) {

@@ -515,14 +515,20 @@ int st_probe_match(const struct st_item *buf, const void *key, uint32_t klen, ui
  * @c: the calling coordinator (st_region_coord of its own region): its
  *     node id marks the bucket locks taken, its persister orders a
  *     kick-out's writes.
+ * @lock_owner: the word the bucket locks taken carry: the calling
+ *     transaction's owner word (node:8 | age:55 | 1, cc.h), so that a
+ *     lock left by a call whose reply was lost is released when that
+ *     transaction is settled (st_release_locks); 0: c's node id and a
+ *     per-thread part.
  * Returns 0, ST_EFULL (no memory or index full), ST_EBUSY (a bucket lock
  * stayed held for 2 s: an inserter died), or -errno (from the fabric, or
  * from c's persister).
  * Cost: an existing key in its first bucket 2 round trips; a new key 4;
  * a kick-out at least 2 more, and with a persister one flush of 8 bytes.
  */
-int st_create(struct fab_batch *b, const struct st_coord *c, uint16_t node, const void *key,
-	      uint32_t klen, uint64_t hash, struct st_ref *ref, struct st_item *buf);
+int st_create(struct fab_batch *b, const struct st_coord *c, uint64_t lock_owner, uint16_t node,
+	      const void *key, uint32_t klen, uint64_t hash, struct st_ref *ref,
+	      struct st_item *buf);
 
 /*
  * st_alloc - take a free block able to hold klen+vlen on a node; its ident
@@ -539,13 +545,13 @@ int st_alloc(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint
 /*
  * st_swap - point the key's index slot from `old` to `nw` (a relocation to
  * a bigger block); the caller holds the CC lock of `old`. Takes the key's
- * primary bucket lock for the change (2 round trips), marked with c's
- * node id. Returns 0, ST_ESTALE (no slot points at `old`), ST_EBUSY,
+ * primary bucket lock for the change (2 round trips), marked with
+ * lock_owner (as st_create's). Returns 0, ST_ESTALE (no slot points at `old`), ST_EBUSY,
  * -EINVAL, or -errno.
  * Afterwards st_retire(old); never unlock the old block's lock word after
  * st_retire: the block may already belong to another key.
  */
-int st_swap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,
+int st_swap(struct fab_batch *b, const struct st_coord *c, uint64_t lock_owner, uint64_t hash,
 	    const struct st_ref *old, const struct st_ref *nw);
 
 /* st_retire - mark a block DEAD and give it back to its free bitmap.
@@ -563,9 +569,9 @@ int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref 
 
 /*
  * st_reap - remove an ABSENT, unlocked item of generation ref->gen from the
- * index and retire it. Lock value `owner` is CASed into the lock word for
- * the duration; the key's primary bucket lock, taken meanwhile, is marked
- * with c's node id. Returns 0 if reaped, ST_EBUSY if locked or no longer
+ * index and retire it. Lock value `owner` (a transaction's owner word) is
+ * CASed into the lock word for the duration; the key's primary bucket
+ * lock, taken meanwhile, carries it too. Returns 0 if reaped, ST_EBUSY if locked or no longer
  * ABSENT, ST_ESTALE if the block changed.
  */
 int st_reap(struct fab_batch *b, const struct st_coord *c, uint64_t hash,

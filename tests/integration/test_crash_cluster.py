@@ -257,6 +257,61 @@ def test_lost_reply_lock_is_released_without_a_restart(make_cluster, protocol):
         c2.close()
 
 
+@pytest.mark.time_limit(120)
+def test_lost_reply_bucket_lock_is_released_without_a_restart(make_cluster):
+    """A SET of a new key on node 3, sent to node 1, inserts the key on
+    node 3 under its bucket's lock. When a reply is lost while the insert
+    holds that lock (DEBUG FABRIC-LOSE-REPLY 3 1 <after>, for each of the
+    insert's first requests in turn), the SET fails with the node error, and
+    the bucket lock, which carries the transaction's owner word, is released
+    by node 3 when node 1 hands it the failed transaction, as an item lock
+    is. Before, bucket locks carried a per-thread word that nothing
+    settled: the lock stayed until node 3 restarted, and every insert into
+    that bucket failed (RCKV LOCKS showed it after kill -9 runs of the
+    checker)."""
+    cl = make_cluster("tcp", opts={"cc": "nowait", "txn-timeout": 3000, "testing": "yes"})
+    c1 = cl.client(1, socket_timeout=SOCKET_TIMEOUT)
+    c2 = cl.client(2, socket_timeout=SOCKET_TIMEOUT)
+    a3 = cl.client(3, socket_timeout=SOCKET_TIMEOUT)
+    def soon(fn, *args):
+        # Node 1's connection to node 3 broke with the lost reply: its
+        # worker connects again within the retry interval.
+        end = time.monotonic() + 5
+        while True:
+            try:
+                return fn(*args)
+            except redis.ResponseError as e:
+                if "did not answer" not in str(e) or time.monotonic() > end:
+                    raise
+                time.sleep(0.05)
+
+    try:
+        assert c1.set(cl.key_on(3, "warm:"), "w")  # a first insert takes a slab too
+        bucket_lock_left = 0
+        for after in range(0, 6):
+            k3 = cl.key_on(3, "fresh%d:" % after)
+            soon(c1.get, cl.key_on(3, "probe%d:" % after))  # node 1 reaches node 3 again
+            assert c1.execute_command("DEBUG", "FABRIC-LOSE-REPLY", 3, 1, after) == b"OK"
+            try:
+                c1.set(k3, "v1")
+            except redis.ResponseError as e:
+                assert "node" in str(e), e  # did not answer / failed while it committed
+            held = a3.execute_command("RCKV", "LOCKS")
+            bucket_lock_left += any(h.startswith(b"bucket") for h in held)
+            end = time.monotonic() + 5
+            while held and time.monotonic() < end:
+                time.sleep(0.05)
+                held = a3.execute_command("RCKV", "LOCKS")
+            assert held == [], "after %d requests: a lock stays held on node 3" % after
+            assert c2.set(k3, "v2")
+            assert soon(c1.get, k3) == b"v2"
+        assert bucket_lock_left, "no lost reply left a bucket lock: the faults missed the insert"
+    finally:
+        c1.close()
+        c2.close()
+        a3.close()
+
+
 def test_debug_fabric_lose_reply_needs_testing(make_cluster):
     """The fault is refused without `testing yes`, and named clearly."""
     cl = make_cluster("tcp")

@@ -119,7 +119,7 @@ static int create(struct env *e, int i, struct st_ref *ref)
 {
 	char k[32];
 	int n = keyf(k, i);
-	return st_create(&e->b, e->C, 1, k, n, st_hash(k, n), ref, e->buf);
+	return st_create(&e->b, e->C, 0, 1, k, n, st_hash(k, n), ref, e->buf);
 }
 
 static int lookup(struct env *e, int i, struct st_ref *ref)
@@ -223,7 +223,7 @@ static void stale_count_case(bool leave_in_pause)
 	uint32_t kl = (uint32_t)strlen(K);
 	uint64_t h = st_hash(K, kl);
 	struct st_ref p1, p2;
-	CHECK_RC(st_create(&e.b, e.C, 1, K, kl, h, &p1, e.buf), 0);
+	CHECK_RC(st_create(&e.b, e.C, 0, 1, K, kl, h, &p1, e.buf), 0);
 	CHECK(*(uint64_t *)(base + p1.off) == 0, "a placeholder starts unlocked");
 	CHECK_RC(st_reap(&e.b, e.C, h, &p1, 0x51), 0);
 	struct stale_holder x = { .word = (uint64_t *)(base + p1.off),
@@ -235,7 +235,7 @@ static void stale_count_case(bool leave_in_pause)
 
 	struct fab_batch sb;
 	fab_batch_init(&sb, e.fw, (struct fab_waiter){ .wait = stale_pause, .ctx = &x }, NULL);
-	CHECK_RC(st_create(&sb, e.C, 1, K, kl, h, &p2, e.buf), 0);
+	CHECK_RC(st_create(&sb, e.C, 0, 1, K, kl, h, &p2, e.buf), 0);
 	if (!x.gone)
 		stale_leave(&x);
 	uint64_t w1 = *x.word, w2 = *(uint64_t *)(base + p2.off);
@@ -659,8 +659,8 @@ static void test_swap_retire_reap(void)
 	memcpy(it + 1, k, kl);
 	memcpy((char *)(it + 1) + kl, val, sizeof(val));
 	CHECK_RC(fab_write1(&e.b, 1, big.off, it, 48 + kl + sizeof(val)), 0);
-	CHECK_RC(st_swap(&e.b, e.C, h, &a, &big), 0);
-	CHECK_RC(st_swap(&e.b, e.C, h, &a, &big), ST_ESTALE);
+	CHECK_RC(st_swap(&e.b, e.C, 0, h, &a, &big), 0);
+	CHECK_RC(st_swap(&e.b, e.C, 0, h, &a, &big), ST_ESTALE);
 	CHECK_RC(lookup(&e, 1, &ref), 0);
 	CHECK(ref.off == big.off && ref.gen == big.gen && st_data_vlen(e.buf->data) == sizeof(val) &&
 		      memcmp(st_item_val(e.buf), val, sizeof(val)) == 0,
@@ -741,7 +741,7 @@ static void *create_thread(void *p)
 		char k[32];
 		int kl = keyf(k, i);
 		struct st_ref ref;
-		int rc = st_create(&b, e->C, 1, k, kl, st_hash(k, kl), &ref, buf);
+		int rc = st_create(&b, e->C, 0, 1, k, kl, st_hash(k, kl), &ref, buf);
 		CHECK(rc == 0, "thread %d create %d: %s", a->t, i, st_strerror(rc));
 		CHECK(memcmp(st_item_key(buf), k, kl) == 0, "buf key");
 		a->sh->offs[a->t][i] = ref.off;
@@ -832,7 +832,7 @@ static void test_lookup_races_relocation(void)
 	const uint32_t kl = sizeof(RACE_KEY) - 1;
 	uint64_t h = st_hash(RACE_KEY, kl);
 	struct st_ref cur, nw;
-	CHECK_RC(st_create(&e.b, e.C, 1, RACE_KEY, kl, h, &cur, e.buf), 0);
+	CHECK_RC(st_create(&e.b, e.C, 0, 1, RACE_KEY, kl, h, &cur, e.buf), 0);
 	struct race r[2];
 	pthread_t th[2];
 	for (int t = 0; t < 2; t++) {
@@ -849,14 +849,14 @@ static void test_lookup_races_relocation(void)
 		it->data = st_make_data(vlen, 0);
 		memcpy(it + 1, RACE_KEY, kl);
 		CHECK_RC(fab_write1(&e.b, 1, nw.off, it, (48 + kl + vlen + 7) & ~7u), 0);
-		CHECK_RC(st_swap(&e.b, e.C, h, &cur, &nw), 0);
+		CHECK_RC(st_swap(&e.b, e.C, 0, h, &cur, &nw), 0);
 		CHECK_RC(st_retire(&e.b, e.L, &cur), 0);
 		cur = nw;
 		if (i % 2) {
 			char k[32];
 			int n = keyf(k, i);
 			struct st_ref o;
-			CHECK_RC(st_create(&e.b, e.C, 1, k, n, st_hash(k, n), &o, e.buf), 0);
+			CHECK_RC(st_create(&e.b, e.C, 0, 1, k, n, st_hash(k, n), &o, e.buf), 0);
 			CHECK_RC(st_reap(&e.b, e.C, st_hash(k, n), &o, 1), 0);
 		}
 	}
@@ -902,7 +902,7 @@ static void *kick_insert_thread(void *p)
 		char k[32];
 		int kl = keyf(k, sh->prefill + i);
 		struct st_ref ref;
-		int rc = st_create(&b, sh->e->C, 1, k, kl, st_hash(k, kl), &ref, buf);
+		int rc = st_create(&b, sh->e->C, 0, 1, k, kl, st_hash(k, kl), &ref, buf);
 		CHECK(rc == 0 || rc == ST_EFULL, "kick insert: %s", st_strerror(rc));
 		sh->new_off[a->t][i] = rc == 0 ? ref.off : 0;
 		sh->efull[a->t] += rc == ST_EFULL;
@@ -1021,7 +1021,7 @@ static void between(void *ctx, uint64_t ns)
 	struct st_ref ref;
 	if (x->mode == 0) {
 		if (x->calls++ == 0) /* between the lookup's first and second round trip */
-			x->rc = st_create(&x->e->b, x->e->C, 1, x->key, kl, st_hash(x->key, kl),
+			x->rc = st_create(&x->e->b, x->e->C, 0, 1, x->key, kl, st_hash(x->key, kl),
 					  &x->ref, x->e->buf);
 		return;
 	}
@@ -1092,7 +1092,7 @@ static void kick_scenario(int mode)
 		      st_strerror(rc));
 		kref = x.ref;
 	} else {
-		CHECK_RC(st_create(&sb, e.C, 1, K, strlen(K), st_hash(K, strlen(K)), &kref, buf), 0);
+		CHECK_RC(st_create(&sb, e.C, 0, 1, K, strlen(K), st_hash(K, strlen(K)), &kref, buf), 0);
 		CHECK(x.calls >= 4 && x.misses == 0,
 		      "V missed by %d of %d lookups during the kick-out", x.misses, x.calls);
 	}
@@ -1139,7 +1139,7 @@ static void relocate_between(void *ctx, uint64_t ns)
 	it->data = st_make_data(100, 0);
 	memcpy(it + 1, x->key, kl);
 	CHECK_RC(fab_write1(&e->b, 1, x->nw.off, it, sizeof(it)), 0);
-	CHECK_RC(st_swap(&e->b, e->C, st_hash(x->key, kl), &x->cur, &x->nw), 0);
+	CHECK_RC(st_swap(&e->b, e->C, 0, st_hash(x->key, kl), &x->cur, &x->nw), 0);
 	CHECK_RC(st_retire(&e->b, e->L, &x->cur), 0);
 	if (x->reuse) { /* the old block now holds another key's placeholder */
 		memset(it, 0, sizeof(it));
@@ -1159,7 +1159,7 @@ static void test_lookup_vs_relocation(void)
 		const char *X = "moving-key";
 		uint32_t xl = (uint32_t)strlen(X);
 		struct reloc x = { .e = &e, .reuse = reuse, .key = X };
-		CHECK_RC(st_create(&e.b, e.C, 1, X, xl, st_hash(X, xl), &x.cur, e.buf), 0);
+		CHECK_RC(st_create(&e.b, e.C, 0, 1, X, xl, st_hash(X, xl), &x.cur, e.buf), 0);
 		char err[128];
 		struct fab *slow;
 		struct fab_config fc = { .backend = "shm", .self = 1, .delay_us = 1 };
@@ -1183,7 +1183,7 @@ static void test_lookup_vs_relocation(void)
 }
 
 /*
- * Mutual exclusion of inserters, deterministically: st_create(K) finds
+ * Mutual exclusion of inserters, deterministically: st_create(K, 0) finds
  * K's primary bucket locked by another inserter, which (in the pause)
  * inserts K into another slot and unlocks. st_create must then return
  * that item, not insert a second one.
@@ -1237,7 +1237,7 @@ static void test_insert_exclusion(void)
 	struct fab_batch sb;
 	fab_batch_init(&sb, sw, (struct fab_waiter){ .wait = holder_inserts, .ctx = &x }, NULL);
 	struct st_ref ref;
-	CHECK_RC(st_create(&sb, e.C, 1, K, kl, st_hash(K, kl), &ref, e.buf), 0);
+	CHECK_RC(st_create(&sb, e.C, 0, 1, K, kl, st_hash(K, kl), &ref, e.buf), 0);
 	CHECK(x.calls >= 2 && ref.off == x.ref.off,
 	      "st_create ignored a held bucket lock: got %#llx, the holder inserted %#llx",
 	      (unsigned long long)ref.off, (unsigned long long)x.ref.off);
@@ -1411,7 +1411,7 @@ static void watch_insert(struct lock_watch *x)
 	struct fab_batch *b = &x->t->b[x->who];
 	uint32_t kl = (uint32_t)strlen(x->key);
 	b->waiter = (struct fab_waiter){ .wait = watch_between, .ctx = x };
-	x->rc = st_create(b, st_region_coord(x->t->r[x->who]), 1, x->key, kl, st_hash(x->key, kl),
+	x->rc = st_create(b, st_region_coord(x->t->r[x->who]), 0, 1, x->key, kl, st_hash(x->key, kl),
 			  &x->ref, x->t->buf);
 	b->waiter = (struct fab_waiter){ .wait = no_wait };
 }
@@ -1492,7 +1492,7 @@ static int fill_one(struct two *t, int n)
 	char k[32];
 	int kl = snprintf(k, sizeof(k), "fill:%07d", n);
 	struct st_ref ref;
-	return st_create(&t->b[n % 2], st_region_coord(t->r[n % 2]), 1, k, (uint32_t)kl,
+	return st_create(&t->b[n % 2], st_region_coord(t->r[n % 2]), 0, 1, k, (uint32_t)kl,
 			 st_hash(k, (size_t)kl), &ref, t->buf);
 }
 
