@@ -599,6 +599,21 @@ static void nic_park(struct tcp_nic *nic, struct nic_conn *c, size_t held)
 static int nic_serve(struct tcp_nic *nic, struct nic_conn *c);
 static void nic_set_out(struct tcp_nic *nic, struct nic_conn *c, bool on);
 
+/* Serve what c received, send what it may (not a held response), and close
+ * it if that failed or rc (its read's) says it is gone. */
+static void nic_pump(struct tcp_nic *nic, struct nic_conn *c, int rc)
+{
+	if (nic_serve(nic, c) != 0)
+		rc = -EPROTO;
+	if (rc == 0 && buf_flush_held(c->fd, &c->w, c->held) != 0)
+		rc = -EPIPE;
+	if (rc != 0) {
+		nic_close(nic, c);
+		return;
+	}
+	nic_set_out(nic, c, c->w.len - c->held > c->w.off);
+}
+
 /* After a sync round: release the connections it covered (their held
  * response, or an error in its place if the round failed), and serve what
  * they received meanwhile. */
@@ -617,14 +632,7 @@ static void nic_unpark(struct tcp_nic *nic)
 		c->parked = false;
 		c->held = 0;
 		nic->parked--;
-		int rc = nic_serve(nic, c) != 0 ? -EPROTO : 0;
-		if (rc == 0 && buf_flush_held(c->fd, &c->w, c->held) != 0)
-			rc = -EPIPE;
-		if (rc != 0) {
-			nic_close(nic, c);
-			continue;
-		}
-		nic_set_out(nic, c, c->w.len - c->held > c->w.off);
+		nic_pump(nic, c, 0);
 	}
 }
 
@@ -715,18 +723,9 @@ static void *nic_main(void *arg)
 			}
 			struct nic_conn *c = evs[i].data.ptr;
 			int rc = 0;
-			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 				rc = buf_fill(c->fd, &c->r);
-				if (nic_serve(nic, c) != 0)
-					rc = -EPROTO;
-			}
-			if (rc == 0 && buf_flush_held(c->fd, &c->w, c->held) != 0)
-				rc = -EPIPE;
-			if (rc != 0) {
-				nic_close(nic, c);
-				continue;
-			}
-			nic_set_out(nic, c, c->w.len - c->held > c->w.off);
+			nic_pump(nic, c, rc);
 		}
 	}
 	return NULL;
