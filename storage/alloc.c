@@ -130,11 +130,11 @@ static int claim(struct fab_batch *b, uint16_t node, uint64_t boff, unsigned cls
 		st_pause(b, pause);
 		waited += pause;
 		pause = pause * 2 < CLAIM_PAUSE_MAX_NS ? pause * 2 : CLAIM_PAUSE_MAX_NS;
-		uint64_t lk = ~0ull;
-		int rc = fab_cas1(b, node, boff + ST_ITEM_LOCK, 0, ST_LOCK_CLAIMED, &lk);
+		uint64_t now = ~0ull;
+		int rc = fab_cas1(b, node, boff + ST_ITEM_LOCK, 0, ST_LOCK_CLAIMED, &now);
 		if (rc)
 			return rc;
-		if (lk == 0)
+		if (now == 0)
 			return 0;
 	}
 	return 1;
