@@ -313,6 +313,17 @@ static void tw_init(struct tworker *w, struct tnode *n, int id)
 
 static void tw_fini(struct tworker *w) { fab_worker_destroy(w->fw); }
 
+/* A target (node 1) and an initiator (node 2) that reaches it, with one
+ * worker of the initiator's. */
+static void pair_up(const char *be, uint64_t size, struct tnode *t, struct tnode *i,
+		    struct tworker *w)
+{
+	node_up(t, be, 1, size);
+	node_up(i, be, 2, size);
+	link_peer(i, t);
+	tw_init(w, i, 0);
+}
+
 static uint64_t get_word(struct tworker *w, uint16_t node, uint64_t off)
 {
 	uint64_t v = 0;
@@ -520,11 +531,8 @@ static void test_remote_flush(const char *be)
 {
 	const uint64_t size = 1 << 20;
 	struct tnode t, i;
-	node_up(&t, be, 1, size);
-	node_up(&i, be, 2, size);
-	link_peer(&i, &t);
 	struct tworker w;
-	tw_init(&w, &i, 0);
+	pair_up(be, size, &t, &i, &w);
 	struct tsync ts;
 	memset(&ts, 0, sizeof(ts));
 	fab_set_journal(t.f, 1, &(struct fab_journal){ .lock = tj_lock, .note = tj_note,
@@ -574,11 +582,8 @@ static void test_errors(const char *be)
 {
 	const uint64_t size = 1 << 20;
 	struct tnode t, i;
-	node_up(&t, be, 1, size);
-	node_up(&i, be, 2, size);
-	link_peer(&i, &t);
 	struct tworker w;
-	tw_init(&w, &i, 0);
+	pair_up(be, size, &t, &i, &w);
 
 	uint64_t word = 0, old = 0;
 	char buf[64];
@@ -1257,11 +1262,8 @@ static void test_torn_raw(const char *be, double budget_s)
 {
 	const uint64_t size = 1 << 20;
 	struct tnode t, r;
-	node_up(&t, be, 1, size);
-	node_up(&r, be, 2, size);
-	link_peer(&r, &t);
 	struct tworker w;
-	tw_init(&w, &r, 0);
+	pair_up(be, size, &t, &r, &w);
 	uint64_t init[8];
 	for (int k = 0; k < 8; k++)
 		init[k] = torn_word(1);
