@@ -710,7 +710,8 @@ void txn_after_commit(struct txn *t)
 	}
 	/* A reap whose reply was lost may have left its item or bucket lock
 	 * (both carry our owner word): the node settles it. */
-	undo_locks_pending(t, lost);
+	if (lost)
+		undo_locks_pending(t, lost);
 }
 
 void txn_forget_addresses(struct txn *t)
