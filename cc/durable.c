@@ -288,6 +288,7 @@ static void *flusher_main(void *arg)
 	struct fab_range *cur = NULL;
 	size_t curcap = 0;
 	bool logged = false;
+	pthread_setname_np(pthread_self(), "rckv-flusher"); /* top -H, perf, gdb */
 	d->last_sync_us = mono_us();
 	for (;;) {
 		pthread_mutex_lock(&d->lock);
@@ -398,6 +399,7 @@ static void *ring_flusher_main(void *arg)
 	struct cc_node *n = d->n;
 	struct st_jring *ring = st_wal_ring(n->region);
 	bool logged = false;
+	pthread_setname_np(pthread_self(), "rckv-flusher"); /* top -H, perf, gdb */
 	d->last_sync_us = mono_us();
 	for (;;) {
 		uint32_t seen = st_jring_kicks(ring);
@@ -462,6 +464,7 @@ static void *ring_flusher_main(void *arg)
 static void *peer_waiter_main(void *arg)
 {
 	struct durable *d = arg;
+	pthread_setname_np(pthread_self(), "rckv-peer-wait"); /* top -H, perf, gdb */
 	for (;;) {
 		pthread_mutex_lock(&d->lock);
 		while (!d->pw_head && !d->stop)

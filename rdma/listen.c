@@ -113,6 +113,7 @@ static void dispatch(struct fab_listener *l, int fd, const struct tcp_hello *h)
 static void *listener_main(void *arg)
 {
 	struct fab_listener *l = arg;
+	pthread_setname_np(pthread_self(), "rckv-listen"); /* top -H, perf, gdb */
 	for (;;) {
 		int rc = wait_readable(l, l->cfg.fd, -1);
 		if (rc == -ECANCELED)

@@ -554,6 +554,7 @@ static void *nic_syncer_main(void *arg)
 {
 	struct tcp_nic *nic = arg;
 	const struct fab_journal *j = &nic->f->peers[nic->f->cfg.self].journal;
+	pthread_setname_np(pthread_self(), "rckv-nic-sync"); /* top -H, perf, gdb */
 	pthread_mutex_lock(&nic->sync_mu);
 	for (;;) {
 		while (!nic->sync_stop && nic->sync_done == nic->sync_want)
@@ -696,6 +697,7 @@ static void *nic_main(void *arg)
 {
 	struct tcp_nic *nic = arg;
 	struct epoll_event evs[64];
+	pthread_setname_np(pthread_self(), "rckv-nic"); /* top -H, perf, gdb */
 	while (!__atomic_load_n(&nic->stop, __ATOMIC_ACQUIRE)) {
 		int k = epoll_wait(nic->epfd, evs, 64, -1);
 		for (int i = 0; i < k; i++) {

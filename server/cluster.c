@@ -476,6 +476,7 @@ static void *ctl_conn_main(void *arg)
 	struct ctl_box *box = arg;
 	int fd = box->fd;
 	struct node *n = box->n;
+	pthread_setname_np(pthread_self(), "rckv-ctl"); /* top -H, perf, gdb */
 	free(box);
 
 	bool quiesced = false;
@@ -703,6 +704,7 @@ static void *settler_main(void *arg)
 {
 	struct node *n = arg;
 	struct cluster *cl = n->cluster;
+	pthread_setname_np(pthread_self(), "rckv-settler"); /* top -H, perf, gdb */
 	block_signals();
 	struct ctl_settle *msg = malloc(sizeof(*msg));
 	if (!msg)

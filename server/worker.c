@@ -176,6 +176,9 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct node *n = w->node;
 	sigset_t all;
+	char name[16];
+	snprintf(name, sizeof(name), "rckv-worker-%d", w->id);
+	pthread_setname_np(pthread_self(), name); /* top -H, perf, gdb */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL); /* main handles signals */
 
