@@ -40,8 +40,10 @@
 # PROTO_PROTOCOLS ("nowait nowait-shared waitdie woundwait timestamp mvcc
 # silo occ sundial cicada maat"), PROTO_ZIPFS ("0.2 0.9"), PROTO_RECORDS (100000), PROTO_VALUE_SIZE
 # (1000), PROTO_OPS (10), PROTO_WRITE_RATIO (0.2), PROTO_NODES_PER_TXN (2),
-# PROTO_WARMUP (2), PROTO_WARMUP_MAX (60), PROTO_DURATION (5), PROTO_THREADS (1), PROTO_CLIENTS
-# (12), PROTO_MEMORY (512mb per node), PROTO_OUT (bench/results), PROTO_ARGS
+# PROTO_WARMUP (2), PROTO_WARMUP_MAX (60), PROTO_DURATION (5), PROTO_THREADS (1,
+# rckv-bench's), PROTO_SERVER_THREADS (auto: each node's workers; on 2
+# cores auto is 1, which beat 2 by 5-25% on shm and tcp, silo and nowait,
+# in session 16), PROTO_CLIENTS (12), PROTO_MEMORY (512mb per node), PROTO_OUT (bench/results), PROTO_ARGS
 # (more rckv-server options for every node, e.g. "--busy-poll-us 0"),
 # PROTO_STRACE (1: count every node's system calls with strace -c -f over
 # the measured run, reported per committed transaction; strace slows the
@@ -69,6 +71,7 @@ WARMUP_MAX=${PROTO_WARMUP_MAX:-60}
 WARMED=()
 DURATION=${PROTO_DURATION:-5}
 THREADS=${PROTO_THREADS:-1}
+SERVER_THREADS=${PROTO_SERVER_THREADS:-auto}
 CLIENTS=${PROTO_CLIENTS:-12}
 MEMORY=${PROTO_MEMORY:-512mb}
 OUT=${PROTO_OUT:-bench/results}
@@ -126,7 +129,7 @@ PORTS=()
   echo "fabric $FABRIC"
   echo "memory $MEMORY"
   echo "persistence none"
-  echo "threads 2"
+  echo "threads $SERVER_THREADS"
   echo "coroutines 32"
   echo "cc silo"
   echo "loglevel warning"
@@ -341,7 +344,7 @@ done
 # --- the table ---------------------------------------------------------------
 
 /usr/bin/python3 - "$JSONL" "$OUT/protocols.txt" "$RCKV" "$RECORDS" "$VALUE_SIZE" "$OPS" \
-  "$WRITE_RATIO" "$NPT" "$WARMUP" "$DURATION" "$THREADS" "$CLIENTS" "$FABRIC $SERVER_ARGS" <<'EOF'
+  "$WRITE_RATIO" "$NPT" "$WARMUP" "$DURATION" "$THREADS" "$CLIENTS" "$FABRIC, threads $SERVER_THREADS $SERVER_ARGS" <<'EOF'
 import json, os, sys
 jsonl, out, rckv, records, vsize, ops, wr, npt, warm, dur, thr, cli, fabric = sys.argv[1:]
 # RCBench (Tables 3/4, one-sided column): sigma = primitive invocations per

@@ -118,7 +118,7 @@ def test_protocols_script(tmp_path):
     env = dict(os.environ, RCKV_SERVER=server_binary(), PROTO_PROTOCOLS="nowait-shared silo",
                PROTO_FABRIC="tcp",
                PROTO_ZIPFS="0.9", PROTO_RECORDS="300", PROTO_VALUE_SIZE="100",
-               PROTO_WARMUP="1", PROTO_DURATION="1", PROTO_CLIENTS="4", PROTO_MEMORY="64mb",
+               PROTO_WARMUP="1", PROTO_WARMUP_MAX="5", PROTO_DURATION="1", PROTO_CLIENTS="4", PROTO_MEMORY="64mb",
                PROTO_ARGS="--coroutines 8", PROTO_OUT=str(out), TMPDIR=str(tmp_path))
     p = subprocess.run(["bash", os.path.join(REPO, "bench", "protocols.sh")], env=env,
                        capture_output=True, text=True, timeout=140)
@@ -129,7 +129,7 @@ def test_protocols_script(tmp_path):
         if f and f[0] in ("nowait-shared", "silo"):
             rows[f[0]] = f
     assert set(rows) == {"nowait-shared", "silo"}, p.stdout[-2000:]
-    assert "(fabric tcp --coroutines 8)" in (out / "protocols.txt").read_text()
+    assert "(fabric tcp, threads auto --coroutines 8)" in (out / "protocols.txt").read_text()
     for name, f in rows.items():
         # protocol zipf txn/s p50 p99 aborts cpu-us/txn verbs/txn RT/txn sigma AR errors ...
         assert f[1] == "0.9" and float(f[2]) > 0, f
@@ -142,6 +142,8 @@ def test_protocols_script(tmp_path):
     assert all(r["info"]["commits"] > 0 and r["info"]["errors"] == 0 for r in runs), runs
     assert all(r["server_cpu_us_per_txn"] > 0 and r["server_sleeps_per_txn"] >= 0
                for r in runs), runs
+    # The warm-up ran at least PROTO_WARMUP and stopped by PROTO_WARMUP_MAX.
+    assert all(1 <= r["warmup_s_spent"] <= 5 for r in runs), runs
     assert not list(tmp_path.glob("rckv-protocols.*")), "temp dir left behind"
     # A protocol the server does not know stops the script with the server's error.
     p = subprocess.run(["bash", os.path.join(REPO, "bench", "protocols.sh")],
