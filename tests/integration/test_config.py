@@ -3,6 +3,7 @@ the line and the reason (or the command-line option), and a non-zero exit
 status. Good configuration files, the shipped conf/rckv.conf included,
 start a working server."""
 
+import glob
 import os
 import re
 import shutil
@@ -106,6 +107,11 @@ def test_threads_auto(make_server):
         try:
             assert c.config_get("threads") == {"threads": str(expect)}, opts
             assert "(%d threads," % expect in s.log_tail(), s.log_tail()
+            # Each worker is a thread of that name (top -H, perf).
+            names = [open(os.path.join(t, "comm")).read().strip()
+                     for t in glob.glob("/proc/%d/task/*" % s.proc.pid)]
+            assert sorted(n for n in names if n.startswith("rckv-worker-")) == \
+                ["rckv-worker-%d" % i for i in range(expect)], names
         finally:
             c.close()
             s.stop()
