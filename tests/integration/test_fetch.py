@@ -259,3 +259,43 @@ def test_address_cache_bound_is_online(make_cluster):
         assert fetch_trips() == 3.0
         assert c.call("CONFIG", "SET", "addr-cache-entries", "262144") == "OK"
         assert fetch_trips() == 1.0
+
+
+def cache_counts(conn):
+    """INFO cc's address-cache hits and misses."""
+    info = dict(ln.split(":", 1) for ln in conn.call("INFO", "cc").decode().split("\r\n")
+                if ln.startswith("cc_addr_cache_"))
+    return int(info["cc_addr_cache_hits"]), int(info["cc_addr_cache_misses"])
+
+
+def test_own_region_keys_are_resolved_through_the_index(make_cluster, make_server):
+    """A block whose every key is in the node's own region, read as memory,
+    resolves them through the index (two memory reads, as cheap as a
+    lookup in the address cache) and leaves the cache alone: on a
+    standalone node, and on a cluster node for a block of its own keys.
+    A block that also reaches another node still uses the cache for all of
+    its keys, so it fetches in one round trip."""
+    s = make_server(opts={"cc": "silo"})
+    with s.raw() as c:
+        assert c.call("MSET", *[x for i in range(10) for x in ("k%d" % i, i)]) == "OK"
+        for r in range(1, 6):
+            assert run_multi(c, [("INCR", "k%d" % i) for i in range(10)]) == \
+                [i + r for i in range(10)]
+        assert cache_counts(c) == (0, 0)
+
+    cl = make_cluster("tcp", opts={"cc": "silo", "threads": 1})
+    own = cl.keys_on(1, "own:", 4)
+    mixed = own + cl.keys_on(2, "far:", 3)
+    with cl.raw(1) as c:
+        assert c.call("MSET", *[x for k in mixed for x in (k, "v")]) == "OK"
+        assert c.call("CONFIG", "RESETSTAT") == "OK"
+        for _ in range(3):
+            assert run_multi(c, [("GET", k) for k in own]) == [b"v"] * 4
+        assert cache_counts(c) == (0, 0)
+        run_multi(c, [("GET", k) for k in mixed])  # fills the cache
+        assert c.call("CONFIG", "RESETSTAT") == "OK"
+        for _ in range(3):
+            assert run_multi(c, [("GET", k) for k in mixed]) == [b"v"] * 7
+        hits, misses = cache_counts(c)
+        assert (hits, misses) == (3 * 7, 0)
+        assert proto_line(c, "silo")["fetch_round_trips_per_txn"] == 1.0
