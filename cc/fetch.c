@@ -13,7 +13,9 @@
  *            every node, near ones too: a miss costs the whole batch two
  *            rounds (for one key, txn.c's cache_pays keeps it to nodes a
  *            round trip away, where a bucket read costs what the cache
- *            does). Under the others it keeps to cache_pays: they read
+ *            does); but not when every key is in our own region read as
+ *            memory, where the rounds cost no more than the lookups
+ *            (caches_near). Under the others it keeps to cache_pays: they read
  *            key by key anyway. Near entries go stale where items move
  *            (mvcc's relocations make room for versions); a stale entry
  *            costs its key a resolution at its read (READ, below), where
