@@ -262,6 +262,7 @@ struct txn {
 	struct txn_undo undo;     /* the undo log of the commit (cc/undo.c) */
 	uint64_t ring_epoch;      /* durable_epoch at the commit's start: a peer
 				     that restarted since has a new log */
+	bool durable_waited;      /* this attempt waited for the log (durable_wait) */
 };
 
 /* ---- primitives (cc/prim.c): the only way a protocol touches data ----

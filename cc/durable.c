@@ -721,6 +721,7 @@ int durable_wait_nodes(struct txn *t, uint64_t nodes, bool commit)
 {
 	struct durable *d = t->node->durable;
 	struct cc_worker *w = t->ccw;
+	t->durable_waited = true;
 	if (d && d->ring)
 		return ring_wait(d, t, nodes, commit);
 	if (d && d->remote) {
@@ -856,6 +857,19 @@ bool durable_ordered(const struct cc_node *n)
 bool durable_per_node(const struct cc_node *n)
 {
 	return n->durable && (n->durable->ring || n->durable->remote);
+}
+
+bool durable_early_release(const struct cc_node *n)
+{
+	return durable_ordered(n) && !durable_per_node(n);
+}
+
+int durable_wait_reads(struct txn *t)
+{
+	if (t->durable_waited || !durable_early_release(t->node) ||
+	    !st_wal_behind(t->node->region))
+		return 0;
+	return durable_wait(t, false);
 }
 
 uint64_t durable_epoch(const struct txn *t)

@@ -130,6 +130,25 @@ bool durable_ordered(const struct cc_node *n);
  * waits for that node (cc/prim.c, P2).
  */
 bool durable_per_node(const struct cc_node *n);
+/*
+ * durable_early_release - true on a standalone node's write-ahead log: a
+ * commit releases its locks in the batch of its commit point and then waits
+ * for the log (early lock release), so the fsync does not hold its keys. A
+ * write is never durable without every write logged before it (the log's
+ * one order), so a writer that read a value not yet durable is acknowledged
+ * only after it is; a transaction that only read must wait too:
+ * durable_wait_reads.
+ */
+bool durable_early_release(const struct cc_node *n);
+/*
+ * durable_wait_reads - after a commit that did not wait for the log (it
+ * wrote nothing): under early lock release, if the log holds writes no
+ * flush covers yet (any of them may be one this transaction read), wait
+ * until it does, as a commit would. 0 at once elsewhere, or when the log
+ * is all flushed. Returns 0, or -errno (nothing can be said of what it
+ * read). Transaction's coroutine only.
+ */
+int durable_wait_reads(struct txn *t);
 /* What a commit's peer waits compare (txn.ring_epoch, taken at its
  * start): with journal rings, bumped whenever a peer's ring is replaced
  * (it restarted); with remote flushes, the worker's broken connections

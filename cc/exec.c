@@ -334,6 +334,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->cause = CC_CAUSE_OTHER;
 	t->fatal = 0;
 	t->unknown = 0;
+	t->durable_waited = false;
 	t->single_read = false;
 	t->single_write = false;
 	t->sp_gen = 0;
@@ -444,6 +445,9 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 		if (rc == CC_OK)
 			rc = t.proto->commit(&t); /* commit */
 		if (rc == CC_OK) {
+			/* What it read may be a write the log does not hold
+			 * yet (durable_early_release). */
+			int drc = durable_wait_reads(&t);
 			txn_after_commit(&t);
 			cc_leave(ccw);
 			st->txn_committed++;
@@ -453,7 +457,7 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 			fab_stats_add(&ps->fab, &t.fstats);
 			txn_release(&t);
 			rec_put(ccw, rec);
-			return 0;
+			return drc ? CC_EUNKNOWN : 0;
 		}
 		t.proto->abort(&t);
 		txn_after_abort(&t);

@@ -532,10 +532,21 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 			 * retire, need not be logged (half the log's bytes). */
 			for (int i = rec_from; i < rec_to; i++)
 				t->batch.ops[i].flags |= FAB_OP_UNJOURNALED;
+		/* Early lock release: the locks go with the commit point, and
+		 * the log's one order keeps a reader's acknowledgment behind
+		 * ours (durable_early_release). */
+		const bool early = power && durable_early_release(t->node);
+		if (early)
+			post_unlocks(t, false);
 		if (power) {
 			/* A remote written node's flush rides in the batch. */
 			const uint64_t flushed = durable_post_flushes(t, wnodes);
 			rc = prim_exec(t);
+			if (early && rc == 0)
+				/* The retire is applied, so logged before anything
+				 * a next user of the slot writes: the slot is free
+				 * (undo.c invariant (1)) while we wait for the log. */
+				undo_slot_put(t);
 			if (rc == 0 && !(flushed == wnodes && durable_flushes_count(t)) &&
 			    persist_step(t, wnodes, true) != 0) {
 				/* (P3) failed: committed here, durability unknown */
@@ -554,7 +565,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 			undo_slot_quarantine(t, t->batch.failed | wnodes);
 			return CC_EUNKNOWN;
 		}
-		if (power) {
+		if (power && !early) {
 			/* Lock words need no persisting: recovery releases every
 			 * lock. Untracked, the pages they touch (just flushed)
 			 * are not written again by the next flush. */

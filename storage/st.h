@@ -307,6 +307,10 @@ void st_wal_unlock(struct st_region *r);
  * May cut a checkpoint (checkpoint_bytes). Any thread (serialized).
  * Returns 0 or -errno; after a failure the region is no longer durable. */
 int st_wal_flush(struct st_region *r, bool sync);
+/* Is a write noted that no finished flush covers yet (written, or synced
+ * where the flushes sync)? Any thread; false without a log, and on a
+ * cluster node's journal ring (not tracked there). */
+bool st_wal_behind(struct st_region *r);
 /* st_wal_start - after recovery, before any write: start the log (with
  * checkpoint, first write a checkpoint of the region as it is: recovery
  * wrote it without the log). Main thread. */

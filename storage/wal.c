@@ -86,6 +86,9 @@ struct st_wal {
 	char *buf;
 	size_t n, cap;
 	int nerr;               /* an append failed (out of memory): flushes fail */
+	uint64_t notes;         /* notes made so far (atomic store under lock) */
+	uint64_t notes_out;     /* of them, in a flush that finished (atomic):
+				   st_wal_behind */
 
 	/* Flushes: under flush_lock (the group-commit thread, or a caller
 	 * without one). */
@@ -228,6 +231,15 @@ void st_wal_note(struct st_region *r, uint64_t off, const void *src, uint32_t le
 	memcpy(e + WAL_ENTRY, src, len);
 	memset(e + WAL_ENTRY + len, 0, need - WAL_ENTRY - len);
 	w->n += need;
+	__atomic_store_n(&w->notes, w->notes + 1, __ATOMIC_RELEASE);
+}
+
+bool st_wal_behind(struct st_region *r)
+{
+	struct st_wal *w = r->wal;
+	return w && !w->ring &&
+	       __atomic_load_n(&w->notes_out, __ATOMIC_ACQUIRE) !=
+		       __atomic_load_n(&w->notes, __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -774,7 +786,7 @@ int st_wal_flush(struct st_region *r, bool sync)
 	pthread_mutex_lock(&w->flush_lock);
 	char *taken, *snap = NULL;
 	size_t n;
-	uint64_t upto = 0;
+	uint64_t upto = 0, notes = 0;
 	int rc;
 	if (w->ring) {
 		rc = ring_take(w, &n, &snap, &upto);
@@ -783,6 +795,7 @@ int st_wal_flush(struct st_region *r, bool sync)
 		pthread_mutex_lock(&w->lock);
 		taken = w->buf;
 		n = w->n;
+		notes = w->notes;
 		size_t cap = w->cap;
 		w->buf = w->spare;
 		w->cap = w->spare_cap;
@@ -807,6 +820,8 @@ int st_wal_flush(struct st_region *r, bool sync)
 		rc = write_out(w, sync || snap);
 	if (rc == 0 && w->ring)
 		st_jring_publish(w->ring, upto); /* written (everysec) or synced */
+	else if (rc == 0)
+		__atomic_store_n(&w->notes_out, notes, __ATOMIC_RELEASE);
 	if (rc == 0 && snap) {
 		/* The old segment is synced (invariant (2)): everything after
 		 * the copy goes to the next one, which the checkpoint names. */
