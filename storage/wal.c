@@ -556,6 +556,7 @@ out:
 static void *ck_main(void *arg)
 {
 	struct st_wal *w = arg;
+	pthread_setname_np(pthread_self(), "rckv-checkpoint"); /* top -H, perf, gdb */
 	pthread_mutex_lock(&w->ck_lock);
 	for (;;) {
 		while (!w->snap && !w->ck_stop)
