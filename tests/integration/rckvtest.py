@@ -476,6 +476,27 @@ def _parse(b):
 
 # --- subprocesses with bounds -------------------------------------------
 
+class UntilDeath:
+    """Client threads that run until the server dies under them (a power
+    cut, a kill -9): a subclass fills `threads`, and `errors` with what
+    its clients saw wrong; join() waits for them once the server is gone."""
+
+    def __init__(self):
+        self.threads = []
+        self.errors = []
+        self.lock = threading.Lock()
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def join(self):
+        for t in self.threads:
+            t.join(timeout=20)
+            assert not t.is_alive(), "a client did not notice the server died"
+        assert not self.errors, self.errors[:5]
+
+
 class MultiThread(threading.Thread):
     """One MULTI ... EXEC on its own connection, in a thread (protocol
     scenario tests hold a transaction open with DEBUG SLEEP inside it);

@@ -321,32 +321,21 @@ def group_keys(g):
 INCR = ["ctr:%d" % i for i in range(INCR_KEYS)]
 
 
-class Writers:
+class Writers(rckvtest.UntilDeath):
     """Client threads that run until the server dies under them. Per MSET
     group: `sent` is the last counter sent, `acked` the last acknowledged.
     For the INCR keys: `incr_acked` the highest value an EXEC returned."""
 
     def __init__(self, server, start_counter, start_incr):
+        super().__init__()
         self.server = server
         self.sent = dict(start_counter)
         self.acked = dict(start_counter)
         self.incr_acked = start_incr
-        self.errors = []
-        self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self._mset, args=(g,), daemon=True)
                         for g in range(GROUPS)]
         self.threads += [threading.Thread(target=self._incr, daemon=True)
                          for _ in range(INCR_WRITERS)]
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-
-    def join(self):
-        for t in self.threads:
-            t.join(timeout=20)
-            assert not t.is_alive(), "a writer did not notice the server died"
-        assert not self.errors, self.errors[:5]
 
     def _mset(self, g):
         keys = group_keys(g)

@@ -70,31 +70,20 @@ def sim_opts(crash_after=0, path="log"):
     return opts
 
 
-class Transfers:
+class Transfers(rckvtest.UntilDeath):
     """Client threads moving money until the server dies under them (or
     `stop` is set). `sent`: receipt id -> (from, to, amount) of every
     transfer sent; `acked`: ids whose EXEC reply came back."""
 
     def __init__(self, server, cycle):
+        super().__init__()
         self.server = server
         self.cycle = cycle
         self.sent = {}
         self.acked = set()
-        self.errors = []
         self.stop = threading.Event()
-        self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self._run, args=(w,), daemon=True)
                         for w in range(WRITERS)]
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-
-    def join(self):
-        for t in self.threads:
-            t.join(timeout=20)
-            assert not t.is_alive(), "a client did not notice the server died"
-        assert not self.errors, self.errors[:5]
 
     def _run(self, w):
         rng = random.Random("%d-%d" % (self.cycle, w))
@@ -243,28 +232,19 @@ def test_power_loss_at_random_points(make_server, path):
     assert len(all_acked) > 100, "too few transfers to mean anything"
 
 
-class CounterClients:
+class CounterClients(rckvtest.UntilDeath):
     """One client INCRs `ctr` one at a time (`acked`: the values it was
     answered), readers GET it in pipelines of 8 (`seen`: the largest value
     any GET returned), until the server dies under them."""
 
     def __init__(self, server, readers=4):
+        super().__init__()
         self.server = server
         self.acked = 0
         self.seen = 0
-        self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self._write, daemon=True)]
         self.threads += [threading.Thread(target=self._read, daemon=True)
                          for _ in range(readers)]
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-
-    def join(self):
-        for t in self.threads:
-            t.join(timeout=20)
-            assert not t.is_alive(), "a client did not notice the server died"
 
     def _write(self):
         try:
