@@ -717,6 +717,8 @@ int durable_wait(struct txn *t, bool commit)
 	return durable_wait_nodes(t, ~0ull, commit);
 }
 
+static int own_wait(struct durable *d, struct cc_node *n, struct cc_worker *w, bool commit);
+
 int durable_wait_nodes(struct txn *t, uint64_t nodes, bool commit)
 {
 	struct durable *d = t->node->durable;
@@ -731,11 +733,17 @@ int durable_wait_nodes(struct txn *t, uint64_t nodes, bool commit)
 		if (rc || !(nodes & self))
 			return rc;
 	}
+	return own_wait(d, t->node, w, commit);
+}
+
+/* durable_wait_nodes for the node's own region (its log, or its pages). */
+static int own_wait(struct durable *d, struct cc_node *n, struct cc_worker *w, bool commit)
+{
 	struct fab_dirty *fd = fab_worker_dirty(w->fw);
 	if (!d || (!d->wal && !fd))
 		return 0;
 	if (d->wal && !sched_in_coro(w->sched))
-		return st_wal_flush(t->node->region, !d->everysec);
+		return st_wal_flush(n->region, !d->everysec);
 	if (!sched_in_coro(w->sched)) {
 		/* No coroutine to park (a test driving transactions from a
 		 * plain thread): persist here. Concurrent with the flusher is
@@ -866,10 +874,14 @@ bool durable_early_release(const struct cc_node *n)
 
 int durable_wait_reads(struct txn *t)
 {
-	if (t->durable_waited || !durable_early_release(t->node) ||
-	    !st_wal_behind(t->node->region))
+	return t->durable_waited ? 0 : durable_wait_seen(t->node, t->ccw);
+}
+
+int durable_wait_seen(struct cc_node *n, struct cc_worker *w)
+{
+	if (!durable_early_release(n) || !st_wal_behind(n->region))
 		return 0;
-	return durable_wait(t, false);
+	return own_wait(n->durable, n, w, false);
 }
 
 uint64_t durable_epoch(const struct txn *t)

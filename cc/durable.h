@@ -149,6 +149,10 @@ bool durable_early_release(const struct cc_node *n);
  * read). Transaction's coroutine only.
  */
 int durable_wait_reads(struct txn *t);
+/* The same wait for a command that read the store outside a transaction
+ * (KEYS, SCAN, DBSIZE), on worker w's coroutine. */
+struct cc_worker;
+int durable_wait_seen(struct cc_node *n, struct cc_worker *w);
 /* What a commit's peer waits compare (txn.ring_epoch, taken at its
  * start): with journal rings, bumped whenever a peer's ring is replaced
  * (it restarted); with remote flushes, the worker's broken connections

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cc/durable.h"
 #include "cc/switch.h"
 #include "cc/txn.h"
 #include "resp/resp.h"
@@ -360,6 +361,21 @@ static int overlay_walk(struct cmd_ctx *c, const char *pat, size_t plen, cluster
 	return rc;
 }
 
+/*
+ * A walk of the stores outside a transaction may have seen a key whose
+ * commit the log does not hold yet (cc/durable.h, early lock release):
+ * like a transaction that only read, its reply waits for the log. False,
+ * with an error reply, when the log failed.
+ */
+static bool walk_durable(struct cmd_ctx *c, const char *cmd)
+{
+	int rc = durable_wait_seen(&c->node->cc, c->w->ccw);
+	if (rc)
+		resp_errorf(c->out, "ERR %s: what it read may not be durable: %s", cmd,
+			    strerror(-rc));
+	return rc == 0;
+}
+
 int cmd_keys(struct cmd_ctx *c)
 {
 	struct key_collect kc;
@@ -387,6 +403,10 @@ int cmd_keys(struct cmd_ctx *c)
 	}
 	if (rc != 0) {
 		resp_errorf(c->out, "ERR KEYS: %s", err);
+		resp_w_free(&kc.buf);
+		return 0;
+	}
+	if (!c->txn && !walk_durable(c, "KEYS")) {
 		resp_w_free(&kc.buf);
 		return 0;
 	}
@@ -491,6 +511,8 @@ int cmd_scan(struct cmd_ctx *c)
 		resp_errorf(c->out, "ERR SCAN: %s", err);
 		goto out;
 	}
+	if (!c->txn && !walk_durable(c, "SCAN"))
+		goto out;
 
 	snprintf(curtxt, sizeof(curtxt), "%llu", (unsigned long long)cursor);
 	resp_array(c->out, 2);
@@ -520,6 +542,8 @@ int cmd_dbsize(struct cmd_ctx *c)
 		resp_errorf(c->out, "ERR DBSIZE: %s", err);
 		return 0;
 	}
+	if (!c->txn && !walk_durable(c, "DBSIZE"))
+		return 0;
 	resp_int(c->out, (long long)n);
 	return 0;
 }

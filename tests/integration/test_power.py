@@ -233,18 +233,21 @@ def test_power_loss_at_random_points(make_server, path):
 
 
 class CounterClients(rckvtest.UntilDeath):
-    """One client INCRs `ctr` one at a time (`acked`: the values it was
-    answered), readers GET it in pipelines of 8 (`seen`: the largest value
-    any GET returned), until the server dies under them."""
+    """One client INCRs `ctr` and then SETs the key k:<its value>, one
+    command at a time (`acked`: the largest value INCR answered); readers
+    send pipelines of 8 GET ctr (`seen`: the largest value one returned),
+    or of 8 DBSIZE (`seen_size`: the largest count), until the server dies
+    under them."""
 
-    def __init__(self, server, readers=4):
+    def __init__(self, server, readers=2):
         super().__init__()
         self.server = server
         self.acked = 0
         self.seen = 0
+        self.seen_size = 0
         self.threads = [threading.Thread(target=self._write, daemon=True)]
-        self.threads += [threading.Thread(target=self._read, daemon=True)
-                         for _ in range(readers)]
+        self.threads += [threading.Thread(target=self._read, args=(cmd,), daemon=True)
+                         for _ in range(readers) for cmd in ("GET", "DBSIZE")]
 
     def _write(self):
         try:
@@ -253,18 +256,22 @@ class CounterClients(rckvtest.UntilDeath):
                     v = c.call("INCR", "ctr")
                     with self.lock:
                         self.acked = max(self.acked, v)
+                    c.call("SET", "k:%d" % v, 1)
         except (Closed, OSError):
             return
 
-    def _read(self):
+    def _read(self, cmd):
+        args = ("GET", "ctr") if cmd == "GET" else ("DBSIZE",)
         try:
             with self.server.raw(timeout=20) as c:
                 while True:
-                    c.send(rckvtest.encode("GET", "ctr") * 8)
-                    got = [c.read() for _ in range(8)]
-                    top = max(int(v) for v in got if v is not None) if any(got) else 0
+                    c.send(rckvtest.encode(*args) * 8)
+                    got = [int(v) for v in (c.read() for _ in range(8)) if v is not None]
                     with self.lock:
-                        self.seen = max(self.seen, top)
+                        if cmd == "GET":
+                            self.seen = max([self.seen] + got)
+                        else:
+                            self.seen_size = max([self.seen_size] + got)
         except (Closed, OSError):
             return
 
@@ -274,9 +281,11 @@ def test_reads_see_only_what_a_power_cut_keeps(make_server):
     """Under early lock release (cc/durable.h) a commit's keys are free
     before its log record is durable, so a read may find a value no fsync
     covers yet; the read's reply must wait for that fsync, as a commit's
-    does. Readers GET a counter while a client INCRs it, until a power cut
-    at a random persist: after the restart the counter is at least every
-    value a GET returned (and every INCR acknowledged)."""
+    does; and so must a walk of the store outside a transaction (DBSIZE,
+    KEYS, SCAN). Readers GET a counter and ask DBSIZE while a client INCRs
+    it and adds a key, until a power cut at a random persist: after the
+    restart the counter is at least every value a GET returned (and every
+    INCR acknowledged), and DBSIZE every count it answered."""
     rng = random.Random()
     seed = rng.randrange(1 << 30)
     rng.seed(seed)
@@ -284,8 +293,8 @@ def test_reads_see_only_what_a_power_cut_keeps(make_server):
     s = make_server(opts=sim_opts())
     assert s.stop() == 0, s.log_tail()
     cuts = 0
-    for cycle in range(8):
-        s.opts.update({"power-sim-crash-after": rng.randint(30, 1500)})
+    for cycle in range(12):
+        s.opts.update({"power-sim-crash-after": rng.randint(20, 400)})
         offset = s.log_size()
         if start_any(s):
             cc = CounterClients(s)
@@ -304,12 +313,15 @@ def test_reads_see_only_what_a_power_cut_keeps(make_server):
         s.start()
         with s.raw() as c:
             final = int(c.call("GET", "ctr") or 0)
+            size = c.call("DBSIZE")
         assert final >= cc.acked, "cycle %d: acknowledged INCRs lost (%d > %d)" % (
             cycle, cc.acked, final)
         assert final >= cc.seen, ("cycle %d: a GET returned %d, which the power cut lost "
                                   "(the counter is %d after it)" % (cycle, cc.seen, final))
+        assert size >= cc.seen_size, ("cycle %d: a DBSIZE returned %d, which the power cut "
+                                      "lost (%d keys after it)" % (cycle, cc.seen_size, size))
         s.stop()
-    assert cuts >= 4, "the crash points were hardly ever reached (%d)" % cuts
+    assert cuts >= 6, "the crash points were hardly ever reached (%d)" % cuts
 
 
 @pytest.mark.time_limit(60)
