@@ -49,6 +49,7 @@
 #include "rdma/fab.h"
 
 struct cc_node;
+struct cc_worker;
 struct txn;
 struct durable;
 
@@ -151,7 +152,6 @@ bool durable_early_release(const struct cc_node *n);
 int durable_wait_reads(struct txn *t);
 /* The same wait for a command that read the store outside a transaction
  * (KEYS, SCAN, DBSIZE), on worker w's coroutine. */
-struct cc_worker;
 int durable_wait_seen(struct cc_node *n, struct cc_worker *w);
 /* What a commit's peer waits compare (txn.ring_epoch, taken at its
  * start): with journal rings, bumped whenever a peer's ring is replaced
