@@ -496,6 +496,20 @@ class UntilDeath:
             assert not t.is_alive(), "a client did not notice the server died"
         assert not self.errors, self.errors[:5]
 
+    def run_until_death(self, server, seconds):
+        """Start; wait for the server to die (a power-sim cut point) for
+        up to `seconds`, kill -9 it if it has not; join. True when it had
+        to be killed."""
+        self.start()
+        deadline = time.monotonic() + seconds
+        while server.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        killed = server.alive()
+        if killed:
+            server.kill9()
+        self.join()
+        return killed
+
 
 class MultiThread(threading.Thread):
     """One MULTI ... EXEC on its own connection, in a thread (protocol

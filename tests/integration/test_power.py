@@ -194,14 +194,8 @@ def test_power_loss_at_random_points(make_server, path):
         offset = s.log_size()
         if start_any(s):
             w = Transfers(s, cycle)
-            w.start()
-            deadline = time.monotonic() + rng.uniform(0.3, 1.5)
-            while s.alive() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            if s.alive():
-                s.kill9()   # no cut point reached: a power cut at a random moment
-                kills += 1
-            w.join()
+            # No cut point reached: a power cut at a random moment.
+            kills += w.run_until_death(s, rng.uniform(0.3, 1.5))
             all_sent.update(w.sent)
             all_acked |= w.acked
         else:
@@ -298,13 +292,7 @@ def test_reads_see_only_what_a_power_cut_keeps(make_server):
         offset = s.log_size()
         if start_any(s):
             cc = CounterClients(s)
-            cc.start()
-            deadline = time.monotonic() + 5
-            while s.alive() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            if s.alive():
-                s.kill9()
-            cc.join()
+            cc.run_until_death(s, 5)
         else:
             s.kill9()
             continue
@@ -619,13 +607,7 @@ def test_power_cut_in_a_checkpoint(make_server):
         offset = s.log_size()
         if start_any(s):
             w = Transfers(s, 100 + cycle)
-            w.start()
-            deadline = time.monotonic() + 8
-            while s.alive() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            if s.alive():
-                s.kill9()
-            w.join()
+            w.run_until_death(s, 8)
             all_sent.update(w.sent)
             all_acked |= w.acked
         else:
