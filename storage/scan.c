@@ -241,6 +241,27 @@ int st_recover_stats(struct st_region *r, uint64_t *live_keys, struct st_log_sta
 				live++;
 		}
 	}
+	/* Every other block is free now, its lock word included: a lock a
+	 * dead transaction won on a block that then left the index (a
+	 * relocation's old block, through a stale address) would otherwise
+	 * stay on the free block, and the allocator, which waits for a held
+	 * word (alloc.c (5)), would keep the block from use until the next
+	 * recovery. */
+	for (uint64_t s = 0; s < L->slab_count; s++) {
+		if (tab[s] == 0 || tab[s] > ST_NCLASSES)
+			continue;
+		unsigned cls = (unsigned)tab[s] - 1;
+		uint32_t size = st_csize(cls), nb = st_cblocks(cls);
+		const uint64_t *bm = (const uint64_t *)(r->base + st_bitmap_word_off(L, s, 0));
+		char *slab = r->base + L->slab_off + s * (uint64_t)ST_SLAB_BYTES;
+		for (uint32_t idx = 0; idx < nb; idx++) {
+			struct st_item *it = (struct st_item *)(slab + (uint64_t)idx * size);
+			if (!(bm[idx / 64] & (1ull << (idx % 64))) && it->lock) {
+				it->lock = 0;
+				released++;
+			}
+		}
+	}
 	for (uint64_t s = 0; s < L->slab_count; s++)
 		if (!used[s])
 			tab[s] = 0;

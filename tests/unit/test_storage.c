@@ -434,12 +434,15 @@ static void test_create_lookup(void)
 	CHECK(st_count(e.r) == NKEYS / 2, "count after reopen");
 
 	/* Unclean stop with debris: a lock held, a bucket lock held, a block
-	 * allocated but never published. Recovery clears all three. */
+	 * allocated but never published, and a lock held on that free block
+	 * (a latch won through a stale address). Recovery clears all of
+	 * them. */
 	struct st_ref lost;
 	CHECK_RC(st_alloc(&e.b, e.L, 1, 10, 500, &lost), 0);
 	CHECK(bit_used(&e, &lost), "lost block is taken");
-	uint64_t one = 0x1234;
+	uint64_t one = 0x1234, owner = 0x0100000000012345ull;
 	CHECK_RC(fab_write1(&e.b, 1, refs[4].off, &one, 8), 0);
+	CHECK_RC(fab_write1(&e.b, 1, lost.off, &owner, 8), 0);
 	CHECK_RC(fab_write1(&e.b, 1, e.L->index_off + 64 * 5, &one, 8), 0);
 	env_close(&e, false);
 	env_open(&e, &cfg);
@@ -448,6 +451,8 @@ static void test_create_lookup(void)
 	CHECK_RC(st_recover(e.r, &live), 0);
 	CHECK(live == NKEYS / 2, "recovered live keys %llu", (unsigned long long)live);
 	CHECK(!bit_used(&e, &lost), "unpublished block freed by recovery");
+	CHECK(*(uint64_t *)((char *)st_region_base(e.r) + lost.off) == 0,
+	      "a free block's lock word reset by recovery");
 	CHECK(bits_in_use(&e) == NKEYS, "blocks in use after recovery");
 	CHECK_RC(lookup(&e, 4, &ref), 0);
 	CHECK(e.buf->lock == 0, "lock reset");
