@@ -250,6 +250,7 @@ struct txn {
 				     that won), so the abort has those nodes release
 				     whatever this transaction holds there
 				     (undo_locks_pending) */
+	uint64_t unknown_noted;   /* of those, the ones undo_locks_pending recorded */
 	struct fab_batch batch;
 	struct fab_stats fstats;
 
@@ -411,6 +412,13 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 /* Abort: roll installs back if any were posted, release every lock word
  * the transaction holds, retire its records. */
 void prim_release_locks(struct txn *t);
+/* After prim_release_locks: a protocol's own cleanup that ran later and
+ * lost a reply (a latch CAS won on a node that then failed) grew
+ * t->unknown; those nodes release every lock word naming t when the
+ * control plane reaches them (undo_locks_pending). A cluster node's
+ * restart keeps its peers' lock words (server/recovery.c): without this,
+ * such a latch is held for good. */
+void prim_locks_pending(struct txn *t);
 
 /* ---- transaction records (RCBench T^g, DESIGN.md section 9) ----
  *

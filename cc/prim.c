@@ -668,6 +668,12 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
  * retire the records. A node that fails meanwhile settles our records
  * itself when it rejoins (the slot waits in quarantine until then).
  */
+void prim_locks_pending(struct txn *t)
+{
+	if (t->unknown & ~t->unknown_noted)
+		undo_locks_pending(t, 0); /* t->unknown's nodes */
+}
+
 void prim_release_locks(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;

@@ -119,6 +119,7 @@ void undo_locks_pending(struct txn *t, uint64_t failed)
 			ck_pr_store_64(&n->lock_pending_nodes[i], failed);
 			ck_pr_fence_store();
 			ck_pr_store_64(&n->lock_pending[i], t->owner);
+			t->unknown_noted |= failed;
 			return;
 		}
 		long long limit = (long long)ck_pr_load_64(&n->limits.txn_timeout_ms);

@@ -153,7 +153,11 @@
  *      (lb := past a fresh stamp). Entries of such attempts (zombies) are
  *      dropped from a list found full (list_gc) and, from a wL, after
  *      they emptied a reader's interval (drop_zombies): a writer leaves
- *      wL with its install, so one still listed never committed.
+ *      wL with its install, so one still listed never committed. A live
+ *      node's attempt whose cleanup could not reach an item (its node was
+ *      down then) leaves zombies too, whose record still carries their
+ *      tid: it says CM, or AB (mt_abort writes it then), so list_gc tells
+ *      them from running ones by st.
  *
  * Deviations from the paper, and why:
  *  - Garbled passages, as read here (notes-rcbench.md A.2): "AcaTMExcLock"
@@ -212,6 +216,8 @@
  *    list before the retry begins, and its record's tid changes then;
  *    whoever still holds its tid treats it as running or over, which only
  *    constrains them (the paper's AB is only ever read to skip T').
+ *    Except when its cleanup left entries behind (a node it could not
+ *    reach): then it writes AB, for list_gc (invariant (7)).
  */
 #include <ck_pr.h>
 #include <stdlib.h>
@@ -405,9 +411,18 @@ static bool list_gc(struct txn *t, struct cc_access *a, uint64_t *l, unsigned s,
 		return false;
 	bool dropped = false;
 	for (unsigned i = 0; i < s; i++) {
-		if (rec[i][RW_TID] == l[i])
-			continue; /* running, or deciding: it leaves by itself */
-		uint64_t cts = rec[i][RW_PTID] == l[i] ? rec[i][RW_PCTS] : cc_ts_next(t);
+		uint64_t cts;
+		if (rec[i][RW_TID] == l[i]) {
+			if (rec[i][RW_ST] == MT_RUN)
+				continue; /* running, or deciding: it leaves by itself */
+			/* Decided and still listed: its attempt left the entry
+			 * (its cleanup could not reach this node, mt_abort), or
+			 * is about to leave it, and raise rts to its cts as we
+			 * do here. An abort leaves rts alone. */
+			cts = rec[i][RW_ST] == MT_CM ? rec[i][RW_LB] : 0;
+		} else {
+			cts = rec[i][RW_PTID] == l[i] ? rec[i][RW_PCTS] : cc_ts_next(t);
+		}
 		if (readers && cts > a->img->meta[0]) {
 			a->img->meta[0] = cts;
 			prim_post_write_bytes(t, a, 16, &a->img->meta[0], 8);
@@ -866,16 +881,20 @@ static void drop_zombies(struct txn *t, struct others *o)
 	if (!n)
 		return;
 	int rc = prim_exec(t);
+	uint64_t failed = rc ? prim_failed_nodes(t) : 0;
 	int cause = t->cause;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (!(a->p[1] & mark))
 			continue;
 		a->p[1] &= ~mark;
-		if (rc || a->stage[2] != 0)
-			continue; /* busy, or the batch failed: leave it */
+		/* Where the batch failed, t->unknown has the node release
+		 * what the CAS may have won; elsewhere a won latch is ours to
+		 * give back, even if another node failed. */
+		if ((failed >> a->node & 1) || a->stage[2] != 0)
+			continue;
 		unsigned s = acc_slots(a);
-		if (prim_check_block(t, a) != CC_OK || !desc_valid(a->img->meta[1]) ||
+		if (rc || prim_check_block(t, a) != CC_OK || !desc_valid(a->img->meta[1]) ||
 		    desc_slots(a->img->meta[1]) != s || area_slots(t, a) != s) {
 			prim_post_cas_item(t, a, W_LOCK, t->owner, 0, &a->stage[0]);
 			continue;
@@ -980,14 +999,16 @@ static void install_prep(struct txn *t)
  * every list we are still in, and rts raised for the reads of a commit.
  * Runs to the end (a commit cannot be undone), waiting for busy latches
  * while it holds none; gives up only when a node failed (its entries then
- * read as over, invariant (7)).
+ * read as over, invariant (7)) or after MT_UNREG_ROUNDS. Returns whether
+ * it left any entry behind.
  */
-static void unregister(struct txn *t, uint64_t cts)
+static bool unregister(struct txn *t, uint64_t cts)
 {
 	const uint64_t pend = 1ull << 40; /* latch posted this round */
 	uint64_t tid = tid_of(t);
 	int cause = t->cause;
-	for (int round = 0; round < MT_UNREG_ROUNDS; round++) {
+	bool abandoned = false;
+	for (int round = 0;; round++) {
 		int n = 0;
 		for (int i = 0; i < t->nacc; i++) {
 			struct cc_access *a = t->acc[i];
@@ -999,6 +1020,10 @@ static void unregister(struct txn *t, uint64_t cts)
 		}
 		if (!n)
 			break;
+		if (round == MT_UNREG_ROUNDS) {
+			abandoned = true;
+			break;
+		}
 		int rc = prim_exec(t);
 		uint64_t failed = prim_failed_nodes(t);
 		bool left = false;
@@ -1009,6 +1034,7 @@ static void unregister(struct txn *t, uint64_t cts)
 			a->p[1] &= ~pend;
 			if (failed >> a->node & 1) {
 				a->p[1] &= ~(uint64_t)(F_RL | F_WL);
+				abandoned = true;
 				continue;
 			}
 			uint64_t old = a->stage[2];
@@ -1020,9 +1046,11 @@ static void unregister(struct txn *t, uint64_t cts)
 				continue;
 			}
 			if (rc || prim_check_block(t, a) != CC_OK) {
-				/* Moved or retired: nobody reads its lists now. */
+				/* Moved or retired: nobody reads its lists now.
+				 * Or another node failed: we give up here too. */
 				prim_post_cas_item(t, a, W_LOCK, t->owner, 0, &a->stage[0]);
 				a->p[1] &= ~(uint64_t)(F_RL | F_WL);
+				abandoned |= rc != 0;
 				continue;
 			}
 			unsigned s = acc_slots(a);
@@ -1038,11 +1066,16 @@ static void unregister(struct txn *t, uint64_t cts)
 			prim_post_write_word(t, a, W_LOCK, 0);
 			a->p[1] &= ~(uint64_t)(F_RL | F_WL);
 		}
-		if (prim_exec(t) || !left)
+		if (prim_exec(t)) {
+			abandoned = true;
+			break;
+		}
+		if (!left)
 			break;
 		(void)cc_wait(t, round < 8 ? round : 8);
 	}
 	t->cause = cause;
+	return abandoned;
 }
 
 static int mt_commit(struct txn *t)
@@ -1062,7 +1095,8 @@ static int mt_commit(struct txn *t)
 	install_prep(t);
 	if ((rc = prim_commit_writes(t, t->cts)))
 		return rc;
-	unregister(t, t->cts);
+	(void)unregister(t, t->cts); /* what it leaves, list_gc drops: st is CM */
+	prim_locks_pending(t); /* a latch it won where a reply was lost */
 	return CC_OK;
 }
 
@@ -1070,7 +1104,18 @@ static void mt_abort(struct txn *t)
 {
 	int cause = t->cause;
 	prim_release_locks(t); /* rolls installs back, drops every latch */
-	unregister(t, 0);
+	bool left = unregister(t, 0);
+	prim_locks_pending(t); /* a latch it won where a reply was lost */
+	if (left) {
+		/* Entries left in lists we could not reach: our record says
+		 * this attempt is over, so whoever finds them drops them
+		 * (list_gc). Without it they would read as running for as
+		 * long as the record keeps this tid: a list full for good.
+		 * Only we write our st (a validator writes lb, ub). */
+		static const uint64_t ab = MT_AB;
+		prim_post_write_txn_buf(t, prim_self(t), t->rec, RW_ST, &ab, 8);
+		(void)prim_exec(t);
+	}
 	t->cause = cause;
 }
 
