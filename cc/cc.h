@@ -251,6 +251,7 @@ struct txn {
 				     whatever this transaction holds there
 				     (undo_locks_pending) */
 	uint64_t unknown_noted;   /* of those, the ones undo_locks_pending recorded */
+	uint64_t reached;         /* nodes this attempt's prim_exec sent ops to */
 	struct fab_batch batch;
 	struct fab_stats fstats;
 

@@ -335,6 +335,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->fatal = 0;
 	t->unknown = 0;
 	t->unknown_noted = 0;
+	t->reached = 0;
 	t->durable_waited = false;
 	t->single_read = false;
 	t->single_write = false;

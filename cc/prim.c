@@ -34,11 +34,20 @@ static int img_reserve(struct cc_access *a, uint8_t cls)
 
 int prim_exec(struct txn *t)
 {
+	uint64_t nodes = 0;
+	for (int i = 0; i < t->batch.n; i++)
+		nodes |= 1ull << (t->batch.ops[i].node & 63);
 	int rc = fab_exec(&t->batch);
+	uint64_t reached = t->reached;
+	t->reached |= nodes & ~t->batch.unsent;
 	if (rc) {
 		/* A part that failed after it was sent may have run: a lock CAS
-		 * in it may hold a lock that no access records. */
-		t->unknown |= t->batch.failed & ~t->batch.unsent;
+		 * in it may hold a lock that no access records. One refused at
+		 * post ran nothing, but on a node an earlier exec of this
+		 * attempt reached it may have been the release of a lock won
+		 * there (a latch given back in the next round, maat's): that
+		 * lock is no access's either. */
+		t->unknown |= t->batch.failed & (~t->batch.unsent | reached);
 		t->fatal = CC_EFAB;
 		return CC_EFAB;
 	}
