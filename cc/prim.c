@@ -671,18 +671,18 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	return unsure ? CC_EUNKNOWN : CC_OK;
 }
 
-/*
- * The abort every protocol ends with: if installs were posted, put the old
- * images back (and swapped index slots), then release every lock and
- * retire the records. A node that fails meanwhile settles our records
- * itself when it rejoins (the slot waits in quarantine until then).
- */
 void prim_locks_pending(struct txn *t)
 {
 	if (t->unknown & ~t->unknown_noted)
 		undo_locks_pending(t, 0); /* t->unknown's nodes */
 }
 
+/*
+ * The abort every protocol ends with: if installs were posted, put the old
+ * images back (and swapped index slots), then release every lock and
+ * retire the records. A node that fails meanwhile settles our records
+ * itself when it rejoins (the slot waits in quarantine until then).
+ */
 void prim_release_locks(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
