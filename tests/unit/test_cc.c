@@ -1015,6 +1015,50 @@ static void test_maat_lists(void)
 	       "a placeholder held exclusively\n");
 }
 
+/* A record of node 1 (maat's words: 2 tid, 3 st, 4 lb) saying that the
+ * attempt tid ended as st (2 CM at cts, 3 AB) while its entry stayed. */
+static void maat_record(unsigned rec, uint64_t tid, uint64_t st, uint64_t cts)
+{
+	uint64_t *w = (uint64_t *)((char *)st_region_base(N.cc.region) +
+				   st_txn_state_off(N.cc.layout, rec));
+	w[2] = tid;
+	w[3] = st;
+	w[4] = w[5] = cts;
+}
+
+/*
+ * A reader list full of entries whose attempts ended without leaving it
+ * (their cleanup could not reach the item: its node was down), each
+ * record still carrying its tid: the next reader drops them (list_gc)
+ * and registers, where it used to abort on the full list until
+ * txn-timeout. rts moves past the committed one's cts.
+ */
+static void test_maat_decided_zombies(void)
+{
+	node_up("maat");
+	N.cc.limits.txn_timeout_ms = 2000;
+	struct kv x = { .key = "ml:x", .val = "x0", .len = 2 };
+	run_one(kv_set, &x);
+	struct maat_seen m = { 0 };
+	run_one(maat_body, &m);
+	struct st_item *it = item_at(m.off_x);
+	uint64_t *rl = (uint64_t *)((char *)it + st_class_size(st_ident_class(it->ident)) - 64);
+	const uint64_t clock = m.tid >> 16, cts = m.tid + (1ull << 30);
+	for (unsigned i = 0; i < 4; i++) {
+		unsigned rec = 1000 + i;
+		rl[i] = ((clock - 1000 + i) << 16) | (1u << 10) | rec;
+		maat_record(rec, rl[i], i == 0 ? 2 : 3, i == 0 ? cts : 0);
+	}
+	struct kv r = { .key = "ml:x" };
+	run_one(kv_get, &r);
+	CHECK(r.found && strcmp(r.got, "x0") == 0);
+	for (unsigned i = 0; i < 4; i++)
+		CHECK(rl[i] == 0);
+	CHECK(it->meta[0] >= cts); /* past the committed entry's cts */
+	node_down();
+	printf("  maat: a list full of decided attempts' leftovers is cleaned by the next reader\n");
+}
+
 static void test_cache_hold(void)
 {
 	struct cc_cache *c = cc_cache_create(4);
@@ -1156,6 +1200,7 @@ int main(void)
 	test_two_nodes("maat");
 	test_fetch_more("maat");
 	test_maat_lists();
+	test_maat_decided_zombies();
 	/* With a fabric delay every round trip yields, so the coroutines of a
 	 * worker interleave inside their transactions: per-worker state that
 	 * is not per-transaction shows up here (it lost increments once). */
