@@ -21,11 +21,13 @@
  * With the write-ahead log (st_region_is_wal) no ranges are tracked: the
  * fabric notes every write in the log as it is made (fab_journal), and a
  * round is one st_wal_flush, an append and one fdatasync for everything
- * noted so far. durable_wait queues without waking the flusher; each
- * worker rings it once at the end of a pass of its loop (durable_ring), so
- * the commits of a pass share a round. Under power-everysec the round is
- * the worker's own, at that same point (a write() without the sync, which
- * a timer makes once a second).
+ * noted so far. durable_wait only parks; at the end of a pass of its loop
+ * (durable_ring) the worker takes the round for the commits of the pass,
+ * one round at a time: it syncs them on its own thread, as Redis's event
+ * loop does, when many wait, and hands them to the flusher when few do
+ * (wal_round says why). Under power-everysec the round is always the
+ * worker's own, at that same point (a write() without the sync, which a
+ * timer makes once a second).
  *
  * Invariants:
  * (1) Rounds complete in the order they were taken, and a request belongs
@@ -109,10 +111,11 @@ int durable_attach_peer(struct cc_node *n, uint16_t node, const char *region_pat
  * coroutines queued requests during the pass, wake the flusher for them
  * now (durable_wait queues without waking it, so every commit of a pass
  * shares one round: one fdatasync per pass of the event loop, as Redis's
- * appendfsync always). Worker's thread; a no-op without persistence
- * power.
+ * appendfsync always), or sync them on this thread (wal_round). Returns
+ * true when this thread synced and woke coroutines. Worker's thread; a
+ * no-op without persistence power.
  */
-void durable_ring(struct cc_node *n, int worker);
+bool durable_ring(struct cc_node *n, int worker);
 
 /*
  * durable_ordered - true when what a transaction writes reaches the medium
@@ -167,6 +170,8 @@ struct durable_stats {
 	uint64_t requests;  /* every wait served */
 	uint64_t syncs;     /* flushes: one per node per round (plus whole-region ones) */
 	uint64_t pages;     /* pages they covered (a peer's: its span) */
+	uint64_t inline_rounds; /* power's log rounds a worker synced on its own
+				   thread (wal_round), not the flusher */
 };
 void durable_get_stats(const struct cc_node *n, struct durable_stats *out);
 

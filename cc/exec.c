@@ -45,9 +45,9 @@ void cc_worker_tick(struct cc_worker *ccw)
 	ccw->clock_reuse = 0;
 }
 
-void cc_worker_pass_end(struct cc_worker *ccw)
+bool cc_worker_pass_end(struct cc_worker *ccw)
 {
-	durable_ring(ccw->node, ccw->worker_id);
+	return durable_ring(ccw->node, ccw->worker_id);
 }
 
 static uint64_t ts_make(struct txn *t, uint64_t us)

@@ -101,8 +101,10 @@ void cc_worker_tick(struct cc_worker *ccw);
 
 /* Called by the worker after each pass of its loop has run its coroutines:
  * the commits they queued for group commit during the pass go to the
- * flusher together, as one round (cc/durable.c, durable_ring). */
-void cc_worker_pass_end(struct cc_worker *ccw);
+ * flusher together, as one round (cc/durable.c, durable_ring). True when
+ * the round was synced on this thread and woke coroutines: the worker
+ * runs them and sends their replies before it waits again. */
+bool cc_worker_pass_end(struct cc_worker *ccw);
 
 /* Initialize a fabric batch for a coroutine of worker ccw: waits yield the
  * coroutine (sleep, park/unpark) instead of blocking the thread. */

@@ -158,6 +158,10 @@ struct cc_node {
 	 * (fab_flush: tcp), not by their journal rings. Set before
 	 * durable_start. */
 	bool durable_remote;
+	/* power's log: a worker syncs a round itself when at least this many
+	 * of its commits wait (0: never; cc/durable.c, wal_round). Set before
+	 * durable_start. */
+	int durable_worker_sync_min;
 	/* Group commit: flusher rounds (each one msync per distinct page
 	 * range), and transactions whose commit point those rounds made
 	 * durable; gc_commits / gc_flushes is the commits one flush served.

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cc/cc.h"
+#include "cc/durable.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
 #include "server/client.h"
@@ -867,6 +868,8 @@ static void info_persistence(struct info_ctx *x)
 	srv_sbuf_printf(x->b, "persistence_path:%s\r\n", srv_durable_path(n));
 	struct st_wal_stats ws;
 	st_wal_get_stats(n->cc.region, &ws);
+	struct durable_stats ds;
+	durable_get_stats(&n->cc, &ds);
 	if (st_region_is_wal(n->cc.region)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -887,6 +890,7 @@ static void info_persistence(struct info_ctx *x)
 			"log_fsyncs:%llu\r\n"
 			"log_fsyncs_per_sec:%.1f\r\n"
 			"log_commits_per_fsync:%.2f\r\n"
+			"log_rounds_synced_by_worker:%llu\r\n"
 			"log_last_error:%s\r\n"
 			"log_replayed_records:%llu\r\n"
 			"log_torn_bytes_ignored:%llu\r\n"
@@ -901,6 +905,7 @@ static void info_persistence(struct info_ctx *x)
 			(unsigned long long)ws.log_bytes, (unsigned long long)ws.segment,
 			(unsigned long long)ws.records, (unsigned long long)ws.fsyncs, n->fsync_rate,
 			ws.fsyncs ? (double)gc_commits / (double)ws.fsyncs : 0.0,
+			(unsigned long long)ds.inline_rounds,
 			ws.flush_err ? strerror(-ws.flush_err) : "none",
 			(unsigned long long)ws.replayed_records, (unsigned long long)ws.torn_bytes,
 			n->cfg.checkpoint_log_size, (unsigned long long)ws.checkpoints,

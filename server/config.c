@@ -132,6 +132,8 @@ static const struct opt options[] = {
 	{ "power-log", OT_BOOL, false, OFF(power_log), 0, 0, NULL, "yes" },
 	{ "checkpoint-log-size", OT_MEM, false, OFF(checkpoint_log_size), 64LL << 10, 1LL << 44,
 	  NULL, "64mb" },
+	{ "power-worker-sync-min", OT_INT, false, OFF(power_worker_sync_min), 0, INT_MAX, NULL,
+	  "8" },
 	{ "power-sim", OT_BOOL, false, OFF(power_sim), 0, 0, NULL, "no" },
 	{ "power-sim-crash-in", OT_ENUM, false, OFF(power_sim_crash_in), 0, 0, crash_in_choices,
 	  "any" },

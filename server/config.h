@@ -67,6 +67,7 @@ struct srv_config {
 	char *persistence;              /* persistence process: none|process|power|power-everysec */
 	bool power_log;                 /* power-log yes: power off pmem keeps a write-ahead log */
 	long long checkpoint_log_size;  /* checkpoint-log-size 64mb: log between checkpoints */
+	int power_worker_sync_min;      /* power-worker-sync-min 8: cc/durable.c, wal_round */
 	bool power_sim;                 /* power-sim no: simulate power loss (testing) */
 	long long power_sim_crash_after; /* power-sim-crash-after 0: cut at this persist */
 	char *power_sim_crash_in;       /* power-sim-crash-in any: count only checkpoint persists */

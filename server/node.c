@@ -416,6 +416,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		 * which it equips with write tracking (or the log's journal)
 		 * and its wake-up fd. */
 		n->cc.durable_everysec = strcasecmp(n->cfg.persistence, "power-everysec") == 0;
+		n->cc.durable_worker_sync_min = n->cfg.power_worker_sync_min;
 		n->cc.durable_remote = n->cfg.ncluster_nodes > 0 &&
 				       strcasecmp(n->cfg.fabric, "tcp") == 0;
 		if (durable_start(&n->cc, err, errlen) != 0)

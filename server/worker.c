@@ -231,8 +231,17 @@ static void *worker_main(void *arg)
 			run_ready(w);
 		sched_run(w->sched);
 		fab_worker_flush(w->fw); /* the fabric requests its coroutines posted */
-		cc_worker_pass_end(w->ccw); /* and the commits they queued for a sync */
+		/* The replies before the commits' sync: persistence power may
+		 * sync on this thread (cc/durable.c, wal_round), and the replies
+		 * of the previous round's commits must not wait for this one. */
 		client_flush_pending(w);
+		if (cc_worker_pass_end(w->ccw)) {
+			/* It synced here: the commits it woke reply now, as
+			 * Redis writes its replies right after its fsync. */
+			sched_run(w->sched);
+			fab_worker_flush(w->fw);
+			client_flush_pending(w);
+		}
 		if (n->cfg.timeout > 0 && time(NULL) - last_reap >= 1) {
 			last_reap = time(NULL);
 			client_reap_idle(w, n->cfg.timeout);

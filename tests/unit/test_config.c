@@ -444,7 +444,8 @@ static void test_glob(void)
 	CHECK_STR(match(&c, "*-*-*"), "busy-poll-us cc-lock-mode maat-list-slots addr-cache-entries "
 				      "max-key-bytes max-value-bytes "
 				      "client-query-buffer-limit "
-				      "proto-max-bulk-len checkpoint-log-size power-sim-crash-in "
+				      "proto-max-bulk-len checkpoint-log-size power-worker-sync-min "
+				      "power-sim-crash-in "
 				      "power-sim-crash-after fabric-delay-us");
 	CHECK_STR(match(&c, "nosuch*"), "");
 	CHECK_STR(match(&c, ""), "");
@@ -452,7 +453,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 38);
+	CHECK(all.n == 39);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
