@@ -475,6 +475,24 @@ static bool page_is_zero(const char *p)
 }
 
 /*
+ * The first page at or after p that may be nonzero in image: slabs its own
+ * slab table leaves unassigned are all zero (copy_region copies none),
+ * and reading their pages would only fault them in.
+ */
+static uint64_t skip_unassigned(const struct st_layout *L, const char *image, uint64_t p)
+{
+	const uint64_t end = L->slab_off + L->slab_count * ST_SLAB_BYTES;
+	while (p >= L->slab_off && p < end) {
+		uint64_t s = (p - L->slab_off) / ST_SLAB_BYTES, word;
+		memcpy(&word, image + L->slabtab_off + s * 8, sizeof(word));
+		if (word)
+			break;
+		p = L->slab_off + (s + 1) * ST_SLAB_BYTES;
+	}
+	return p;
+}
+
+/*
  * Write image (a copy of the region, or the quiesced region itself) as
  * the checkpoint whose log starts at segment gen, then drop the segments
  * before gen. The image's header is not changed: the file's header is
@@ -500,15 +518,18 @@ static int checkpoint_write(struct st_wal *w, const char *image, uint64_t gen, b
 	struct st_header *h = (struct st_header *)hdr;
 	h->wal_gen = gen;
 	h->clean_shutdown = clean ? 1 : 0;
-	/* Nonzero pages only: the file is sparse, as the region is. */
+	/* Nonzero pages only: the file is sparse, as the region is. power-sim
+	 * counts them first, to cut in the middle. */
+	const struct st_layout *L = &w->r->layout;
 	uint64_t nth = 0, total = 0;
-	for (uint64_t p = ST_HEADER_BYTES; p < size; p += WAL_PAGE)
+	for (uint64_t p = ST_HEADER_BYTES; w->sim && (p = skip_unassigned(L, image, p)) < size;
+	     p += WAL_PAGE)
 		total += !page_is_zero(image + p);
 	bool cut = w->sim && sim_cut(w, true, &nth);
 	uint64_t written = 0, stop = cut ? total / 2 : UINT64_MAX;
 	if (!cut && (rc = st_pwrite_all(fd, hdr, ST_HEADER_BYTES, 0)))
 		goto out;
-	for (uint64_t p = ST_HEADER_BYTES; p < size && written < stop;) {
+	for (uint64_t p = ST_HEADER_BYTES; (p = skip_unassigned(L, image, p)) < size && written < stop;) {
 		if (page_is_zero(image + p)) {
 			p += WAL_PAGE;
 			continue;
