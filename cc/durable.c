@@ -610,6 +610,17 @@ static int aux_poll(void *arg, int worker_id)
 	return woken;
 }
 
+/* Append rq to the flusher's queue (d->lock held). */
+static void queue_req_locked(struct durable *d, struct dreq *rq)
+{
+	rq->qnext = NULL;
+	if (d->tail)
+		d->tail->qnext = rq;
+	else
+		d->head = rq;
+	d->tail = rq;
+}
+
 /* Append the worker's noted ranges to the queue (d->lock held). */
 static int queue_ranges_locked(struct durable *d, struct fab_dirty *fd)
 {
@@ -783,13 +794,8 @@ static int own_wait(struct durable *d, struct cc_node *n, struct cc_worker *w, b
 	}
 	pthread_mutex_lock(&d->lock);
 	int rc = queue_ranges_locked(d, fd);
-	if (rc == 0) {
-		if (d->tail)
-			d->tail->qnext = &rq;
-		else
-			d->head = &rq;
-		d->tail = &rq;
-	}
+	if (rc == 0)
+		queue_req_locked(d, &rq);
 	pthread_mutex_unlock(&d->lock);
 	if (rc)
 		return rc;
@@ -912,12 +918,7 @@ static bool wal_round(struct durable *d, struct cc_node *n, int worker)
 			if (q->handed)
 				continue;
 			q->handed = true;
-			q->qnext = NULL;
-			if (d->tail)
-				d->tail->qnext = q;
-			else
-				d->head = q;
-			d->tail = q;
+			queue_req_locked(d, q);
 		}
 		dw->fresh = 0;
 		pthread_cond_signal(&d->cond);
