@@ -169,7 +169,6 @@ def log_since(server, offset):
         return f.read().decode("utf-8", "replace")
 
 
-@pytest.mark.time_limit(90)
 def power_cut_cycles(s, rng, writers, min_cycles, max_cycles, seconds, min_cuts,
                      sent=(), acked=(), accounts=ACCOUNTS):
     """Cycles of: start s with a random power-sim cut point, run `writers`
@@ -230,6 +229,7 @@ def fund_accounts(s, path, accounts=ACCOUNTS):
     assert s.stop() == 0, s.log_tail()   # a clean stop: everything persisted
 
 
+@pytest.mark.time_limit(90)
 @pytest.mark.parametrize("path", PATHS)
 def test_power_loss_at_random_points(make_server, path):
     rng = random.Random()
@@ -245,6 +245,7 @@ def test_power_loss_at_random_points(make_server, path):
     assert acked > 100, "too few transfers to mean anything"
 
 
+@pytest.mark.time_limit(60)
 def test_power_loss_with_rounds_synced_by_the_worker(make_server):
     """The worker syncs the log's rounds on its own thread (cc/durable.c,
     wal_round) when enough commits end a pass of its loop: power cuts
