@@ -207,16 +207,28 @@ int prim_read_consistent(struct txn *t, struct cc_access *a)
 	return cc_abort_with(t, a->hdr[1][0] ? CC_CAUSE_LOCK : CC_CAUSE_VALIDATE);
 }
 
+/* The op just queued: if it is on the lock word, no log needs it
+ * (FAB_OP_VOLATILE): recovery releases every lock (storage/scan.c), so
+ * a write-ahead log that noted lock words would only grow (a third of an
+ * update's bytes: the lock's CAS and its release). */
+static void mark_lock_word(struct txn *t, int word)
+{
+	if (word == W_LOCK)
+		t->batch.ops[t->batch.n - 1].flags |= FAB_OP_VOLATILE;
+}
+
 void prim_post_cas_item(struct txn *t, struct cc_access *a, int word, uint64_t cmp,
 			uint64_t swp, uint64_t *old)
 {
 	fab_cas(&t->batch, a->ref.node, word_off(a, word), cmp, swp, old);
+	mark_lock_word(t, word);
 }
 
 void prim_post_faa_item(struct txn *t, struct cc_access *a, int word, uint64_t add,
 			uint64_t *old)
 {
 	fab_faa(&t->batch, a->ref.node, word_off(a, word), add, old);
+	mark_lock_word(t, word);
 }
 
 void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t val)
@@ -225,6 +237,7 @@ void prim_post_write_word(struct txn *t, struct cc_access *a, int word, uint64_t
 	uint64_t *slot = &a->stage[word == W_LOCK ? 0 : word == W_VER ? 1 : 2];
 	*slot = val;
 	fab_write(&t->batch, a->ref.node, word_off(a, word), slot, 8);
+	mark_lock_word(t, word);
 }
 
 void prim_post_write_bytes(struct txn *t, struct cc_access *a, uint32_t off, const void *src,

@@ -314,7 +314,9 @@ int fab_apply_request(struct fab *f, struct fab_op *const *ops, int n)
 static const struct fab_journal *journal_of(const struct fab_peer *p, const struct fab_op *op,
 					    bool untracked)
 {
-	return p->journaled && !untracked && op->kind != FAB_READ ? &p->journal : NULL;
+	return p->journaled && !untracked && op->kind != FAB_READ && !(op->flags & FAB_OP_VOLATILE)
+		       ? &p->journal
+		       : NULL;
 }
 
 /* What a batch's direct applies did, by node: ops applied, and ops a
@@ -621,7 +623,7 @@ int fab_exec(struct fab_batch *b)
 			b->stats->verbs[b->ops[i].kind]++;
 	if (b->fw->dirty && !b->untracked)
 		for (int i = 0; i < n; i++)
-			if (b->ops[i].kind != FAB_READ)
+			if (b->ops[i].kind != FAB_READ && !(b->ops[i].flags & FAB_OP_VOLATILE))
 				note_dirty(b->fw->dirty, &b->ops[i]);
 
 	/* Every op on CPU-reachable regions (a shm node, the own node): applied

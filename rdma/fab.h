@@ -63,6 +63,11 @@ struct fab_op {
  * word that completes only once the target's journal holds every write it
  * applied before it durably (struct fab_journal, sync). */
 #define FAB_OP_FLUSH 0x2
+/* fab_op.flags: a word that recovery resets whatever the log says (an
+ * item's lock word: storage/scan.c releases every lock): applied, but
+ * noted in no journal and not tracked for persistence (fab_track_writes),
+ * wherever it is applied. */
+#define FAB_OP_VOLATILE 0x4
 
 struct fab;        /* a node's fabric: backend, own and peers' regions */
 struct fab_worker; /* a worker's endpoints to every node */
@@ -356,9 +361,9 @@ struct fab_dirty *fab_worker_dirty(struct fab_worker *fw);
  * struct fab_journal - a write-ahead log of a region this CPU applies ops
  * to (persistence power's log, storage/wal.c). For each WRITE, CAS and
  * FAA that fab_exec applies directly to that node (not those of an
- * untracked batch: lock releases), it calls lock, applies the op, calls
- * note with the bytes the op left there (a CAS that did not swap left
- * none: no note), then unlock. So two writes to the same bytes are noted
+ * untracked batch, nor FAB_OP_VOLATILE ones: lock words), it calls
+ * lock, applies the op, calls note with the bytes the op left there (a
+ * CAS that did not swap left none: no note), then unlock. So two writes to the same bytes are noted
  * in the order they were made. READs take no lock. A batch whose ops are
  * all applied by this CPU, and whose journaled ops all go to one node,
  * takes the lock once around all of them: its notes are contiguous, with

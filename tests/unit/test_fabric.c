@@ -441,8 +441,9 @@ static void tj_note(void *arg, uint64_t off, const void *src, uint32_t len)
  * The own node with a journal: a batch applied by this CPU takes the lock
  * once and notes, in posting order, what each write left: a WRITE's bytes,
  * a CAS that swapped its new value, an FAA its sum; not a CAS that failed,
- * not a READ, not an op flagged FAB_OP_UNJOURNALED; an untracked batch
- * notes nothing and takes no lock. The region holds every op's effect.
+ * not a READ, not an op flagged FAB_OP_UNJOURNALED or FAB_OP_VOLATILE;
+ * an untracked batch notes nothing and takes no lock, nor does a batch of
+ * volatile ops alone. The region holds every op's effect.
  */
 static void test_journal(const char *be)
 {
@@ -464,14 +465,22 @@ static void test_journal(const char *be)
 	fab_read(b, 1, 64, &got, 8);
 	fab_write(b, 1, 256, &skip, 8);
 	b->ops[b->n - 1].flags |= FAB_OP_UNJOURNALED;
+	uint64_t vold = 1;
+	fab_cas(b, 1, 320, 0, 77, &vold); /* a lock word's CAS */
+	b->ops[b->n - 1].flags |= FAB_OP_VOLATILE;
 	CHECK(fab_exec(b) == 0);
-	CHECK(old1 == 7 && old2 == 8 && fold == 0 && got == 8);
+	CHECK(old1 == 7 && old2 == 8 && fold == 0 && got == 8 && vold == 0);
 	CHECK(tj.locks == 1 && tj.unlocks == 1);
 	CHECKV(tj.n == 3, "%d notes", tj.n);
 	CHECK(tj.off[0] == 64 && tj.len[0] == 8 && tj.word[0] == 7);
 	CHECK(tj.off[1] == 64 && tj.word[1] == 8);
 	CHECK(tj.off[2] == 128 && tj.word[2] == 5);
-	CHECK(get_word(&w, 1, 256) == 9); /* applied all the same */
+	CHECK(get_word(&w, 1, 256) == 9);  /* applied all the same */
+	CHECK(get_word(&w, 1, 320) == 77); /* so was the volatile CAS */
+	fab_write(b, 1, 320, &skip, 8); /* its release, alone: no lock */
+	b->ops[b->n - 1].flags |= FAB_OP_VOLATILE;
+	CHECK(fab_exec(b) == 0);
+	CHECK(tj.n == 3 && tj.locks == 1 && get_word(&w, 1, 320) == 9);
 
 	b->untracked = true;
 	put_word(&w, 1, 64, 11);
