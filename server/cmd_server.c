@@ -899,7 +899,7 @@ static void info_persistence(struct info_ctx *x)
 			"checkpoint_in_progress:%d\r\n"
 			"checkpoint_age_sec:%lld\r\n"
 			"checkpoint_last_ms:%.1f\r\n"
-			"checkpoint_last_pause_ms:%.1f\r\n"
+			"checkpoint_last_copy_ms:%.1f\r\n"
 			"checkpoint_last_bytes:%llu\r\n"
 			"checkpoint_last_error:%s\r\n",
 			(unsigned long long)ws.log_bytes, (unsigned long long)ws.segment,
@@ -911,7 +911,7 @@ static void info_persistence(struct info_ctx *x)
 			n->cfg.checkpoint_log_size, (unsigned long long)ws.checkpoints,
 			ws.checkpoint_running ? 1 : 0,
 			ws.checkpoint_at ? (long long)(t - (time_t)ws.checkpoint_at) : -1LL,
-			(double)ws.checkpoint_us / 1000.0, (double)ws.checkpoint_pause_us / 1000.0,
+			(double)ws.checkpoint_us / 1000.0, (double)ws.checkpoint_copy_us / 1000.0,
 			(unsigned long long)ws.checkpoint_bytes,
 			ws.checkpoint_err ? strerror(-ws.checkpoint_err) : "none");
 	}

@@ -290,7 +290,7 @@ struct st_wal_stats {
 	uint64_t checkpoint_at;       /* unix time the last one was durable; 0 = none yet */
 	uint64_t checkpoint_us;       /* how long its write took */
 	uint64_t checkpoint_bytes;    /* bytes it wrote (its nonzero pages) */
-	uint64_t checkpoint_pause_us; /* how long its copy held writers off */
+	uint64_t checkpoint_copy_us;  /* how long its copy took (writers go on) */
 	bool checkpoint_running;
 	int checkpoint_err, flush_err; /* the last failure's -errno, 0 = none */
 	uint64_t sim_persists;        /* power-sim: persists so far */

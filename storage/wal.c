@@ -22,10 +22,14 @@
  * sequential write and one sync for every commit of the round.
  *
  * A checkpoint is cut by a flush once `checkpoint_bytes` of log were
- * written since the last one: under w->lock, so between two writes, the
- * region is copied and the log moves on to a new segment. The copy is
- * written by the checkpoint thread to node-<id>.region.tmp, synced and
- * renamed over node-<id>.region; then the segments before the new one go.
+ * written since the last one: the log moves on to a new segment, and the
+ * checkpoint thread copies the region while writers go on (a fuzzy copy:
+ * each word old or new, a multi-word write possibly half in), syncs the
+ * log over every write the copy may have seen, and writes the copy to
+ * node-<id>.region.tmp, synced and renamed over node-<id>.region; then the
+ * segments before the new one go. Replay from the new segment rewrites
+ * every write made after the cut, so whatever the copy caught of them,
+ * the region ends as the log says (invariant (5)).
  * Replay starts from the checkpoint and applies the segments from its
  * wal_gen in order; the first record that is short or fails its checksum
  * ends the log (a torn tail: it is ignored and reported).
@@ -43,6 +47,14 @@
  *     checkpoint's data, its rename); a cut writes half of one and kills
  *     the process, so the files hold exactly what a power cut would have
  *     left.
+ * (5) A checkpoint's copy starts after its cut and reaches the file only
+ *     once the log is durable past every write made before the copy
+ *     ended: each such write was noted when it was made (invariant (1)),
+ *     and a batch that noted part of itself when the copy ended holds the
+ *     log's lock to its end, which the sync's take waits for. So replay
+ *     from the cut's segment rewrites every byte the copy may hold half
+ *     of. Words no log holds are lock words (recovery resets them) and a
+ *     single-node commit's undo records, whose retire its batch logs.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -112,8 +124,8 @@ struct st_wal {
 	bool ck_started;
 	pthread_mutex_t ck_lock;
 	pthread_cond_t ck_cond;
-	char *snap;             /* a cut waiting to be written (ck_lock) */
-	uint64_t snap_gen;
+	bool cut;               /* a cut waiting for its copy (ck_lock) */
+	uint64_t cut_gen;       /* the segment its log starts at */
 	bool ck_busy, ck_stop;
 
 	/* power-sim */
@@ -465,6 +477,37 @@ uint64_t st_wal_next_gen(const char *dir, unsigned node, uint64_t gen)
 
 /* ---- checkpoints ---- */
 
+/* Copy [off, off + len) word by word while writers go on: each word old
+ * or new (invariant (5)). */
+static void copy_words(char *dst, const char *src, uint64_t off, uint64_t len)
+{
+	const uint64_t *s = (const uint64_t *)(src + off);
+	uint64_t *d = (uint64_t *)(dst + off);
+	for (uint64_t i = 0; i < len / 8; i++)
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+}
+
+/*
+ * The checkpoint's copy, by the checkpoint thread while writers go on: it
+ * copies only what may be nonzero into dst (zeroed, from calloc: pages
+ * never written cost nothing). Slabs never assigned to a size class are
+ * all zero: their slab table word is 0. A slab assigned after the cut may
+ * be left out: the assignment and every write to it are in the log after
+ * the cut (invariant (5)). Returns microseconds spent.
+ */
+static uint64_t copy_region(char *dst, const char *src, const struct st_layout *L)
+{
+	uint64_t t0 = now_us();
+	copy_words(dst, src, 0, L->slab_off);
+	const uint64_t *tab = (const uint64_t *)(src + L->slabtab_off);
+	for (uint64_t i = 0; i < L->slab_count; i++)
+		if (__atomic_load_n(&tab[i], __ATOMIC_RELAXED))
+			copy_words(dst, src, L->slab_off + i * ST_SLAB_BYTES, ST_SLAB_BYTES);
+	uint64_t tail = L->slab_off + L->slab_count * ST_SLAB_BYTES;
+	copy_words(dst, src, tail, L->size - tail);
+	return now_us() - t0;
+}
+
 static bool page_is_zero(const char *p)
 {
 	const uint64_t *q = (const uint64_t *)p;
@@ -574,23 +617,41 @@ out:
 	return rc;
 }
 
+static int flush_barrier(struct st_region *r);
+
+/* A cut's checkpoint: the copy, made while writers go on; the log synced
+ * over what it may hold (invariant (5)); then the file. */
+static int cut_checkpoint(struct st_wal *w, uint64_t gen)
+{
+	char *snap = calloc(1, w->r->layout.size);
+	if (!snap)
+		return -ENOMEM; /* no checkpoint this time: the log keeps it all */
+	__atomic_store_n(&w->st.checkpoint_copy_us, copy_region(snap, w->r->base, &w->r->layout),
+			 __ATOMIC_RELAXED);
+	int rc = flush_barrier(w->r);
+	if (rc == 0)
+		rc = checkpoint_write(w, snap, gen, false);
+	free(snap);
+	return rc;
+}
+
 static void *ck_main(void *arg)
 {
 	struct st_wal *w = arg;
 	pthread_setname_np(pthread_self(), "rckv-checkpoint"); /* top -H, perf, gdb */
 	pthread_mutex_lock(&w->ck_lock);
 	for (;;) {
-		while (!w->snap && !w->ck_stop)
+		while (!w->cut && !w->ck_stop)
 			pthread_cond_wait(&w->ck_cond, &w->ck_lock);
-		if (!w->snap)
+		if (!w->cut)
 			break;
-		char *snap = w->snap;
-		uint64_t gen = w->snap_gen;
+		uint64_t gen = w->cut_gen;
 		pthread_mutex_unlock(&w->ck_lock);
-		(void)checkpoint_write(w, snap, gen, false);
-		free(snap);
+		int rc = cut_checkpoint(w, gen);
+		if (rc)
+			__atomic_store_n(&w->st.checkpoint_err, rc, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&w->ck_lock);
-		w->snap = NULL;
+		w->cut = false;
 		w->ck_busy = false;
 		pthread_cond_broadcast(&w->ck_cond);
 	}
@@ -713,37 +774,6 @@ static int write_out(struct st_wal *w, bool sync)
 	return 0;
 }
 
-/* Copy [off, off + len) word by word (writers are held off by w->lock, but
- * lock releases are not logged and do not take it: each word is old or
- * new). */
-static void copy_words(char *dst, const char *src, uint64_t off, uint64_t len)
-{
-	const uint64_t *s = (const uint64_t *)(src + off);
-	uint64_t *d = (uint64_t *)(dst + off);
-	for (uint64_t i = 0; i < len / 8; i++)
-		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
-}
-
-/*
- * The checkpoint's copy, under w->lock: writers wait for it, so it copies
- * only what may be nonzero into dst (zeroed, from calloc: pages never
- * written cost nothing). Slabs never assigned to a size class are all
- * zero: their slab table word is 0 (assignment is a logged CAS, which
- * this lock holds off). Returns microseconds spent.
- */
-static uint64_t copy_region(char *dst, const char *src, const struct st_layout *L)
-{
-	uint64_t t0 = now_us();
-	copy_words(dst, src, 0, L->slab_off);
-	const uint64_t *tab = (const uint64_t *)(src + L->slabtab_off);
-	for (uint64_t i = 0; i < L->slab_count; i++)
-		if (__atomic_load_n(&tab[i], __ATOMIC_RELAXED))
-			copy_words(dst, src, L->slab_off + i * ST_SLAB_BYTES, ST_SLAB_BYTES);
-	uint64_t tail = L->slab_off + L->slab_count * ST_SLAB_BYTES;
-	copy_words(dst, src, tail, L->size - tail);
-	return now_us() - t0;
-}
-
 /* Due after checkpoint_bytes of log, and not before twice what the last
  * checkpoint wrote: a checkpoint never writes more than half the log it
  * trims (Redis rewrites its AOF once it doubled). */
@@ -761,36 +791,25 @@ static bool cut_due(struct st_wal *w, uint64_t n)
 	return free_;
 }
 
-/* The cut's copy, between two writes (invariant (1)), or NULL (out of
- * memory: no cut this time). */
-static char *cut_copy(struct st_wal *w)
-{
-	char *snap = calloc(1, w->r->layout.size);
-	if (snap)
-		__atomic_store_n(&w->st.checkpoint_pause_us,
-				 copy_region(snap, w->r->base, &w->r->layout), __ATOMIC_RELAXED);
-	return snap;
-}
-
 /*
  * The journal ring's take (flush_lock held): what writers noted, into
- * w->spare; with a cut due, the ring's mutex is taken (draining while it
- * is busy: jring.c invariant (2)), the rest drained and the region copied
- * with every writer held off. *upto: the ring position taken to.
+ * w->spare. With a cut due, or for a barrier (invariant (5)), the ring's
+ * mutex is taken (draining while it is busy: jring.c invariant (2)) and
+ * the rest drained, so that no batch is half in the take: *cut says
+ * whether a cut is due. *upto: the ring position taken to.
  */
-static int ring_take(struct st_wal *w, size_t *n, char **snap, uint64_t *upto)
+static int ring_take(struct st_wal *w, size_t *n, bool barrier, bool *cut, uint64_t *upto)
 {
 	*n = 0;
 	int rc = st_jring_take(w->ring, &w->spare, n, &w->spare_cap, upto);
-	if (rc == 0 && cut_due(w, *n)) {
+	*cut = rc == 0 && cut_due(w, *n);
+	if (rc == 0 && (*cut || barrier)) {
 		while (!st_jring_trylock(w->ring)) {
 			if ((rc = st_jring_take(w->ring, &w->spare, n, &w->spare_cap, upto)))
 				return rc;
 			sched_yield();
 		}
 		rc = st_jring_take(w->ring, &w->spare, n, &w->spare_cap, upto);
-		if (rc == 0)
-			*snap = cut_copy(w);
 		(void)st_jring_unlock(w->ring);
 	}
 	if (rc == 0 && w->nerr)
@@ -800,18 +819,21 @@ static int ring_take(struct st_wal *w, size_t *n, char **snap, uint64_t *upto)
 	return rc;
 }
 
-int st_wal_flush(struct st_region *r, bool sync)
+/* A flush; barrier: no batch half in its take, so the log holds every
+ * write made before it whole (invariant (5)). */
+static int flush(struct st_region *r, bool sync, bool barrier)
 {
 	struct st_wal *w = r->wal;
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->flush_lock);
-	char *taken, *snap = NULL;
+	char *taken;
+	bool cut = false;
 	size_t n;
 	uint64_t upto = 0, notes = 0;
 	int rc;
 	if (w->ring) {
-		rc = ring_take(w, &n, &snap, &upto);
+		rc = ring_take(w, &n, barrier, &cut, &upto);
 		taken = w->spare;
 	} else {
 		pthread_mutex_lock(&w->lock);
@@ -823,8 +845,7 @@ int st_wal_flush(struct st_region *r, bool sync)
 		w->cap = w->spare_cap;
 		w->n = 0;
 		rc = w->nerr;
-		if (rc == 0 && cut_due(w, n))
-			snap = cut_copy(w);
+		cut = rc == 0 && cut_due(w, n);
 		pthread_mutex_unlock(&w->lock);
 		w->spare = taken;
 		w->spare_cap = cap;
@@ -839,32 +860,41 @@ int st_wal_flush(struct st_region *r, bool sync)
 	}
 	w->since_cut += n;
 	if (rc == 0)
-		rc = write_out(w, sync || snap);
+		rc = write_out(w, sync || cut);
 	if (rc == 0 && w->ring)
 		st_jring_publish(w->ring, upto); /* written (everysec) or synced */
 	else if (rc == 0)
 		__atomic_store_n(&w->notes_out, notes, __ATOMIC_RELEASE);
-	if (rc == 0 && snap) {
+	if (rc == 0 && cut) {
 		/* The old segment is synced (invariant (2)): everything after
-		 * the copy goes to the next one, which the checkpoint names. */
+		 * the cut goes to the next one, which the checkpoint names;
+		 * its copy is made from here on (invariant (5)). */
 		rc = segment_start(w, w->gen + 1);
 		if (rc == 0) {
 			pthread_mutex_lock(&w->ck_lock);
-			w->snap = snap;
-			w->snap_gen = w->gen;
+			w->cut = true;
+			w->cut_gen = w->gen;
 			w->ck_busy = true;
 			pthread_cond_signal(&w->ck_cond);
 			pthread_mutex_unlock(&w->ck_lock);
-			snap = NULL;
 			w->since_cut = 0;
 			__atomic_store_n(&w->st.log_bytes, 0, __ATOMIC_RELAXED);
 		}
 	}
-	free(snap);
 	pthread_mutex_unlock(&w->flush_lock);
 	if (rc)
 		__atomic_store_n(&w->st.flush_err, rc, __ATOMIC_RELAXED);
 	return rc;
+}
+
+int st_wal_flush(struct st_region *r, bool sync)
+{
+	return flush(r, sync, false);
+}
+
+static int flush_barrier(struct st_region *r)
+{
+	return flush(r, true, true);
 }
 
 /*
@@ -1036,7 +1066,7 @@ void st_wal_get_stats(struct st_region *r, struct st_wal_stats *out)
 	out->checkpoint_us = __atomic_load_n(&w->st.checkpoint_us, __ATOMIC_RELAXED);
 	out->checkpoint_at = __atomic_load_n(&w->st.checkpoint_at, __ATOMIC_RELAXED);
 	out->checkpoint_bytes = __atomic_load_n(&w->st.checkpoint_bytes, __ATOMIC_RELAXED);
-	out->checkpoint_pause_us = __atomic_load_n(&w->st.checkpoint_pause_us, __ATOMIC_RELAXED);
+	out->checkpoint_copy_us = __atomic_load_n(&w->st.checkpoint_copy_us, __ATOMIC_RELAXED);
 	out->checkpoint_err = __atomic_load_n(&w->st.checkpoint_err, __ATOMIC_RELAXED);
 	out->flush_err = __atomic_load_n(&w->st.flush_err, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&w->ck_lock);
