@@ -536,6 +536,27 @@ static uint64_t skip_unassigned(const struct st_layout *L, const char *image, ui
 }
 
 /*
+ * The checkpoint's pages reach the disk as they are written, every
+ * CKPT_SYNC_BYTES (Redis's incremental fsync of an AOF rewrite): left to
+ * pile up, hundreds of MB of dirty pages make the log's next fdatasync,
+ * which commits wait for, wait for them too. *behind: the file's offset
+ * synced up to; end: written up to.
+ */
+#define CKPT_SYNC_BYTES (4ull << 20)
+
+static int write_behind(int fd, uint64_t *behind, uint64_t end)
+{
+	if (end - *behind < CKPT_SYNC_BYTES)
+		return 0;
+	if (sync_file_range(fd, (off_t)*behind, (off_t)(end - *behind),
+			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				    SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+		return -errno;
+	*behind = end;
+	return 0;
+}
+
+/*
  * Write image (a copy of the region, or the quiesced region itself) as
  * the checkpoint whose log starts at segment gen, then drop the segments
  * before gen. The image's header is not changed: the file's header is
@@ -569,7 +590,7 @@ static int checkpoint_write(struct st_wal *w, const char *image, uint64_t gen, b
 	     p += WAL_PAGE)
 		total += !page_is_zero(image + p);
 	bool cut = w->sim && sim_cut(w, true, &nth);
-	uint64_t written = 0, stop = cut ? total / 2 : UINT64_MAX;
+	uint64_t written = 0, stop = cut ? total / 2 : UINT64_MAX, behind = 0;
 	if (!cut && (rc = st_pwrite_all(fd, hdr, ST_HEADER_BYTES, 0)))
 		goto out;
 	for (uint64_t p = ST_HEADER_BYTES; (p = skip_unassigned(L, image, p)) < size && written < stop;) {
@@ -583,6 +604,8 @@ static int checkpoint_write(struct st_wal *w, const char *image, uint64_t gen, b
 		if ((rc = st_pwrite_all(fd, image + p, e - p, p)))
 			goto out;
 		written += (e - p) / WAL_PAGE;
+		if (!w->sim && (rc = write_behind(fd, &behind, e)))
+			goto out;
 		p = e;
 	}
 	if (cut)
