@@ -683,6 +683,51 @@ def segments(server):
     return sorted(f for f in os.listdir(server.dir) if f.endswith(".wal"))
 
 
+def persistence_info(server):
+    with server.raw() as c:
+        text = c.call("INFO", "persistence").decode()
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+@pytest.mark.time_limit(60)
+def test_checkpoints_run_while_writes_go_on(make_server):
+    """Checkpoints cut often (checkpoint-log-size 64kb: every 2 MB of log,
+    twice what one writes) while one client writes: INFO counts
+    them (their copy, their bytes), the log moves on to new segments and
+    the older ones are deleted, and a kill -9 afterwards keeps every key,
+    whose values were overwritten while the checkpoints copied them."""
+    s = make_server(opts={"persistence": "power", "memory": "16mb",
+                          "checkpoint-log-size": "64kb"})
+    keys, rounds = 500, 10
+    with s.raw(timeout=20) as c:
+        for r in range(rounds):
+            for i in range(keys):
+                assert c.call_raw("SET", "ck:%d" % i, "%d:%s" % (r, "v" * 90)) == b"+OK\r\n"
+    deadline = time.monotonic() + 20
+    while True:
+        info = persistence_info(s)
+        if info["checkpoint_in_progress"] == "0" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert info["checkpoint_in_progress"] == "0", info
+    assert int(info["checkpoints"]) >= 3, info
+    assert float(info["checkpoint_last_copy_ms"]) > 0, info
+    assert int(info["checkpoint_last_bytes"]) > 0, info
+    assert info["checkpoint_last_error"] == "none", info
+    segment = int(info["log_segment"])
+    assert segment >= 3, info  # one segment per checkpoint: the start's, then cuts
+    left = segments(s)
+    # Only the segments from the last checkpoint's on are kept.
+    assert 1 <= len(left) <= 2, left
+    assert left[-1].endswith("-%d.wal" % segment), (left, segment)
+    s.kill9()
+    s.start()
+    with s.raw(timeout=20) as c:
+        assert c.call("DBSIZE") == keys
+        for i in range(0, keys, 50):
+            assert c.call("GET", "ck:%d" % i) == ("%d:%s" % (rounds - 1, "v" * 90)).encode()
+
+
 @pytest.mark.time_limit(60)
 def test_torn_log_tail_is_ignored_and_logged(make_server):
     """A log whose last record is torn (a power cut in the middle of an
