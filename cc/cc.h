@@ -190,6 +190,13 @@ struct cc_protocol {
 	int (*write)(struct txn *t, struct cc_access *a);
 	int (*commit)(struct txn *t);
 	void (*abort)(struct txn *t);
+	/* Optional: node `peer` restarted, so no transaction of its earlier
+	 * incarnation runs anymore. Drop what of theirs this node's records
+	 * still hold (prim_drop_node_words); returns how many words it
+	 * cleared. Called by cc_peer_restarted on the thread that settles
+	 * the peer, while workers run, before the peer's new incarnation
+	 * reaches this node. */
+	unsigned (*peer_restarted)(struct cc_node *n, uint16_t peer);
 };
 
 struct cc_worker; /* executor state per worker (cc/exec.c) */
@@ -442,6 +449,11 @@ void prim_post_atomic_txn(struct txn *t, uint16_t node, int rec, int word, uint6
  * there (wound-wait's wound) is seen whole: an aligned 8-byte load and a
  * CAS are both atomic. Another transaction's record needs Read^T. */
 uint64_t prim_read_own_txn(const struct txn *t, int word);
+/* Outside any transaction, on node n's own records: set word `word` to 0
+ * in every record where it holds a timestamp or tid of node `peer`
+ * (cc_ts_node), by a CAS against the value seen, so a concurrent change
+ * wins. For a protocol's peer_restarted. Returns how many it cleared. */
+unsigned prim_drop_node_words(struct cc_node *n, int word, uint16_t peer);
 
 /* ---- the undo log (cc/undo.c), used by prim_commit_writes ---- */
 

@@ -31,6 +31,12 @@ void cc_node_destroy(struct cc_node *n)
 	pthread_mutex_destroy(&n->switch_lock);
 }
 
+unsigned cc_peer_restarted(struct cc_node *n, uint16_t peer)
+{
+	const struct cc_protocol *p = ck_pr_load_ptr(&n->proto);
+	return p && p->peer_restarted ? p->peer_restarted(n, peer) : 0;
+}
+
 void cc_log(struct cc_node *n, int level, const char *fmt, ...)
 {
 	char line[512];

@@ -179,6 +179,12 @@ int cc_node_init(struct cc_node *n, uint16_t id, struct pl_map *first);
 /* Undo cc_node_init, once every worker is destroyed. */
 void cc_node_destroy(struct cc_node *n);
 
+/* Node `peer` restarted: the current protocol drops what of its earlier
+ * incarnation's transactions n's records hold (cc_protocol.peer_restarted).
+ * Returns how many words it cleared. Call before the peer's new
+ * incarnation reaches n (server/recovery.c, with its locks). */
+unsigned cc_peer_restarted(struct cc_node *n, uint16_t peer);
+
 /* Log a line through n->log (any thread). */
 void cc_log(struct cc_node *n, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -387,6 +387,20 @@ uint64_t prim_read_own_txn(const struct txn *t, int word)
 	return __atomic_load_n((const uint64_t *)rec + word, __ATOMIC_ACQUIRE);
 }
 
+unsigned prim_drop_node_words(struct cc_node *n, int word, uint16_t peer)
+{
+	assert(word > 0 && (size_t)word < sizeof(struct st_txn_state) / 8);
+	char *base = st_region_base(n->region);
+	unsigned cleared = 0;
+	for (unsigned r = 0; r < ST_TXN_STATES; r++) {
+		uint64_t *w = (uint64_t *)(base + st_txn_state_off(n->layout, r)) + word;
+		uint64_t v = ck_pr_load_64(w);
+		if (v && cc_ts_node(v) == peer && ck_pr_cas_64(w, v, 0))
+			cleared++;
+	}
+	return cleared;
+}
+
 /* Release the lock word of every access still locked (after the commit
  * point, or on abort). */
 static void post_unlocks(struct txn *t, bool abort)

@@ -138,6 +138,7 @@ void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnati
 		struct st_log_stats st = { 0 };
 		st_log_resolve(n->cc.region, peer, decided, NULL, &st);
 		st_release_locks(n->cc.region, held_by_node, (void *)(uintptr_t)peer, (int)peer, &st);
+		st.locks_released += cc_peer_restarted(&n->cc, (uint16_t)peer);
 		char what[96];
 		snprintf(what, sizeof(what), "node %u restarted (incarnation %" PRIu64 ")", peer,
 			 incarnation);

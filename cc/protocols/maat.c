@@ -120,6 +120,9 @@
  *      latches are never awaited while a record latch is held: no
  *      deadlock between validators, whatever order the paper's loop would
  *      take them in (notes A.2: it holds two at once, in no fixed order).
+ *      A validator that died holding record latches (its node killed)
+ *      gives them back through its node's restart: every node then drops
+ *      the latches that name it (mt_peer_restarted).
  *  (4) Waits for an item latch happen only while the transaction holds no
  *      latch at all (no exclusive item: with one, a busy latch aborts,
  *      cause lock); latch holders in LOCKING/VALIDATING wait only for
@@ -357,9 +360,13 @@ static int mt_begin(struct txn *t)
 		if (!since)
 			since = now;
 		if (now - since > MT_STEAL_NS) {
-			prim_post_atomic_txn(t, self, t->rec, RW_LATCH, old, tid, &old);
+			uint64_t held = old;
+			prim_post_atomic_txn(t, self, t->rec, RW_LATCH, held, tid, &old);
 			if ((rc = prim_exec(t)))
 				return rc;
+			if (old == held)
+				break; /* ours now (a CAS from 0 would find our tid) */
+			since = 0; /* another holder: time it afresh */
 			continue;
 		}
 		int cause = t->cause;
@@ -1119,6 +1126,19 @@ static void mt_abort(struct txn *t)
 	t->cause = cause;
 }
 
+/*
+ * A validator holds the record latches it took for one round trip, but one
+ * whose node died holding them never gives them back: every validator
+ * that needs such a record then waits at validate until it aborts (cause
+ * lock), for as long as the record's own worker starts no attempt (which
+ * would steal its latch, mt_begin). When the dead node comes back, its
+ * earlier incarnation's tids latch nothing anymore (invariant (3)).
+ */
+static unsigned mt_peer_restarted(struct cc_node *n, uint16_t peer)
+{
+	return prim_drop_node_words(n, RW_LATCH, peer);
+}
+
 const struct cc_protocol cc_maat = {
 	.name = "maat",
 	.keep_tombstones = true,
@@ -1133,4 +1153,5 @@ const struct cc_protocol cc_maat = {
 	.write = mt_write,
 	.commit = mt_commit,
 	.abort = mt_abort,
+	.peer_restarted = mt_peer_restarted,
 };

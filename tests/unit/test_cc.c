@@ -8,6 +8,7 @@
  */
 #include <ck_pr.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -941,8 +942,6 @@ static void test_cicada_rn_left_behind(void)
 	node_down();
 }
 
-/* The ref held apart from the address cache (cc_cache_hold): given back
- * once, for the same key only, and forgotten by a clear or a drop. */
 /*
  * maat's metadata where cc/protocols/maat.c's header puts it: a written
  * key's block has room for its lists at its end (descriptor in meta[1]),
@@ -1059,6 +1058,66 @@ static void test_maat_decided_zombies(void)
 	printf("  maat: a list full of decided attempts' leftovers is cleaned by the next reader\n");
 }
 
+/* Word 1 (maat's latch) of node 1's record rec. */
+static uint64_t *maat_latch(unsigned rec)
+{
+	return (uint64_t *)((char *)st_region_base(N.cc.region) + st_txn_state_off(N.cc.layout, rec)) +
+	       1;
+}
+
+static void stuck_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "test_cc: maat never got its own record back from a dead latch holder\n";
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+/*
+ * Record latches a validator took and never gave back (its node was
+ * killed while it held them). Its node's restart makes every node drop
+ * the latches that name it, and no other's (cc_peer_restarted). Before
+ * that, a worker whose own record is so latched takes it back after
+ * MT_STEAL_NS and runs: it used to take it back over and over, never
+ * leaving its begin, its worker spinning (found by the checker's tcp3
+ * kill -9 runs: final reads waited on that record until txn-timeout).
+ */
+static void test_maat_dead_validator(void)
+{
+	node_up("maat");
+	const uint64_t clock = (uint64_t)1 << 40;
+	const uint64_t of2 = (clock << 16) | (2u << 10) | 7u, of3 = (clock << 16) | (3u << 10) | 9u;
+	*maat_latch(10) = of2;
+	*maat_latch(11) = of3;
+	*maat_latch(12) = of2 + (1ull << 16);
+	CHECK(cc_peer_restarted(&N.cc, 2) == 2);
+	CHECK(*maat_latch(10) == 0 && *maat_latch(12) == 0 && *maat_latch(11) == of3);
+	*maat_latch(11) = 0;
+
+	struct kv x = { .key = "dv:x", .val = "x0", .len = 2 };
+	run_one(kv_set, &x);
+	for (unsigned r = 0; r < ST_TXN_STATES; r++)
+		*maat_latch(r) = of3;
+	signal(SIGALRM, stuck_alarm);
+	alarm(20);
+	struct kv r = { .key = "dv:x" };
+	run_one(kv_get, &r);
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	CHECK(r.found && strcmp(r.got, "x0") == 0);
+	unsigned left = 0;
+	for (unsigned k = 0; k < ST_TXN_STATES; k++)
+		left += *maat_latch(k) != 0;
+	CHECK(left == ST_TXN_STATES - 1); /* its own record's latch: back to 0 */
+	for (unsigned k = 0; k < ST_TXN_STATES; k++)
+		*maat_latch(k) = 0;
+	node_down();
+	printf("  maat: a dead validator's record latches go with its node's restart, "
+	       "and a worker takes its own back once\n");
+}
+
+/* The ref held apart from the address cache (cc_cache_hold): given back
+ * once, for the same key only, and forgotten by a clear or a drop. */
 static void test_cache_hold(void)
 {
 	struct cc_cache *c = cc_cache_create(4);
@@ -1201,6 +1260,7 @@ int main(void)
 	test_fetch_more("maat");
 	test_maat_lists();
 	test_maat_decided_zombies();
+	test_maat_dead_validator();
 	/* With a fabric delay every round trip yields, so the coroutines of a
 	 * worker interleave inside their transactions: per-worker state that
 	 * is not per-transaction shows up here (it lost increments once). */
