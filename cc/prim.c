@@ -471,8 +471,8 @@ static void post_unlocks(struct txn *t, bool abort)
  * at no round trip of its own. With the write-ahead
  * log (durable_ordered), a write is never durable before an earlier one,
  * so P1 and P2 hold by order alone: only P3 waits, one sync per commit,
- * and the single-node case keeps its one batch before that wait. The single-node case's
- * lock releases are not noted for persistence at all (untracked): recovery
+ * and the single-node case keeps its one batch before that wait. Lock
+ * words are never noted for persistence (FAB_OP_VOLATILE): recovery
  * releases every lock.
  */
 static int persist_step(struct txn *t, uint64_t nodes, bool commit)
@@ -514,10 +514,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	const bool per_node = power && durable_per_node(t->node); /* P2 waits for the others */
 	t->ring_epoch = durable_epoch(t);
 	if (!wnodes) {
-		post_unlocks(t, false);
-		t->batch.untracked = power; /* lock words need no persistence */
+		post_unlocks(t, false); /* lock words: volatile, never noted */
 		rc = prim_exec(t);
-		t->batch.untracked = false;
 		if (rc)
 			undo_locks_pending(t, t->batch.failed);
 		return rc;
@@ -603,12 +601,10 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		}
 		if (power && !early) {
 			/* Lock words need no persisting: recovery releases every
-			 * lock. Untracked, the pages they touch (just flushed)
+			 * lock. Volatile, the pages they touch (just flushed)
 			 * are not written again by the next flush. */
 			post_unlocks(t, false);
-			t->batch.untracked = true;
 			rc = prim_exec(t);
-			t->batch.untracked = false;
 		}
 		if (rc)
 			undo_locks_pending(t, t->batch.failed); /* a lock's release failed */

@@ -309,14 +309,12 @@ int fab_apply_request(struct fab *f, struct fab_op *const *ops, int n)
 	return 0;
 }
 
-/* The journal that notes op (its node's), or NULL: an untracked batch, a
- * READ, a node without one. */
-static const struct fab_journal *journal_of(const struct fab_peer *p, const struct fab_op *op,
-					    bool untracked)
+/* The journal that notes op (its node's), or NULL: a READ, a volatile op,
+ * a node without one. */
+static const struct fab_journal *journal_of(const struct fab_peer *p, const struct fab_op *op)
 {
-	return p->journaled && !untracked && op->kind != FAB_READ && !(op->flags & FAB_OP_VOLATILE)
-		       ? &p->journal
-		       : NULL;
+	return p->journaled && op->kind != FAB_READ && !(op->flags & FAB_OP_VOLATILE) ? &p->journal
+										     : NULL;
 }
 
 /* What a batch's direct applies did, by node: ops applied, and ops a
@@ -326,7 +324,7 @@ struct applied {
 };
 
 /* False when p's journal says its node is down (struct fab_journal, up):
- * then no op reaches it, READs and untracked ones included. */
+ * then no op reaches it, READs and volatile ones included. */
 static bool peer_up(const struct fab_peer *p)
 {
 	return !p->journaled || !p->journal.up || p->journal.up(p->journal.arg) == 0;
@@ -334,11 +332,10 @@ static bool peer_up(const struct fab_peer *p)
 
 /* One op alone under its node's journal lock (a batch that also reaches
  * the network, or several journaled nodes). */
-static void apply_direct(struct fab_peer *p, struct fab_op *op, bool untracked,
-			 struct applied *ap)
+static void apply_direct(struct fab_peer *p, struct fab_op *op, struct applied *ap)
 {
 	const uint64_t bit = 1ull << (op->node & 63);
-	const struct fab_journal *j = journal_of(p, op, untracked);
+	const struct fab_journal *j = journal_of(p, op);
 	if (!j && !peer_up(p)) {
 		ap->refused |= bit;
 		return;
@@ -367,8 +364,7 @@ static void apply_batch(struct fab *f, struct fab_batch *b, int n, struct applie
 	const struct fab_journal *one = NULL;
 	bool several = false;
 	for (int i = 0; i < n && !several; i++) {
-		const struct fab_journal *j =
-			journal_of(&f->peers[b->ops[i].node], &b->ops[i], b->untracked);
+		const struct fab_journal *j = journal_of(&f->peers[b->ops[i].node], &b->ops[i]);
 		if (j && one && j != one)
 			several = true;
 		else if (j)
@@ -376,11 +372,11 @@ static void apply_batch(struct fab *f, struct fab_batch *b, int n, struct applie
 	}
 	if (several) {
 		for (int i = 0; i < n; i++)
-			apply_direct(&f->peers[b->ops[i].node], &b->ops[i], b->untracked, ap);
+			apply_direct(&f->peers[b->ops[i].node], &b->ops[i], ap);
 		return;
 	}
 	/* Nodes that are down take nothing: their journal refuses its lock,
-	 * or says so when asked (for READs and untracked ops, which take no
+	 * or says so when asked (for READs and volatile ops, which take no
 	 * lock). Asked once per node. */
 	uint64_t down = 0, asked = 0;
 	for (int i = 0; i < n; i++) {
@@ -395,7 +391,7 @@ static void apply_batch(struct fab *f, struct fab_batch *b, int n, struct applie
 	if (one) {
 		uint16_t nd = FAB_MAX_NODES;
 		for (int i = 0; i < n && nd == FAB_MAX_NODES; i++)
-			if (journal_of(&f->peers[b->ops[i].node], &b->ops[i], b->untracked))
+			if (journal_of(&f->peers[b->ops[i].node], &b->ops[i]))
 				nd = b->ops[i].node;
 		if ((down & (1ull << (nd & 63))) || one->lock(one->arg) != 0) {
 			down |= 1ull << (nd & 63);
@@ -408,7 +404,7 @@ static void apply_batch(struct fab *f, struct fab_batch *b, int n, struct applie
 			ap->refused |= 1ull << (b->ops[i].node & 63);
 			continue;
 		}
-		const struct fab_journal *j = journal_of(p, &b->ops[i], b->untracked);
+		const struct fab_journal *j = journal_of(p, &b->ops[i]);
 		apply_noted(p, &b->ops[i], j && !(b->ops[i].flags & FAB_OP_UNJOURNALED) ? j : NULL);
 		ap->done |= 1ull << (b->ops[i].node & 63);
 	}
@@ -488,7 +484,6 @@ void fab_batch_init(struct fab_batch *b, struct fab_worker *fw, struct fab_waite
 	b->pending = 0;
 	b->err = 0;
 	b->handle = NULL;
-	b->untracked = false;
 }
 
 static struct fab_op *queue(struct fab_batch *b)
@@ -621,7 +616,7 @@ int fab_exec(struct fab_batch *b)
 	if (b->stats)
 		for (int i = 0; i < n; i++)
 			b->stats->verbs[b->ops[i].kind]++;
-	if (b->fw->dirty && !b->untracked)
+	if (b->fw->dirty)
 		for (int i = 0; i < n; i++)
 			if (b->ops[i].kind != FAB_READ && !(b->ops[i].flags & FAB_OP_VOLATILE))
 				note_dirty(b->fw->dirty, &b->ops[i]);
@@ -648,7 +643,7 @@ int fab_exec(struct fab_batch *b)
 		struct fab_op *op = &b->ops[i];
 		struct fab_peer *p = &f->peers[op->node];
 		if (p->direct) {
-			apply_direct(p, op, b->untracked, &ap); /* checked above */
+			apply_direct(p, op, &ap); /* checked above */
 			continue;
 		}
 		int j;

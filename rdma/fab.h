@@ -116,10 +116,6 @@ struct fab_batch {
 	struct fab_worker *fw;
 	struct fab_waiter waiter;
 	struct fab_stats *stats; /* may be NULL */
-	bool untracked;          /* fab_exec notes no dirty range (fab_dirty): the
-				    owner sets it around an exec whose writes need
-				    no persistence (lock releases after a durable
-				    commit point) */
 	int n;
 	uint32_t execs;          /* fab_exec calls so far, implicit ones included */
 	/* completion state of the exec in progress (fab.c and backends) */
@@ -361,7 +357,7 @@ struct fab_dirty *fab_worker_dirty(struct fab_worker *fw);
  * struct fab_journal - a write-ahead log of a region this CPU applies ops
  * to (persistence power's log, storage/wal.c). For each WRITE, CAS and
  * FAA that fab_exec applies directly to that node (not those of an
- * untracked batch, nor FAB_OP_VOLATILE ones: lock words), it calls
+ * FAB_OP_VOLATILE ones: lock words), it calls
  * lock, applies the op, calls note with the bytes the op left there (a
  * CAS that did not swap left none: no note), then unlock. So two writes to the same bytes are noted
  * in the order they were made. READs take no lock. A batch whose ops are
@@ -382,8 +378,8 @@ struct fab_journal {
 	 * owner is gone): the op is not applied and the batch fails with
 	 * -EHOSTDOWN for that node, as if the node did not answer. */
 	int (*lock)(void *arg);
-	/* Optional: 0 when the node takes ops. Asked before READs and the
-	 * ops of an untracked batch, which take no lock: a node that is down
+	/* Optional: 0 when the node takes ops. Asked before READs and
+	 * FAB_OP_VOLATILE ops, which take no lock: a node that is down
 	 * serves none of them either. */
 	int (*up)(void *arg);
 	void (*note)(void *arg, uint64_t off, const void *src, uint32_t len);

@@ -442,8 +442,8 @@ static void tj_note(void *arg, uint64_t off, const void *src, uint32_t len)
  * once and notes, in posting order, what each write left: a WRITE's bytes,
  * a CAS that swapped its new value, an FAA its sum; not a CAS that failed,
  * not a READ, not an op flagged FAB_OP_UNJOURNALED or FAB_OP_VOLATILE;
- * an untracked batch notes nothing and takes no lock, nor does a batch of
- * volatile ops alone. The region holds every op's effect.
+ * a batch of volatile ops alone notes nothing and takes no lock. The
+ * region holds every op's effect.
  */
 static void test_journal(const char *be)
 {
@@ -482,9 +482,10 @@ static void test_journal(const char *be)
 	CHECK(fab_exec(b) == 0);
 	CHECK(tj.n == 3 && tj.locks == 1 && get_word(&w, 1, 320) == 9);
 
-	b->untracked = true;
-	put_word(&w, 1, 64, 11);
-	b->untracked = false;
+	uint64_t eleven = 11;
+	fab_write(b, 1, 64, &eleven, 8);
+	b->ops[b->n - 1].flags |= FAB_OP_VOLATILE;
+	CHECK(fab_exec(b) == 0);
 	CHECK(tj.n == 3 && tj.locks == 1);
 	CHECK(get_word(&w, 1, 64) == 11);
 	CHECK(tj.locks == 1); /* a READ alone takes no lock */
@@ -499,11 +500,11 @@ static void test_journal(const char *be)
 	CHECK(fab_exec(b) == -EHOSTDOWN);
 	CHECK(b->failed == 1ull << 1 && b->unsent == 1ull << 1);
 	CHECK(tj.n == 3 && tj.locks == 1);
-	got = 0; /* nor does a READ, or an untracked write: the node is down */
+	got = 0; /* nor does a READ, or a volatile write: the node is down */
 	CHECK(fab_read1(b, 1, 64, &got, 8) == -EHOSTDOWN && got == 0);
-	b->untracked = true;
-	CHECK(fab_write1(b, 1, 64, &v, 8) == -EHOSTDOWN);
-	b->untracked = false;
+	fab_write(b, 1, 64, &v, 8);
+	b->ops[b->n - 1].flags |= FAB_OP_VOLATILE;
+	CHECK(fab_exec(b) == -EHOSTDOWN);
 	tj.refuse = 0;
 	CHECK(get_word(&w, 1, 64) == 11 && get_word(&w, 1, 128) == 5);
 
