@@ -59,6 +59,8 @@ struct dworker {
 	struct dreq *waiting;
 	bool ring;           /* queued a request this pass (worker's thread only) */
 	int fresh;           /* the log's: waiting and not handed (worker's thread) */
+	bool wanted;         /* the log's: kept them for the round in flight,
+				which wakes us when it ends (d->want) */
 };
 
 struct durable {
@@ -902,6 +904,7 @@ static bool inline_round(struct durable *d, struct cc_node *n, int worker, bool 
 static bool wal_round(struct durable *d, struct cc_node *n, int worker)
 {
 	struct dworker *dw = &d->w[worker];
+	dw->wanted = false;
 	if (dw->fresh == 0)
 		return false;
 	pthread_mutex_lock(&d->lock);
@@ -911,6 +914,7 @@ static bool wal_round(struct durable *d, struct cc_node *n, int worker)
 		d->want |= 1ull << (worker & 63); /* threads <= 64 (config.c) */
 		pthread_mutex_unlock(&d->lock);
 		dw->ring = true; /* decide at the pass its wake-up starts */
+		dw->wanted = true;
 		return false;
 	}
 	if (!many) {
@@ -959,6 +963,15 @@ bool durable_ring(struct cc_node *n, int worker)
 	pthread_cond_signal(&d->cond);
 	pthread_mutex_unlock(&d->lock);
 	return false;
+}
+
+bool durable_pass_due(const struct cc_node *n, int worker)
+{
+	const struct durable *d = n->durable;
+	if (!d || worker < 0 || worker >= d->nworkers)
+		return false;
+	const struct dworker *dw = &d->w[worker];
+	return dw->ring && !dw->wanted;
 }
 
 bool durable_ordered(const struct cc_node *n)

@@ -118,6 +118,15 @@ int durable_attach_peer(struct cc_node *n, uint16_t node, const char *region_pat
 bool durable_ring(struct cc_node *n, int worker);
 
 /*
+ * durable_pass_due - whether worker `worker` has requests that only its
+ * next durable_ring sends on: its coroutines queued them after its last
+ * one (they ran after an inline round woke them), and no round in flight
+ * will wake the worker for them. Then its loop must not sleep before
+ * that pass ends. Worker's thread.
+ */
+bool durable_pass_due(const struct cc_node *n, int worker);
+
+/*
  * durable_ordered - true when what a transaction writes reaches the medium
  * in the order it was written (the write-ahead log, storage/wal.c
  * invariant (1)): a later write is never durable without every earlier

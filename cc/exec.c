@@ -50,6 +50,11 @@ bool cc_worker_pass_end(struct cc_worker *ccw)
 	return durable_ring(ccw->node, ccw->worker_id);
 }
 
+bool cc_worker_pass_due(const struct cc_worker *ccw)
+{
+	return durable_pass_due(ccw->node, ccw->worker_id);
+}
+
 static uint64_t ts_make(struct txn *t, uint64_t us)
 {
 	struct cc_worker *ccw = t->ccw;

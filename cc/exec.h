@@ -106,6 +106,11 @@ void cc_worker_tick(struct cc_worker *ccw);
  * runs them and sends their replies before it waits again. */
 bool cc_worker_pass_end(struct cc_worker *ccw);
 
+/* True when the worker must run another pass before it waits for events:
+ * coroutines woken by the last pass queued commits that no one would sync
+ * while it sleeps (durable_pass_due). */
+bool cc_worker_pass_due(const struct cc_worker *ccw);
+
 /* Initialize a fabric batch for a coroutine of worker ccw: waits yield the
  * coroutine (sleep, park/unpark) instead of blocking the thread. */
 struct fab_batch;

@@ -196,8 +196,9 @@ static void *worker_main(void *arg)
 		/* Nanosecond timeouts (epoll_pwait2): a coroutine backing off
 		 * for 2 us must not sleep a whole millisecond. */
 		int64_t timeout = sched_timeout_ns(w->sched);
-		if (w->ready_head && sched_free_count(w->sched) > 0)
-			timeout = 0;
+		if ((w->ready_head && sched_free_count(w->sched) > 0) ||
+		    cc_worker_pass_due(w->ccw))
+			timeout = 0; /* cc_worker_pass_due: commits no one syncs else */
 		if (n->cfg.timeout > 0 && (timeout < 0 || timeout > 1000000000))
 			timeout = 1000000000;
 		if (stopping && (timeout < 0 || timeout > 10000000))

@@ -434,6 +434,29 @@ def set_keys(server, prefix, n):
             assert c.call_raw("SET", "%s:%d" % (prefix, i), "x") == b"+OK\r\n"
 
 
+@pytest.mark.time_limit(30)
+def test_pipelined_commits_after_the_workers_own_sync(make_server):
+    """A pipeline of SET, GET, SET, GET, ... with power-worker-sync-min 1:
+    the worker syncs the first SET's round on its own thread (cc/durable.c,
+    wal_round), which wakes the client's coroutine; that runs the GET and
+    the next SET at once, whose commit waits for a round again. The worker
+    must run another pass for it before it sleeps: it used to wait for the
+    next event on any connection, so this pipeline stopped at its second
+    reply, and redis-benchmark SET -c 200 on a fresh server stalled for
+    seconds to minutes."""
+    s = make_server(opts={"persistence": "power", "threads": 1, "power-worker-sync-min": 1})
+    n = 20
+    cmds = []
+    for i in range(n):
+        cmds += [rckvtest.encode("SET", "pl:%d" % i, "v%d" % i), rckvtest.encode("GET", "pl:%d" % i)]
+    with s.raw(timeout=5) as c:
+        c.send(b"".join(cmds))
+        for i in range(n):
+            assert c.read_raw() == b"+OK\r\n", "SET %d" % i
+            want = ("v%d" % i).encode()
+            assert c.read_raw() == b"$%d\r\n%s\r\n" % (len(want), want), "GET %d" % i
+
+
 @pytest.mark.time_limit(60)
 @pytest.mark.parametrize("path", PATHS)
 def test_info_counts_group_commit(make_server, path):
