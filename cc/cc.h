@@ -264,6 +264,10 @@ struct txn {
 
 	struct cc_access **acc;   /* accesses in first-touch order */
 	int nacc, acc_cap;
+	/* The copies of its writes on backup replicas, made at commit
+	 * (cc/repl.c); no protocol hook sees them. */
+	struct cc_access **bk;
+	int nbk, bk_cap;
 	uint32_t sp_gen;          /* current savepoint generation, 0 = none */
 	struct cc_access **tab;   /* open hash by key hash, tab_mask+1 chains */
 	uint32_t tab_mask;
@@ -510,6 +514,18 @@ static inline uint32_t cc_inplace_max(const struct st_layout *L)
 
 /* The pending write of a goes to its reserved block (else it is installed
  * in place and the reservation is given back after commit). */
+/* The written accesses of a commit are t's own (those with ACC_W) and
+ * then their backup copies: the shared commit and abort paths (prim.c,
+ * undo.c) walk both with these. */
+static inline int txn_nwrit(const struct txn *t)
+{
+	return t->nacc + t->nbk;
+}
+static inline struct cc_access *txn_writ(const struct txn *t, int i)
+{
+	return i < t->nacc ? t->acc[i] : t->bk[i - t->nacc];
+}
+
 static inline bool acc_relocates(const struct cc_access *a, const struct st_layout *L)
 {
 	return a->has_nref && !a->wdel &&

@@ -258,6 +258,7 @@ void cc_worker_destroy(struct cc_worker *ccw)
 		free(a);
 	}
 	free(ccw->acc);
+	free(ccw->bk);
 	free(ccw->tab);
 	while (ccw->nscratch)
 		free(ccw->scratch[--ccw->nscratch]);
@@ -360,6 +361,11 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->tab_mask = ccw->tab_mask;
 	ccw->acc = NULL;
 	ccw->acc_cap = 0;
+	t->bk = ccw->bk;
+	t->bk_cap = ccw->bk_cap;
+	t->nbk = 0;
+	ccw->bk = NULL;
+	ccw->bk_cap = 0;
 	ccw->tab = NULL;
 	ccw->tab_mask = 0;
 	cc_batch_init(&t->batch, ccw, &t->fstats);

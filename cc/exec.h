@@ -95,6 +95,24 @@ int cc_fetch_more(struct txn *t, const struct cc_key *keys, int nkeys);
  */
 bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen);
 
+/*
+ * cc_read_copies - the key's copy on every node of its replica set, primary
+ * first, read with no transaction and no lock (RCKV COPIES, a diagnostic:
+ * a commit in flight may be seen on some copies and not others). out holds
+ * PL_MAX_REPLICAS; each copy's val is malloc'd (the caller frees it).
+ * Returns the number of copies, or -1 if out of memory. Coroutine of the
+ * worker only.
+ */
+enum { CC_COPY_FOUND, CC_COPY_ABSENT, CC_COPY_ERROR };
+struct cc_copy {
+	uint16_t node;
+	int state;          /* CC_COPY_* (ERROR: the node did not answer) */
+	uint64_t ver;
+	char *val;
+	uint32_t vlen;
+};
+int cc_read_copies(struct cc_worker *ccw, const char *key, size_t klen, struct cc_copy *out);
+
 /* Called by the worker each time it wakes: the next timestamp reads the
  * clock afresh (between wake-ups, stamps reuse one reading a few times). */
 void cc_worker_tick(struct cc_worker *ccw);

@@ -39,6 +39,8 @@ struct cc_worker {
 	int acc_cap;
 	struct cc_access **tab;
 	uint32_t tab_mask;
+	struct cc_access **bk;       /* backup array lent likewise (cc/repl.c) */
+	int bk_cap;
 	uint64_t slots_busy;         /* undo log slots in use (cc/undo.c) */
 	char *undo_spare[8];         /* record buffers lent to transactions */
 	uint32_t undo_spare_cap[8];
@@ -46,6 +48,8 @@ struct cc_worker {
 };
 
 /* txn.c: accesses, for the fetch stage (cc/fetch.c). */
+/* Room in an access array for `need` entries: CC_OK or CC_EINTERNAL. */
+int txn_accs_grow(struct cc_access ***arr, int *cap, int need);
 /* Room in t's arrays for `more` accesses (txn_acc_add never grows them). */
 int txn_acc_reserve(struct txn *t, int more);
 /* A new access of a key that t has not touched: not resolved, not yet in
@@ -73,6 +77,12 @@ bool txn_key_too_big(struct txn *t, size_t klen);
 
 /* fetch.c: the fetch stage (DESIGN.md section 5). */
 int txn_fetch(struct txn *t, const struct cc_key *keys, int nkeys);
+
+/* repl.c: the backup copies of a commit's writes (t->bk), resolved and
+ * locked on every other node of each written key's replica set: CC_OK,
+ * CC_ABORT, CC_EFULL, CC_EFAB or CC_EINTERNAL. A no-op with `replicas` 1. */
+int repl_resolve(struct txn *t);
+void repl_release(struct txn *t); /* back to the pool; t->nbk = 0 */
 
 /* txn.c: end-of-transaction work. */
 void txn_after_commit(struct txn *t); /* reap tombstones, free spare blocks */

@@ -59,6 +59,12 @@ uint16_t cc_key_node(struct cc_worker *ccw, const char *key, size_t klen)
 	return pl_primary(m, key, klen);
 }
 
+const struct pl_set *cc_key_set(struct cc_worker *ccw, const char *key, size_t klen)
+{
+	const struct pl_map *m = ck_pr_load_ptr(&ccw->node->place.cur);
+	return m->replicas > 1 ? pl_slot_set(m, pl_keyslot(key, klen)) : NULL;
+}
+
 const struct pl_map *cc_placement_begin(struct cc_worker *ccw)
 {
 	return pl_read_begin(&ccw->node->place, ccw->place_rec);

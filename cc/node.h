@@ -194,6 +194,10 @@ void cc_log(struct cc_node *n, int level, const char *fmt, ...)
  * (any transaction is). */
 uint16_t cc_key_node(struct cc_worker *ccw, const char *key, size_t klen);
 
+/* The replica set of a key, inside the caller's section (cc_enter); NULL
+ * with `replicas` 1. */
+const struct pl_set *cc_key_set(struct cc_worker *ccw, const char *key, size_t klen);
+
 /*
  * cc_placement_begin / cc_placement_end - the node's current placement map
  * for a reader on a worker's thread (RCKV KEYNODE, INFO): valid until the

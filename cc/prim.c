@@ -11,6 +11,7 @@
 
 #include "cc/cc.h"
 #include "cc/durable.h"
+#include "cc/exec_internal.h"
 #include "cc/node.h"
 
 static inline uint64_t word_off(const struct cc_access *a, int word)
@@ -406,8 +407,8 @@ unsigned prim_drop_node_words(struct cc_node *n, int word, uint16_t peer)
 static void post_unlocks(struct txn *t, bool abort)
 {
 	uint64_t dec = -cc_shared_unit(prim_self(t));
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
+	for (int i = 0; i < txn_nwrit(t); i++) { /* backups hold locks too */
+		struct cc_access *a = txn_writ(t, i);
 		if (acc_locked(a) && !(a->pstate & ACC_SWAPPED) && abort) {
 			/* A lock taken at commit (prim_note_locks) is ours before the
 			 * block's identity is checked; an abort may be that check
@@ -502,8 +503,15 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	int rc;
 	uint64_t wnodes = 0;
 	bool reloc = false;
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
+	for (int i = 0; i < t->nacc; i++)
+		if (t->acc[i]->mode & ACC_W)
+			wnodes = 1;
+	/* Every replica of a written key is written (cc/repl.c). */
+	if (wnodes && (rc = repl_resolve(t)))
+		return rc;
+	wnodes = 0;
+	for (int i = 0; i < txn_nwrit(t); i++) {
+		struct cc_access *a = txn_writ(t, i);
 		if (a->mode & ACC_W) {
 			wnodes |= 1ull << a->node;
 			reloc |= acc_relocates(a, t->node->layout);
@@ -532,8 +540,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	t->undo.phase = UNDO_INSTALLED;
 	if (power && !ordered && ((rc = prim_exec(t)) || (rc = persist_step(t, wnodes, false))))
 		return rc; /* (P1) */
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
+	for (int i = 0; i < txn_nwrit(t); i++) {
+		struct cc_access *a = txn_writ(t, i);
 		if (!(a->mode & ACC_W))
 			continue;
 		if (acc_relocates(a, t->node->layout)) {
@@ -620,8 +628,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	const uint64_t p2_flushed = per_node && !reloc ? durable_post_flushes(t, others) : 0;
 	if ((rc = prim_exec(t)) || (rc = run_check(t, check)))
 		return rc; /* the abort hook rolls back (UNDO_INSTALLED) */
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
+	for (int i = 0; i < txn_nwrit(t); i++) {
+		struct cc_access *a = txn_writ(t, i);
 		if ((a->mode & ACC_W) && acc_relocates(a, t->node->layout) && (rc = reloc_swap(t, a)))
 			return rc;
 	}
@@ -649,8 +657,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 		if (wnodes & (1ull << nd))
 			undo_post_mark(t, (uint16_t)nd);
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
+	for (int i = 0; i < txn_nwrit(t); i++) {
+		struct cc_access *a = txn_writ(t, i);
 		if (a->pstate & ACC_SWAPPED)
 			reloc_post_finish(t, a, ver);
 	}
@@ -681,8 +689,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		undo_slot_quarantine(t, unsettled);
 	else
 		undo_slot_put(t);
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
+	for (int i = 0; i < txn_nwrit(t); i++) {
+		struct cc_access *a = txn_writ(t, i);
 		if (!(a->pstate & ACC_SWAPPED))
 			continue;
 		if (!rc)
@@ -711,8 +719,8 @@ void prim_release_locks(struct txn *t)
 	struct txn_undo *u = &t->undo;
 	uint64_t failed = 0;
 	if (u->phase == UNDO_INSTALLED) {
-		for (int i = 0; i < t->nacc; i++) {
-			struct cc_access *a = t->acc[i];
+		for (int i = 0; i < txn_nwrit(t); i++) {
+			struct cc_access *a = txn_writ(t, i);
 			if (!(a->pstate & ACC_SWAPPED))
 				continue;
 			if (st_swap(&t->batch, st_region_coord(t->node->region), t->owner, a->hash, &a->nref,
@@ -731,11 +739,14 @@ void prim_release_locks(struct txn *t)
 				failed |= u->nodes;
 		}
 	}
-	post_unlocks(t, true);
+	/* Retires before unlocks (per node, one endpoint: in order): a slot
+	 * that still names us always has its items locked, which a node
+	 * recovering from lost lock words relies on (st_log_relock). */
 	if (u->phase == UNDO_INSTALLED)
 		for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 			if (u->nodes & (1ull << nd))
 				undo_post_retire(t, (uint16_t)nd);
+	post_unlocks(t, true);
 	if (prim_exec(t) != 0)
 		failed |= t->batch.failed;
 	if (u->slot >= 0 && failed && u->phase == UNDO_INSTALLED) {

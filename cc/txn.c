@@ -119,23 +119,44 @@ static struct cc_access *acc_find(struct txn *t, const char *key, size_t klen, u
 
 void txn_acc_drop(struct txn *t, struct cc_access *a)
 {
+	/* Keep small buffers for reuse; drop big ones. */
+	if (a->img_cap > 4096) {
+		free(a->img);
+		a->img = NULL;
+		a->img_cap = 0;
+	}
+	if (a->wcap > 4096) {
+		free(a->wval);
+		a->wval = NULL;
+		a->wcap = 0;
+	}
+	free(a->s_val);
+	a->s_val = NULL;
+	a->sp_gen = 0;
 	a->hnext = t->ccw->free_acc;
 	t->ccw->free_acc = a;
+}
+
+int txn_accs_grow(struct cc_access ***arr, int *cap, int need)
+{
+	if (need <= *cap)
+		return CC_OK;
+	int c = *cap ? *cap : 8;
+	while (c < need)
+		c *= 2;
+	struct cc_access **p = realloc(*arr, (size_t)c * sizeof(*p));
+	if (!p)
+		return CC_EINTERNAL;
+	*arr = p;
+	*cap = c;
+	return CC_OK;
 }
 
 int txn_acc_reserve(struct txn *t, int more)
 {
 	int need = t->nacc + more;
-	if (need > t->acc_cap) {
-		int cap = t->acc_cap ? t->acc_cap : 8;
-		while (cap < need)
-			cap *= 2;
-		struct cc_access **p = realloc(t->acc, (size_t)cap * sizeof(*p));
-		if (!p)
-			return CC_EINTERNAL;
-		t->acc = p;
-		t->acc_cap = cap;
-	}
+	if (txn_accs_grow(&t->acc, &t->acc_cap, need))
+		return CC_EINTERNAL;
 	while ((uint32_t)need > (t->tab ? t->tab_mask + 1 : 0))
 		if (tab_grow(t))
 			return CC_EINTERNAL;
@@ -669,6 +690,15 @@ int txn_del(struct txn *t, const char *key, size_t klen, bool *existed)
 	return rc;
 }
 
+/* A block taken for a relocation that did not happen, given back. */
+static void free_nref(struct txn *t, struct cc_access *a)
+{
+	if (a->has_nref) {
+		(void)st_free(&t->batch, t->node->layout, &a->nref, t->owner);
+		a->has_nref = false;
+	}
+}
+
 void txn_after_commit(struct txn *t)
 {
 	/* Relocated items live in their new blocks now (prim_relocate set
@@ -689,12 +719,9 @@ void txn_after_commit(struct txn *t)
 	 * effort: a busy item stays and is reaped by whoever leaves it absent
 	 * next. */
 	uint64_t lost = 0;
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (a->has_nref) {
-			(void)st_free(&t->batch, t->node->layout, &a->nref, t->owner);
-			a->has_nref = false;
-		}
+	for (int i = 0; i < txn_nwrit(t); i++) { /* backups too (cc/repl.c) */
+		struct cc_access *a = txn_writ(t, i);
+		free_nref(t, a);
 		if (!a->mode || t->proto->keep_tombstones)
 			continue; /* resolved only: its image was never read */
 		bool absent = (a->mode & ACC_W) ? a->wdel
@@ -703,7 +730,7 @@ void txn_after_commit(struct txn *t)
 			continue;
 		int rc = st_reap(&t->batch, st_region_coord(t->node->region), a->hash, &a->ref,
 				 t->owner);
-		if (rc == 0)
+		if (rc == 0 && i < t->nacc)
 			cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
 		else if (rc < 0 && rc > ST_ENOTFOUND) /* the fabric's -errno */
 			lost |= 1ull << a->ref.node;
@@ -722,58 +749,46 @@ void txn_forget_addresses(struct txn *t)
 
 void txn_after_abort(struct txn *t)
 {
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
-		if (a->has_nref) {
-			(void)st_free(&t->batch, t->node->layout, &a->nref, t->owner);
-			a->has_nref = false;
-		}
+	for (int i = 0; i < txn_nwrit(t); i++)
+		free_nref(t, txn_writ(t, i));
+}
+
+/* An access array back to the worker's spare, or freed. */
+static void lend_back(struct cc_access ***spare, int *spare_cap, struct cc_access **arr, int cap)
+{
+	if (*spare || cap > 1024) {
+		free(arr);
+		return;
 	}
+	*spare = arr;
+	*spare_cap = cap;
 }
 
 void txn_release(struct txn *t)
 {
 	struct cc_worker *ccw = t->ccw;
 	undo_txn_release(t);
+	repl_release(t);
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
-		/* Keep small buffers for reuse; drop big ones. */
-		if (a->img_cap > 4096) {
-			free(a->img);
-			a->img = NULL;
-			a->img_cap = 0;
-		}
-		if (a->wcap > 4096) {
-			free(a->wval);
-			a->wval = NULL;
-			a->wcap = 0;
-		}
-		free(a->s_val);
-		a->s_val = NULL;
-		a->sp_gen = 0;
 		if (t->tab)
 			t->tab[a->hash & t->tab_mask] = NULL;
-		a->hnext = ccw->free_acc;
-		ccw->free_acc = a;
+		txn_acc_drop(t, a);
 	}
-	/* Hand the arrays back as the worker's spare pair, unless it already
-	 * got one back from another transaction, or they grew for a huge
-	 * MULTI (those are dropped rather than kept forever). */
+	/* Hand the arrays back as the worker's spares, unless it already got
+	 * one back from another transaction, or they grew for a huge MULTI
+	 * (those are dropped rather than kept forever). */
 	if (ccw->tab || t->tab_mask > 1023) {
 		free(t->tab);
 	} else {
 		ccw->tab = t->tab;
 		ccw->tab_mask = t->tab_mask;
 	}
-	if (ccw->acc || t->acc_cap > 1024) {
-		free(t->acc);
-	} else {
-		ccw->acc = t->acc;
-		ccw->acc_cap = t->acc_cap;
-	}
+	lend_back(&ccw->acc, &ccw->acc_cap, t->acc, t->acc_cap);
+	lend_back(&ccw->bk, &ccw->bk_cap, t->bk, t->bk_cap);
 	t->tab = NULL;
-	t->acc = NULL;
+	t->acc = t->bk = NULL;
 	t->tab_mask = 0;
-	t->acc_cap = 0;
+	t->acc_cap = t->bk_cap = 0;
 	t->nacc = 0;
 }

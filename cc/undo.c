@@ -287,8 +287,8 @@ int undo_build(struct txn *t)
 	const struct st_layout *L = t->node->layout;
 	u->nodes = 0;
 	u->next = 0;
-	for (int i = 0; i < t->nacc; i++) {
-		const struct cc_access *a = t->acc[i];
+	for (int i = 0; i < txn_nwrit(t); i++) { /* backups too (cc/repl.c) */
+		const struct cc_access *a = txn_writ(t, i);
 		if (!(a->mode & ACC_W))
 			continue;
 		if (!(u->nodes & (1ull << a->node)))
@@ -315,8 +315,8 @@ int undo_build(struct txn *t)
 		h->txn = t->owner;
 		fill[nd] = u->boff[nd] + (uint32_t)sizeof(*h);
 	}
-	for (int i = 0; i < t->nacc; i++) {
-		const struct cc_access *a = t->acc[i];
+	for (int i = 0; i < txn_nwrit(t); i++) { /* backups too (cc/repl.c) */
+		const struct cc_access *a = txn_writ(t, i);
 		if (!(a->mode & ACC_W))
 			continue;
 		fill[a->node] += rec_fill(t, a, u->buf + fill[a->node]);
@@ -384,8 +384,8 @@ void undo_post_rollback(struct txn *t)
 	uint32_t fill[FAB_MAX_NODES];
 	for (uint64_t m = u->nodes; m; m &= m - 1)
 		fill[NODE_OF(m)] = u->boff[NODE_OF(m)] + (uint32_t)sizeof(struct st_log_hdr);
-	for (int i = 0; i < t->nacc; i++) {
-		struct cc_access *a = t->acc[i];
+	for (int i = 0; i < txn_nwrit(t); i++) {
+		struct cc_access *a = txn_writ(t, i);
 		if (!(a->mode & ACC_W))
 			continue;
 		const struct st_log_rec *rec = (const struct st_log_rec *)(u->buf + fill[a->node]);

@@ -59,6 +59,7 @@ struct pl_map *pl_map_spread(const uint16_t *ids, int nnodes, int replicas, uint
 	if (!m)
 		return NULL;
 	m->epoch = epoch;
+	m->replicas = replicas;
 	m->nnodes = nnodes;
 	memcpy(m->nodes, ids, (size_t)nnodes * sizeof(*ids));
 	qsort(m->nodes, (size_t)nnodes, sizeof(m->nodes[0]), cmp_u16);

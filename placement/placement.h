@@ -9,9 +9,8 @@
  *    (a hash tag), modulo 16384. Users can predict placement with the
  *    usual tools.
  *  - struct pl_map: an immutable map from slot to replica set, the
- *    primary first. Today every set has one node (`replicas` 1); the rest
- *    of rckv asks for the primary, or for the set, and never assumes the
- *    count.
+ *    primary first (`replicas` N: N nodes per set). The rest of rckv asks
+ *    for the primary, or for the set, and never assumes the count.
  *  - struct pl_table: the map a node uses now. A new configuration
  *    replaces it whole while workers read it (pl_publish); readers hold a
  *    Concurrency Kit epoch section (one ck_epoch record per reader thread,
@@ -50,6 +49,7 @@ struct pl_set {
 /* Immutable once built; replaced whole, never edited in place. */
 struct pl_map {
 	uint64_t epoch;                  /* configuration epoch it belongs to */
+	int replicas;                    /* nodes in the largest set */
 	int nnodes;
 	uint16_t nodes[PL_MAX_NODES];    /* member ids, ascending */
 	int nsets;

@@ -163,6 +163,14 @@ uint64_t cluster_id_of(const struct node *n)
 					 c->cluster_nodes[i].fabric);
 				h = fnv1a(h, line);
 			}
+	/* Every node must agree on the replica sets, and a region holds the
+	 * copies of one layout (changing `replicas` needs a copy of every
+	 * key to each new replica, which nothing does yet). */
+	if (c->replicas > 1) {
+		char line[32];
+		snprintf(line, sizeof(line), "replicas %d;", c->replicas);
+		h = fnv1a(h, line);
+	}
 	return h ? h : 1;
 }
 
@@ -1129,7 +1137,7 @@ static int build_slot_map(struct node *n, char *err, size_t errlen)
 			}
 			snprintf(sn->fabric_addr, sizeof(sn->fabric_addr), "%s", cn->fabric);
 		}
-	struct pl_map *pm = slot_map_placement(m, 1);
+	struct pl_map *pm = slot_map_placement(m, n->cfg.replicas, 1);
 	if (!pm) {
 		snprintf(err, errlen, "out of memory");
 		free(m);

@@ -5,7 +5,11 @@
  * then refuse cross-slot MULTI). Tools that want to know placement ask:
  *   RCKV NODES          array of [id, host, port, fabric-address, [[start, end], ...]]
  *   RCKV KEYSLOT key    the key's slot (CRC16 as Redis Cluster, hash tags honoured)
- *   RCKV KEYNODE key    the id of the node that owns the key
+ *   RCKV KEYNODE key    the id of the node that owns the key (the primary)
+ *   RCKV SLOTS          array of [start, end, [primary, backup, ...]] per range
+ *                       of slots with one replica set (`replicas` N)
+ *   RCKV COPIES key     the key's copy on each node of its set, primary first:
+ *                       [node, version, value or nil], read with no lock
  */
 #include <ck_pr.h>
 #include <stdio.h>
@@ -13,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cc/exec.h"
 #include "server/command.h"
 #include "server/node.h"
 #include "server/slots.h"
@@ -46,6 +51,60 @@ static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m, const struc
 			resp_int(c->out, s);
 			resp_int(c->out, e);
 		}
+	}
+}
+
+static bool same_set(const struct pl_set *a, const struct pl_set *b)
+{
+	return a->n == b->n && memcmp(a->node, b->node, a->n * sizeof(a->node[0])) == 0;
+}
+
+static void reply_slots(struct cmd_ctx *c, const struct pl_map *pm)
+{
+	int nranges = 0;
+	for (unsigned s = 0; s < SLOT_COUNT; s++)
+		if (s == 0 || !same_set(pl_slot_set(pm, s), pl_slot_set(pm, s - 1)))
+			nranges++;
+	resp_array(c->out, nranges);
+	for (unsigned s = 0; s < SLOT_COUNT;) {
+		const struct pl_set *set = pl_slot_set(pm, s);
+		unsigned e = s;
+		while (e + 1 < SLOT_COUNT && same_set(pl_slot_set(pm, e + 1), set))
+			e++;
+		resp_array(c->out, 3);
+		resp_int(c->out, s);
+		resp_int(c->out, e);
+		resp_array(c->out, set->n);
+		for (int r = 0; r < set->n; r++)
+			resp_int(c->out, set->node[r]);
+		s = e + 1;
+	}
+}
+
+static void reply_copies(struct cmd_ctx *c, const char *key, size_t klen)
+{
+	struct cc_copy copies[PL_MAX_REPLICAS];
+	int n = cc_read_copies(c->w->ccw, key, klen, copies);
+	if (n < 0) {
+		resp_error(c->out, "ERR out of memory");
+		return;
+	}
+	resp_array(c->out, n);
+	for (int r = 0; r < n; r++) {
+		const struct cc_copy *cp = &copies[r];
+		resp_array(c->out, 3);
+		resp_int(c->out, cp->node);
+		if (cp->state == CC_COPY_ERROR) {
+			resp_null(c->out);
+			resp_error(c->out, "ERR the node did not answer");
+			continue;
+		}
+		resp_int(c->out, cp->state == CC_COPY_FOUND ? (long long)cp->ver : 0);
+		if (cp->state == CC_COPY_FOUND)
+			resp_bulk(c->out, cp->val, cp->vlen);
+		else
+			resp_null(c->out);
+		free(cp->val);
 	}
 }
 
@@ -98,6 +157,11 @@ int cmd_rckv(struct cmd_ctx *c)
 		const struct pl_map *pm = cc_placement_begin(c->w->ccw);
 		resp_int(c->out, pl_primary(pm, c->argv[2].p, c->argv[2].len));
 		cc_placement_end(c->w->ccw);
+	} else if (strcasecmp(sub, "slots") == 0) {
+		reply_slots(c, cc_placement_begin(c->w->ccw));
+		cc_placement_end(c->w->ccw);
+	} else if (strcasecmp(sub, "copies") == 0) {
+		reply_copies(c, c->argv[2].p, c->argv[2].len);
 	} else if (strcasecmp(sub, "locks") == 0) {
 		reply_locks(c);
 	} else {
@@ -108,7 +172,12 @@ int cmd_rckv(struct cmd_ctx *c)
 			"KEYSLOT <key>",
 			"    Return the hash slot of <key>.",
 			"KEYNODE <key>",
-			"    Return the id of the node that owns <key>.",
+			"    Return the id of the node that owns <key> (its primary).",
+			"SLOTS",
+			"    Return the slot ranges, each with its replica set, primary first.",
+			"COPIES <key>",
+			"    Return <key>'s copy on each node of its replica set: node, version, value",
+			"    (nil: absent there). Read without a lock: a diagnostic.",
 			"LOCKS",
 			"    Return the lock words held in this node's MemStore (up to 100; a",
 			"    diagnostic for a lock left behind: its word names the holder).",

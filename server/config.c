@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "cc/cc.h"
+#include "placement/placement.h"
 #include "rdma/fab.h"
 #include "server/strutil.h"
 #include "storage/st.h"
@@ -144,6 +145,7 @@ static const struct opt options[] = {
 	{ "fabric", OT_ENUM, false, OFF(fabric), 0, 0, fabric_choices, "shm" },
 	{ "fabric-delay-us", OT_INT, false, OFF(fabric_delay_us), 0, 1000000, NULL, "0" },
 	{ "fabric-device", OT_STR, false, OFF(fabric_device), 0, 0, NULL, "" },
+	{ "replicas", OT_INT, false, OFF(replicas), 1, PL_MAX_REPLICAS, NULL, "1" },
 	{ "cluster-node", OT_CNODE, false, OFF(cluster_nodes), 0, 0, NULL, "" },
 	/* operations */
 	{ "loglevel", OT_ENUM, true, OFF(loglevel), 0, 0, loglevel_choices, "notice" },

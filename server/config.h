@@ -76,6 +76,7 @@ struct srv_config {
 	int node_id;                    /* node 1 */
 	char *fabric;                   /* fabric shm: shm|tcp|verbs */
 	int fabric_delay_us;            /* fabric-delay-us 0 */
+	int replicas;                   /* replicas 1: nodes that hold each slot */
 	char *fabric_device;            /* fabric-device "": verbs device, "" = the first */
 	struct cfg_cluster_node cluster_nodes[SRV_MAX_CLUSTER_NODES]; /* cluster-node lines */
 	int ncluster_nodes;             /* 0: a standalone node */

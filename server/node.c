@@ -153,6 +153,24 @@ static int apply_cluster_self(struct node *n, char *err, size_t errlen)
 	return 0; /* standalone, or not listed: cluster_start says so */
 }
 
+/* `replicas` against the members, before a region is made for a layout
+ * that cannot be (the cluster id, which the region keeps, counts it). */
+static int check_replicas(struct node *n, char *err, size_t errlen)
+{
+	const struct srv_config *c = &n->cfg;
+	if (c->ncluster_nodes == 0 && c->replicas > 1) {
+		snprintf(err, errlen, "replicas %d: a standalone server has no other node to copy to "
+			 "(replicas needs cluster-node lines)", c->replicas);
+		return -1;
+	}
+	if (c->ncluster_nodes > 0 && c->replicas > c->ncluster_nodes) {
+		snprintf(err, errlen, "replicas %d: the cluster has only %d nodes", c->replicas,
+			 c->ncluster_nodes);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * persistence power makes what a commit wrote durable on every node it
  * wrote: on shm each node's log is fed through a journal ring that the
@@ -345,7 +363,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 			    strcasecmp(n->cfg.fabric, "shm") == 0,
 		.checkpoint_bytes = (uint64_t)n->cfg.checkpoint_log_size,
 	};
-	if (check_power(n, &sc, err, errlen) != 0)
+	if (check_power(n, &sc, err, errlen) != 0 || check_replicas(n, err, errlen) != 0)
 		goto fail_cc;
 	char serr[512] = "";
 	rc = st_region_open(&sc, &n->cc.region, serr, sizeof(serr));

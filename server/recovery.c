@@ -94,7 +94,7 @@ void srv_recover_local(struct node *n)
 	srv_read_decisions(n, decided);
 	st_log_resolve(n->cc.region, self, decided, NULL, &st);
 	uint64_t t1 = mono_ms();
-	uint64_t live = 0;
+	uint64_t live = 0, relocked = 0;
 	if (n->cfg.ncluster_nodes == 0) {
 		/* Nobody else maps this region: every lock is a dead one, and
 		 * blocks not reachable from the index can be freed. The locks
@@ -106,6 +106,9 @@ void srv_recover_local(struct node *n)
 		 * (a block a dead transaction allocated and never published
 		 * stays allocated: a leak, never a double use). */
 		st_release_locks(n->cc.region, held_by_node, (void *)(uintptr_t)self, (int)self, &st);
+		/* Installs of other coordinators' undecided transactions stay
+		 * locked until those settle (a lost lock word would show them). */
+		relocked = st_log_relock(n->cc.region, self);
 		live = st_count(n->cc.region);
 	}
 	uint64_t t2 = mono_ms();
@@ -115,10 +118,11 @@ void srv_recover_local(struct node *n)
 	srv_log(n, LOG_WARNING,
 		"MemStore was not closed cleanly: recovered in %" PRIu64 " ms (undo log %" PRIu64
 		" ms: %" PRIu64 " transactions rolled back, %" PRIu64 " records undone, %" PRIu64
-		" committed ones finished; scan %" PRIu64 " ms: %" PRIu64 " locks released%s), "
-		"%" PRIu64 " keys",
+		" committed ones finished; scan %" PRIu64 " ms: %" PRIu64 " locks released%s, %" PRIu64
+		" items locked again for other nodes' undecided transactions), %" PRIu64 " keys",
 		t2 - t0, t1 - t0, st.txns_rolled_back, st.records_undone, st.txns_committed, t2 - t1,
-		st.locks_released, n->cfg.ncluster_nodes == 0 ? ", free bitmaps rebuilt" : "", live);
+		st.locks_released, n->cfg.ncluster_nodes == 0 ? ", free bitmaps rebuilt" : "", relocked,
+		live);
 }
 
 void srv_settle_restarted_peer(struct node *n, unsigned peer, uint64_t incarnation,

@@ -15,10 +15,10 @@ void slot_map_single(struct slot_map *m, int id, const char *host, int port)
 	m->nodes[0].port = port;
 }
 
-struct pl_map *slot_map_placement(const struct slot_map *m, uint64_t epoch)
+struct pl_map *slot_map_placement(const struct slot_map *m, int replicas, uint64_t epoch)
 {
 	uint16_t ids[SLOT_MAX_NODES];
 	for (int i = 0; i < m->nnodes; i++)
 		ids[i] = (uint16_t)m->nodes[i].id;
-	return pl_map_spread(ids, m->nnodes, 1, epoch);
+	return pl_map_spread(ids, m->nnodes, replicas, epoch);
 }

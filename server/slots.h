@@ -32,7 +32,8 @@ struct slot_map {
 void slot_map_single(struct slot_map *m, int id, const char *host, int port);
 
 /* The placement of the members of m: slots spread evenly in id order,
- * one node per slot. NULL if out of memory. */
-struct pl_map *slot_map_placement(const struct slot_map *m, uint64_t epoch);
+ * each slot on `replicas` consecutive members (its primary first). NULL
+ * if out of memory or replicas is out of 1..min(members, PL_MAX_REPLICAS). */
+struct pl_map *slot_map_placement(const struct slot_map *m, int replicas, uint64_t epoch);
 
 #endif

@@ -15,6 +15,13 @@
  *     node's (or the dead transaction's), by CAS, so a lock taken meanwhile by someone else is never touched.
  * (3) A record is applied only if it is whole (its checksum) and the block
  *     still has the generation it names.
+ * (4) Lock words are never logged, so a region rebuilt from its log after
+ *     a power cut may have lost the locks of (1). st_log_relock takes them
+ *     again, by CAS from 0, for every slot that names a transaction
+ *     without its mark: a coordinator retires a slot before it unlocks
+ *     the items (cc/prim.c), so such a slot's items are still its, even
+ *     while that coordinator runs (a shm peer); once the mark is written
+ *     its installs stand and need no lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +217,69 @@ static void free_extents(struct st_region *r, struct st_log_hdr *h, uint64_t txn
 	st(&h->ext_txn, 0);
 }
 
+/* The whole records of txn in the slot at soff and the extents it chains,
+ * in log order, into v (emptied first). */
+static void slot_records(struct st_region *r, uint64_t soff, uint64_t txn, struct recs *v)
+{
+	const struct st_log_hdr *h = (const struct st_log_hdr *)(r->base + soff);
+	v->n = 0;
+	gather(r, soff + sizeof(*h), soff + r->layout.log_slot_bytes, txn, v);
+	uint64_t off = ld(&h->ext), gc = ld(&h->ext_gc);
+	struct st_item *it;
+	while (ld(&h->ext_txn) == txn && (it = extent_at(r, off, gc, txn)) != NULL) {
+		gather(r, off + sizeof(*it), off + sizeof(*it) + st_data_vlen(ld(&it->data)), txn, v);
+		off = ld(&it->meta[1]);
+		gc = ld(&it->ver);
+	}
+}
+
+/* The lock word of block off (class cls, generation gen) to txn, if it is
+ * that block and free. */
+static bool relock_block(struct st_region *r, uint64_t off, unsigned cls, uint32_t gen,
+			 uint64_t txn)
+{
+	struct st_item *it = block_at(r, off, cls);
+	if (!it || st_ident_gen(ld(&it->ident)) != gen)
+		return false;
+	return cas(&it->lock, 0, txn);
+}
+
+uint64_t st_log_relock(struct st_region *r, unsigned self)
+{
+	const struct st_layout *L = &r->layout;
+	struct recs v = { 0 };
+	uint64_t n = 0;
+	for (unsigned coord = 1; coord <= L->log_nodes; coord++) {
+		if (coord == self)
+			continue;
+		for (unsigned slot = 0; slot < ST_LOG_SLOTS; slot++) {
+			uint64_t soff = st_log_slot_off(L, coord, slot);
+			const struct st_log_hdr *h = (const struct st_log_hdr *)(r->base + soff);
+			uint64_t txn = ld(&h->txn);
+			if (!txn || ld(&h->mark) == txn)
+				continue; /* free, or committed: its installs stand */
+			slot_records(r, soff, txn, &v);
+			for (size_t k = 0; k < v.n; k++) {
+				const struct st_log_rec *rec = (const struct st_log_rec *)(r->base + v.off[k]);
+				uint8_t kind = (uint8_t)(rec->kind_len >> 32);
+				if (kind == ST_REC_IMAGE && (uint32_t)rec->kind_len >= 40) {
+					uint64_t ident;
+					memcpy(&ident, (const char *)(rec + 1) + 24, 8);
+					n += relock_block(r, rec->off, st_ident_class(ident),
+							  (uint32_t)rec->aux, txn);
+				} else if (kind == ST_REC_RELOC) {
+					struct st_log_reloc rl;
+					memcpy(&rl, rec + 1, sizeof(rl));
+					n += relock_block(r, rec->off, (uint8_t)rl.old_gen_cls,
+							  (uint32_t)(rl.old_gen_cls >> 32), txn);
+				}
+			}
+		}
+	}
+	free(v.off);
+	return n;
+}
+
 void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[ST_LOG_SLOTS],
 		    const uint64_t only[ST_LOG_SLOTS], struct st_log_stats *stats)
 {
@@ -224,16 +294,7 @@ void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[
 		if (!txn || (only && only[slot] != txn))
 			continue;
 		bool committed = ld(&h->mark) == txn || (decided && decided[slot] == txn);
-		v.n = 0;
-		gather(r, soff + sizeof(*h), soff + L->log_slot_bytes, txn, &v);
-		uint64_t off = ld(&h->ext), gc = ld(&h->ext_gc);
-		struct st_item *it;
-		while (ld(&h->ext_txn) == txn && (it = extent_at(r, off, gc, txn)) != NULL) {
-			gather(r, off + sizeof(*it), off + sizeof(*it) + st_data_vlen(ld(&it->data)), txn,
-			       &v);
-			off = ld(&it->meta[1]);
-			gc = ld(&it->ver);
-		}
+		slot_records(r, soff, txn, &v);
 		for (size_t k = 0; k < v.n; k++) {
 			size_t i = committed ? k : v.n - 1 - k; /* undo newest first */
 			const struct st_log_rec *rec = (const struct st_log_rec *)(r->base + v.off[i]);

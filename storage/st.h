@@ -725,6 +725,18 @@ void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[
 		    const uint64_t only[ST_LOG_SLOTS], struct st_log_stats *stats);
 
 /*
+ * st_log_relock - after an unclean stop that may have lost lock words (they are
+ * never logged: a write-ahead log replays the installs without them), lock
+ * again every item that another coordinator's unsettled records (a slot
+ * with txn and no mark) name, with that transaction's owner word, so that
+ * no transaction reads or overwrites an install that may be rolled back
+ * until st_log_resolve settles it (when that coordinator rejoins). Node
+ * `self`'s own slots are settled first by the caller. Local, before the
+ * node serves. Returns the lock words set.
+ */
+uint64_t st_log_relock(struct st_region *r, unsigned self);
+
+/*
  * st_release_locks - replace every item lock word w by match(arg, w) when
  * that differs from w (0 releases it; a shared-lock count can drop one
  * holder's part), and clear every bucket lock held by node `bucket_node`

@@ -317,7 +317,7 @@ class RunSpec:
                  keys=8, zipf=0.99, max_ops=4, max_writes=64, switch=None, faults=0,
                  fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
                  realtime=True, seed=None, topology="single", accounts=8,
-                 switch_every=None, persistence=None, power_cuts=0):
+                 switch_every=None, persistence=None, power_cuts=0, replicas=1):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         if self.seed is None:
@@ -344,6 +344,8 @@ class RunSpec:
             s += ", %d power cut" % self.power_cuts
         if self.persistence:
             s += ", persistence %s" % self.persistence
+        if self.replicas > 1:
+            s += ", replicas %d" % self.replicas
         return s + ", seed %d" % self.seed
 
 
@@ -405,7 +407,9 @@ class RunResult:
 def run(spec, history_path):
     """Run one spec, write its history to history_path, check it. Always
     stops the servers it started. Returns a RunResult."""
-    extra = {"persistence": spec.persistence} if spec.persistence else None
+    extra = {"persistence": spec.persistence} if spec.persistence else {}
+    if spec.replicas > 1:
+        extra["replicas"] = spec.replicas
     topo = TOPOLOGIES[spec.topology](protocol=spec.protocol,
                                      fabric_delay_us=spec.fabric_delay_us,
                                      threads=spec.threads, extra=extra)
@@ -450,6 +454,8 @@ def run(spec, history_path):
             raise RuntimeError("client threads did not stop")
         wl.final_reads(ctx, topo.endpoints()[0], deadline=time.monotonic() + 30)
         rec.flush()
+        if spec.replicas > 1:
+            _check_copies(topo, keys.all_keys() if keys is not None else wl.accounts)
         server_stats = _server_stats(topo)
         if keys is not None and keys.tags:
             span = _span(history_path, keys)
@@ -469,6 +475,23 @@ def run(spec, history_path):
     result = checker.check_file(history_path, realtime=spec.realtime)
     return RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors,
                      server_log, server_stats, span, keys)
+
+
+def _check_copies(topo, names):
+    """With replicas, once the load stopped: every copy of every key the
+    run touched (RCKV COPIES) has its primary's version and value."""
+    admin = topo.admin(0)
+    try:
+        bad = []
+        for k in names:
+            copies = admin.execute_command("RCKV", "COPIES", k)
+            if any(c[1:] != copies[0][1:] for c in copies[1:]) or len(copies) < 2:
+                bad.append("%s: %r" % (k, copies))
+        if bad:
+            raise RuntimeError("%d of %d keys differ between replicas: %s"
+                               % (len(bad), len(names), "; ".join(bad[:3])))
+    finally:
+        admin.close()
 
 
 def _held_locks(topo):
@@ -806,6 +829,9 @@ def main(argv=None):
                     help="the servers' persistence (default: the server's, process); with "
                          "power, a kill -9 (--fault) restarts from the write-ahead log on one "
                          "node and from the flushed region files on a cluster")
+    ap.add_argument("--replicas", type=int, default=1,
+                    help="cluster topologies: nodes per slot (the servers' `replicas`); "
+                         "each run then also compares every key's copies (RCKV COPIES)")
     ap.add_argument("--out", help="directory for histories (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep histories of passing runs too")
     ap.add_argument("--seed", type=int, default=None)
@@ -859,6 +885,8 @@ def main(argv=None):
                 s.seed = args.seed
     for s in specs:
         s.persistence = args.persistence
+        if s.topology in CLUSTER_TOPOLOGIES:
+            s.replicas = args.replicas
 
     print("%d runs, %s of load (plus each run's start, final reads and check)"
           % (len(specs), _minutes(sum(sp.duration for sp in specs))), flush=True)

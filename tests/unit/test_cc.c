@@ -58,6 +58,7 @@ static int nnodes;
 static char dir[] = "/tmp/rckv-test-cc-XXXXXX";
 
 static uint32_t fabric_delay_us; /* > 0: coroutines interleave at every round trip */
+static int replicas = 1;         /* nodes per slot (`replicas`) */
 
 /* Nodes 1..count in this process, on the shm fabric, each mapping every
  * region (as shm peers do), keys spread over all of them. */
@@ -71,7 +72,7 @@ static void nodes_up(int count, const char *proto)
 	for (int i = 0; i < count; i++) {
 		struct tnode *tn = &nodes[i];
 		memset(tn, 0, sizeof(*tn));
-		CHECK(cc_node_init(&tn->cc, ids[i], pl_map_spread(ids, count, 1, 1)) == 0);
+		CHECK(cc_node_init(&tn->cc, ids[i], pl_map_spread(ids, count, replicas, 1)) == 0);
 		tn->cc.max_node_id = (uint16_t)count;
 		tn->cc.limits = (struct cc_limits){ .max_key_bytes = 64 << 10,
 						    .max_value_bytes = 1 << 20,
@@ -469,6 +470,21 @@ static void test_bank(const char *proto, bool switching)
 	node_down();
 }
 
+/* `per` bank transfers on every coroutine of every worker of every node,
+ * all at once, to their end. */
+static void transfers_everywhere(int per)
+{
+	static struct worker_job jobs[MAX_NODES][NWORKERS][NCORO];
+	for (int i = 0; i < nnodes; i++)
+		for (int k = 0; k < NWORKERS; k++)
+			for (int c = 0; c < NCORO; c++) {
+				jobs[i][k][c] = (struct worker_job){ &nodes[i].w[k], 1, per,
+								     (unsigned)(i * 1000 + k * 100 + c + 1) };
+				CHECK(sched_spawn(nodes[i].w[k].sched, job, &jobs[i][k][c]) == 0);
+			}
+	run_all();
+}
+
 /*
  * Two nodes in one process (DESIGN.md principle 5): each has its own
  * region, fabric, placement and workers, and nothing of one leaks into the
@@ -485,15 +501,7 @@ static void test_two_nodes(const char *proto)
 	uint64_t on1 = st_count(nodes[0].cc.region), on2 = st_count(nodes[1].cc.region);
 	CHECK(on1 > 0 && on2 > 0 && on1 + on2 == ACCOUNTS);
 	audit_failures = audits = 0;
-	static struct worker_job jobs[MAX_NODES][NWORKERS][NCORO];
-	for (int i = 0; i < 2; i++)
-		for (int k = 0; k < NWORKERS; k++)
-			for (int c = 0; c < NCORO; c++) {
-				jobs[i][k][c] = (struct worker_job){ &nodes[i].w[k], 1, 100,
-								     (unsigned)(i * 1000 + k * 100 + c + 1) };
-				CHECK(sched_spawn(nodes[i].w[k].sched, job, &jobs[i][k][c]) == 0);
-			}
-	run_all();
+	transfers_everywhere(100);
 	long long sum1 = 0, sum2 = 0;
 	run_one_at(0, 1, audit_body, &sum1);
 	run_one_at(1, 0, audit_body, &sum2);
@@ -670,6 +678,112 @@ static void test_grow_and_delete(const char *proto)
 	CHECK(st_count(N.cc.region) == 0);
 	node_down();
 	printf("  %s: grow to 12000 bytes and delete ok\n", proto);
+}
+
+/* ---- replicas: every commit writes every node of a key's set ---- */
+
+/* A region's live items, as "key ver value" lines, sorted. */
+struct dump {
+	char **line;
+	int n, cap;
+};
+
+static int dump_item(void *arg, const char *key, uint32_t klen, const struct st_item *it)
+{
+	struct dump *d = arg;
+	if (d->n == d->cap) {
+		d->cap = d->cap ? 2 * d->cap : 64;
+		d->line = realloc(d->line, (size_t)d->cap * sizeof(*d->line));
+		CHECK(d->line);
+	}
+	uint32_t vl = st_data_vlen(it->data);
+	char *l = malloc(klen + vl + 40);
+	CHECK(l);
+	int h = sprintf(l, "%.*s %llu ", (int)klen, key, (unsigned long long)it->ver);
+	memcpy(l + h, st_item_val(it), vl);
+	l[h + vl] = 0;
+	d->line[d->n++] = l;
+	return 0;
+}
+
+static int cmp_line(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static void dump_region(struct st_region *r, struct dump *d)
+{
+	memset(d, 0, sizeof(*d));
+	uint64_t cursor = 0;
+	do
+		st_scan(r, &cursor, 1024, dump_item, d);
+	while (cursor);
+	qsort(d->line, (size_t)d->n, sizeof(*d->line), cmp_line);
+}
+
+static int no_lock(void *arg, const char *key, uint32_t klen, uint64_t lock, uint64_t bucket,
+		   bool absent)
+{
+	(void)bucket;
+	(void)absent;
+	fprintf(stderr, "lock left behind: %.*s 0x%llx\n", key ? (int)klen : 6, key ? key : "bucket",
+		(unsigned long long)lock);
+	++*(int *)arg;
+	return 0;
+}
+
+/* The two regions hold the same items, version for version, and no lock. */
+static void check_replicas_equal(const char *proto, const char *when)
+{
+	struct dump d1, d2;
+	dump_region(nodes[0].cc.region, &d1);
+	dump_region(nodes[1].cc.region, &d2);
+	int diff = d1.n != d2.n;
+	for (int i = 0; i < d1.n && i < d2.n; i++)
+		if (strcmp(d1.line[i], d2.line[i]) != 0) {
+			if (diff++ < 3)
+				fprintf(stderr, "%s: node 1 has '%.60s', node 2 '%.60s'\n", proto,
+					d1.line[i], d2.line[i]);
+		}
+	int locks = 0;
+	st_scan_locks(nodes[0].cc.region, no_lock, &locks);
+	st_scan_locks(nodes[1].cc.region, no_lock, &locks);
+	printf("  %s: replicas 2, %s: %d items on each node, %d differ, %d locks held\n", proto,
+	       when, d1.n, diff, locks);
+	CHECK(d1.n > 0 && diff == 0 && locks == 0);
+	for (int i = 0; i < d1.n; i++)
+		free(d1.line[i]);
+	for (int i = 0; i < d2.n; i++)
+		free(d2.line[i]);
+	free(d1.line);
+	free(d2.line);
+}
+
+/*
+ * With `replicas 2` on two nodes every key lives on both: the bank's
+ * transfers from both nodes at once, a value that grows past its block
+ * (a relocation on each replica) and a delete leave the two regions with
+ * the same items at the same versions, whatever the protocol.
+ */
+static void test_replicas(const char *proto)
+{
+	replicas = 2;
+	nodes_up(2, proto);
+	run_one_at(0, 0, init_body, NULL);
+	audit_failures = audits = 0;
+	transfers_everywhere(40);
+	long long sum = 0;
+	run_one_at(1, 0, audit_body, &sum);
+	CHECK(sum == TOTAL && audit_failures == 0);
+	for (int i = 0; i < 30; i++)
+		run_one_at(i % 2, 0, grow_body, NULL);
+	check_replicas_equal(proto, "after transfers and growth");
+	bool existed = false;
+	run_one_at(1, 1, del_body, &existed);
+	CHECK(existed);
+	check_replicas_equal(proto, "after a delete");
+	node_down();
+	replicas = 1;
 }
 
 /* ---- stale addresses: one worker's cache, another worker's changes ---- */
@@ -959,6 +1073,71 @@ struct maat_seen {
 	uint64_t off_x, off_none;
 };
 
+/* ---- st_log_relock: locks lost with a power cut, taken again ---- */
+
+static struct st_ref rl_ref;
+
+static int rl_find(struct txn *t, void *arg)
+{
+	struct kv *kv = arg;
+	int rc = kv_get(t, arg);
+	struct cc_access *a = txn_acc_find(t, kv->key, strlen(kv->key),
+					   st_hash(kv->key, strlen(kv->key)));
+	CHECK(a);
+	rl_ref = a->ref;
+	return rc;
+}
+
+/*
+ * A region rebuilt from its log has lost its lock words. An item named by
+ * another coordinator's slot that holds records and no mark (a transaction
+ * undecided when the power went) is locked again with that transaction's
+ * word, and nothing else is: not for a slot with its mark, not for the
+ * node's own slots (it settled those itself).
+ */
+static void test_relock(void)
+{
+	nodes_up(2, "nowait");
+	struct kv kv = { .key = "rl", .val = "old", .len = 3 };
+	run_one_at(0, 0, kv_set, &kv);
+	run_one_at(0, 0, rl_find, &kv);
+	int k = rl_ref.node - 1;             /* the key's node (0-based) */
+	unsigned coord = (unsigned)(2 - k);  /* the other node's id */
+	struct st_region *r = nodes[k].cc.region;
+	const struct st_layout *L = nodes[k].cc.layout;
+	char *base = st_region_base(r);
+	struct st_item *it = (struct st_item *)(base + rl_ref.off);
+	uint64_t txn = cc_owner_word((uint16_t)coord, 12345);
+	/* The slot: its header, then the record of "rl" (words 1..5 and the
+	 * value as they are), whole and summed. */
+	uint64_t soff = st_log_slot_off(L, coord, 3);
+	struct st_log_hdr *h = (struct st_log_hdr *)(base + soff);
+	struct st_log_rec *rec = (struct st_log_rec *)(h + 1);
+	uint32_t vlen = st_data_vlen(it->data);
+	rec->txn = txn;
+	rec->kind_len = ((uint64_t)ST_REC_IMAGE << 32) | (40 + vlen);
+	rec->off = rl_ref.off;
+	rec->aux = rl_ref.gen;
+	memcpy(rec + 1, &it->ver, 40);
+	memcpy((char *)(rec + 1) + 40, st_item_val(it), vlen);
+	rec->sum = st_log_rec_sum(rec, rec + 1);
+	h->txn = txn;
+	CHECK(it->lock == 0);
+	CHECK(st_log_relock(r, coord) == 0); /* the caller's own slots: not these */
+	CHECK(st_log_relock(r, (unsigned)k + 1) == 1);
+	CHECK(it->lock == txn);
+	CHECK(st_log_relock(r, (unsigned)k + 1) == 0); /* already locked */
+	it->lock = 0;
+	h->mark = txn; /* committed: its installs stand unlocked */
+	CHECK(st_log_relock(r, (unsigned)k + 1) == 0 && it->lock == 0);
+	h->mark = 0;
+	rec->sum ^= 1; /* a torn record names nothing */
+	CHECK(st_log_relock(r, (unsigned)k + 1) == 0 && it->lock == 0);
+	memset(h, 0, sizeof(*h));
+	node_down();
+	printf("  st_log_relock: an undecided slot's item locked again, nothing else\n");
+}
+
 static struct st_item *item_at(uint64_t off)
 {
 	return (struct st_item *)((char *)st_region_base(N.cc.region) + off);
@@ -1240,6 +1419,9 @@ int main(void)
 		test_grow_and_delete(protos[i]);
 		test_stale_addresses(protos[i]);
 	}
+	for (int i = 0; i < nprotos; i++)
+		test_replicas(protos[i]);
+	test_relock();
 	test_increments("nowait", true);
 	test_bank("silo", true);
 	test_two_nodes("silo");
