@@ -40,6 +40,7 @@ bench: build
 	@./bench/sweep.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/protocols.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/power.sh
+	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/replicas.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -74,6 +74,13 @@ struct cc_access {
 	uint64_t hdr[2][2];       /* Double-Read / validation scratch */
 	uint64_t stage[3];        /* values of queued word WRITEs (lock, ver, other) */
 	uint64_t vhdr[6];         /* validation READ target */
+	/* Replication (cc/repl.c): a written key's backups are t->bk[bk_first
+	 * .. bk_first + bk_n) (bk_n 0: not listed yet); a backup's candidate
+	 * block while its lock CAS is in flight. */
+	int bk_first;
+	uint8_t bk_n;
+	uint8_t cand_cls;
+	uint64_t cand_off;
 	/* pending state saved at the first write after savepoint sp_gen */
 	uint32_t sp_gen;
 	uint8_t s_mode, s_pstate;
@@ -311,6 +318,12 @@ int prim_check_block(struct txn *t, struct cc_access *a);
  * given back at once and only if still ours (CAS, not WRITE), and the
  * access is not marked locked. */
 int prim_lock_won(struct txn *t, struct cc_access *a);
+/* The exclusive lock step, one batch: CAS a's lock word from cmp to our
+ * owner word (*old: what it held), READ the block behind it; with
+ * `replicas`, for a key the transaction writes (written already, or the
+ * one key of a writing command: txn_hint_single_write), the backups'
+ * lock CAS and READ too. Returns the exec's result; then prim_lock_won. */
+int prim_lock_and_read(struct txn *t, struct cc_access *a, uint64_t cmp, uint64_t *old);
 int prim_shared_won(struct txn *t, struct cc_access *a);
 /*
  * Locking the write set at commit (One-Cas, RCBench 6.1: silo's LOCKING,

@@ -82,7 +82,23 @@ int txn_fetch(struct txn *t, const struct cc_key *keys, int nkeys);
  * locked on every other node of each written key's replica set: CC_OK,
  * CC_ABORT, CC_EFULL, CC_EFAB or CC_EINTERNAL. A no-op with `replicas` 1. */
 int repl_resolve(struct txn *t);
-void repl_release(struct txn *t); /* back to the pool; t->nbk = 0 */
+/* Hitchhiking (FORD 4.2) on the protocol's lock round at commit: with the
+ * lock CAS of each written key posted (prim_post_lock_writes, ACC_CASPEND),
+ * the lock CAS and READ of its backups whose block the address cache
+ * knows; after the exec, repl_note_locks settles them (lost: the nodes
+ * whose part failed; busy: the round lost a primary's lock, so no backup
+ * lock is kept) and returns CC_OK or CC_ABORT. */
+void repl_post_locks(struct txn *t);
+/* The same for one key that will be written, whose lock CAS the fetch
+ * stage (2PL's read, timestamp's and mvcc's write step) or a protocol's
+ * lock step (prim_lock_and_read) posts. True if any was posted. */
+bool repl_post_locks_of(struct txn *t, struct cc_access *a);
+int repl_note_locks(struct txn *t, uint64_t lost, bool busy);
+/* For the abort: a backup lock CAS posted and never settled (its exec
+ * failed) is given back by CAS, in t's next batch. */
+void repl_release_pending(struct txn *t);
+void repl_after_commit(struct txn *t); /* the cache follows relocated backups */
+void repl_release(struct txn *t);      /* back to the pool; t->nbk = 0 */
 
 /* txn.c: end-of-transaction work. */
 void txn_after_commit(struct txn *t); /* reap tombstones, free spare blocks */

@@ -46,7 +46,10 @@
  *            write_post (timestamp, mvcc) the first step of their write,
  *            the lock CAS and the READ behind it, rides in round 3 with
  *            the reads, and they stay unread; elsewhere they are resolved
- *            only and written blind.
+ *            only and written blind. With `replicas`, the lock CAS and
+ *            READ of the backups of every key round 3 locks for writing
+ *            ride in it too, where the address cache knows their blocks
+ *            (cc/repl.c), so the commit need not lock them first.
  *
  * So a transaction of cached keys fetches in one round trip per step of
  * the protocol's read (silo, the 2PL ones: 1; timestamp, mvcc: 2), and
@@ -310,12 +313,18 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 	if (!pending)
 		return CC_EINTERNAL;
 	int npend = 0;
+	bool backups = false;
 	for (int i = 0; i < n; i++) {
 		if (wants_read(t, &fk[i]))
 			pending[i] = p->read_post && p->read_post(t, fk[i].a);
 		else if (wants_write(t, &fk[i]))
 			pending[i] = fk[i].writing = p->write_post(t, fk[i].a);
 		npend += pending[i];
+		/* A key the first step locks for writing: its backups' locks
+		 * ride along (cc/repl.c). */
+		if (pending[i] && (fk[i].access & CC_KEY_WRITE) &&
+		    (fk[i].writing || p->fetch_locks_writes))
+			backups |= repl_post_locks_of(t, fk[i].a);
 	}
 	int rc = CC_OK, verdict = CC_OK;
 	bool restale = false;
@@ -329,6 +338,12 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 		 * and a lock won there must be recorded (invariant (2)), even
 		 * if that takes their reads another round. */
 		uint64_t failed = x ? prim_failed_nodes(t) : 0;
+		if (backups) { /* the first round's backup locks */
+			int r = repl_note_locks(t, failed, false);
+			if (verdict == CC_OK)
+				verdict = r;
+			backups = false;
+		}
 		for (int i = 0; i < n; i++) {
 			if (!pending[i])
 				continue;

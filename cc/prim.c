@@ -116,6 +116,22 @@ int prim_shared_won(struct txn *t, struct cc_access *a)
 	return rc;
 }
 
+int prim_lock_and_read(struct txn *t, struct cc_access *a, uint64_t cmp, uint64_t *old)
+{
+	prim_post_cas_item(t, a, W_LOCK, cmp, t->owner, old);
+	/* Ordered after the CAS on the same endpoint: if the CAS won, this
+	 * READ sees the item as the previous holder left it. */
+	prim_post_read_block(t, a);
+	/* A key this transaction writes: its backups' locks ride along
+	 * (cc/repl.c). One not won here is locked again at commit, so this
+	 * round's verdict on them does not abort anything. */
+	bool backups = (t->single_write || (a->mode & ACC_W)) && repl_post_locks_of(t, a);
+	int rc = prim_exec(t);
+	if (backups)
+		(void)repl_note_locks(t, rc ? prim_failed_nodes(t) : 0, rc == 0 && *old != cmp);
+	return rc;
+}
+
 int prim_post_lock_writes(struct txn *t, bool read_all)
 {
 	int n = 0;
@@ -131,6 +147,8 @@ int prim_post_lock_writes(struct txn *t, bool read_all)
 		}
 		n++;
 	}
+	if (n)
+		repl_post_locks(t); /* their backups, in the same round */
 	return n;
 }
 
@@ -150,9 +168,10 @@ int prim_note_locks(struct txn *t, int rc)
 		else
 			busy = true;
 	}
+	int bk = t->nbk ? repl_note_locks(t, lost, busy) : CC_OK;
 	if (rc)
 		return rc;
-	return busy ? cc_abort_with(t, CC_CAUSE_LOCK) : CC_OK;
+	return busy ? cc_abort_with(t, CC_CAUSE_LOCK) : bk;
 }
 
 void prim_post_read_hdr(struct txn *t, struct cc_access *a, uint64_t hdr[2])
@@ -746,6 +765,7 @@ void prim_release_locks(struct txn *t)
 		for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 			if (u->nodes & (1ull << nd))
 				undo_post_retire(t, (uint16_t)nd);
+	repl_release_pending(t);
 	post_unlocks(t, true);
 	if (prim_exec(t) != 0)
 		failed |= t->batch.failed;

@@ -191,6 +191,7 @@ struct cc_access *txn_acc_new(struct txn *t, const char *key, size_t klen, uint6
 	a->grow = false;
 	a->wtail = NULL;
 	a->wtlen = a->otail = 0;
+	a->bk_n = 0;
 	return a;
 }
 
@@ -714,6 +715,7 @@ void txn_after_commit(struct txn *t)
 		else
 			cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
 	}
+	repl_after_commit(t);
 	/* Items that end absent (deleted, or placeholders only read) are
 	 * removed from the index now that no lock of ours is on them. Best
 	 * effort: a busy item stays and is reaped by whoever leaves it absent

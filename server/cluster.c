@@ -424,7 +424,60 @@ struct keybuf {
 	const char *pattern;
 	size_t plen;
 	uint64_t count;
+	const struct pl_map *map; /* with replicas: list the keys this node is primary of */
+	uint16_t self;
 };
+
+/*
+ * With `replicas` N a node's region also holds the copies of the keys it
+ * backs up: KEYS, SCAN and DBSIZE list a key once, on its primary. The map
+ * is read under the table's lock (control threads have no epoch record;
+ * these are administrative paths).
+ */
+static const struct pl_map *listing_begin(struct node *n)
+{
+	pl_table_lock(&n->cc.place);
+	const struct pl_map *m = pl_table_current(&n->cc.place);
+	if (m->replicas > 1)
+		return m;
+	pl_table_unlock(&n->cc.place);
+	return NULL;
+}
+
+static void listing_end(struct node *n, const struct pl_map *m)
+{
+	if (m)
+		pl_table_unlock(&n->cc.place);
+}
+
+static bool listed_here(const struct pl_map *m, uint16_t self, const char *key, uint32_t klen)
+{
+	return !m || pl_primary(m, key, klen) == self;
+}
+
+static int count_listed(void *arg, const char *key, uint32_t klen, const struct st_item *it)
+{
+	(void)it;
+	struct keybuf *kb = arg;
+	kb->count += listed_here(kb->map, kb->self, key, klen);
+	return 0;
+}
+
+uint64_t cluster_local_count(struct node *n)
+{
+	if (!n->cc.region)
+		return 0;
+	const struct pl_map *m = listing_begin(n);
+	if (!m)
+		return st_count(n->cc.region);
+	struct keybuf kb = { .map = m, .self = (uint16_t)n->cfg.node_id };
+	uint64_t cursor = 0;
+	do
+		st_scan(n->cc.region, &cursor, 4096, count_listed, &kb);
+	while (cursor);
+	listing_end(n, m);
+	return kb.count;
+}
 
 static int keybuf_add(struct keybuf *kb, const char *key, uint32_t klen)
 {
@@ -452,6 +505,8 @@ static int scan_collect(void *arg, const char *key, uint32_t klen, const struct 
 	(void)it;
 	struct keybuf *kb = arg;
 	if (kb->plen && !srv_strmatch(kb->pattern, kb->plen, key, klen, false))
+		return 0;
+	if (!listed_here(kb->map, kb->self, key, klen))
 		return 0;
 	return keybuf_add(kb, key, klen);
 }
@@ -602,17 +657,19 @@ static void *ctl_conn_main(void *arg)
 				status = -ENOMEM;
 				break;
 			}
-			*c = st_count(n->cc.region);
+			*c = cluster_local_count(n);
 			resp = c;
 			rlen = 8;
 			break;
 		}
 		case CTL_KEYS: {
-			struct keybuf kb = { .pattern = req, .plen = h.len };
+			struct keybuf kb = { .pattern = req, .plen = h.len, .map = listing_begin(n),
+					     .self = (uint16_t)n->cfg.node_id };
 			uint64_t cursor = 0;
 			do {
 				st_scan(n->cc.region, &cursor, 4096, scan_collect, &kb);
 			} while (cursor);
+			listing_end(n, kb.map);
 			resp = kb.p;
 			rlen = kb.len;
 			break;
@@ -624,9 +681,11 @@ static void *ctl_conn_main(void *arg)
 				break;
 			}
 			memcpy(in, req, 16);
-			struct keybuf kb = { .pattern = req + 16, .plen = h.len - 16 };
+			struct keybuf kb = { .pattern = req + 16, .plen = h.len - 16,
+					     .map = listing_begin(n), .self = (uint16_t)n->cfg.node_id };
 			uint64_t cursor = in[0];
 			st_scan(n->cc.region, &cursor, in[1] ? in[1] : 1, scan_collect, &kb);
+			listing_end(n, kb.map);
 			char *out = malloc(8 + kb.len);
 			if (!out) {
 				free(kb.p);
@@ -1020,6 +1079,8 @@ struct local_visit {
 	cluster_key_fn fn;
 	void *arg;
 	int stopped;
+	const struct pl_map *map; /* as keybuf's */
+	uint16_t self;
 };
 
 static int local_visit(void *arg, const char *key, uint32_t klen, const struct st_item *it)
@@ -1027,6 +1088,8 @@ static int local_visit(void *arg, const char *key, uint32_t klen, const struct s
 	(void)it;
 	struct local_visit *lv = arg;
 	if (lv->plen && !srv_strmatch(lv->pattern, lv->plen, key, klen, false))
+		return 0;
+	if (!listed_here(lv->map, lv->self, key, klen))
 		return 0;
 	if (lv->fn(lv->arg, key, klen))
 		lv->stopped = 1;
@@ -1036,11 +1099,13 @@ static int local_visit(void *arg, const char *key, uint32_t klen, const struct s
 int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t plen,
 		 cluster_key_fn fn, void *arg, char *err, size_t errlen)
 {
-	struct local_visit lv = { pattern, plen, fn, arg, 0 };
+	struct local_visit lv = { pattern, plen, fn, arg, 0, listing_begin(n),
+				  (uint16_t)n->cfg.node_id };
 	uint64_t cursor = 0;
 	do {
 		st_scan(n->cc.region, &cursor, 4096, local_visit, &lv);
 	} while (cursor && !lv.stopped);
+	listing_end(n, lv.map);
 	struct cluster *cl = n->cluster;
 	for (int i = 0; cl && i < cl->npeers && !lv.stopped; i++) {
 		void *r = NULL;
@@ -1059,7 +1124,7 @@ int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t p
 
 int cluster_count(struct node *n, struct worker *w, uint64_t *count, char *err, size_t errlen)
 {
-	*count = st_count(n->cc.region);
+	*count = cluster_local_count(n);
 	struct cluster *cl = n->cluster;
 	for (int i = 0; cl && i < cl->npeers; i++) {
 		void *r = NULL;
@@ -1092,8 +1157,10 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 	}
 	int id = m->nodes[idx].id;
 	if (id == n->cfg.node_id) {
-		struct local_visit lv = { NULL, 0, fn, arg, 0 };
+		struct local_visit lv = { NULL, 0, fn, arg, 0, listing_begin(n),
+					  (uint16_t)n->cfg.node_id };
 		st_scan(n->cc.region, &local, count, local_visit, &lv);
+		listing_end(n, lv.map);
 	} else {
 		uint64_t in[2] = { local, count };
 		void *r = NULL;

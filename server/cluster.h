@@ -53,6 +53,9 @@ typedef int (*cluster_key_fn)(void *arg, const char *key, size_t klen);
 int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t plen,
 		 cluster_key_fn fn, void *arg, char *err, size_t errlen);
 int cluster_count(struct node *n, struct worker *w, uint64_t *count, char *err, size_t errlen);
+/* The keys of this node's region it lists (KEYS, SCAN, DBSIZE, INFO
+ * keyspace): with `replicas` N, those it is the primary of. */
+uint64_t cluster_local_count(struct node *n);
 /*
  * One SCAN step across nodes: the cursor's high 16 bits index the node (in
  * slot-map order), the rest is that node's st_scan cursor. Visits up to

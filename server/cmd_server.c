@@ -1131,21 +1131,27 @@ static void info_cluster(struct info_ctx *x)
 			n->cfg.node_id, m ? m->nnodes : 1,
 			(unsigned long long)cluster_id_of(n), fab_backend_name(n->cc.fab));
 	const struct pl_map *pm = cc_placement_begin(x->w->ccw);
+	srv_sbuf_printf(x->b, "rckv_replicas:%d\r\nrckv_epoch:%llu\r\n", pm->replicas,
+			(unsigned long long)pm->epoch);
 	for (int i = 0; m && i < m->nnodes; i++) {
 		const struct slot_node *sn = &m->nodes[i];
-		unsigned first = SLOT_COUNT, last = 0, count = 0;
-		for (unsigned sl = 0; sl < SLOT_COUNT; sl++)
-			if (pl_slot_primary(pm, sl) == sn->id) {
+		unsigned first = SLOT_COUNT, last = 0, count = 0, backup = 0;
+		for (unsigned sl = 0; sl < SLOT_COUNT; sl++) {
+			const struct pl_set *set = pl_slot_set(pm, sl);
+			if (set->node[0] == sn->id) {
 				if (first == SLOT_COUNT)
 					first = sl;
 				last = sl;
 				count++;
 			}
+			for (int r = 1; r < set->n; r++)
+				backup += set->node[r] == sn->id;
+		}
 		srv_sbuf_printf(x->b,
 				"rckv_node%d:addr=%s:%d,fabric=%s,slots=%u,first_slot=%u,"
-				"last_slot=%u%s\r\n",
+				"last_slot=%u,backup_slots=%u%s\r\n",
 				sn->id, sn->host, sn->port, sn->fabric_addr[0] ? sn->fabric_addr : "-",
-				count, count ? first : 0, count ? last : 0,
+				count, count ? first : 0, count ? last : 0, backup,
 				sn->id == n->cfg.node_id ? ",self=1" : "");
 	}
 	cc_placement_end(x->w->ccw);
@@ -1155,7 +1161,7 @@ static void info_keyspace(struct info_ctx *x)
 {
 	srv_sbuf_printf(x->b, "# Keyspace\r\n");
 	/* A full scan of the local region: INFO is not a hot path. */
-	uint64_t keys = x->n->cc.region ? st_count(x->n->cc.region) : 0;
+	uint64_t keys = cluster_local_count(x->n);
 	if (keys)
 		srv_sbuf_printf(x->b, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)keys);
 }

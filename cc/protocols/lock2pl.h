@@ -17,9 +17,7 @@ static inline int lock2pl_acquire(struct txn *t, struct cc_access *a, lock2pl_co
 {
 	for (int round = 0;; round++) {
 		uint64_t old = ~0ull;
-		prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &old);
-		prim_post_read_block(t, a); /* after the CAS: the item as its last holder left it */
-		int rc = prim_exec(t);
+		int rc = prim_lock_and_read(t, a, 0, &old); /* the item as its last holder left it */
 		if (rc)
 			return rc;
 		if (old == 0)

@@ -53,14 +53,6 @@
 #include "cc/cc.h"
 
 /* CAS cmp -> owner, then READ the block, one batch (RCC's CAS + READ). */
-static int cas_and_read(struct txn *t, struct cc_access *a, uint64_t cmp, uint64_t *old)
-{
-	prim_post_cas_item(t, a, W_LOCK, cmp, t->owner, old);
-	/* Ordered after the CAS on the same endpoint: if the CAS won, this
-	 * READ sees the item as the previous holder left it (invariant 2). */
-	prim_post_read_block(t, a);
-	return prim_exec(t);
-}
 
 static int lock_exclusive(struct txn *t, struct cc_access *a)
 {
@@ -68,12 +60,12 @@ static int lock_exclusive(struct txn *t, struct cc_access *a)
 	/* An upgrade expects only our own shared hold. */
 	uint64_t expect = a->pstate & ACC_SHARED ? tag | cc_shared_unit(prim_self(t)) : 0;
 	uint64_t old = 0;
-	int rc = cas_and_read(t, a, expect, &old);
+	int rc = prim_lock_and_read(t, a, expect, &old);
 	if (rc == 0 && expect == 0 && old == tag && t->proto->shared_locks) {
 		/* Free, but still tagged (the last sharer's FAA landed and its
 		 * clearing CAS did not yet): one more try from the tag. */
 		expect = tag;
-		rc = cas_and_read(t, a, expect, &old);
+		rc = prim_lock_and_read(t, a, expect, &old);
 	}
 	if (rc)
 		return rc;

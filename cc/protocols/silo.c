@@ -87,9 +87,7 @@ static int silo_read(struct txn *t, struct cc_access *a)
 {
 	if ((t->attempt >= SILO_PESSIMISTIC_AFTER || t->single_write) && !acc_locked(a)) {
 		uint64_t old = ~0ull;
-		prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &old);
-		prim_post_read_block(t, a);
-		int rc = prim_exec(t);
+		int rc = prim_lock_and_read(t, a, 0, &old);
 		if (rc)
 			return rc;
 		if (old != 0)
@@ -255,8 +253,14 @@ static int silo_commit(struct txn *t)
 			prim_post_read_header(t, a, a->vhdr);
 	}
 	rc = prim_exec(t); /* nothing posted: no round trip (fab_exec) */
-	if (rc)
+	if (rc) {
+		/* The batch also reached the backups' nodes (cc/repl.c): one
+		 * of them may be the one that failed, so the locks won on the
+		 * others are noted, and the abort releases them. */
+		if (one_node)
+			(void)prim_note_locks(t, rc);
 		return rc;
+	}
 	if (one_node) {
 		for (int i = 0; i < t->nacc; i++) {
 			struct cc_access *a = t->acc[i];

@@ -33,6 +33,11 @@ def test_slots_show_each_replica_set(make_cluster, fabric):
         sets = [[int(x) for x in s[2]] for s in slots]
         assert sets == [[1, 2], [2, 3], [3, 1]], sets
     c = cl.node(1).client()
+    info = c.info("cluster")
+    assert int(info["rckv_replicas"]) == 2
+    # Node 1 is the primary of the first range and the backup of the last.
+    assert int(info["rckv_node1"]["slots"]) == 5462
+    assert int(info["rckv_node1"]["backup_slots"]) == 16384 - 10923
     for key in ("a", "b", "{x}1", "counter"):
         primary = int(c.execute_command("RCKV", "KEYNODE", key))
         slot = int(c.execute_command("RCKV", "KEYSLOT", key))
@@ -66,6 +71,13 @@ def test_every_write_reaches_every_copy(make_cluster, fabric):
         assert got[0][2] == want, got
     with pytest.raises(redis.ResponseError, match="wrong number of arguments"):
         c1.execute_command("RCKV", "COPIES")
+    # Every node holds a copy of every key, and each is listed once.
+    keys = {b"k", b"{b}2", b"{c}3"}
+    for c in (c1, c2, c3):
+        assert c.dbsize() == len(keys)
+        assert set(c.keys("*")) == keys
+        assert set(c.scan_iter(count=2)) == keys
+        assert int(c.info("keyspace").get("db0", {}).get("keys", 0)) <= len(keys)
 
 
 @pytest.mark.time_limit(60)

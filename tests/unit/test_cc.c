@@ -1456,6 +1456,9 @@ int main(void)
 		/* Only a delayed fabric uses the address cache for its own
 		 * node (txn.c, cache_pays). */
 		test_stale_addresses(protos[i]);
+		/* And for backups: their lock CAS rides in the protocol's lock
+		 * round at commit (cc/repl.c). */
+		test_replicas(protos[i]);
 	}
 	rmdir(dir);
 	printf("test_cc: ok\n");
