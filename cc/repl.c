@@ -261,6 +261,7 @@ static int lock_backups(struct txn *t)
 		struct cc_access *b = t->bk[i];
 		if ((b->pstate & ACC_LOCKED) || !primary_writes(b) || post_cached(t, b))
 			continue;
+		t->ccw->stats.addr_cache_misses++; /* warm-ups wait for these too */
 		st_probe_post(&t->batch, L, b->node, b->hash, bucket[i]);
 		probed[i] = probing = true;
 	}
