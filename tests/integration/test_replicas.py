@@ -81,6 +81,27 @@ def test_every_write_reaches_every_copy(make_cluster, fabric):
 
 
 @pytest.mark.time_limit(60)
+def test_copies_names_a_dead_node():
+    """On tcp a dead node's copy cannot be read: RCKV COPIES says so for
+    that node and still shows the others."""
+    from cluster import Cluster
+    cl = Cluster(n=3, fabric="tcp", file_opts={"replicas": 3})
+    try:
+        cl.start()
+        c1 = cl.node(1).client()
+        c1.set("k", "v")
+        cl.node(2).kill9()
+        got = c1.execute_command("RCKV", "COPIES", "k")
+        assert len(got) == 3
+        by_node = {int(c[0]): c for c in got}
+        assert isinstance(by_node[2][2], redis.ResponseError), got
+        assert "did not answer" in str(by_node[2][2])
+        assert by_node[1][2] == b"v" and by_node[3][2] == b"v", got
+    finally:
+        cl.cleanup()
+
+
+@pytest.mark.time_limit(60)
 @pytest.mark.parametrize("bad,why", [(4, "replicas 4: the cluster has only 3 nodes"),
                                      (0, "replicas")])
 def test_bad_replicas_is_refused_at_start(make_cluster, bad, why):
