@@ -113,6 +113,48 @@ void fab_peer_back(struct fab *f, uint16_t node)
 		ck_pr_inc_32(&f->peers[node].back);
 }
 
+void fab_fence(struct fab *f, uint16_t node)
+{
+	if (node >= FAB_MAX_NODES || node == f->cfg.self)
+		return;
+	ck_pr_store_8(&f->peers[node].fenced, 1);
+	ck_pr_fence_store();
+	if (f->be->fence)
+		f->be->fence(f, node);
+}
+
+void fab_unfence(struct fab *f, uint16_t node)
+{
+	if (node >= FAB_MAX_NODES)
+		return;
+	ck_pr_store_8(&f->peers[node].fenced, 0);
+	fab_peer_back(f, node);
+}
+
+void fab_set_lease(struct fab *f, const uint64_t *until_ns)
+{
+	ck_pr_store_ptr(&f->lease, (void *)until_ns);
+}
+
+/* fab_set_lease: has this node's lease run out? */
+static bool lease_lapsed(const struct fab *f)
+{
+	const uint64_t *l = ck_pr_load_ptr(&f->lease);
+	if (!l)
+		return false;
+	uint64_t until = ck_pr_load_64((uint64_t *)l);
+	if (!until)
+		return false;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec >= until;
+}
+
+bool fab_fenced(const struct fab *f, uint16_t node)
+{
+	return node < FAB_MAX_NODES && ck_pr_load_8((uint8_t *)&f->peers[node].fenced);
+}
+
 int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count, uint32_t after)
 {
 	if (strcmp(f->be->name, "tcp") != 0)
@@ -124,9 +166,11 @@ int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count, uint32_t afte
 	return 0;
 }
 
-int fab_adopt(struct fab *f, int fd)
+int fab_adopt(struct fab *f, int fd, uint16_t from)
 {
-	return f->be->adopt ? f->be->adopt(f, fd) : -ENOTSUP;
+	if (fab_fenced(f, from))
+		return -EACCES;
+	return f->be->adopt ? f->be->adopt(f, fd, from) : -ENOTSUP;
 }
 
 int fab_ctl(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len)
@@ -336,6 +380,8 @@ static void apply_direct(struct fab_peer *p, struct fab_op *op, struct applied *
 {
 	const uint64_t bit = 1ull << (op->node & 63);
 	const struct fab_journal *j = journal_of(p, op);
+	if (ap->refused & bit)
+		return; /* refused before (fab_exec's cut, or its journal) */
 	if (!j && !peer_up(p)) {
 		ap->refused |= bit;
 		return;
@@ -378,7 +424,7 @@ static void apply_batch(struct fab *f, struct fab_batch *b, int n, struct applie
 	/* Nodes that are down take nothing: their journal refuses its lock,
 	 * or says so when asked (for READs and volatile ops, which take no
 	 * lock). Asked once per node. */
-	uint64_t down = 0, asked = 0;
+	uint64_t down = ap->refused, asked = 0;
 	for (int i = 0; i < n; i++) {
 		uint16_t nd = b->ops[i].node;
 		const uint64_t bit = 1ull << (nd & 63);
@@ -595,12 +641,22 @@ int fab_exec(struct fab_batch *b)
 	b->unsent = 0;
 	struct fab *f = b->fw->f;
 	bool all_direct = true;
+	const bool lapsed = f->lease && lease_lapsed(f);
+	/* Nodes this batch must not reach (not attached, fenced, or our lease
+	 * ran out): their ops are refused, the others' go ahead, so the
+	 * caller's view (b->failed) is exact per node. */
+	uint64_t cut = 0;
 	for (int i = 0; i < n; i++) {
 		struct fab_op *op = &b->ops[i];
-		if (op->node >= FAB_MAX_NODES || !f->peers[op->node].attached) {
+		if (op->node >= FAB_MAX_NODES) {
 			b->failed |= 1ull << (op->node & 63);
 			b->unsent = b->failed; /* nothing was posted */
 			return -EHOSTDOWN;
+		}
+		if (!f->peers[op->node].attached || ck_pr_load_8(&f->peers[op->node].fenced) ||
+		    (lapsed && op->node != f->cfg.self)) {
+			cut |= 1ull << op->node;
+			continue;
 		}
 		/* Not off + len > size: that sum wraps for off near 2^64 and let
 		 * such an op reach memory before the region. */
@@ -623,7 +679,7 @@ int fab_exec(struct fab_batch *b)
 
 	/* Every op on CPU-reachable regions (a shm node, the own node): applied
 	 * here in posting order, checked above. */
-	struct applied ap = { 0, 0 };
+	struct applied ap = { 0, cut };
 	if (all_direct) {
 		apply_batch(f, b, n, &ap);
 		return exec_done(b, f, refused(b, &ap));
@@ -642,6 +698,8 @@ int fab_exec(struct fab_batch *b)
 	for (int i = 0; i < n; i++) {
 		struct fab_op *op = &b->ops[i];
 		struct fab_peer *p = &f->peers[op->node];
+		if (cut & (1ull << op->node))
+			continue;
 		if (p->direct) {
 			apply_direct(p, op, &ap); /* checked above */
 			continue;

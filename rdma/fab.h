@@ -209,8 +209,10 @@ struct fab_backend {
 	void (*flush)(struct fab_worker *fw);
 	int (*poll)(struct fab_worker *fw);
 	int (*worker_fds)(struct fab_worker *fw, int *fds, int max);
-	int (*adopt)(struct fab *f, int fd);
+	int (*adopt)(struct fab *f, int fd, uint16_t from);
 	int (*ctl)(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len);
+	/* Optional: fail what is in flight to a node just fenced (fab_fence). */
+	void (*fence)(struct fab *f, uint16_t node);
 };
 
 /* Fabric configuration for one node. */
@@ -247,14 +249,36 @@ int fab_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, si
  * worker whose endpoint to it broke reconnects at its next post rather
  * than after its retry interval. Any thread. */
 void fab_peer_back(struct fab *f, uint16_t node);
+/*
+ * fab_fence - the configuration took `node` out (server/membership.c):
+ * from now every operation on it fails at once with -EHOSTDOWN, without
+ * touching its region (on shm too: a dead process's region stays mapped,
+ * and no node may touch it after the configuration change), and the
+ * operations in flight to it fail (tcp: its connections are shut, so a
+ * worker waiting on a hung node wakes). fab_unfence: it rejoined. Any
+ * thread.
+ */
+void fab_fence(struct fab *f, uint16_t node);
+/*
+ * fab_set_lease - from now on, while *until_ns (CLOCK_MONOTONIC ns) is
+ * non-zero and past, every operation on another node fails at once
+ * (-EHOSTDOWN): a node whose lease ran out (hung, then woken) may be out
+ * of the configuration already, and must not touch what others now own.
+ * The own region stays reachable. NULL: no lease (the default).
+ */
+void fab_set_lease(struct fab *f, const uint64_t *until_ns);
+void fab_unfence(struct fab *f, uint16_t node);
+bool fab_fenced(const struct fab *f, uint16_t node);
 /* fab_lose_replies - a fault for tests (DEBUG FABRIC-LOSE-REPLY): after
  * `after` more parts, the next `count` parts any worker posts to `node`
  * are sent, and then fail as if the connection broke before their replies
  * came, so their ops ran but the initiator cannot tell. -ENOTSUP except on
  * tcp. */
 int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count, uint32_t after);
-/* Hand an accepted data connection to the backend (control plane). */
-int fab_adopt(struct fab *f, int fd);
+/* Hand an accepted data connection from node `from` to the backend
+ * (control plane). Refused (-EACCES) while `from` is fenced; a fenced
+ * node's connections are closed at its next request (fab_fence). */
+int fab_adopt(struct fab *f, int fd, uint16_t from);
 /* Relay a backend message from a peer (control plane); -ENOTSUP if none. */
 int fab_ctl(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len);
 const char *fab_backend_name(const struct fab *f);

@@ -18,6 +18,7 @@ struct fab_peer {
 			  peer reconnects at its next post, without waiting */
 	uint32_t lose; /* fab_lose_replies: parts still to lose (ck_pr) */
 	uint32_t lose_after; /* fab_lose_replies: parts to let through first (ck_pr) */
+	uint8_t fenced;  /* fab_fence (ck_pr): every operation on it fails */
 	bool journaled;  /* direct writes go through `journal` (fab_set_journal) */
 	struct fab_journal journal;
 };
@@ -30,6 +31,7 @@ struct fab {
 	void *bdata;   /* backend-wide data */
 	bool track;    /* fab_track_writes: workers keep a struct fab_dirty */
 	struct fab_aux aux; /* fab_set_aux; fd == NULL: none */
+	const uint64_t *lease; /* fab_set_lease: ck_pr loads; NULL: none */
 };
 
 struct fab_worker {

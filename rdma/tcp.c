@@ -144,6 +144,8 @@ struct tcp_ep {
 };
 
 struct tcp_worker {
+	struct tcp_worker *next; /* on tcp_nic.workers (fab_fence finds them) */
+	pthread_mutex_t fd_mu;   /* an endpoint's fd changing, or being shut by a fence */
 	int epfd; /* private set of this worker's endpoints */
 	struct tcp_ep *eps[FAB_MAX_NODES];
 	uint64_t queued; /* nodes whose endpoint holds frames not yet sent */
@@ -210,11 +212,15 @@ static int tcp_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *
 	return 0;
 }
 
+static void workers_add(struct fab *f, struct tcp_worker *tw);
+static void workers_remove(struct fab *f, struct tcp_worker *tw);
+
 static void tcp_worker_fini(struct fab_worker *fw)
 {
 	struct tcp_worker *tw = fw->bdata;
 	if (!tw)
 		return;
+	workers_remove(fw->f, tw);
 	for (int i = 0; i < FAB_MAX_NODES; i++) {
 		struct tcp_ep *ep = tw->eps[i];
 		if (!ep)
@@ -226,8 +232,30 @@ static void tcp_worker_fini(struct fab_worker *fw)
 		free(ep);
 	}
 	close(tw->epfd);
+	pthread_mutex_destroy(&tw->fd_mu);
 	free(tw);
 	fw->bdata = NULL;
+}
+
+static int ep_reconnect(struct fab_worker *fw, struct tcp_ep *ep);
+
+/* The worker's endpoint to a node, not connected yet (ep_reconnect
+ * connects it at the first post). NULL if out of memory. */
+static struct tcp_ep *ep_new(struct fab_worker *fw, uint16_t node)
+{
+	struct tcp_worker *tw = fw->bdata;
+	struct tcp_ep *ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	ep->fw = fw;
+	ep->fd = -1;
+	ep->node = node;
+	ep->broken = true; /* not counted as a break: never connected */
+	ep->back = ck_pr_load_32(&fw->f->peers[node].back) - 1; /* connect at once */
+	pthread_mutex_lock(&tw->fd_mu);
+	tw->eps[node] = ep;
+	pthread_mutex_unlock(&tw->fd_mu);
+	return ep;
 }
 
 static int tcp_worker_init(struct fab_worker *fw, char *err, size_t errlen)
@@ -237,6 +265,8 @@ static int tcp_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 	if (!tw)
 		return -ENOMEM;
 	fw->bdata = tw;
+	pthread_mutex_init(&tw->fd_mu, NULL);
+	workers_add(f, tw);
 	tw->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (tw->epfd < 0)
 		goto fail;
@@ -244,29 +274,11 @@ static int tcp_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 		struct fab_peer *p = &f->peers[i];
 		if (!p->attached || p->direct)
 			continue;
-		int fd = fab_tcp_connect(p->info.addr, 5000, err, errlen);
-		if (fd < 0)
+		if (!ep_new(fw, (uint16_t)i))
 			goto fail;
-		struct tcp_hello h;
-		tcp_hello_encode(&h, TCP_HELLO_DATA, f->cfg.self, (uint16_t)fw->id);
-		if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
-			snprintf(err, errlen, "fabric hello to node %d: %s", i, strerror(errno));
-			close(fd);
-			goto fail;
-		}
-		/* Non-blocking from here: the worker never blocks on the fabric. */
-		ioctl_nonblock(fd, 1);
-		struct tcp_ep *ep = calloc(1, sizeof(*ep));
-		if (!ep) {
-			close(fd);
-			goto fail;
-		}
-		ep->fw = fw;
-		ep->fd = fd;
-		ep->node = (uint16_t)i;
-		tw->eps[i] = ep;
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.ptr = ep };
-		epoll_ctl(tw->epfd, EPOLL_CTL_ADD, fd, &ev);
+		/* A peer that does not answer now (dead since it joined) is
+		 * connected at a later post. */
+		(void)ep_reconnect(fw, tw->eps[i]);
 	}
 	return 0;
 fail:
@@ -313,9 +325,13 @@ static int ep_reconnect(struct fab_worker *fw, struct tcp_ep *ep)
 		return -EHOSTDOWN;
 	}
 	ioctl_nonblock(fd, 1);
-	epoll_ctl(tw->epfd, EPOLL_CTL_DEL, ep->fd, NULL);
-	close(ep->fd);
+	pthread_mutex_lock(&tw->fd_mu);
+	if (ep->fd >= 0) {
+		epoll_ctl(tw->epfd, EPOLL_CTL_DEL, ep->fd, NULL);
+		close(ep->fd);
+	}
 	ep->fd = fd;
+	pthread_mutex_unlock(&tw->fd_mu);
 	ep->w.off = ep->w.len = 0;
 	ep->r.off = ep->r.len = 0;
 	ep->broken = false;
@@ -345,8 +361,8 @@ static int tcp_post(struct fab_worker *fw, struct fab_part *part)
 {
 	struct tcp_worker *tw = fw->bdata;
 	struct tcp_ep *ep = tw->eps[part->node];
-	if (!ep)
-		return -EHOSTDOWN;
+	if (!ep && !(ep = ep_new(fw, part->node))) /* a peer that joined after this worker */
+		return -ENOMEM;
 	if (ep->broken && ep_reconnect(fw, ep) != 0)
 		return -EHOSTDOWN;
 	size_t payload = 0;
@@ -473,6 +489,7 @@ static int tcp_worker_fds(struct fab_worker *fw, int *fds, int max)
 
 struct nic_conn {
 	int fd;
+	uint16_t from;  /* the initiator's node: fenced, its requests are refused */
 	struct buf r, w;
 	bool want_out;
 	/* Parked at a remote flush (fab_flush): its response, the last
@@ -512,7 +529,52 @@ struct tcp_nic {
 	uint64_t sync_want, sync_done; /* rounds asked for, rounds finished */
 	int sync_err;                  /* the last round's, 0 or -errno */
 	uint64_t parked;               /* connections parked (NIC thread only) */
+	/* The initiators' workers, for fab_fence. */
+	pthread_mutex_t workers_mu;
+	struct tcp_worker *workers;
 };
+
+static void workers_add(struct fab *f, struct tcp_worker *tw)
+{
+	struct tcp_nic *nic = f->bdata;
+	if (!nic)
+		return;
+	pthread_mutex_lock(&nic->workers_mu);
+	tw->next = nic->workers;
+	nic->workers = tw;
+	pthread_mutex_unlock(&nic->workers_mu);
+}
+
+static void workers_remove(struct fab *f, struct tcp_worker *tw)
+{
+	struct tcp_nic *nic = f->bdata;
+	if (!nic)
+		return;
+	pthread_mutex_lock(&nic->workers_mu);
+	for (struct tcp_worker **pp = &nic->workers; *pp; pp = &(*pp)->next)
+		if (*pp == tw) {
+			*pp = tw->next;
+			break;
+		}
+	pthread_mutex_unlock(&nic->workers_mu);
+}
+
+/* fab_fence: shut every worker's connection to the node. A worker waiting
+ * for its replies sees the hang-up, fails what was in flight (ep_fail),
+ * and does not reconnect while the node is fenced (fab_exec refuses). */
+static void tcp_fence(struct fab *f, uint16_t node)
+{
+	struct tcp_nic *nic = f->bdata;
+	pthread_mutex_lock(&nic->workers_mu);
+	for (struct tcp_worker *tw = nic->workers; tw; tw = tw->next) {
+		pthread_mutex_lock(&tw->fd_mu);
+		struct tcp_ep *ep = tw->eps[node];
+		if (ep && ep->fd >= 0)
+			shutdown(ep->fd, SHUT_RDWR);
+		pthread_mutex_unlock(&tw->fd_mu);
+	}
+	pthread_mutex_unlock(&nic->workers_mu);
+}
 
 static void nic_close(struct tcp_nic *nic, struct nic_conn *c)
 {
@@ -651,6 +713,10 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 			return -1;
 		if (c->r.len - c->r.off < 4 + (size_t)flen)
 			break;
+		/* A node the configuration took out may be a hung one that
+		 * woke up: nothing it sends is applied (fab_fence). */
+		if (fab_fenced(f, c->from))
+			return -1;
 		struct fab_op ops[FAB_BATCH_MAX];
 		struct fab_op *opp[FAB_BATCH_MAX];
 		uint64_t olds[FAB_BATCH_MAX];
@@ -710,10 +776,11 @@ static void *nic_main(void *arg)
 				while (ck_ring_dequeue_spsc(&nic->ring, nic->ringbuf, &p)) {
 					struct nic_conn *c = calloc(1, sizeof(*c));
 					if (!c) {
-						close((int)(intptr_t)p);
+						close((int)(uint32_t)(uintptr_t)p);
 						continue;
 					}
-					c->fd = (int)(intptr_t)p;
+					c->fd = (int)(uint32_t)(uintptr_t)p;
+					c->from = (uint16_t)((uintptr_t)p >> 32);
 					c->next = nic->conns;
 					if (c->next)
 						c->next->prev = c;
@@ -743,6 +810,7 @@ static int tcp_open(struct fab *f, char *err, size_t errlen)
 	nic->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ck_ring_init(&nic->ring, NIC_RING);
 	pthread_mutex_init(&nic->adopt_lock, NULL);
+	pthread_mutex_init(&nic->workers_mu, NULL);
 	pthread_mutex_init(&nic->sync_mu, NULL);
 	pthread_cond_init(&nic->sync_cond, NULL);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -756,7 +824,7 @@ static int tcp_open(struct fab *f, char *err, size_t errlen)
 	return 0;
 }
 
-static int tcp_adopt(struct fab *f, int fd)
+static int tcp_adopt(struct fab *f, int fd, uint16_t from)
 {
 	struct tcp_nic *nic = f->bdata;
 	/* The NIC thread starts with the first connection: by then the own
@@ -772,7 +840,9 @@ static int tcp_adopt(struct fab *f, int fd)
 	ioctl_nonblock(fd, 1);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	bool ok = ck_ring_enqueue_spsc(&nic->ring, nic->ringbuf, (void *)(intptr_t)fd);
+	/* The fd and its node in one ring entry. */
+	bool ok = ck_ring_enqueue_spsc(&nic->ring, nic->ringbuf,
+				       (void *)(intptr_t)((uint64_t)from << 32 | (uint32_t)fd));
 	pthread_mutex_unlock(&nic->adopt_lock);
 	if (!ok)
 		return -EBUSY;
@@ -807,7 +877,7 @@ static void tcp_close(struct fab *f)
 		nic_close(nic, nic->conns);
 	void *p;
 	while (ck_ring_dequeue_spsc(&nic->ring, nic->ringbuf, &p)) /* adopted, never served */
-		close((int)(intptr_t)p);
+		close((int)(uint32_t)(uintptr_t)p);
 	close(nic->epfd);
 	close(nic->wakefd);
 	pthread_mutex_destroy(&nic->adopt_lock);
@@ -829,4 +899,5 @@ const struct fab_backend fab_tcp_backend = {
 	.poll = tcp_poll,
 	.worker_fds = tcp_worker_fds,
 	.adopt = tcp_adopt,
+	.fence = tcp_fence,
 };
