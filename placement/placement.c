@@ -88,6 +88,41 @@ void pl_map_free(struct pl_map *m)
 	free(m);
 }
 
+struct pl_map *pl_map_derive(const struct pl_map *base, uint64_t out, uint64_t late,
+			     uint64_t joining, uint64_t epoch)
+{
+	struct pl_map *m = malloc(sizeof(*m));
+	if (!m)
+		return NULL;
+	*m = *base;
+	m->epoch = epoch;
+	memset(&m->reclaim, 0, sizeof(m->reclaim));
+	late &= ~out;
+	joining &= ~(out | late);
+	const uint64_t behind = late | joining;
+	for (int i = 0; i < m->nsets; i++) {
+		const struct pl_set *from = &base->sets[i];
+		struct pl_set to = { 0 };
+		const uint64_t groups[3] = { ~(out | behind), late, joining };
+		for (int g = 0; g < 3; g++)
+			for (int r = 0; r < from->n; r++)
+				if (groups[g] & (1ull << from->node[r]))
+					to.node[to.n++] = from->node[r];
+		if (to.n > 0 && !(joining & (1ull << to.node[0])))
+			m->sets[i] = to;
+	}
+	return m;
+}
+
+bool pl_map_holds(const struct pl_map *m, uint16_t id)
+{
+	for (int i = 0; i < m->nsets; i++)
+		for (int r = 0; r < m->sets[i].n; r++)
+			if (m->sets[i].node[r] == id)
+				return true;
+	return false;
+}
+
 /* ---- the published map ---- */
 
 static ck_epoch_record_t *record_new(struct pl_table *t)

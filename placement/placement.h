@@ -28,6 +28,7 @@
 #include <ck_epoch.h>
 #include <ck_pr.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,22 @@ struct pl_map {
  */
 struct pl_map *pl_map_spread(const uint16_t *ids, int nnodes, int replicas, uint64_t epoch);
 void pl_map_free(struct pl_map *m);
+
+/*
+ * pl_map_derive - `base` under configuration `epoch` (bit i of a mask:
+ * node i): the nodes of `out` leave every set; each set then lists, in
+ * base order, its members in no mask, then those in `late` (complete
+ * copies, not yet moved back to their place: a rebalance clears it), then
+ * those in `joining` (still copying: written by every commit, never the
+ * primary). So a dead primary's first live backup takes its place. A set
+ * left with no member outside `joining` is kept whole: its slots stay
+ * unavailable rather than move to a node without their data. NULL if
+ * out of memory.
+ */
+struct pl_map *pl_map_derive(const struct pl_map *base, uint64_t out, uint64_t late,
+			     uint64_t joining, uint64_t epoch);
+/* Whether node id holds a copy of some slot in m. */
+bool pl_map_holds(const struct pl_map *m, uint16_t id);
 
 static inline const struct pl_set *pl_slot_set(const struct pl_map *m, unsigned slot)
 {

@@ -58,6 +58,53 @@ static void test_spread(void)
 	CHECK(!pl_map_spread(ids, 3, 4, 1));
 }
 
+/* A failover's map: the dead node leaves every set, its slots' first
+ * backup is their primary, and a set with no live member stays whole. */
+static void test_without(void)
+{
+	const uint16_t ids[3] = { 1, 2, 3 };
+	struct pl_map *base = pl_map_spread(ids, 3, 2, 1);
+	struct pl_map *m = pl_map_derive(base, 1ull << 2, 0, 0, 2);
+	CHECK(m && m->epoch == 2 && m->nnodes == 3);
+	for (unsigned s = 0; s < PL_SLOTS; s++) {
+		const struct pl_set *b = pl_slot_set(base, s), *set = pl_slot_set(m, s);
+		for (int r = 0; r < set->n; r++)
+			CHECK(set->node[r] != 2);
+		if (b->node[0] == 2)
+			CHECK(set->n == 1 && set->node[0] == 3);
+		else if (b->node[1] == 2)
+			CHECK(set->n == 1 && set->node[0] == 1);
+		else
+			CHECK(set->n == 2 && set->node[0] == b->node[0]);
+	}
+	CHECK(!pl_map_holds(m, 2) && pl_map_holds(m, 1) && pl_map_holds(base, 2));
+	struct pl_map *m2 = pl_map_derive(base, (1ull << 2) | (1ull << 3), 0, 0, 3);
+	CHECK(pl_slot_set(m2, PL_SLOTS - 1)->n == 1 && pl_slot_primary(m2, PL_SLOTS - 1) == 1);
+	CHECK(pl_slot_set(m2, PL_SLOTS / 2)->n == 2 && pl_slot_primary(m2, PL_SLOTS / 2) == 2);
+	pl_map_free(m2);
+	/* Node 2 back: joining, it is written (last of its sets) but never
+	 * primary; late, it is a full backup until the rebalance. */
+	struct pl_map *j = pl_map_derive(base, 0, 0, 1ull << 2, 4);
+	struct pl_map *l = pl_map_derive(base, 0, 1ull << 2, 0, 5);
+	for (unsigned s = 0; s < PL_SLOTS; s++) {
+		const struct pl_set *b = pl_slot_set(base, s);
+		CHECK((pl_slot_set(j, s)->n == 2 && pl_slot_set(j, s)->node[1] == 2) ||
+		      (b->node[0] != 2 && b->node[1] != 2));
+		if (b->node[0] == 2) {
+			CHECK(pl_slot_primary(j, s) == 3 && pl_slot_primary(l, s) == 3);
+			CHECK(pl_slot_set(l, s)->node[1] == 2);
+		}
+	}
+	/* A set whose only live member is joining stays as it was. */
+	struct pl_map *u = pl_map_derive(base, 1ull << 3, 0, 1ull << 2, 6);
+	CHECK(pl_slot_primary(u, PL_SLOTS / 2) == 2 && pl_slot_set(u, PL_SLOTS / 2)->n == 2);
+	pl_map_free(u);
+	pl_map_free(l);
+	pl_map_free(j);
+	pl_map_free(m);
+	pl_map_free(base);
+}
+
 struct publisher {
 	struct pl_table *t;
 	struct pl_map *next;
@@ -118,6 +165,7 @@ int main(void)
 {
 	test_keyslot();
 	test_spread();
+	test_without();
 	test_publish_waits_for_readers();
 	printf("test_placement: ok\n");
 	return 0;
