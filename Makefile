@@ -20,8 +20,8 @@ run: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
 
-# The long serializability check: 273 runs on all three topologies, about
-# 2.5 hours (README.md "Checking serializability"). Extra options for
+# The long serializability check: 295 runs on all three topologies, about
+# 2 h 50 min (README.md "Checking serializability"). Extra options for
 # tests/checker/run.py in CHECK_ARGS: CHECK_ARGS=--quick cuts it to 141
 # shorter runs, about 18 minutes, still every protocol on every topology;
 # CHECK_ARGS="--duration 120" makes each run longer. Paths are absolute:
@@ -34,13 +34,17 @@ check-serializable: build
 # against redis-server and the sweep charts, then every protocol on a
 # 3-node shm cluster (bench/protocols.sh), then persistence power against
 # Redis's append-only file, ycsb-t under power and recovery with a long
-# write-ahead log (bench/power.sh, about 8 minutes); all under bench/results/.
+# write-ahead log (bench/power.sh, about 8 minutes); replicas 1, 2 and 3
+# (bench/replicas.sh, about 10 minutes), and the failover time under kill -9
+# with replicas 2 (bench/failover.sh, about 5 minutes); all under
+# bench/results/.
 bench: build
 	@./bench/redis-compare.sh
 	@./bench/sweep.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/protocols.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/power.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/replicas.sh
+	@RCKV_SERVER=$(abspath $(BUILD))/rckv-server ./bench/failover.sh
 
 clean:
 	rm -rf $(BUILD)

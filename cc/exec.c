@@ -415,6 +415,55 @@ int cc_fetch_more(struct txn *t, const struct cc_key *keys, int nkeys)
 	return fetch_counted(t, keys, nkeys);
 }
 
+int cc_wait_lease(struct cc_worker *ccw, uint64_t *deadline)
+{
+	struct cc_node *n = ccw->node;
+	if (!ck_pr_load_64(&n->lease_until_ns))
+		return CC_OK;
+	for (;;) {
+		if (ck_pr_load_32(&n->config_refuse))
+			return CC_ENOTSERVING;
+		uint64_t now = sched_now_ns();
+		if (now < ck_pr_load_64(&n->lease_until_ns))
+			return CC_OK;
+		if (!*deadline) {
+			long long ms = (long long)ck_pr_load_64(&n->limits.txn_timeout_ms);
+			*deadline = now + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
+		} else if (now >= *deadline) {
+			return CC_ENOTSERVING;
+		}
+		sched_sleep(ccw->sched, 5ull * 1000 * 1000);
+	}
+}
+
+/*
+ * After a fabric failure in a replicated cluster: wait, until the
+ * transaction's txn-timeout (*deadline, set here if not yet), for the
+ * node's configuration to move past `config`. True if it did.
+ */
+static bool wait_config(struct cc_worker *ccw, uint64_t config, uint64_t *deadline)
+{
+	struct cc_node *n = ccw->node;
+	uint64_t now = sched_now_ns();
+	if (!*deadline) {
+		long long ms = (long long)ck_pr_load_64(&n->limits.txn_timeout_ms);
+		*deadline = now + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
+	}
+	/* Or the lease changed: our own ran out (fab_set_lease failed the
+	 * operations) and a new one came, as good as a new configuration; or
+	 * it runs out now, and the next attempt waits for one, or says why
+	 * this node cannot serve (wait_lease). */
+	const bool lapsed = now >= ck_pr_load_64(&n->lease_until_ns);
+	while (ck_pr_load_64(&n->config_epoch) == config) {
+		if (lapsed != (sched_now_ns() >= ck_pr_load_64(&n->lease_until_ns)))
+			return true;
+		if (sched_now_ns() >= *deadline)
+			return false;
+		sched_sleep(ccw->sched, 10ull * 1000 * 1000);
+	}
+	return true;
+}
+
 int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 {
 	struct cc_node *n = ccw->node;
@@ -434,11 +483,19 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 	uint64_t began = 0;
 	t.first_ts = 0; /* kept across attempts (cc.h) */
 
+	bool new_owner = true;
 	for (int attempt = 0;; attempt++) {
+		const uint64_t lease = ck_pr_load_64(&n->lease_until_ns);
+		if (lease && (rc = cc_wait_lease(ccw, &deadline)) != CC_OK) {
+			rec_put(ccw, rec);
+			return rc;
+		}
+		const uint64_t config = ck_pr_load_64(&n->config_epoch);
 		cc_enter(ccw);
 		txn_begin(ccw, &t, rec, prio_ts);
-		if (attempt == 0)
+		if (new_owner)
 			t.prio_ts = prio_ts = cc_ts_unique(&t);
+		new_owner = false;
 		t.owner = cc_owner_word(fab_self(n->fab), prio_ts);
 		t.attempt = attempt;
 		int pi = cc_protocol_index(t.proto);
@@ -484,6 +541,15 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 			cc_leave(ccw);
 			txn_release(&t);
 			st->txn_aborts++;
+			if (rc == CC_EFAB && lease && wait_config(ccw, config, &deadline)) {
+				/* A node failed and the configuration moved past it
+				 * (a failover): nothing was written; run again on
+				 * the new map, under a new owner word, since the
+				 * old one's locks may still wait for a release. */
+				st->txn_retries++;
+				new_owner = true;
+				continue;
+			}
 			if (rc != CC_EALONE) /* the body's choice, not a failure */
 				ps->errors++;
 			rec_put(ccw, rec);
@@ -505,7 +571,7 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 		ps->aborts_by_cause[cause]++;
 
 		uint64_t now = sched_now_ns();
-		if (attempt == 0) {
+		if (!deadline) {
 			long long ms = (long long)ck_pr_load_64(&n->limits.txn_timeout_ms);
 			deadline = now + (uint64_t)(ms > 0 ? ms : 1) * 1000000ull;
 		} else if (now >= deadline) {

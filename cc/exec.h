@@ -96,6 +96,16 @@ int cc_fetch_more(struct txn *t, const struct cc_key *keys, int nkeys);
 bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen);
 
 /*
+ * cc_wait_lease - a replicated cluster's node serves while its lease
+ * lasts (server/membership.c). Without one, wait for it until *deadline
+ * (0: txn-timeout from now, set here): a failover withholds leases for a
+ * moment. CC_OK, or CC_ENOTSERVING at the deadline, or at once when the
+ * node is out of the configuration or has known no leader for a while.
+ * Without leases (cc_node.lease_until_ns 0), CC_OK. Coroutine only.
+ */
+int cc_wait_lease(struct cc_worker *ccw, uint64_t *deadline);
+
+/*
  * cc_read_copies - the key's copy on every node of its replica set, primary
  * first, read with no transaction and no lock (RCKV COPIES, a diagnostic:
  * a commit in flight may be seen on some copies and not others). out holds

@@ -128,6 +128,14 @@ struct cc_node {
 	 * any node's bump means refs are void. */
 	uint64_t flush_epoch;
 
+	/* Replicated clusters (server/membership.c): transactions start only
+	 * while sched_now_ns() < lease_until_ns (0: no leases, one copy per
+	 * key or standalone); config_epoch is the configuration whose map is
+	 * published, moved by the server after each pl_publish. */
+	uint64_t lease_until_ns;
+	uint64_t config_epoch;
+	uint32_t config_refuse;   /* non-zero: refuse at once rather than wait for a lease */
+
 	const struct cc_cluster_ops *cops; /* NULL: standalone */
 	struct cc_limits limits;
 

@@ -376,6 +376,9 @@ void repl_release(struct txn *t)
 
 int cc_read_copies(struct cc_worker *ccw, const char *key, size_t klen, struct cc_copy *out)
 {
+	uint64_t deadline = 0;
+	if (ck_pr_load_64(&ccw->node->lease_until_ns))
+		(void)cc_wait_lease(ccw, &deadline); /* without one, peers do not answer */
 	cc_enter(ccw); /* not across a flush or a protocol switch */
 	const struct pl_map *m = ck_pr_load_ptr(&ccw->node->place.cur);
 	const struct pl_set set = *pl_slot_set(m, pl_keyslot(key, klen));

@@ -17,6 +17,7 @@
 #include "cc/exec.h"
 #include "cc/exec_internal.h"
 #include "cc/node.h"
+#include "cc/sched.h"
 
 const char *cc_cause_name(int cause)
 {
@@ -40,6 +41,7 @@ const char *cc_strerror(int rc)
 		       "the node has no free memory for the log";
 	case CC_EUNKNOWN: return "outcome unknown: a node failed during the commit";
 	case CC_EALONE: return "gave up after an abort, to run its parts alone";
+	case CC_ENOTSERVING: return "this node does not serve: no lease, or out of the configuration";
 	default: return "internal error";
 	}
 }
@@ -508,6 +510,9 @@ bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen)
 	struct cc_node *n = ccw->node;
 	if (key_too_long(n, klen))
 		return true; /* such a key cannot exist */
+	uint64_t lease = ck_pr_load_64(&n->lease_until_ns), deadline = 0;
+	if (lease && cc_wait_lease(ccw, &deadline) != CC_OK)
+		return false; /* the transaction says why not */
 	cc_enter(ccw); /* not across a flush or a protocol switch */
 	const struct cc_protocol *proto = ck_pr_load_ptr(&n->proto);
 	if (proto->reads_mark) {

@@ -34,6 +34,7 @@
 #define CC_ETXNLOG (-2005)  /* the undo records on one node exceed a log slot */
 #define CC_EUNKNOWN (-2006) /* a peer failed while the commit was in flight: it may
 			       or may not have committed */
+#define CC_ENOTSERVING (-2008) /* no lease, or out of the configuration (cc_node) */
 #define CC_EALONE (-2007)   /* a body gave up after an abort: nothing was written,
 			       the caller runs its parts as transactions of their own */
 

@@ -6,7 +6,7 @@
  * else. rckv_cluster_parse_line() is the one function that knows the
  * syntax of a node line:
  *
- *   cluster-node <id> <host>:<port> [<fabric-address>]
+ *   cluster-node <id> <host>:<port> [<fabric-address> [<raft-address>]]
  *
  * (conf/cluster-3.conf's keyword; `node` is accepted as well.)
  * Blank lines and '#' comments are skipped; so is a trailing comment.
@@ -69,8 +69,9 @@ int rckv_cluster_parse_line(const char *line, struct rckv_node *out, char *err, 
 	n = split_words(buf, w, LINE_MAX_WORDS);
 	if (n == 0 || (strcmp(w[0], "cluster-node") != 0 && strcmp(w[0], "node") != 0))
 		return 0;
-	if (n < 3 || n > 4) {
-		snprintf(err, errlen, "expected '%s <id> <host>:<port> [<fabric-address>]'", w[0]);
+	if (n < 3 || n > 5) {
+		snprintf(err, errlen,
+			 "expected '%s <id> <host>:<port> [<fabric-address> [<raft-address>]]'", w[0]);
 		return RCKV_EPARSE;
 	}
 	memset(out, 0, sizeof(*out));
@@ -102,7 +103,7 @@ int rckv_cluster_parse_line(const char *line, struct rckv_node *out, char *err, 
 		return RCKV_EPARSE;
 	}
 	strcpy(out->host, host);
-	if (n == 4) {
+	if (n >= 4) {
 		if (strlen(w[3]) >= sizeof(out->fabric)) {
 			snprintf(err, errlen, "fabric address '%s' too long", w[3]);
 			return RCKV_EPARSE;

@@ -68,7 +68,8 @@ int rckv_map_from_reply(const redisReply *r, struct rckv_map *m, char *err, size
 		const redisReply *e = r->element[i];
 		struct rckv_node *n = &m->nodes[i];
 
-		if (e->type != REDIS_REPLY_ARRAY || e->elements != 5 ||
+		/* A sixth element and after (the node's state) are not needed. */
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 5 ||
 		    e->element[0]->type != REDIS_REPLY_INTEGER ||
 		    e->element[2]->type != REDIS_REPLY_INTEGER ||
 		    e->element[4]->type != REDIS_REPLY_ARRAY ||

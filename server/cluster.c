@@ -47,6 +47,7 @@
 #include "rdma/listen.h"
 #include "rdma/tcp_wire.h"
 #include "server/log.h"
+#include "server/membership.h"
 #include "server/node.h"
 #include "server/recovery.h"
 #include "server/slots.h"
@@ -65,6 +66,8 @@ enum ctl_type {
 	CTL_SCAN,
 	CTL_SETTLED,
 	CTL_SETTLE,
+	CTL_TAKE_SCAN,
+	CTL_TAKE_SETTLE,
 };
 
 #define CTL_MAX_PAYLOAD (64u << 20)
@@ -114,6 +117,14 @@ struct ctl_settle {
 	struct srv_pending pending;
 };
 
+/* CTL_TAKE_SCAN asks for a dead coordinator's log slots on the receiver
+ * (answer: txn[] then mark[]); CTL_TAKE_SETTLE has them settled there with
+ * the decisions the survivors' marks give (cluster_takeover). */
+struct ctl_take {
+	uint64_t dead;
+	uint64_t decided[ST_LOG_SLOTS];
+};
+
 struct peer {
 	int id;
 	char client[128];
@@ -131,13 +142,34 @@ struct cluster {
 	int stop;
 	int npeers;
 	struct peer peers[SRV_MAX_CLUSTER_NODES];
-	int lock_node; /* lowest node id: holds the switch lock word */
+	pthread_mutex_t attach_mu;     /* fab_attach_peer, peers[].hello */
 };
 
 /* The switch lock word: the first reserved word of the region header. */
 #define SWITCH_LOCK_OFF offsetof(struct st_header, reserved)
 
 /* ---- helpers ---- */
+
+static void attach_late(struct node *n, const struct ctl_hello *h);
+
+/* A peer the configuration took out (server/membership.c fences it): the
+ * control plane's cluster-wide operations leave it alone too. */
+static bool peer_out(const struct node *n, int id)
+{
+	return fab_fenced(n->cc.fab, (uint16_t)id);
+}
+
+/* The node whose region holds the switch lock word: the lowest one in the
+ * configuration. */
+static int lock_node_of(const struct node *n)
+{
+	const struct cluster *cl = n->cluster;
+	int best = n->cfg.node_id;
+	for (int i = 0; i < cl->npeers; i++)
+		if (cl->peers[i].id < best && !peer_out(n, cl->peers[i].id))
+			best = cl->peers[i].id;
+	return best;
+}
 
 static uint64_t fnv1a(uint64_t h, const char *s)
 {
@@ -518,7 +550,7 @@ static int scan_collect(void *arg, const char *key, uint32_t klen, const struct 
  */
 static void release_dead_switch_lock(struct node *n, uint32_t peer)
 {
-	if (n->cluster->lock_node != n->cfg.node_id)
+	if (lock_node_of(n) != n->cfg.node_id)
 		return;
 	uint64_t *word = (uint64_t *)((char *)st_region_header(n->cc.region) + SWITCH_LOCK_OFF);
 	uint64_t held = (uint64_t)peer;
@@ -578,6 +610,7 @@ static void *ctl_conn_main(void *arg)
 				break;
 			}
 			if (in->node < FAB_MAX_NODES) {
+				attach_late(n, in);
 				settle_from_hello(n, in);
 				/* A restarted peer made a new journal ring (its
 				 * region we map already: the same file). */
@@ -610,6 +643,29 @@ static void *ctl_conn_main(void *arg)
 				const struct ctl_settled *v = (const void *)req;
 				if (v->node < FAB_MAX_NODES)
 					srv_pending_settled(n, (unsigned)v->node, &v->done);
+			}
+			break;
+		case CTL_TAKE_SCAN:
+			if (h.len != sizeof(struct ctl_take)) {
+				status = -EPROTO;
+			} else {
+				const struct ctl_take *v = (const void *)req;
+				uint64_t *out = malloc(2 * ST_LOG_SLOTS * sizeof(uint64_t));
+				if (!out) {
+					status = -ENOMEM;
+					break;
+				}
+				srv_takeover_scan(n, (unsigned)v->dead, out, out + ST_LOG_SLOTS);
+				resp = out;
+				rlen = 2 * ST_LOG_SLOTS * sizeof(uint64_t);
+			}
+			break;
+		case CTL_TAKE_SETTLE:
+			if (h.len != sizeof(struct ctl_take)) {
+				status = -EPROTO;
+			} else {
+				const struct ctl_take *v = (const void *)req;
+				mb_takeover_local(n, (unsigned)v->dead, v->decided);
 			}
 			break;
 		case CTL_FAB: {
@@ -781,7 +837,7 @@ static void *settler_main(void *arg)
 		nanosleep(&ts, NULL);
 		for (int i = 0; i < cl->npeers && !ck_pr_load_int(&cl->stop); i++) {
 			const struct peer *p = &cl->peers[i];
-			if (!srv_pending_for(n, (unsigned)p->id, &msg->pending))
+			if (peer_out(n, p->id) || !srv_pending_for(n, (unsigned)p->id, &msg->pending))
 				continue;
 			msg->node = (uint64_t)n->cfg.node_id;
 			srv_read_decisions(n, msg->decided);
@@ -844,7 +900,58 @@ static bool stop_requested(void)
 	return sigismember(&pend, SIGINT) || sigismember(&pend, SIGTERM);
 }
 
-/* Connect to one peer, retrying until it answers; HELLO; attach. */
+/* Make a peer that answered HELLO `h` reachable on the fabric, once. */
+static int attach(struct node *n, struct peer *p, const struct ctl_hello *h, char *err,
+		  size_t errlen)
+{
+	struct cluster *cl = n->cluster;
+	int rc = 0;
+	pthread_mutex_lock(&cl->attach_mu);
+	if (!(fab_attached_nodes(n->cc.fab) & (1ull << p->id))) {
+		struct fab_peer_info pi = { .node = (uint16_t)p->id, .region_size = h->region_size };
+		snprintf(pi.region_path, sizeof(pi.region_path), "%s", h->region_path);
+		snprintf(pi.addr, sizeof(pi.addr), "%s", p->fabric);
+		rc = fab_attach_peer(n->cc.fab, &pi, err, errlen);
+		/* A peer with a write-ahead log: our writes to it go through
+		 * its journal ring (storage/jring.c). */
+		if (rc == 0 && strcmp(h->backend, "shm") == 0)
+			rc = durable_attach_peer(&n->cc, (uint16_t)p->id, pi.region_path, err, errlen);
+	}
+	pthread_mutex_unlock(&cl->attach_mu);
+	return rc;
+}
+
+/*
+ * A peer that did not answer at start (replicas 2 or more: the node goes
+ * on without it) says HELLO when it starts: attach it then.
+ */
+static void attach_late(struct node *n, const struct ctl_hello *h)
+{
+	struct cluster *cl = n->cluster;
+	for (int i = 0; cl && i < cl->npeers; i++) {
+		struct peer *p = &cl->peers[i];
+		if (p->id != (int)h->node || (fab_attached_nodes(n->cc.fab) & (1ull << p->id)))
+			continue;
+		char err[256] = "";
+		pthread_mutex_lock(&cl->attach_mu);
+		p->hello = *h;
+		pthread_mutex_unlock(&cl->attach_mu);
+		if (attach(n, p, h, err, sizeof(err)) == 0)
+			srv_log(n, LOG_NOTICE, "node %d joined late, at %s", p->id, p->fabric);
+		else
+			srv_log(n, LOG_WARNING, "node %d joined late, but: %s", p->id, err);
+	}
+}
+
+/*
+ * With replicas, a node starts without a peer that does not answer within
+ * this: the configuration's Raft group (server/membership.c) knows
+ * whether it is dead, and it joins when it starts (attach_late).
+ */
+#define JOIN_WAIT_NS (5ull * 1000 * 1000 * 1000)
+
+/* Connect to one peer, retrying until it answers; HELLO; attach. Returns
+ * 1 (replicas 2 or more) when the peer did not answer within JOIN_WAIT_NS. */
 static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 {
 	uint64_t start = sched_now_ns(), last_log = 0;
@@ -872,7 +979,9 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 				free(theirs);
 				return -1;
 			}
+			pthread_mutex_lock(&n->cluster->attach_mu);
 			p->hello = *theirs;
+			pthread_mutex_unlock(&n->cluster->attach_mu);
 			free(theirs);
 			/* They settled what we reported; we settle what they report,
 			 * then tell them. */
@@ -890,17 +999,7 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 					       &rl2, cerr, sizeof(cerr));
 				free(r);
 			}
-			struct fab_peer_info pi = { .node = (uint16_t)p->id,
-						    .region_size = p->hello.region_size };
-			snprintf(pi.region_path, sizeof(pi.region_path), "%s", p->hello.region_path);
-			snprintf(pi.addr, sizeof(pi.addr), "%s", p->fabric);
-			if (fab_attach_peer(n->cc.fab, &pi, err, errlen) != 0)
-				return -1;
-			/* A peer with a write-ahead log: our writes to it go
-			 * through its journal ring (storage/jring.c). */
-			if (strcmp(mine.backend, "shm") == 0 &&
-			    durable_attach_peer(&n->cc, (uint16_t)p->id, pi.region_path, err,
-						errlen) != 0)
+			if (attach(n, p, &p->hello, err, errlen) != 0)
 				return -1;
 			srv_log(n, LOG_NOTICE, "joined node %d at %s (protocol %s)", p->id, p->fabric,
 				p->hello.proto);
@@ -912,6 +1011,12 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 			return -1;
 		}
 		uint64_t now = sched_now_ns();
+		if (n->cfg.replicas > 1 && now - start > JOIN_WAIT_NS) {
+			srv_log(n, LOG_WARNING, "node %d at %s does not answer (%s): going on without "
+				"it; it joins when it starts", p->id, p->fabric,
+				cerr[0] ? cerr : "no answer");
+			return 1;
+		}
 		if (now - last_log > 2000000000ull) {
 			srv_log(n, LOG_NOTICE, "waiting for node %d at %s (%llu s): %s", p->id,
 				p->fabric, (unsigned long long)((now - start) / 1000000000ull),
@@ -927,17 +1032,17 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 
 static int switch_lock(struct node *n, struct worker *w, bool take, char *err, size_t errlen)
 {
-	struct cluster *cl = n->cluster;
 	struct fab_batch b;
 	cc_batch_init(&b, w->ccw, NULL);
 	uint64_t me = (uint64_t)n->cfg.node_id;
 	uint64_t deadline = sched_now_ns() + 60ull * 1000000000ull;
 	for (;;) {
 		uint64_t old = 0;
-		int rc = fab_cas1(&b, (uint16_t)cl->lock_node, SWITCH_LOCK_OFF, take ? 0 : me,
+		int lock_node = lock_node_of(n);
+		int rc = fab_cas1(&b, (uint16_t)lock_node, SWITCH_LOCK_OFF, take ? 0 : me,
 				  take ? me : 0, &old);
 		if (rc) {
-			snprintf(err, errlen, "cluster switch lock on node %d: %s", cl->lock_node,
+			snprintf(err, errlen, "cluster switch lock on node %d: %s", lock_node,
 				 strerror(-rc));
 			return rc;
 		}
@@ -971,8 +1076,10 @@ static int cluster_quiet_op(struct node *n, struct worker *w, enum quiet_step st
 	if (rc)
 		return rc;
 	for (int i = 0; i < cl->npeers; i++) {
-		conns[i].fd = -1;
-		rc = ctl_open(n, cl->peers[i].id, &conns[i], err, errlen);
+		if (peer_out(n, cl->peers[i].id))
+			continue;
+		conns[nopen].fd = -1;
+		rc = ctl_open(n, cl->peers[i].id, &conns[nopen], err, errlen);
 		if (rc)
 			goto out_close;
 		nopen++;
@@ -1108,6 +1215,8 @@ int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t p
 	listing_end(n, lv.map);
 	struct cluster *cl = n->cluster;
 	for (int i = 0; cl && i < cl->npeers && !lv.stopped; i++) {
+		if (peer_out(n, cl->peers[i].id))
+			continue;
 		void *r = NULL;
 		size_t rl = 0;
 		err[0] = '\0';
@@ -1127,6 +1236,8 @@ int cluster_count(struct node *n, struct worker *w, uint64_t *count, char *err, 
 	*count = cluster_local_count(n);
 	struct cluster *cl = n->cluster;
 	for (int i = 0; cl && i < cl->npeers; i++) {
+		if (peer_out(n, cl->peers[i].id))
+			continue;
 		void *r = NULL;
 		size_t rl = 0;
 		err[0] = '\0';
@@ -1156,7 +1267,9 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 		return 0;
 	}
 	int id = m->nodes[idx].id;
-	if (id == n->cfg.node_id) {
+	if (peer_out(n, id)) {
+		local = 0; /* lists nothing: its keys are listed where they are served now */
+	} else if (id == n->cfg.node_id) {
 		struct local_visit lv = { NULL, 0, fn, arg, 0, listing_begin(n),
 					  (uint16_t)n->cfg.node_id };
 		st_scan(n->cc.region, &local, count, local_visit, &lv);
@@ -1178,6 +1291,138 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 	if (local == 0)
 		idx++;
 	*cursor = idx >= (uint64_t)m->nnodes ? 0 : (idx << SCAN_NODE_SHIFT) | local;
+	return 0;
+}
+
+/*
+ * A failover's takeover (server/membership.c, on the Raft leader, once
+ * every live node has adopted the new configuration and none runs
+ * transactions). For each node `dead` out: read its log slots on every
+ * live node; a slot's transaction committed if any of them holds its mark
+ * (a coordinator writes marks only after its decision record, and
+ * releases no lock before a node's mark); have every live node settle
+ * them so. Then every live node resets the protocol metadata of the
+ * items it newly serves as primary (mb_takeover_local with dead 0).
+ */
+/* A takeover's step is short (a slot table read, a walk of the index): a
+ * node that does not answer within this is dead or hung, and will be
+ * taken out itself. */
+#define TAKE_WAIT_NS (2ull * 1000 * 1000 * 1000)
+
+static int take_call(struct node *n, unsigned id, const struct ctl_take *msg, void **r,
+		     size_t *rl, char *err, size_t errlen)
+{
+	return ctl_call_within(n, NULL, (int)id, msg->dead ? CTL_TAKE_SCAN : CTL_TAKE_SETTLE, msg,
+			       sizeof(*msg), r, rl, err, errlen, TAKE_WAIT_NS);
+}
+
+static int take_one(struct node *n, unsigned dead, uint64_t live, struct ctl_take *msg,
+		    uint64_t *pending, uint64_t *marks, char *err, size_t errlen)
+{
+	memset(msg, 0, sizeof(*msg));
+	memset(pending, 0, ST_LOG_SLOTS * sizeof(uint64_t));
+	msg->dead = dead;
+	for (unsigned id = 1; id < FAB_MAX_NODES; id++) {
+		if (!(live & (1ull << id)))
+			continue;
+		uint64_t local[2 * ST_LOG_SLOTS];
+		const uint64_t *txn = local;
+		void *r = NULL;
+		size_t rl = 0;
+		if (id == (unsigned)n->cfg.node_id) {
+			srv_takeover_scan(n, dead, local, local + ST_LOG_SLOTS);
+		} else {
+			int rc = take_call(n, id, msg, &r, &rl, err, errlen);
+			if (rc == 0 && rl != sizeof(local))
+				rc = -EPROTO;
+			if (rc) {
+				free(r);
+				return rc;
+			}
+			txn = r;
+		}
+		/* A slot names one transaction wherever it is not retired
+		 * (cc/undo.c invariant (1)); a retired one may keep an older
+		 * transaction's mark. */
+		for (unsigned s = 0; s < ST_LOG_SLOTS; s++) {
+			if (txn[s])
+				pending[s] = txn[s];
+			marks[(size_t)id * ST_LOG_SLOTS + s] = txn[ST_LOG_SLOTS + s];
+		}
+		free(r);
+	}
+	for (unsigned s = 0; s < ST_LOG_SLOTS; s++)
+		for (unsigned id = 1; id < FAB_MAX_NODES && pending[s]; id++)
+			if ((live & (1ull << id)) && marks[(size_t)id * ST_LOG_SLOTS + s] == pending[s])
+				msg->decided[s] = pending[s];
+	/* CTL_TAKE_SETTLE carries dead in `dead`, sent as a settle. */
+	for (unsigned id = 1; id < FAB_MAX_NODES; id++) {
+		if (!(live & (1ull << id)))
+			continue;
+		if (id == (unsigned)n->cfg.node_id) {
+			mb_takeover_local(n, dead, msg->decided);
+			continue;
+		}
+		void *r = NULL;
+		size_t rl = 0;
+		int rc = ctl_call_within(n, NULL, (int)id, CTL_TAKE_SETTLE, msg, sizeof(*msg), &r,
+					 &rl, err, errlen, TAKE_WAIT_NS);
+		free(r);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int cluster_takeover(struct node *n, uint64_t out, uint64_t live, char *err, size_t errlen)
+{
+	struct ctl_take *msg = calloc(1, sizeof(*msg));
+	uint64_t *pending = calloc(ST_LOG_SLOTS, sizeof(uint64_t));
+	uint64_t *marks = calloc((size_t)FAB_MAX_NODES * ST_LOG_SLOTS, sizeof(uint64_t));
+	int rc = 0;
+	if (!msg || !pending || !marks) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+	}
+	for (unsigned d = 1; d < FAB_MAX_NODES && rc == 0; d++)
+		if (out & (1ull << d))
+			rc = take_one(n, d, live, msg, pending, marks, err, errlen);
+	for (unsigned id = 1; id < FAB_MAX_NODES && rc == 0; id++) {
+		if (!(live & (1ull << id)))
+			continue;
+		if (id == (unsigned)n->cfg.node_id) {
+			mb_takeover_local(n, 0, NULL);
+			continue;
+		}
+		memset(msg, 0, sizeof(*msg));
+		void *r = NULL;
+		size_t rl = 0;
+		rc = take_call(n, id, msg, &r, &rl, err, errlen);
+		free(r);
+	}
+	free(msg);
+	free(pending);
+	free(marks);
+	return rc;
+}
+
+int cluster_scan_node(struct node *n, unsigned id, uint64_t *cursor, uint64_t count,
+		      cluster_key_fn fn, void *arg, char *err, size_t errlen)
+{
+	uint64_t in[2] = { *cursor, count };
+	void *r = NULL;
+	size_t rl = 0;
+	int rc = ctl_call_within(n, NULL, (int)id, CTL_SCAN, in, sizeof(in), &r, &rl, err, errlen,
+				 TAKE_WAIT_NS);
+	if (rc || rl < 8) {
+		if (!err[0])
+			snprintf(err, errlen, "node %u: a short SCAN reply", id);
+		free(r);
+		return -1;
+	}
+	memcpy(cursor, r, 8);
+	visit_keybuf((char *)r + 8, rl - 8, fn, arg);
+	free(r);
 	return 0;
 }
 
@@ -1237,13 +1482,11 @@ int cluster_start(struct node *n, char *err, size_t errlen)
 		return -1;
 	}
 	cl->n = n;
+	pthread_mutex_init(&cl->attach_mu, NULL);
 	cl->id = cluster_id_of(n);
 	cl->self_id = c->node_id;
-	cl->lock_node = FAB_MAX_NODES;
 	for (int i = 0; i < c->ncluster_nodes; i++) {
 		const struct cfg_cluster_node *cn = &c->cluster_nodes[i];
-		if (cn->id < cl->lock_node)
-			cl->lock_node = cn->id;
 		if (cn->id == c->node_id)
 			continue;
 		struct peer *p = &cl->peers[cl->npeers++];
@@ -1258,9 +1501,13 @@ int cluster_start(struct node *n, char *err, size_t errlen)
 		goto fail;
 	srv_log(n, LOG_NOTICE, "node %d of a %d-node cluster; fabric %s at %s; waiting for peers",
 		c->node_id, c->ncluster_nodes, fab_backend_name(n->cc.fab), self->fabric);
-	for (int i = 0; i < cl->npeers; i++)
-		if (join_peer(n, &cl->peers[i], err, errlen) != 0)
+	int joined = 0;
+	for (int i = 0; i < cl->npeers; i++) {
+		int rc = join_peer(n, &cl->peers[i], err, errlen);
+		if (rc < 0)
 			goto fail;
+		joined += rc == 0;
+	}
 	if (build_slot_map(n, err, errlen) != 0)
 		goto fail;
 	n->cops = &cluster_ops;
@@ -1270,7 +1517,10 @@ int cluster_start(struct node *n, char *err, size_t errlen)
 		goto fail;
 	}
 	cl->settling = true;
-	srv_log(n, LOG_NOTICE, "all %d peers joined", cl->npeers);
+	if (joined == cl->npeers)
+		srv_log(n, LOG_NOTICE, "all %d peers joined", cl->npeers);
+	else
+		srv_log(n, LOG_NOTICE, "%d of %d peers joined", joined, cl->npeers);
 	return 0;
 fail:
 	cluster_stop(n);
@@ -1289,6 +1539,7 @@ void cluster_stop(struct node *n)
 		pthread_join(cl->settler, NULL);
 	fab_listener_stop(cl->listener);
 	n->cluster = NULL;
+	pthread_mutex_destroy(&cl->attach_mu);
 	free(cl);
 }
 

@@ -40,6 +40,16 @@ void cluster_stop(struct node *n);
  * node as its ctx): backends' setup exchanges with peers. */
 fab_ctl_call_fn cluster_fab_bridge(void);
 
+/*
+ * cluster_takeover - for each node of `out` (bit per id), settle what it
+ * left as a coordinator on the `live` nodes (this one included) from the
+ * marks they hold (srv_takeover_*); then have every live node reset the
+ * items it newly serves as primary (mb_takeover_local). A control thread,
+ * while no node runs transactions; 0, or -errno with err (a live node did
+ * not answer: try again).
+ */
+int cluster_takeover(struct node *n, uint64_t out, uint64_t live, char *err, size_t errlen);
+
 /* The cluster id derived from the node list (0 for a standalone node). */
 uint64_t cluster_id_of(const struct node *n);
 
@@ -64,5 +74,10 @@ uint64_t cluster_local_count(struct node *n);
  */
 int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t count,
 		 cluster_key_fn fn, void *arg, char *err, size_t errlen);
+
+/* One page of the keys node `id` lists (those it is the primary of), from
+ * *cursor (0 to start; 0 again when done): fn for each. 0 or -1 with err. */
+int cluster_scan_node(struct node *n, unsigned id, uint64_t *cursor, uint64_t count,
+		      cluster_key_fn fn, void *arg, char *err, size_t errlen);
 
 #endif

@@ -3,13 +3,16 @@
  * section 7). Clients need no routing: any node serves any key, so rckv
  * does not implement Redis's CLUSTER family (cluster-aware clients would
  * then refuse cross-slot MULTI). Tools that want to know placement ask:
- *   RCKV NODES          array of [id, host, port, fabric-address, [[start, end], ...]]
+ *   RCKV NODES          array of [id, host, port, fabric-address, [[start, end], ...],
+ *                       state]: the ranges it is the primary of; state up, out,
+ *                       joining or late (server/membership.h)
  *   RCKV KEYSLOT key    the key's slot (CRC16 as Redis Cluster, hash tags honoured)
  *   RCKV KEYNODE key    the id of the node that owns the key (the primary)
  *   RCKV SLOTS          array of [start, end, [primary, backup, ...]] per range
  *                       of slots with one replica set (`replicas` N)
  *   RCKV COPIES key     the key's copy on each node of its set, primary first:
  *                       [node, version, value or nil], read with no lock
+ *   RCKV REBALANCE      primaries back to rejoined nodes (a configuration change)
  */
 #include <ck_pr.h>
 #include <stdio.h>
@@ -19,9 +22,23 @@
 
 #include "cc/exec.h"
 #include "server/command.h"
+#include "server/membership.h"
 #include "server/node.h"
 #include "server/slots.h"
 #include "server/worker.h"
+
+/* A node's state in the configuration (membership.h): "up", "out" (a
+ * failover took it out), "joining" (copying its slots back), "late"
+ * (copied, its primaries not yet moved back). Without replicas, "up". */
+static const char *node_state(struct node *n, int id)
+{
+	if (!n->membership)
+		return "up";
+	struct mb_view v;
+	mb_view(n->membership, &v);
+	uint64_t b = 1ull << id;
+	return (v.out & b) ? "out" : (v.joining & b) ? "joining" : (v.late & b) ? "late" : "up";
+}
 
 static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m, const struct pl_map *pm)
 {
@@ -34,7 +51,7 @@ static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m, const struc
 			if (pl_slot_primary(pm, s) == sn->id &&
 			    (s == 0 || pl_slot_primary(pm, s - 1) != sn->id))
 				nranges++;
-		resp_array(c->out, 5);
+		resp_array(c->out, 6);
 		resp_int(c->out, sn->id);
 		resp_bulk_cstr(c->out, sn->host);
 		resp_int(c->out, sn->port);
@@ -51,6 +68,7 @@ static void reply_nodes(struct cmd_ctx *c, const struct slot_map *m, const struc
 			resp_int(c->out, s);
 			resp_int(c->out, e);
 		}
+		resp_bulk_cstr(c->out, node_state(c->node, sn->id));
 	}
 }
 
@@ -164,11 +182,20 @@ int cmd_rckv(struct cmd_ctx *c)
 		reply_copies(c, c->argv[2].p, c->argv[2].len);
 	} else if (strcasecmp(sub, "locks") == 0) {
 		reply_locks(c);
+	} else if (strcasecmp(sub, "rebalance") == 0) {
+		if (!c->node->membership) {
+			resp_error(c->out, "ERR RCKV REBALANCE needs a cluster with replicas 2 or more");
+		} else {
+			struct mb_view v;
+			mb_view(c->node->membership, &v);
+			mb_rebalance(c->node->membership);
+			resp_status(c->out, v.late ? "OK" : "OK nothing to move back");
+		}
 	} else {
 		static const char *const help[] = {
 			"RCKV <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"NODES",
-			"    Return the nodes: id, host, port, fabric address and owned slot ranges.",
+			"    Return the nodes: id, host, port, fabric address, owned slot ranges, state.",
 			"KEYSLOT <key>",
 			"    Return the hash slot of <key>.",
 			"KEYNODE <key>",
@@ -181,6 +208,9 @@ int cmd_rckv(struct cmd_ctx *c)
 			"LOCKS",
 			"    Return the lock words held in this node's MemStore (up to 100; a",
 			"    diagnostic for a lock left behind: its word names the holder).",
+			"REBALANCE",
+			"    Move the primaries back to the nodes that rejoined and copied their",
+			"    slots (a configuration change; auto-rebalance yes does it at once).",
 			"HELP",
 			"    Print this help.",
 		};

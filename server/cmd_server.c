@@ -31,6 +31,7 @@
 #include "server/command.h"
 #include "server/config.h"
 #include "server/log.h"
+#include "server/membership.h"
 #include "server/cluster.h"
 #include "server/node.h"
 #include "server/slots.h"
@@ -1133,6 +1134,19 @@ static void info_cluster(struct info_ctx *x)
 	const struct pl_map *pm = cc_placement_begin(x->w->ccw);
 	srv_sbuf_printf(x->b, "rckv_replicas:%d\r\nrckv_epoch:%llu\r\n", pm->replicas,
 			(unsigned long long)pm->epoch);
+	struct mb_view v = { .role = "none" };
+	if (n->membership) {
+		/* The Raft group (server/membership.h): who leads, this node's
+		 * lease, the configuration applied and the one in use. */
+		mb_view(n->membership, &v);
+		srv_sbuf_printf(x->b,
+				"rckv_raft_role:%s\r\nrckv_raft_leader:%u\r\nrckv_raft_term:%llu\r\n"
+				"rckv_config_applied:%llu\r\nrckv_lease_ms:%llu\r\n"
+				"rckv_config_changes:%llu\r\nrckv_rejoin_copied_keys:%llu\r\n",
+				v.role, v.leader, (unsigned long long)v.term,
+				(unsigned long long)v.epoch, (unsigned long long)v.lease_ms_left,
+				(unsigned long long)v.failovers, (unsigned long long)v.copied_keys);
+	}
 	for (int i = 0; m && i < m->nnodes; i++) {
 		const struct slot_node *sn = &m->nodes[i];
 		unsigned first = SLOT_COUNT, last = 0, count = 0, backup = 0;
@@ -1147,10 +1161,12 @@ static void info_cluster(struct info_ctx *x)
 			for (int r = 1; r < set->n; r++)
 				backup += set->node[r] == sn->id;
 		}
+		uint64_t b = 1ull << sn->id;
 		srv_sbuf_printf(x->b,
-				"rckv_node%d:addr=%s:%d,fabric=%s,slots=%u,first_slot=%u,"
+				"rckv_node%d:addr=%s:%d,fabric=%s,state=%s,slots=%u,first_slot=%u,"
 				"last_slot=%u,backup_slots=%u%s\r\n",
 				sn->id, sn->host, sn->port, sn->fabric_addr[0] ? sn->fabric_addr : "-",
+				(v.out & b) ? "out" : (v.joining & b) ? "joining" : (v.late & b) ? "late" : "up",
 				count, count ? first : 0, count ? last : 0, backup,
 				sn->id == n->cfg.node_id ? ",self=1" : "");
 	}

@@ -51,7 +51,7 @@ enum opt_type {
 	OT_BIND,   /* bind: 1..SRV_MAX_BIND addresses */
 	OT_PROTO,  /* char *, a name of the cc protocol table (stored as listed) */
 	OT_PSEUDO, /* not an rckv option: a fixed CONFIG GET answer for Redis tools */
-	OT_CNODE,  /* cluster-node <id> <client host:port> <fabric host:port>, repeatable */
+	OT_CNODE,  /* cluster-node <id> <client> <fabric> [<raft>] (host:port each), repeatable */
 };
 
 struct opt {
@@ -146,6 +146,7 @@ static const struct opt options[] = {
 	{ "fabric-delay-us", OT_INT, false, OFF(fabric_delay_us), 0, 1000000, NULL, "0" },
 	{ "fabric-device", OT_STR, false, OFF(fabric_device), 0, 0, NULL, "" },
 	{ "replicas", OT_INT, false, OFF(replicas), 1, PL_MAX_REPLICAS, NULL, "1" },
+	{ "auto-rebalance", OT_BOOL, true, OFF(auto_rebalance), 0, 0, NULL, "yes" },
 	{ "cluster-node", OT_CNODE, false, OFF(cluster_nodes), 0, 0, NULL, "" },
 	/* operations */
 	{ "loglevel", OT_ENUM, true, OFF(loglevel), 0, 0, loglevel_choices, "notice" },
@@ -285,13 +286,13 @@ static int set_cluster_node(struct srv_config *c, int argc, char **argv, char *e
 			    size_t errlen)
 {
 	long long id;
-	if (argc != 3)
+	if (argc != 3 && argc != 4)
 		return fail(err, errlen,
 			    "wrong number of arguments (want: cluster-node <id> <client host:port> "
-			    "<fabric host:port>)");
+			    "<fabric host:port> [<raft host:port>])");
 	if (srv_str2ll(argv[0], strlen(argv[0]), &id) != 0 || id < 1 || id >= FAB_MAX_NODES)
 		return fail(err, errlen, "node id must be between 1 and %d", FAB_MAX_NODES - 1);
-	for (int i = 1; i < 3; i++)
+	for (int i = 1; i < argc; i++)
 		if (!is_host_port(argv[i]) || strlen(argv[i]) >= sizeof(c->cluster_nodes[0].client))
 			return fail(err, errlen, "'%s' is not a host:port address", argv[i]);
 	for (int i = 0; i < c->ncluster_nodes; i++)
@@ -303,6 +304,16 @@ static int set_cluster_node(struct srv_config *c, int argc, char **argv, char *e
 	cn->id = (int)id;
 	snprintf(cn->client, sizeof(cn->client), "%s", argv[1]);
 	snprintf(cn->fabric, sizeof(cn->fabric), "%s", argv[2]);
+	if (argc == 4) {
+		snprintf(cn->raft, sizeof(cn->raft), "%s", argv[3]);
+		return 0;
+	}
+	/* By default the fabric's host, 10000 ports away (Redis Cluster's
+	 * bus is its client port + 10000). */
+	const char *colon = strrchr(argv[2], ':');
+	long long port = atoll(colon + 1);
+	port = port + 10000 <= 65535 ? port + 10000 : port - 10000;
+	snprintf(cn->raft, sizeof(cn->raft), "%.*s:%lld", (int)(colon - argv[2]), argv[2], port);
 	return 0;
 }
 
@@ -690,9 +701,9 @@ static void format_value(const struct srv_config *c, const struct opt *o, char *
 		size_t len = 0;
 		buf[0] = '\0';
 		for (int i = 0; i < c->ncluster_nodes && len < cap; i++)
-			len += (size_t)snprintf(buf + len, cap - len, "%s%d %s %s", i ? " " : "",
+			len += (size_t)snprintf(buf + len, cap - len, "%s%d %s %s %s", i ? " " : "",
 						c->cluster_nodes[i].id, c->cluster_nodes[i].client,
-						c->cluster_nodes[i].fabric);
+						c->cluster_nodes[i].fabric, c->cluster_nodes[i].raft);
 		break;
 	}
 	}

@@ -25,6 +25,7 @@ struct cfg_cluster_node {
 	int id;
 	char client[128];
 	char fabric[128];
+	char raft[128];   /* the configuration's Raft group and leases (replicas > 1) */
 };
 
 /* `coroutines auto`: 32 per worker, 256 under persistence power or
@@ -77,6 +78,7 @@ struct srv_config {
 	char *fabric;                   /* fabric shm: shm|tcp|verbs */
 	int fabric_delay_us;            /* fabric-delay-us 0 */
 	int replicas;                   /* replicas 1: nodes that hold each slot */
+	bool auto_rebalance;            /* auto-rebalance yes: primaries back after a rejoin (mutable) */
 	char *fabric_device;            /* fabric-device "": verbs device, "" = the first */
 	struct cfg_cluster_node cluster_nodes[SRV_MAX_CLUSTER_NODES]; /* cluster-node lines */
 	int ncluster_nodes;             /* 0: a standalone node */

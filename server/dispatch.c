@@ -18,6 +18,7 @@
 #include "server/client.h"
 #include "server/command.h"
 #include "server/declare.h"
+#include "server/membership.h"
 #include "server/multi.h"
 #include "server/node.h"
 #include "server/worker.h"
@@ -95,7 +96,11 @@ const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, const s
 
 void srv_reply_txn_failed(struct resp_w *out, struct node *n, int rc)
 {
-	if (rc == CC_ETIMEOUT)
+	if (rc == CC_ENOTSERVING && n->membership) {
+		char why[256];
+		mb_refusal(n->membership, why, sizeof(why));
+		resp_errorf(out, "%s", why);
+	} else if (rc == CC_ETIMEOUT)
 		resp_errorf(out, "ERR transaction aborted: %s (txn-timeout %lld ms); nothing was "
 			    "written", cc_strerror(rc), n->cfg.txn_timeout_ms);
 	else if (rc == CC_EUNKNOWN)

@@ -17,6 +17,7 @@
 #include "cc/cc.h"
 #include "cc/durable.h"
 #include "server/log.h"
+#include "server/membership.h"
 #include "server/recovery.h"
 #include "server/cluster.h"
 #include "server/node.h"
@@ -456,7 +457,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->slots = sm;
 	/* A cluster member waits here for every peer, then publishes the
 	 * cluster's slot map in place of the single-node one. */
-	if (cluster_start(n, err, errlen) != 0)
+	if (cluster_start(n, err, errlen) != 0 || mb_start(n, err, errlen) != 0)
 		goto fail_listen;
 
 	n->nworkers = n->cfg.threads;
@@ -481,6 +482,7 @@ fail_workers:
 	free(n->workers);
 	n->workers = NULL;
 fail_listen:
+	mb_stop(n);
 	cluster_stop(n);
 	for (int i = 0; i < n->nlisten; i++)
 		close(n->listen_fds[i]);
@@ -508,6 +510,7 @@ void srv_node_stop(struct node *n)
 		worker_wake(n->workers[i]);
 	for (int i = 0; i < n->nworkers; i++)
 		worker_join(n->workers[i]);
+	mb_stop(n); /* its adopter may wait for the workers' transactions */
 	for (int i = 0; i < n->nlisten; i++)
 		close(n->listen_fds[i]);
 	for (int i = 0; i < n->nworkers; i++)

@@ -68,6 +68,7 @@ struct node {
 
 	const struct node_cluster_ops *cops; /* NULL: standalone */
 	struct cluster *cluster;      /* control plane state (server/cluster.c) */
+	struct membership *membership; /* replicas > 1: the configuration (server/membership.c) */
 
 	int shutdown;                 /* set by SHUTDOWN or a signal; workers exit */
 	int exit_code;

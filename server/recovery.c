@@ -222,3 +222,31 @@ void srv_pending_settled(struct node *n, unsigned peer, const struct srv_pending
 		settled_one(&n->cc.lock_pending[i], &n->cc.lock_pending_nodes[i], p->locks[i], peer);
 	pthread_mutex_unlock(&settle_mu);
 }
+
+void srv_takeover_scan(struct node *n, unsigned dead, uint64_t txn[ST_LOG_SLOTS],
+		       uint64_t mark[ST_LOG_SLOTS])
+{
+	pthread_mutex_lock(&settle_mu);
+	st_log_slots(n->cc.region, dead, txn, mark);
+	pthread_mutex_unlock(&settle_mu);
+}
+
+void srv_takeover_settle(struct node *n, unsigned dead, const uint64_t decided[ST_LOG_SLOTS])
+{
+	if (dead >= FAB_MAX_NODES || dead == (unsigned)n->cfg.node_id)
+		return;
+	uint64_t t0 = mono_ms();
+	struct st_log_stats st = { 0 };
+	pthread_mutex_lock(&settle_mu);
+	st_log_resolve(n->cc.region, dead, decided, NULL, &st);
+	st_release_locks(n->cc.region, held_by_node, (void *)(uintptr_t)dead, (int)dead, &st);
+	st.locks_released += cc_peer_restarted(&n->cc, (uint16_t)dead);
+	(void)st_region_sync(n->cc.region);
+	pthread_mutex_unlock(&settle_mu);
+	struct srv_pending owed;
+	if (srv_pending_for(n, dead, &owed))
+		srv_pending_settled(n, dead, &owed);
+	char what[96];
+	snprintf(what, sizeof(what), "takeover of node %u (out of the configuration)", dead);
+	log_settled(n, what, &st, mono_ms() - t0);
+}

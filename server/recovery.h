@@ -39,4 +39,19 @@ bool srv_pending_for(struct node *n, unsigned peer, struct srv_pending *out);
 /* `peer` settled these: free the entries no other node still owes. */
 void srv_pending_settled(struct node *n, unsigned peer, const struct srv_pending *p);
 
+/*
+ * A failover's takeover of `dead`, a coordinator the configuration took
+ * out (server/membership.c), run on every surviving node while none of
+ * them runs transactions. srv_takeover_scan: what dead's log slots here
+ * say (st_log_slots). srv_takeover_settle: settle them, decided[slot]
+ * naming the transactions whose mark some survivor holds (they committed:
+ * marks follow the decision); the others are rolled back, which no client
+ * can tell, as none was answered before its marks. Then release every
+ * lock dead held here, and forget what this node's own failed
+ * transactions left on dead: its region starts over when it rejoins.
+ */
+void srv_takeover_scan(struct node *n, unsigned dead, uint64_t txn[ST_LOG_SLOTS],
+		       uint64_t mark[ST_LOG_SLOTS]);
+void srv_takeover_settle(struct node *n, unsigned dead, const uint64_t decided[ST_LOG_SLOTS]);
+
 #endif

@@ -94,6 +94,84 @@ static void on_accept(struct worker *w, int lfd)
 	}
 }
 
+struct worker_task {
+	void (*fn)(struct worker *w, void *arg);
+	void *arg;
+	struct worker *w;
+	int state; /* 0 queued, 1 done, -ESHUTDOWN dropped */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct worker_task *next;
+};
+
+static void task_finish(struct worker_task *t, int state)
+{
+	pthread_mutex_lock(&t->mu);
+	t->state = state;
+	pthread_cond_signal(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void task_main(struct sched *s, void *arg)
+{
+	struct worker_task *t = arg;
+	t->fn(t->w, t->arg);
+	task_finish(t, 1);
+}
+
+/* Start the queued tasks while coroutines are free. */
+static void start_tasks(struct worker *w)
+{
+	if (!ck_pr_load_ptr(&w->tasks))
+		return;
+	pthread_mutex_lock(&w->tasks_mu);
+	while (w->tasks && sched_free_count(w->sched) > 0) {
+		struct worker_task *t = w->tasks;
+		w->tasks = t->next;
+		if (sched_spawn(w->sched, task_main, t) != 0) {
+			t->next = w->tasks;
+			w->tasks = t;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->tasks_mu);
+}
+
+static void drop_tasks(struct worker *w)
+{
+	pthread_mutex_lock(&w->tasks_mu);
+	w->tasks_closed = true;
+	while (w->tasks) {
+		struct worker_task *t = w->tasks;
+		w->tasks = t->next;
+		task_finish(t, -ESHUTDOWN);
+	}
+	pthread_mutex_unlock(&w->tasks_mu);
+}
+
+int worker_call(struct worker *w, void (*fn)(struct worker *w, void *arg), void *arg)
+{
+	struct worker_task t = { .fn = fn, .arg = arg, .w = w };
+	pthread_mutex_init(&t.mu, NULL);
+	pthread_cond_init(&t.cv, NULL);
+	pthread_mutex_lock(&w->tasks_mu);
+	if (w->tasks_closed) {
+		pthread_mutex_unlock(&w->tasks_mu);
+		return -ESHUTDOWN;
+	}
+	t.next = w->tasks;
+	ck_pr_store_ptr(&w->tasks, &t);
+	pthread_mutex_unlock(&w->tasks_mu);
+	worker_wake(w);
+	pthread_mutex_lock(&t.mu);
+	while (t.state == 0)
+		pthread_cond_wait(&t.cv, &t.mu);
+	pthread_mutex_unlock(&t.mu);
+	pthread_cond_destroy(&t.cv);
+	pthread_mutex_destroy(&t.mu);
+	return t.state == 1 ? 0 : t.state;
+}
+
 static void drain_handoff(struct worker *w)
 {
 	uint64_t v;
@@ -196,7 +274,7 @@ static void *worker_main(void *arg)
 		/* Nanosecond timeouts (epoll_pwait2): a coroutine backing off
 		 * for 2 us must not sleep a whole millisecond. */
 		int64_t timeout = sched_timeout_ns(w->sched);
-		if ((w->ready_head && sched_free_count(w->sched) > 0) ||
+		if (((w->ready_head || ck_pr_load_ptr(&w->tasks)) && sched_free_count(w->sched) > 0) ||
 		    cc_worker_pass_due(w->ccw))
 			timeout = 0; /* cc_worker_pass_due: commits no one syncs else */
 		if (n->cfg.timeout > 0 && (timeout < 0 || timeout > 1000000000))
@@ -230,6 +308,7 @@ static void *worker_main(void *arg)
 		 * running, and epoll stops reporting it once its fd is closed. */
 		if (!stopping)
 			run_ready(w);
+		start_tasks(w);
 		sched_run(w->sched);
 		fab_worker_flush(w->fw); /* the fabric requests its coroutines posted */
 		/* The replies before the commits' sync: persistence power may
@@ -248,6 +327,7 @@ static void *worker_main(void *arg)
 			client_reap_idle(w, n->cfg.timeout);
 		}
 	}
+	drop_tasks(w);
 	client_close_all(w);
 	return NULL;
 }
@@ -260,6 +340,7 @@ int worker_start(struct node *n, int id, struct worker **out, char *err, size_t 
 	w->node = n;
 	w->id = id;
 	pthread_mutex_init(&w->clients_lock, NULL);
+	pthread_mutex_init(&w->tasks_mu, NULL);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	struct handoff *h = calloc(1, sizeof(*h));
@@ -314,5 +395,6 @@ void worker_destroy(struct worker *w)
 	close(w->epfd);
 	close(w->wakefd);
 	pthread_mutex_destroy(&w->clients_lock);
+	pthread_mutex_destroy(&w->tasks_mu);
 	free(w);
 }

@@ -16,6 +16,7 @@ struct client;
 struct sched;
 struct fab_worker;
 struct cc_worker;
+struct worker_task;
 
 struct worker {
 	struct node *node;
@@ -36,7 +37,18 @@ struct worker {
 	void *handoff;                /* ck_ring of accepted fds (worker.c) */
 	struct client *ready_head, *ready_tail; /* clients with requests to run */
 	struct client *wlist;         /* clients with replies to write (conn.c) */
+	pthread_mutex_t tasks_mu;
+	struct worker_task *tasks;    /* worker_call's, to start (worker.c) */
+	bool tasks_closed;            /* the worker stopped: worker_call refuses */
 };
+
+/*
+ * worker_call - run fn(w, arg) on a coroutine of worker w (it may run
+ * transactions), from another thread, and wait until it returns. 0, or
+ * -ESHUTDOWN if the worker stopped first. Rare work (a rejoin's copy):
+ * one mutex, one wake-up.
+ */
+int worker_call(struct worker *w, void (*fn)(struct worker *w, void *arg), void *arg);
 
 /* Create worker `id` of n (listening sockets and fabric peers must exist).
  * 0, or -errno with err filled. */

@@ -280,6 +280,21 @@ uint64_t st_log_relock(struct st_region *r, unsigned self)
 	return n;
 }
 
+void st_log_slots(struct st_region *r, unsigned coord, uint64_t txn[ST_LOG_SLOTS],
+		  uint64_t mark[ST_LOG_SLOTS])
+{
+	const struct st_layout *L = &r->layout;
+	for (unsigned slot = 0; slot < ST_LOG_SLOTS; slot++) {
+		txn[slot] = mark[slot] = 0;
+		if (coord < 1 || coord > L->log_nodes)
+			continue;
+		const struct st_log_hdr *h =
+			(const struct st_log_hdr *)(r->base + st_log_slot_off(L, coord, slot));
+		txn[slot] = ld(&h->txn);
+		mark[slot] = ld(&h->mark);
+	}
+}
+
 void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[ST_LOG_SLOTS],
 		    const uint64_t only[ST_LOG_SLOTS], struct st_log_stats *stats)
 {

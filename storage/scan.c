@@ -156,6 +156,18 @@ void st_flush(struct st_region *r)
 		(void)st_wal_checkpoint(r);
 }
 
+void st_wipe(struct st_region *r)
+{
+	const struct st_layout *L = &r->layout;
+	for (unsigned coord = 1; coord <= L->log_nodes; coord++)
+		for (unsigned slot = 0; slot < ST_LOG_SLOTS; slot++) {
+			uint64_t off = st_log_slot_off(L, coord, slot);
+			memset(r->base + off, 0, sizeof(struct st_log_hdr));
+			st_region_persist(r, off, sizeof(struct st_log_hdr));
+		}
+	st_flush(r);
+}
+
 void st_reset_meta(struct st_region *r)
 {
 	for (uint64_t bkt = 0; bkt < r->layout.index_buckets; bkt++) {
@@ -171,6 +183,25 @@ void st_reset_meta(struct st_region *r)
 		}
 	}
 	st_region_persist(r, r->layout.slab_off, r->layout.slab_count * (uint64_t)ST_SLAB_BYTES);
+}
+
+uint64_t st_reset_meta_if(struct st_region *r, st_key_pred match, void *arg)
+{
+	uint64_t n = 0;
+	for (uint64_t bkt = 0; bkt < r->layout.index_buckets; bkt++) {
+		uint64_t *bw = bucket_words(r, bkt);
+		for (unsigned j = 1; j <= ST_BUCKET_SLOTS; j++) {
+			uint64_t s = ld(&bw[j]), ident;
+			struct st_item *it = s ? slot_item(r, s, &ident) : NULL;
+			if (!it || !match(arg, (const char *)(it + 1), st_ident_klen(ident)))
+				continue;
+			st(&it->meta[0], 0);
+			st(&it->meta[1], 0);
+			st_region_persist(r, st_slot_off(s), sizeof(*it));
+			n++;
+		}
+	}
+	return n;
 }
 
 int st_recover(struct st_region *r, uint64_t *live_keys)

@@ -390,9 +390,19 @@ int st_recover_stats(struct st_region *r, uint64_t *live_keys, struct st_log_sta
 
 /* st_reset_meta - set lock, meta[] to 0 on every item (protocol switch); keeps ver. */
 void st_reset_meta(struct st_region *r);
+/* st_reset_meta_if - meta[] to 0 on every item whose key `keep` says yes
+ * to (a failover promotes a backup: its copies never had the protocol's
+ * words, invariant (2) of cc/repl.c); keeps lock and ver. Returns the
+ * items reset. */
+typedef bool (*st_key_pred)(void *arg, const char *key, uint32_t klen);
+uint64_t st_reset_meta_if(struct st_region *r, st_key_pred match, void *arg);
 
 /* st_flush - drop every item (FLUSHALL). Node quiesced. */
 void st_flush(struct st_region *r);
+/* st_wipe - st_flush, and every coordinator's log slots emptied: a node
+ * out of its cluster's configuration, about to rejoin and be copied
+ * afresh, whose region nobody else reaches. */
+void st_wipe(struct st_region *r);
 
 /*
  * st_scan - visit live (not ABSENT, not DEAD) items of the local region,
@@ -723,6 +733,16 @@ struct st_log_stats {
  */
 void st_log_resolve(struct st_region *r, unsigned coord, const uint64_t decided[ST_LOG_SLOTS],
 		    const uint64_t only[ST_LOG_SLOTS], struct st_log_stats *stats);
+
+/*
+ * st_log_slots - what coordinator `coord` left in this region's log area:
+ * txn[slot] the transaction a slot names (0: none), mark[slot] its mark
+ * (== txn: it committed). A failover's takeover (server/recovery.c) reads
+ * them on every surviving node to settle a dead coordinator's
+ * transactions without its decision records.
+ */
+void st_log_slots(struct st_region *r, unsigned coord, uint64_t txn[ST_LOG_SLOTS],
+		  uint64_t mark[ST_LOG_SLOTS]);
 
 /*
  * st_log_relock - after an unclean stop that may have lost lock words (they are

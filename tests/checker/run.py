@@ -49,6 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
+import redis  # noqa: E402
 import checker  # noqa: E402
 import cluster  # noqa: E402  (tests/integration/cluster.py)
 import rckvtest  # noqa: E402
@@ -73,6 +74,12 @@ DEFAULT_THREADS = 2
 # A run fails when no transaction completes for this long (a restart after
 # kill -9 takes a second or two).
 STALL_SECONDS = 20.0
+# A failover's bound, from a kill to the first write on the dead node's key
+# through another node: the lease (1.5 s) and the leader's grace (0.5 s)
+# after the last renewal, an election if the leader died, the takeover.
+FAILOVER_DEADLINE = 30.0
+# How long a paused node stays stopped (SIGSTOP, then SIGCONT).
+PAUSE_SECONDS = 10.0
 
 
 # ------------------------------------------------------------ topologies
@@ -230,6 +237,86 @@ class ClusterTopology:
         nd.kill9()
         nd.start()
 
+    @staticmethod
+    def node_state(c, node_id):
+        """A node's state in RCKV NODES (up, out, joining, late), asked
+        of client c; None if c's node does not answer."""
+        try:
+            row = [r for r in c.execute_command("RCKV", "NODES") if r[0] == node_id][0]
+        except redis.exceptions.RedisError:
+            return None
+        return row[5].decode() if isinstance(row[5], bytes) else row[5]
+
+    def pause(self, node, probe_key, seconds=PAUSE_SECONDS, deadline=FAILOVER_DEADLINE):
+        """SIGSTOP the node at index `node` (a hung node); wait until
+        another node shows it out and a write to probe_key (a key whose
+        primary it was) commits through that node; SIGCONT it `seconds`
+        after the stop; wait until it is back in place (it finds itself
+        out, empties its region, rejoins and copies). Returns the seconds
+        from the stop to that write and to "up"."""
+        nd = self.cluster.nodes[node % len(self.cluster.nodes)]
+        other = self.cluster.nodes[(node + 1) % len(self.cluster.nodes)]
+        os.killpg(nd.proc.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        c = other.client()
+        try:
+            try:
+                write_s = self._wait_served(c, nd, probe_key, t0 + deadline)
+                time.sleep(max(0.0, t0 + seconds - time.monotonic()))
+            finally:
+                os.killpg(nd.proc.pid, signal.SIGCONT)
+            self._wait_up(c, nd, time.monotonic() + deadline)
+            return write_s, time.monotonic() - t0
+        finally:
+            c.close()
+
+    def _wait_served(self, c, nd, probe_key, end):
+        """Until c's node shows nd out and a write to probe_key commits
+        through it; the seconds it took from the caller's start."""
+        t0 = time.monotonic()
+        # Out of the configuration first: on shm the dead node's region
+        # is still mapped and written until then.
+        while self.node_state(c, nd.id) != "out":
+            if time.monotonic() > end:
+                raise RuntimeError("node %d not out of the configuration in time" % nd.id)
+            time.sleep(0.02)
+        while True:
+            try:
+                if c.execute_command("SET", probe_key, "x"):
+                    return time.monotonic() - t0
+            except redis.exceptions.RedisError:
+                pass
+            if time.monotonic() > end:
+                raise RuntimeError("no write to %s through another node in time" % probe_key)
+            time.sleep(0.02)
+
+    def _wait_up(self, c, nd, end):
+        while self.node_state(c, nd.id) != "up":
+            if time.monotonic() > end:
+                raise RuntimeError("node %d not back in place in time" % nd.id)
+            time.sleep(0.05)
+
+    def failover(self, node, probe_key, deadline=FAILOVER_DEADLINE):
+        """kill -9 the node at index `node` (replicas 2 or more); wait
+        until another node shows it out of the configuration and a write to
+        probe_key, a key whose primary it was, commits through that node
+        (the failover); start it again, and wait until
+        the others show it "up" in RCKV NODES (it rejoined, copied its
+        slots and took its primaries back). Returns the seconds from the
+        kill to that write and to "up"."""
+        nd = self.cluster.nodes[node % len(self.cluster.nodes)]
+        other = self.cluster.nodes[(node + 1) % len(self.cluster.nodes)]
+        nd.kill9()
+        t0 = time.monotonic()
+        c = other.client()
+        try:
+            write_s = self._wait_served(c, nd, probe_key, t0 + deadline)
+            nd.start()
+            self._wait_up(c, nd, time.monotonic() + deadline)
+            return write_s, time.monotonic() - t0
+        finally:
+            c.close()
+
     def power_cut(self):
         """Every node killed together, their region copies dropped, all
         started again (cluster.Cluster.power_cut)."""
@@ -308,7 +395,12 @@ def server_protocols(topology="single"):
 
 class RunSpec:
     """One run. switch: protocols to cycle through (CONFIG SET cc) during
-    the run; faults: how many kill -9 + restart of a node, evenly spread.
+    the run; faults: how many kill -9 + restart of a node, evenly spread;
+    failovers: how many kill -9 of a random node, evenly spread, each
+    waiting until the others serve its keys, then restarting it and waiting
+    until it is back in place (replicas 2 or more: ClusterTopology.failover);
+    pauses: how many SIGSTOP of a random node for PAUSE_SECONDS, then
+    SIGCONT, waiting until it is back in place (ClusterTopology.pause).
     switch_every: instead of one pass through `switch` evenly spread, a
     switch every this many seconds, in a random order (rounds of every
     protocol of `switch`, shuffled with the seed, never twice in a row)."""
@@ -317,7 +409,8 @@ class RunSpec:
                  keys=8, zipf=0.99, max_ops=4, max_writes=64, switch=None, faults=0,
                  fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
                  realtime=True, seed=None, topology="single", accounts=8,
-                 switch_every=None, persistence=None, power_cuts=0, replicas=1):
+                 switch_every=None, persistence=None, power_cuts=0, replicas=1,
+                 failovers=0, pauses=0):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         if self.seed is None:
@@ -340,6 +433,10 @@ class RunSpec:
             s += ", switching %s" % "->".join(self.switch)
         if self.faults:
             s += ", %d kill -9" % self.faults
+        if self.failovers:
+            s += ", %d kill -9 with failover" % self.failovers
+        if self.pauses:
+            s += ", %d SIGSTOP for %.0f s" % (self.pauses, PAUSE_SECONDS)
         if self.power_cuts:
             s += ", %d power cut" % self.power_cuts
         if self.persistence:
@@ -414,6 +511,8 @@ def run(spec, history_path):
                                      fabric_delay_us=spec.fabric_delay_us,
                                      threads=spec.threads, extra=extra)
     events = []
+    failovers = []
+    windows = []  # (node index, fault start, back in place), monotonic ns
     keys = None
     span = None
     rec = Recorder(history_path)
@@ -446,7 +545,7 @@ def run(spec, history_path):
                                     name="client-%d" % i) for i in range(spec.clients)]
         for t in threads:
             t.start()
-        _drive(spec, topo, rec, events)
+        _drive(spec, topo, rec, events, failovers, windows)
         ctx.stop.set()
         for t in threads:
             t.join(timeout=rckvtest.STOP_DEADLINE + 20)
@@ -473,8 +572,30 @@ def run(spec, history_path):
             raise RunError("sanitizer reports in the server log:\n" + "\n".join(reports[:20]))
     elapsed = time.monotonic() - started
     result = checker.check_file(history_path, realtime=spec.realtime)
-    return RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors,
-                     server_log, server_stats, span, keys)
+    r = RunResult(spec, history_path, result, elapsed, events, ctx.reconnects, ctx.errors,
+                  server_log, server_stats, span, keys)
+    r.failovers = failovers
+    r.max_wait_s = _max_wait(history_path, windows, topo.nodes())
+    return r
+
+
+def _max_wait(history_path, windows, nodes):
+    """The longest a transaction that got an answer (committed, or failed
+    with an error) waited for it, in seconds; but for those of clients of
+    a node while it was killed or stopped (client i talks to node i mod
+    nodes): nobody can answer them."""
+    import json
+    longest = 0
+    with open(history_path, encoding="utf-8") as f:
+        for line in f:
+            t = json.loads(line)
+            if t.get("type") == "meta" or t.get("complete") is None or t.get("final"):
+                continue
+            if any(t["client"] % nodes == nd and t["invoke"] < end and t["complete"] > start
+                   for nd, start, end in windows):
+                continue
+            longest = max(longest, t["complete"] - t["invoke"])
+    return longest / 1e9
 
 
 def _check_copies(topo, names):
@@ -577,7 +698,7 @@ def _guarded(fn, cid, ctx):
         ctx.stop.set()
 
 
-def _drive(spec, topo, rec, events):
+def _drive(spec, topo, rec, events, failovers, windows):
     """The main thread during the load: protocol switches and faults at
     even intervals, then wait for the end of the run."""
     start = time.monotonic()
@@ -599,6 +720,17 @@ def _drive(spec, topo, rec, events):
         plan.append((start + spec.duration * (i + 1) / (spec.faults + 1), "kill", victims[i]))
     for i in range(spec.power_cuts):
         plan.append((start + spec.duration * (i + 0.5) / spec.power_cuts, "cut", None))
+    fo_victims = random.Random(spec.seed + 1).choices(range(topo.nodes()), k=spec.failovers)
+    probes = topo.spread("fo%d:" % spec.seed, topo.nodes()) if spec.failovers else None
+    for i in range(spec.failovers):
+        plan.append((start + spec.duration * (i + 1) / (spec.failovers + 1), "failover",
+                     fo_victims[i]))
+    pa_victims = random.Random(spec.seed + 2).choices(range(topo.nodes()), k=spec.pauses)
+    if spec.pauses and not probes:
+        probes = topo.spread("fo%d:" % spec.seed, topo.nodes())
+    for i in range(spec.pauses):
+        plan.append((start + spec.duration * (i + 1) / (spec.pauses + 1), "pause",
+                     pa_victims[i]))
     plan.sort(key=lambda p: p[0])
     for when, kind, arg in plan:
         while time.monotonic() < when:
@@ -631,6 +763,19 @@ def _drive(spec, topo, rec, events):
             where = " via node %d" % ids[via] if topo.nodes() > 1 else ""
             events.append("switch to %s%s (%.0f ms)" % (arg, where, ms))
             rec.meta(event="CONFIG SET cc %s%s" % (arg, where))
+        elif kind in ("failover", "pause"):
+            nid = topo.node_ids()[arg]
+            what = "kill -9" if kind == "failover" else "SIGSTOP"
+            rec.meta(event="%s node %d" % (what, nid))
+            key = "{%s}probe" % [t for t, owner in probes if owner == nid][0]
+            t_fault = time.monotonic_ns()
+            write_s, back_s = (topo.failover if kind == "failover" else topo.pause)(arg, key)
+            watch.reset()
+            windows.append((arg, t_fault, time.monotonic_ns()))
+            events.append("%s of node %d: its key written through another node after %.2f s, "
+                          "back in place after %.1f s" % (what, nid, write_s, back_s))
+            failovers.append((write_s, back_s))
+            rec.meta(event="node %d back in place" % nid)
         elif kind == "cut":
             rec.meta(event="power cut")
             t0 = time.monotonic()
@@ -677,6 +822,10 @@ class _StallWatch:
         self.last = rec.total
         self.since = time.monotonic()
 
+    def reset(self):
+        """A fault the driver waited out on purpose: count from now."""
+        self.last, self.since = self.rec.total, time.monotonic()
+
     def check(self):
         n = self.rec.total
         if n != self.last:
@@ -699,7 +848,11 @@ class Suite:
         worker threads;
       fault, bank_fault: a list-append / bank run with kill -9 faults, as
         (kills on one node, kills on a cluster, run length as a fraction of
-        duration), or None for no such run.
+        duration), or None for no such run;
+      failover: on a cluster, a bank run with `replicas 2` and kill -9
+        faults each waited out until the others serve the dead node's keys
+        and it is back (ClusterTopology.failover), as (kills, run length as
+        a fraction of duration), or None.
     Per topology:
       switch_rounds: a list-append run that switches through every protocol
         this many times (when there are two or more);
@@ -707,7 +860,7 @@ class Suite:
         find anomalies (min(duration, 15) s each; not with --no-none)."""
 
     def __init__(self, duration, cells, bank=True, nodelay=False, fault=None,
-                 bank_fault=None, switch_rounds=1, none=True, bank_none=False):
+                 bank_fault=None, switch_rounds=1, none=True, bank_none=False, failover=None):
         self.__dict__.update(locals())
         del self.__dict__["self"]
 
@@ -725,7 +878,8 @@ SUITES = {
     "short": Suite(10.0, cells=((0.99, 8),)),
     "quick": Suite(6.0, cells=((0.99, 8), (0.0, 64)), fault=(1, 3, 1.0), bank_none=True),
     "long": Suite(30.0, cells=((0.0, 8), (0.0, 64), (0.99, 8), (0.99, 64)), nodelay=True,
-                  fault=(2, 6, 1.0), bank_fault=(1, 4, 0.5), switch_rounds=3, bank_none=True),
+                  fault=(2, 6, 1.0), bank_fault=(1, 4, 0.5), switch_rounds=3, bank_none=True,
+                  failover=(3, 1.0)),
 }
 
 
@@ -756,6 +910,10 @@ def suite(protocols, duration, kind="short", topology="single", with_none=True):
             specs.append(RunSpec("bank-fault-kill9", p, workload="bank",
                                  duration=duration * part,
                                  faults=three if on_cluster else one, **t))
+        if su.failover and on_cluster:
+            kills, part = su.failover
+            specs.append(RunSpec("bank-failover", p, workload="bank", duration=duration * part,
+                                 failovers=kills, replicas=2, **t))
     if len(protocols) > 1 and su.switch_rounds:
         specs.append(RunSpec("switch", protocols[0], duration=duration,
                              switch=list(protocols) * su.switch_rounds, **t))
@@ -808,6 +966,13 @@ def main(argv=None):
     ap.add_argument("--fault", type=int, nargs="?", const=1, default=0, metavar="N",
                     help="kill -9 and restart a node N times during a single run (on a "
                          "cluster, a random node each time)")
+    ap.add_argument("--failover", type=int, nargs="?", const=1, default=0, metavar="N",
+                    help="N kill -9 of a random node, each waiting for the failover, then "
+                    "restarting it and waiting for its rejoin (clusters, --replicas 2 or more)")
+    ap.add_argument("--pause", type=int, nargs="?", const=1, default=0, metavar="N",
+                    help="N SIGSTOP of a random node for %.0f s, then SIGCONT, each waiting "
+                    "for the failover and then for its rejoin (clusters, --replicas 2 or more)"
+                    % PAUSE_SECONDS)
     ap.add_argument("--power-cut", type=int, nargs="?", const=1, default=0, metavar="N",
                     help="with --persistence power: N times during a single run, kill -9 every "
                          "node together and drop their region copies in /dev/shm, so that "
@@ -857,7 +1022,8 @@ def main(argv=None):
     print("topologies: %s; protocols offered by the server: %s; checking: %s" % (
         ", ".join(topologies), ", ".join(offered), ", ".join(protocols)))
 
-    if args.workload or args.fault or args.switch or args.power_cut:
+    if (args.workload or args.fault or args.switch or args.power_cut or args.failover or
+            args.pause):
         specs = []
         for topo in topologies:
             one = RunSpec("%s%s%s" % (args.workload or "append", "-fault" if args.fault else "",
@@ -867,6 +1033,7 @@ def main(argv=None):
                           switch=list(protocols) if args.switch else None,
                           switch_every=args.switch_every if args.switch else None,
                           faults=args.fault, power_cuts=args.power_cut,
+                          failovers=args.failover, pauses=args.pause,
                           fabric_delay_us=DEFAULT_FABRIC_DELAY_US
                           if args.fabric_delay_us is None else args.fabric_delay_us,
                           realtime=not args.no_realtime, seed=args.seed, topology=topo)
@@ -885,7 +1052,7 @@ def main(argv=None):
                 s.seed = args.seed
     for s in specs:
         s.persistence = args.persistence
-        if s.topology in CLUSTER_TOPOLOGIES:
+        if s.topology in CLUSTER_TOPOLOGIES and not s.failovers and not s.pauses:
             s.replicas = args.replicas
 
     print("%d runs, %s of load (plus each run's start, final reads and check)"
@@ -964,6 +1131,11 @@ def _run_and_report(spec, path, keep):
     print("   %s  [%.1f s%s]" % (r.line(), r.elapsed,
                                  "; " + ", ".join(r.events) if r.events else ""),
           flush=True)
+    if r.failovers:
+        ws = sorted(w for w, _ in r.failovers)
+        print("   failovers: fault to the first write on the dead node's key: median %.2f s, "
+              "max %.2f s; the longest a live node's client waited: %.2f s"
+              % (ws[len(ws) // 2], ws[-1], r.max_wait_s), flush=True)
     if r.span.get("committed"):
         print("   %d of %d committed transactions span nodes; operations per node: %s"
               % (r.span["cross"], r.span["committed"],

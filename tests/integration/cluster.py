@@ -83,11 +83,12 @@ class ClusterNode(Server):
     """One node of a Cluster: a Server whose command line is the cluster
     file, its id and the cluster's options."""
 
-    def __init__(self, cluster, node_id, client_port, fabric_port):
+    def __init__(self, cluster, node_id, client_port, fabric_port, raft_port):
         super().__init__(port=client_port, name="node%d" % node_id)
         self.cluster = cluster
         self.id = node_id
         self.fabric_port = fabric_port
+        self.raft_port = raft_port
         self.start_offset = 0
 
     def argv(self):
@@ -144,19 +145,21 @@ class Cluster:
         self._cleaned = False
         _live.add(self)
         ports = set()
-        while len(ports) < 2 * n:
+        while len(ports) < 3 * n:
             ports.add(free_port())
         ports = sorted(ports)
         try:
             for i in range(n):
-                self.nodes.append(ClusterNode(self, i + 1, ports[2 * i], ports[2 * i + 1]))
+                self.nodes.append(ClusterNode(self, i + 1, *ports[3 * i:3 * i + 3]))
             fo = dict(CLUSTER_FILE_OPTIONS)
             fo.update(file_opts or {})
             with open(self.conf, "w") as f:
                 f.write("# written by tests/integration/cluster.py\n")
                 for nd in self.nodes:
-                    f.write("cluster-node %d 127.0.0.1:%d 127.0.0.1:%d\n"
-                            % (nd.id, nd.port, nd.fabric_port))
+                    # The raft address (replicas 2 or more) is a free
+                    # port too: fabric + 10000 might be another test's.
+                    f.write("cluster-node %d 127.0.0.1:%d 127.0.0.1:%d 127.0.0.1:%d\n"
+                            % (nd.id, nd.port, nd.fabric_port, nd.raft_port))
                 f.write("fabric %s\n" % fabric)
                 for k, v in fo.items():
                     f.write("%s %s\n" % (k, v))

@@ -73,8 +73,9 @@ def test_layout_is_published_alike_by_every_node(cluster, conns):
     nodes = views[0]
     assert [n[0] for n in nodes] == [1, 2, 3]
     owner = [None] * SLOTS
-    for (nid, host, port, fab, ranges), nd in zip(nodes, cluster.nodes):
+    for (nid, host, port, fab, ranges, state), nd in zip(nodes, cluster.nodes):
         assert (host, port, fab) == (b"127.0.0.1", nd.port, b"127.0.0.1:%d" % nd.fabric_port)
+        assert state == b"up"
         for lo, hi in ranges:
             for s in range(lo, hi + 1):
                 assert owner[s] is None, "slot %d owned twice" % s

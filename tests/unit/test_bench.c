@@ -536,7 +536,9 @@ static void test_cluster_file(void)
 	CHECK(strstr(err, "host:port") != NULL);
 	CHECK(rckv_cluster_parse_line("node 1 h:99999", &n, err, sizeof(err)) == RCKV_EPARSE);
 	CHECK(rckv_cluster_parse_line("node 1", &n, err, sizeof(err)) == RCKV_EPARSE);
-	CHECK(rckv_cluster_parse_line("node 1 h:1 f extra", &n, err, sizeof(err)) == RCKV_EPARSE);
+	CHECK(rckv_cluster_parse_line("node 1 h:1 f r:2 extra", &n, err, sizeof(err)) == RCKV_EPARSE);
+	/* The raft address, a fourth word, is the server's alone. */
+	CHECK(rckv_cluster_parse_line("node 1 h:1 f:2 r:3", &n, err, sizeof(err)) == 1 && n.port == 1);
 
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);

@@ -453,7 +453,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 40);
+	CHECK(all.n == 41);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
@@ -649,8 +649,15 @@ static void test_cluster_nodes(void)
 	CHECK(c.ncluster_nodes == 2);
 	struct dump d;
 	dump(&c, &d);
-	CHECK(strstr(d.buf, "cluster-node=1 127.0.0.1:7001 127.0.0.1:17001 2 127.0.0.1:7002 "
-			    "127.0.0.1:17002\n") != NULL);
+	CHECK(strstr(d.buf, "cluster-node=1 127.0.0.1:7001 127.0.0.1:17001 127.0.0.1:27001 "
+			    "2 127.0.0.1:7002 127.0.0.1:17002 127.0.0.1:27002\n") != NULL);
+	/* The Raft address: given, or the fabric's host 10000 ports away. */
+	char *n3[] = { "3", "127.0.0.1:7003", "127.0.0.1:60000", "10.0.0.3:5003" };
+	char *n4[] = { "4", "127.0.0.1:7004", "127.0.0.1:60004" };
+	CHECK(cfg_set(&c, "cluster-node", 4, n3, err, sizeof(err)) == 0);
+	CHECK(cfg_set(&c, "cluster-node", 3, n4, err, sizeof(err)) == 0);
+	CHECK_STR(c.cluster_nodes[2].raft, "10.0.0.3:5003");
+	CHECK_STR(c.cluster_nodes[3].raft, "127.0.0.1:50004");
 	cfg_free(&c);
 }
 
