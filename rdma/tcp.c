@@ -277,8 +277,10 @@ static int tcp_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 		if (!ep_new(fw, (uint16_t)i))
 			goto fail;
 		/* A peer that does not answer now (dead since it joined) is
-		 * connected at a later post. */
+		 * connected at a later post. A connection made here does not
+		 * count as a retry: a break soon after reconnects at once. */
 		(void)ep_reconnect(fw, tw->eps[i]);
+		tw->eps[i]->retry_at = 0;
 	}
 	return 0;
 fail:

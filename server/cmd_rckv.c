@@ -188,7 +188,8 @@ int cmd_rckv(struct cmd_ctx *c)
 		} else {
 			struct mb_view v;
 			mb_view(c->node->membership, &v);
-			mb_rebalance(c->node->membership);
+			if (v.late)
+				mb_rebalance(c->node->membership);
 			resp_status(c->out, v.late ? "OK" : "OK nothing to move back");
 		}
 	} else {

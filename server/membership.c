@@ -60,6 +60,9 @@
 #define ELECTION_MS 500
 #define GRACE_MS ELECTION_MS
 #define SENT_RING 32
+/* Without a leader for this long (a lease and more: longer than an
+ * election), transactions are refused at once rather than left to wait. */
+#define NO_LEADER_MS (2 * LEASE_MS)
 #define START_WAIT_MS 15000
 #define COPY_BATCH 256 /* keys per CTL_SCAN of the rejoin copy */
 #define COPY_TXN 32    /* keys per copying transaction */
@@ -581,7 +584,7 @@ static void on_tick(uv_timer_t *t)
 	else if (!m->no_leader_since)
 		m->no_leader_since = now;
 	uint32_t refuse = (m->st.out & bit(m->self)) ? 1 :
-			  m->no_leader_since && now - m->no_leader_since > 3 * ELECTION_MS ? 2 : 0;
+			  m->no_leader_since && now - m->no_leader_since > NO_LEADER_MS ? 2 : 0;
 	ck_pr_store_32(&m->n->cc.config_refuse, refuse);
 	pthread_mutex_lock(&m->mu);
 	m->view.role = role_name(state);

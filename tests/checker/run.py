@@ -256,9 +256,10 @@ class ClusterTopology:
         from the stop to that write and to "up"."""
         nd = self.cluster.nodes[node % len(self.cluster.nodes)]
         other = self.cluster.nodes[(node + 1) % len(self.cluster.nodes)]
+        c = other.client()
+        cold = self._write_cold(c, probe_key)
         os.killpg(nd.proc.pid, signal.SIGSTOP)
         t0 = time.monotonic()
-        c = other.client()
         try:
             try:
                 write_s = self._wait_served(c, nd, probe_key, t0 + deadline)
@@ -266,7 +267,9 @@ class ClusterTopology:
             finally:
                 os.killpg(nd.proc.pid, signal.SIGCONT)
             self._wait_up(c, nd, time.monotonic() + deadline)
-            return write_s, time.monotonic() - t0
+            back_s = time.monotonic() - t0
+            self._check_cold(nd, cold)
+            return write_s, back_s
         finally:
             c.close()
 
@@ -290,6 +293,30 @@ class ClusterTopology:
                 raise RuntimeError("no write to %s through another node in time" % probe_key)
             time.sleep(0.02)
 
+    COLD_KEYS = 16
+
+    def _write_cold(self, c, probe_key):
+        """Keys in the probe key's slot (its hash tag: the victim is their
+        primary) that no transaction touches again: after the rejoin they
+        are on the victim only if its copy of its slots brought them back."""
+        tag = probe_key[:probe_key.index("}") + 1]
+        cold = {"%scold%d" % (tag, i): "v%d-%d" % (i, time.monotonic_ns())
+                for i in range(self.COLD_KEYS)}
+        c.mset(cold)
+        return cold
+
+    def _check_cold(self, nd, cold):
+        """Read the cold keys through the victim, their primary again."""
+        v = nd.client()
+        try:
+            got = v.mget(list(cold))
+        finally:
+            v.close()
+        lost = [k for k, g in zip(cold, got) if g != cold[k].encode()]
+        if lost:
+            raise RuntimeError("node %d rejoined without %d of the %d keys of its slots written "
+                               "before it failed: %s" % (nd.id, len(lost), len(cold), lost[:3]))
+
     def _wait_up(self, c, nd, end):
         while self.node_state(c, nd.id) != "up":
             if time.monotonic() > end:
@@ -306,14 +333,17 @@ class ClusterTopology:
         kill to that write and to "up"."""
         nd = self.cluster.nodes[node % len(self.cluster.nodes)]
         other = self.cluster.nodes[(node + 1) % len(self.cluster.nodes)]
-        nd.kill9()
-        t0 = time.monotonic()
         c = other.client()
         try:
+            cold = self._write_cold(c, probe_key)
+            nd.kill9()
+            t0 = time.monotonic()
             write_s = self._wait_served(c, nd, probe_key, t0 + deadline)
             nd.start()
             self._wait_up(c, nd, time.monotonic() + deadline)
-            return write_s, time.monotonic() - t0
+            back_s = time.monotonic() - t0
+            self._check_cold(nd, cold)
+            return write_s, back_s
         finally:
             c.close()
 
@@ -1052,8 +1082,9 @@ def main(argv=None):
                 s.seed = args.seed
     for s in specs:
         s.persistence = args.persistence
-        if s.topology in CLUSTER_TOPOLOGIES and not s.failovers and not s.pauses:
-            s.replicas = args.replicas
+        if s.topology in CLUSTER_TOPOLOGIES:
+            # A failover needs a copy to fail over to.
+            s.replicas = max(args.replicas, 2) if s.failovers or s.pauses else args.replicas
 
     print("%d runs, %s of load (plus each run's start, final reads and check)"
           % (len(specs), _minutes(sum(sp.duration for sp in specs))), flush=True)

@@ -49,19 +49,19 @@ KEEP_DIR = os.path.join(os.environ.get("RCKV_BUILD") or os.path.join(REPO, "buil
 # Shorter than they were (failover's runs in test_replicas.py took their
 # time in `make test`'s 30 minutes): each still commits thousands of
 # transactions per protocol; `make check-serializable` runs 30 s each.
-APPEND_SECONDS = 4.5
+APPEND_SECONDS = 4.0
 BANK_SECONDS = 2.5
-FAULT_SECONDS = 6.0
+FAULT_SECONDS = 5.0
 SWITCH_SECONDS = 5.0
 NONE_SECONDS = 5.0
 # Cluster runs: about 8 s each with the start of three nodes and the check.
-CLUSTER_APPEND_SECONDS = 6.0
+CLUSTER_APPEND_SECONDS = 5.0
 CLUSTER_SWITCH_SECONDS = 5.0
 CLUSTER_NONE_SECONDS = 4.0
-CLUSTER_FAULT_SECONDS = 9.0
-CLUSTER_FAULTS = 5
+CLUSTER_FAULT_SECONDS = 8.0
+CLUSTER_FAULTS = 4
 # zipf 0.0 runs, per protocol and topology (the zipf 0.99 runs are above).
-UNIFORM_SECONDS = 3.0
+UNIFORM_SECONDS = 2.5
 # Switches every SWITCH_PERIOD seconds, each protocol at least once.
 SWITCH_PERIOD = 2.0
 

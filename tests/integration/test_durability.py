@@ -434,8 +434,10 @@ def test_kill9_never_leaves_half_a_transaction(make_server):
         assert int(st["recovered_records_undone"]) == undone
         assert int(st["recovered_txns_committed"]) == committed
         assert int(st["recovered_locks_released"]) == locks
-        if rolled:
-            assert undone >= rolled, "a rolled back transaction undid nothing"
+        # No check that a rollback undid records: a kill inside the copy of
+        # a slot's header and records leaves torn records, rolled back with
+        # nothing to undo (the installs come after them; seen once under
+        # CI load). That nothing half-done survived is the MGET checks'.
         for i, x in enumerate((rolled, undone, committed, locks)):
             totals[i] += x
 
