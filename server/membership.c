@@ -790,9 +790,25 @@ static int copy_flush(struct copy_run *c)
 	if (c->b.n == 0)
 		return 0;
 	struct node *n = c->m->n;
-	int rc = worker_call(n->workers[c->copied % (uint64_t)n->nworkers], copy_on_worker, &c->b);
+	struct worker *w = n->workers[c->copied % (uint64_t)n->nworkers];
+	int rc = worker_call(w, copy_on_worker, &c->b);
 	if (rc == 0)
 		rc = c->b.rc;
+	if (rc > 0 || rc == CC_ETIMEOUT) {
+		/* Hot keys abort a many-key copy under the timestamp-ordered and
+		 * multiversion protocols: copy them one per transaction. */
+		struct copy_batch one = { .n = 1 };
+		rc = 0;
+		for (int i = 0; i < c->b.n && rc == 0; i++) {
+			one.keys[0] = c->b.keys[i];
+			rc = worker_call(w, copy_on_worker, &one);
+			if (rc == 0)
+				rc = one.rc;
+		}
+		if (rc)
+			srv_log(n, LOG_NOTICE, "rejoin copy: a transaction failed: %s; retrying",
+				cc_strerror(rc));
+	}
 	for (int i = 0; i < c->b.n; i++)
 		free((void *)c->b.keys[i].p);
 	c->copied += (uint64_t)c->b.n;

@@ -82,7 +82,7 @@ def test_replicated_power_cut(tmp_path, checked):
 
 
 @pytest.mark.time_limit(420)
-@pytest.mark.parametrize("topology,proto", [("shm3", "silo"), ("tcp3", "nowait")])
+@pytest.mark.parametrize("topology,proto", [("shm3", "silo"), ("tcp3", "mvcc")])
 def test_failover_every_10s(topology, proto, tmp_path, checked):
     """The bank while a random node is killed every 10 s, ten times: each
     time the others take it out and serve its keys (on shm its region is
@@ -106,9 +106,9 @@ def test_hung_node_is_replaced_then_rejoins(tmp_path, checked):
     once its lease has run out; woken, it finds itself out of the
     configuration, serves nothing, empties its region and rejoins. What it
     had in flight is refused by the others (its fabric is fenced)."""
-    r = ts._run(_replicated("bank-sigstop", "silo", workload="bank", duration=20.0, pauses=1,
-                            topology="tcp3"), tmp_path)
-    checked("bank SIGSTOP replicas 2 silo tcp3", r)
+    r = ts._run(_replicated("bank-sigstop", "timestamp", workload="bank", duration=20.0,
+                            pauses=1, topology="tcp3"), tmp_path)
+    checked("bank SIGSTOP replicas 2 timestamp tcp3", r)
     ts._assert_valid(r)
     assert len(r.failovers) == 1 and "SIGSTOP" in r.events[0], r.events
     assert r.max_wait_s <= MAX_WAIT_S, (r.max_wait_s, r.events)
