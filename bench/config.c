@@ -20,7 +20,7 @@ static const struct {
 } workloads[] = {
 	{ "load", BW_LOAD },       { "ycsb-t", BW_YCSB_T }, { "ycsb-a", BW_YCSB_A },
 	{ "ycsb-b", BW_YCSB_B },   { "ycsb-c", BW_YCSB_C }, { "ycsb-d", BW_YCSB_D },
-	{ "ycsb-e", BW_YCSB_E },   { "ycsb-f", BW_YCSB_F },
+	{ "ycsb-e", BW_YCSB_E },   { "ycsb-f", BW_YCSB_F }, { "bank", BW_BANK },
 };
 #define NWORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
 
@@ -38,6 +38,8 @@ void bench_usage(FILE *f)
 "  ycsb-a     50% GET, 50% SET             ycsb-b  95% GET, 5% SET\n"
 "  ycsb-c     100% GET                     ycsb-d  95% GET of recent keys, 5% insert\n"
 "  ycsb-e     95% SCAN, 5% insert          ycsb-f  50% GET, 50% GET then SET\n"
+"  bank       transfers: MULTI, DECRBY, INCRBY, EXEC between 2 accounts on\n"
+"             --nodes-per-txn nodes; the total is checked before and after\n"
 "  load       populate --records keys with pipelined MSET\n"
 "\n"
 "target:\n"
@@ -48,12 +50,12 @@ void bench_usage(FILE *f)
 "\n"
 "workload options:\n"
 "  --records N            keyspace size (default 1M; k/m/g suffixes are x1000)\n"
-"  --value-size N         bytes per value (default 1000)\n"
-"  --zipf THETA           request skew, 0 <= theta < 1 (ycsb-t 0.2, others 0.99)\n"
+"  --value-size N         bytes per value (default 1000; bank: balances of " BENCH_BANK_BALANCE ")\n"
+"  --zipf THETA           request skew, 0 <= theta < 1 (ycsb-t, bank 0.2, others 0.99)\n"
 "  --zipf-head N          Zipf ranks drawn exactly (default 256; 2 = YCSB's generator)\n"
 "  --ops N                operations per transaction (ycsb-t, default 10)\n"
 "  --write-ratio F        fraction of SETs in a transaction (ycsb-t, default 0.2)\n"
-"  --nodes-per-txn N      nodes each transaction touches (ycsb-t, default 2)\n"
+"  --nodes-per-txn N      nodes each transaction touches (ycsb-t, bank: default 2)\n"
 "  --scan-max N           longest SCAN COUNT (ycsb-e, default 100)\n"
 "\n"
 "client:\n"
@@ -292,6 +294,7 @@ static const char *optname(int c)
 int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
 	bool zipf_set = false, rounds_set = false, host_set = false;
+	const char *not_bank = NULL; /* an option that bank refuses */
 	int c;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -358,12 +361,15 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 				return -1;
 			if (c == O_ZIPF)
 				zipf_set = true;
+			if (c == O_OPS || c == O_WRITE_RATIO)
+				not_bank = optname(c);
 			break;
 		case O_RECORDS:
 			bad = parse_count(a, 1, UINT32_MAX, &cfg->records);
 			break;
 		case O_VALUE_SIZE:
 			bad = parse_int(a, 1, 64 * 1024 * 1024, &cfg->value_size);
+			not_bank = optname(c);
 			break;
 		case O_ZIPF_HEAD:
 			bad = parse_int(a, 2, BENCH_ZIPF_HEAD_MAX, &cfg->zipf_head);
@@ -430,7 +436,7 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 		}
 	}
 	if (optind >= argc) {
-		snprintf(err, errlen, "no workload given (ycsb-t, ycsb-a .. ycsb-f or load; see --help)");
+		snprintf(err, errlen, "no workload given (ycsb-t, ycsb-a .. ycsb-f, bank or load; see --help)");
 		return -1;
 	}
 	if (optind + 1 < argc) {
@@ -445,7 +451,7 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 		}
 	}
 	if (!cfg->workload_name) {
-		snprintf(err, errlen, "unknown workload '%s' (ycsb-t, ycsb-a .. ycsb-f or load)",
+		snprintf(err, errlen, "unknown workload '%s' (ycsb-t, ycsb-a .. ycsb-f, bank or load)",
 			 argv[optind]);
 		return -1;
 	}
@@ -454,7 +460,26 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 		return -1;
 	}
 	if (!zipf_set)
-		cfg->zipf = cfg->workload == BW_YCSB_T ? ZIPF_TXN_DEFAULT : ZIPF_CORE_DEFAULT;
+		cfg->zipf = bench_config_is_txn(cfg) ? ZIPF_TXN_DEFAULT : ZIPF_CORE_DEFAULT;
+	if (cfg->workload == BW_BANK) {
+		/* a transfer is two operations on integer balances */
+		if (not_bank) {
+			snprintf(err, errlen, "bank takes no --%s: a transfer is a DECRBY and an "
+				 "INCRBY of balances loaded as %s", not_bank, BENCH_BANK_BALANCE);
+			return -1;
+		}
+		for (int s = 0; s < cfg->nsweeps; s++) {
+			const char *n = cfg->sweeps[s].name;
+			if (!strcmp(n, "ops") || !strcmp(n, "write-ratio")) {
+				snprintf(err, errlen, "bank cannot sweep %s: a transfer is a DECRBY "
+					 "and an INCRBY", n);
+				return -1;
+			}
+		}
+		cfg->ops = 2;
+		cfg->write_ratio = 1;
+		cfg->value_size = (int)strlen(BENCH_BANK_BALANCE);
+	}
 	if (cfg->compare && !rounds_set)
 		cfg->rounds = 2;
 	if (cfg->workload == BW_LOAD && (cfg->compare || cfg->nsweeps)) {

@@ -24,7 +24,12 @@ enum bench_workload {
 	BW_YCSB_D,
 	BW_YCSB_E,
 	BW_YCSB_F,
+	BW_BANK,
 };
+
+/* bank: every account's balance at load, and the largest transfer. */
+#define BENCH_BANK_BALANCE "1000"
+#define BENCH_BANK_MAX_AMOUNT 10
 
 enum bench_load_mode {
 	BL_AUTO,   /* load when sampled keys are missing or have another size */
@@ -68,6 +73,7 @@ struct bench_config {
 	int value_size;
 	int nodes_per_txn;    /* ycsb-t */
 	int scan_max;         /* ycsb-e: scan lengths are uniform in 1..scan_max */
+	bool balances;        /* load: every value is BENCH_BANK_BALANCE (bank's load) */
 
 	/* measurement */
 	double warmup;        /* seconds */
@@ -111,10 +117,11 @@ void bench_usage(FILE *f);
 int bench_config_set(struct bench_config *cfg, const char *name, const char *value, char *err,
 		     size_t errlen);
 
-/* Whether the workload runs MULTI/EXEC transactions (ycsb-t). */
+/* Whether the workload runs MULTI/EXEC transactions (ycsb-t, bank): its
+ * keys come from the keyspace grouped by node (keys.h). */
 static inline bool bench_config_is_txn(const struct bench_config *cfg)
 {
-	return cfg->workload == BW_YCSB_T;
+	return cfg->workload == BW_YCSB_T || cfg->workload == BW_BANK;
 }
 
 /* Write the configuration as a JSON object under key. */

@@ -46,6 +46,7 @@ static int load(const struct bench_config *cfg, struct bench_target *t, const ch
 
 	lc.workload = BW_LOAD;
 	lc.workload_name = "load";
+	lc.balances = cfg->workload == BW_BANK;
 	if (bench_result_init(&r)) {
 		fprintf(stderr, "rckv-bench: out of memory\n");
 		return -1;
@@ -96,14 +97,14 @@ static void point_values(const struct bench_config *cfg, int p, const char **nam
 	}
 }
 
-/* Can ycsb-t touch --nodes-per-txn nodes of t at every sweep point? */
+/* Can ycsb-t (bank) touch --nodes-per-txn nodes of t at every sweep point? */
 static int check_points(const struct bench_config *cfg, struct bench_target *t)
 {
 	struct bench_keyspace ks;
 	char err[1024], why[512];
 	int npoints = 1, rc = 0;
 
-	if (cfg->workload != BW_YCSB_T)
+	if (!bench_config_is_txn(cfg))
 		return 0;
 	if (bench_keyspace_build(&ks, &t->map, cfg->records, cfg->zipf, cfg->zipf_head)) {
 		fprintf(stderr, "rckv-bench: cannot build the keyspace\n");
@@ -118,7 +119,7 @@ static int check_points(const struct bench_config *cfg, struct bench_target *t)
 		point_values(cfg, p, names, values);
 		for (int s = 0; s < cfg->nsweeps; s++)
 			bench_config_set(&pc, names[s], values[s], err, sizeof(err));
-		/* a standalone Redis runs ycsb-t on its one node */
+		/* a standalone Redis runs ycsb-t and bank on its one node */
 		if (bench_keyspace_check(&ks, t->is_rckv ? pc.nodes_per_txn : 1, pc.ops, why,
 					 sizeof(why))) {
 			fprintf(stderr, "rckv-bench: %s: %s\n", t->name, why);
@@ -129,12 +130,27 @@ static int check_points(const struct bench_config *cfg, struct bench_target *t)
 	return rc;
 }
 
+/* bank: what the accounts of every target hold, or an error. */
+static int bank_totals(const struct bench_config *cfg, int ntargets, long long *totals)
+{
+	char err[1024];
+
+	for (int i = 0; i < ntargets && cfg->workload == BW_BANK; i++) {
+		if (bench_target_bank_total(&targets[i], cfg, &totals[i], err, sizeof(err))) {
+			fprintf(stderr, "rckv-bench: %s\n", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int run_point(const struct bench_config *cfg, int ntargets, FILE *json,
 		     const char **names, const char **values)
 {
 	struct bench_result res[2];
 	char err[1024], label[32];
 	int rc = -1, inited = 0;
+	long long before[2], after[2];
 
 	for (int i = 0; i < ntargets; i++) {
 		if (bench_target_prepare(&targets[i], cfg, err, sizeof(err))) {
@@ -150,6 +166,8 @@ static int run_point(const struct bench_config *cfg, int ntargets, FILE *json,
 			fprintf(stderr, "rckv-bench: out of memory\n");
 			goto out;
 		}
+	if (bank_totals(cfg, ntargets, before))
+		goto out;
 	for (int round = 0; round < cfg->rounds; round++) {
 		for (int k = 0; k < ntargets; k++) {
 			/* alternate who goes first: A B, B A, A B, ... */
@@ -173,6 +191,19 @@ static int run_point(const struct bench_config *cfg, int ntargets, FILE *json,
 	}
 	bench_report_table(stdout, cfg, &targets[0], &res[0], ntargets == 2 ? &targets[1] : NULL,
 			   ntargets == 2 ? &res[1] : NULL);
+	if (bank_totals(cfg, ntargets, after))
+		goto out;
+	for (int i = 0; i < ntargets && cfg->workload == BW_BANK; i++) {
+		/* every transfer takes from one account what it gives another */
+		printf("bank: %s: the %llu accounts hold %lld before and %lld after%s\n",
+		       targets[i].name, (unsigned long long)cfg->records, before[i], after[i],
+		       before[i] == after[i] ? "" : ": MONEY CREATED OR LOST");
+		if (before[i] != after[i]) {
+			fprintf(stderr, "rckv-bench: %s: the bank's total changed from %lld to %lld\n",
+				targets[i].name, before[i], after[i]);
+			goto out;
+		}
+	}
 	fflush(stdout);
 	if (cfg->nsweeps) {
 		/* one JSON line per target and point: what bench/plot reads */
@@ -228,12 +259,12 @@ int main(int argc, char **argv)
 		ntargets = 2;
 		describe("B", &targets[1]);
 	}
-	if (cfg.workload == BW_YCSB_T) {
+	if (bench_config_is_txn(&cfg)) {
 		for (int i = 0; i < ntargets; i++)
 			if (!targets[i].is_rckv)
-				fprintf(stderr, "%s: %s is a standalone server: ycsb-t runs there on "
+				fprintf(stderr, "%s: %s is a standalone server: %s runs there on "
 						"one node (--nodes-per-txn does not apply)\n",
-					i ? "B" : "A", targets[i].name);
+					i ? "B" : "A", targets[i].name, cfg.workload_name);
 	}
 
 	if (cfg.workload == BW_LOAD) {

@@ -34,6 +34,11 @@
 # and info/<protocol>-<zipf>-node<i>.txt (each node's INFO cc after the
 # run: the fetch's round trips, stages, caches).
 #
+# PROTO_WORKLOAD=bank runs rckv-bench bank instead of ycsb-t: transfers
+# (MULTI, DECRBY, INCRBY, EXEC) between 2 accounts on PROTO_NODES_PER_TXN
+# nodes, loaded with 1000 each (PROTO_VALUE_SIZE, PROTO_OPS and
+# PROTO_WRITE_RATIO do not apply); every run checks the accounts' total.
+#
 # Env: PROTO_FABRIC (shm; tcp for one-sided operations over loopback TCP),
 # RCKV_SERVER (default build/rckv-server; use a Release build for
 # meaningful numbers), RCKV_BENCH (default: rckv-bench next to the server),
@@ -77,6 +82,8 @@ MEMORY=${PROTO_MEMORY:-512mb}
 OUT=${PROTO_OUT:-bench/results}
 SERVER_ARGS=${PROTO_ARGS:-}
 FABRIC=${PROTO_FABRIC:-shm}
+WORKLOAD=${PROTO_WORKLOAD:-ycsb-t}
+case $WORKLOAD in ycsb-t|bank) ;; *) echo "protocols.sh: PROTO_WORKLOAD is ycsb-t or bank, not '$WORKLOAD'" >&2; exit 2 ;; esac
 NODES=3
 
 die() { echo "protocols.sh: $*" >&2; exit 1; }
@@ -180,17 +187,28 @@ for i in $(seq 1 $NODES); do  # a node answers once every peer has joined
   done
 done
 
-common=(--records "$RECORDS" --value-size "$VALUE_SIZE" --threads "$THREADS"
-        --clients "$CLIENTS")
-echo "protocols.sh: 3-node $FABRIC cluster ($RCKV), $RECORDS records of $VALUE_SIZE bytes," \
-     "ycsb-t: $OPS ops, write ratio $WRITE_RATIO, $NPT nodes per txn, ${WARMUP}+${DURATION} s" \
-     "per run, $THREADS thread(s) x $CLIENTS clients; $(nproc) cores"
+common=(--records "$RECORDS" --threads "$THREADS" --clients "$CLIENTS")
 t0=$(date +%s)
-"$BENCH" --cluster "$CONF" load "${common[@]}" --quiet >"$TMP/load.out" 2>&1 ||
-  { tail -5 "$TMP/load.out" >&2; die "load failed"; }
+if [ "$WORKLOAD" = bank ]; then
+  echo "protocols.sh: 3-node $FABRIC cluster ($RCKV), $RECORDS accounts," \
+       "bank: transfers on $NPT nodes, ${WARMUP}+${DURATION} s per run," \
+       "$THREADS thread(s) x $CLIENTS clients; $(nproc) cores"
+  # bank loads its balances itself; one transfer after the load
+  "$BENCH" --cluster "$CONF" bank "${common[@]}" --nodes-per-txn "$NPT" --load always \
+    --warmup 0 -n 1 --quiet >"$TMP/load.out" 2>&1 ||
+    { tail -5 "$TMP/load.out" >&2; die "load failed"; }
+  ycsb=(bank "${common[@]}" --nodes-per-txn "$NPT" --warmup 0 --load never --quiet)
+else
+  common+=(--value-size "$VALUE_SIZE")
+  echo "protocols.sh: 3-node $FABRIC cluster ($RCKV), $RECORDS records of $VALUE_SIZE bytes," \
+       "ycsb-t: $OPS ops, write ratio $WRITE_RATIO, $NPT nodes per txn, ${WARMUP}+${DURATION} s" \
+       "per run, $THREADS thread(s) x $CLIENTS clients; $(nproc) cores"
+  "$BENCH" --cluster "$CONF" load "${common[@]}" --quiet >"$TMP/load.out" 2>&1 ||
+    { tail -5 "$TMP/load.out" >&2; die "load failed"; }
+  ycsb=(ycsb-t "${common[@]}" --ops "$OPS" --write-ratio "$WRITE_RATIO" --nodes-per-txn "$NPT"
+        --warmup 0 --load never --quiet)
+fi
 echo "loaded in $(($(date +%s) - t0)) s"
-ycsb=(ycsb-t "${common[@]}" --ops "$OPS" --write-ratio "$WRITE_RATIO" --nodes-per-txn "$NPT"
-      --warmup 0 --load never --quiet)
 
 # --- the runs ----------------------------------------------------------------
 
@@ -344,9 +362,10 @@ done
 # --- the table ---------------------------------------------------------------
 
 /usr/bin/python3 - "$JSONL" "$OUT/protocols.txt" "$RCKV" "$RECORDS" "$VALUE_SIZE" "$OPS" \
-  "$WRITE_RATIO" "$NPT" "$WARMUP" "$DURATION" "$THREADS" "$CLIENTS" "$FABRIC, threads $SERVER_THREADS $SERVER_ARGS" <<'EOF'
+  "$WRITE_RATIO" "$NPT" "$WARMUP" "$DURATION" "$THREADS" "$CLIENTS" "$FABRIC, threads $SERVER_THREADS $SERVER_ARGS" \
+  "$WORKLOAD" <<'EOF'
 import json, os, sys
-jsonl, out, rckv, records, vsize, ops, wr, npt, warm, dur, thr, cli, fabric = sys.argv[1:]
+jsonl, out, rckv, records, vsize, ops, wr, npt, warm, dur, thr, cli, fabric, workload = sys.argv[1:]
 # RCBench (Tables 3/4, one-sided column): sigma = primitive invocations per
 # transaction, and the abort rate, YCSB zipf 0.2, 10 ops, 20% writes, theta 2.
 RCBENCH = {"nowait": (23.5, "0.0%"), "waitdie": (30.2, "0.8%"), "woundwait": (31.2, "0.0%"),
@@ -354,8 +373,12 @@ RCBENCH = {"nowait": (23.5, "0.0%"), "waitdie": (30.2, "0.8%"), "woundwait": (31
            "cicada": (32.2, "0.3%"), "maat": (51.3, "0.0%")}
 rows = [json.loads(l) for l in open(jsonl, encoding="utf-8") if l.strip()]
 lines = []
-lines.append("Protocols on a 3-node cluster (fabric %s): rckv-bench ycsb-t, %s ops per "
-             "MULTI, write ratio %s, %s nodes per transaction," % (fabric.strip(), ops, wr, npt))
+if workload == "bank":
+    RCBENCH = {}  # RCBench's figures are YCSB's
+    ops, wr, vsize = "2 (DECRBY, INCRBY)", "1", "4"
+lines.append("Protocols on a 3-node cluster (fabric %s): rckv-bench %s, %s ops per "
+             "MULTI, write ratio %s, %s nodes per transaction," % (fabric.strip(), workload, ops,
+                                                                   wr, npt))
 lines.append("%s records of %s bytes, %s thread(s) x %s clients, %s s warm-up (more until the address caches are warm) + %s s measured, "
              "%d cores, %s." % (records, vsize, thr, cli, warm, dur, os.cpu_count(),
                                 os.path.basename(os.path.dirname(os.path.abspath(rckv)))))

@@ -231,8 +231,9 @@ static void issue(struct worker *w, struct wconn *wc, uint8_t measured)
 			bench_key(w->keys[i], first + i);
 			w->argv[1 + 2 * i] = w->keys[i];
 			w->argvlen[1 + 2 * i] = BENCH_KEY_LEN;
-			w->argv[2 + 2 * i] = w->value;
-			w->argvlen[2 + 2 * i] = (size_t)cfg->value_size;
+			w->argv[2 + 2 * i] = cfg->balances ? BENCH_BANK_BALANCE : w->value;
+			w->argvlen[2 + 2 * i] = cfg->balances ? strlen(BENCH_BANK_BALANCE)
+							      : (size_t)cfg->value_size;
 		}
 		stamp_value(w);
 		redisAppendCommandArgv(wc->c, (int)(1 + 2 * n), w->argv, w->argvlen);
@@ -254,6 +255,22 @@ static void issue(struct worker *w, struct wconn *wc, uint8_t measured)
 		p->kind = K_TXN;
 		p->replies = (uint32_t)cfg->ops + 2;
 		break;
+	case BW_BANK: {
+		/* a transfer: what leaves one account enters the other */
+		char amount[8];
+		bench_txn_keys(&t->ks, &wc->rng, t->nodes_per_txn, 2, w->ids, NULL);
+		snprintf(amount, sizeof(amount), "%d",
+			 1 + (int)bench_rng_below(&wc->rng, BENCH_BANK_MAX_AMOUNT));
+		bench_key(key, w->ids[0]);
+		redisAppendCommand(wc->c, "MULTI");
+		redisAppendCommand(wc->c, "DECRBY %s %s", key, amount);
+		bench_key(key, w->ids[1]);
+		redisAppendCommand(wc->c, "INCRBY %s %s", key, amount);
+		redisAppendCommand(wc->c, "EXEC");
+		p->kind = K_TXN;
+		p->replies = 4;
+		break;
+	}
 	case BW_YCSB_A:
 	case BW_YCSB_B:
 	case BW_YCSB_C: {
@@ -588,7 +605,7 @@ static int worker_init(struct worker *w, struct run *run, int index)
 	bench_rng_seed(&vr, cfg->seed, 0xfa1000u + (uint64_t)index);
 	for (int i = 0; i < cfg->value_size; i++)
 		w->value[i] = (char)('a' + bench_rng_below(&vr, 26));
-	if (cfg->workload != BW_LOAD && cfg->workload != BW_YCSB_T)
+	if (cfg->workload != BW_LOAD && !bench_config_is_txn(cfg))
 		w->zipf = run->t->zipf;
 	return 0;
 }

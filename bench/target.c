@@ -3,6 +3,7 @@
  */
 #include "bench/target.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,9 +187,9 @@ int bench_target_prepare(struct bench_target *t, const struct bench_config *cfg,
 	if (t->next_insert < cfg->records)
 		t->next_insert = cfg->records;
 	t->nodes_per_txn = cfg->nodes_per_txn;
-	if (cfg->workload == BW_YCSB_T) {
+	if (bench_config_is_txn(cfg)) {
 		/* Redis is one node: the key chooser sees a one-node map, so
-		 * ycsb-t runs there as a plain standalone run */
+		 * ycsb-t and bank run there as plain standalone runs */
 		if (!t->is_rckv)
 			t->nodes_per_txn = 1;
 		rc = bench_keyspace_build(&t->ks, &t->map, cfg->records, cfg->zipf, cfg->zipf_head);
@@ -233,6 +234,20 @@ int bench_target_snapshot(struct bench_target *t, struct bench_info *sum, char *
 
 #define LOAD_SAMPLE 32
 
+/* Whether r is a bank balance: a bulk string holding a decimal integer. */
+static bool balance_of(const redisReply *r, long long *v)
+{
+	char buf[24], *end;
+
+	if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len >= sizeof(buf))
+		return false;
+	memcpy(buf, r->str, r->len);
+	buf[r->len] = '\0';
+	errno = 0;
+	*v = strtoll(buf, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
 int bench_target_loaded(struct bench_target *t, const struct bench_config *cfg, char *err,
 			size_t errlen)
 {
@@ -242,27 +257,97 @@ int bench_target_loaded(struct bench_target *t, const struct bench_config *cfg, 
 	int n = cfg->records < LOAD_SAMPLE ? (int)cfg->records : LOAD_SAMPLE;
 	int ok = 1;
 
+	bool bank = cfg->workload == BW_BANK;
+	const char *cmd = bank ? "GET" : "STRLEN";
+	long long balance;
+
 	bench_rng_seed(&rng, cfg->seed, 0x10ad);
 	for (int i = 0; i < n; i++) {
 		uint64_t id = i == 0 ? 0 : i == 1 ? cfg->records - 1
 					: bench_rng_below(&rng, cfg->records);
 		bench_key(key, id);
-		redisAppendCommand(c, "STRLEN %s", key);
+		redisAppendCommand(c, "%s %s", cmd, key);
 	}
 	for (int i = 0; i < n; i++) {
 		redisReply *r = NULL;
 		if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
-			snprintf(err, errlen, "%s: STRLEN: %s", t->name, c->errstr);
+			snprintf(err, errlen, "%s: %s: %s", t->name, cmd, c->errstr);
 			return -1;
 		}
 		if (r->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "%s: STRLEN: %s", t->name, r->str);
+			snprintf(err, errlen, "%s: %s: %s", t->name, cmd, r->str);
 			freeReplyObject(r);
 			return -1;
 		}
-		if (r->type != REDIS_REPLY_INTEGER || r->integer != cfg->value_size)
+		if (bank ? !balance_of(r, &balance)
+			 : r->type != REDIS_REPLY_INTEGER || r->integer != cfg->value_size)
 			ok = 0;
 		freeReplyObject(r);
 	}
 	return ok;
+}
+
+#define BANK_MGET 256     /* accounts per MGET */
+#define BANK_IN_FLIGHT 16 /* MGETs in flight */
+
+static void append_mget(redisContext *c, uint64_t first, uint64_t records)
+{
+	char keys[BANK_MGET][BENCH_KEY_LEN + 1];
+	const char *argv[BANK_MGET + 1] = { "MGET" };
+	size_t len[BANK_MGET + 1] = { 4 };
+	int n = 0;
+
+	for (uint64_t id = first; id < records && n < BANK_MGET; id++, n++) {
+		bench_key(keys[n], id);
+		argv[n + 1] = keys[n];
+		len[n + 1] = BENCH_KEY_LEN;
+	}
+	redisAppendCommandArgv(c, n + 1, argv, len);
+}
+
+int bench_target_bank_total(struct bench_target *t, const struct bench_config *cfg,
+			    long long *total, char *err, size_t errlen)
+{
+	redisContext *c = t->ctl[0];
+	uint64_t nbatches = (cfg->records + BANK_MGET - 1) / BANK_MGET, sent = 0;
+
+	*total = 0;
+	for (uint64_t b = 0; b < nbatches; b++) {
+		while (sent < nbatches && sent < b + BANK_IN_FLIGHT)
+			append_mget(c, BANK_MGET * sent++, cfg->records);
+		redisReply *r = NULL;
+		if (redisGetReply(c, (void **)&r) != REDIS_OK || !r) {
+			snprintf(err, errlen, "%s: MGET: %s", t->name, c->errstr);
+			goto drain;
+		}
+		if (r->type != REDIS_REPLY_ARRAY) {
+			snprintf(err, errlen, "%s: MGET: %s", t->name,
+				 r->type == REDIS_REPLY_ERROR ? r->str : "not an array");
+			freeReplyObject(r);
+			goto drain;
+		}
+		for (size_t i = 0; i < r->elements; i++) {
+			long long v;
+			if (!balance_of(r->element[i], &v)) {
+				char key[BENCH_KEY_LEN + 1];
+				bench_key(key, BANK_MGET * b + i);
+				snprintf(err, errlen, "%s: account %s holds no balance (load it with "
+					 "--load always)", t->name, key);
+				freeReplyObject(r);
+				goto drain;
+			}
+			*total += v;
+		}
+		freeReplyObject(r);
+		continue;
+drain:
+		/* the connection is reused for INFO: take the replies in flight */
+		for (b++; b < sent; b++) {
+			if (redisGetReply(c, (void **)&r) != REDIS_OK)
+				break;
+			freeReplyObject(r);
+		}
+		return -1;
+	}
+	return 0;
 }

@@ -93,9 +93,19 @@ int bench_target_snapshot(struct bench_target *t, struct bench_info *sum, char *
 /*
  * bench_target_loaded - whether records 0..records-1 look loaded: a
  * sample of them (the first, the last and 30 drawn with the seed) exist
- * with value_size bytes. Returns 1, 0, or -1 with err filled.
+ * with value_size bytes (bank: hold an integer balance). Returns 1, 0, or
+ * -1 with err filled.
  */
 int bench_target_loaded(struct bench_target *t, const struct bench_config *cfg, char *err,
 			size_t errlen);
+
+/*
+ * bench_target_bank_total - the sum of the balances of records
+ * 0..records-1 (bank), read with pipelined MGETs on the first node. Not a
+ * snapshot: call it while no transfer runs. Returns 0, or -1 with err
+ * filled (an absent account or one that holds no integer included).
+ */
+int bench_target_bank_total(struct bench_target *t, const struct bench_config *cfg,
+			    long long *total, char *err, size_t errlen);
 
 #endif

@@ -236,9 +236,47 @@ def test_cluster_file_and_slot_map(make_server, tmp_path):
     assert p.returncode == 1 and "one.conf:2:" in p.stderr, p.stderr
 
 
+@pytest.mark.time_limit(60)
+def test_bank_keeps_its_total_and_says_when_it_does_not(make_server, tmp_path):
+    """bank: transfers (MULTI, DECRBY, INCRBY, EXEC) between accounts
+    loaded with 1000 each; the total is summed before and after the run.
+    A client that adds money to an account meanwhile makes the run fail."""
+    s = make_server()
+    out = tmp_path / "b.json"
+    small = [a for a in SMALL if a not in ("--value-size", 100)]
+    p = bench("--port", s.port, "bank", "--nodes-per-txn", 1, "--json", out, *small)
+    assert p.returncode == 0, p.stderr
+    assert "the 2000 accounts hold 2000000 before and 2000000 after\n" in p.stdout, p.stdout
+    d = json.loads(out.read_text())
+    assert d["config"]["workload"] == "bank" and d["unit"] == "txn"
+    assert d["config"]["ops"] == 2 and d["config"]["value_size"] == 4
+    check_figures(d)
+    with s.client() as c:
+        balances = [int(v) for v in c.mget(["user%010d" % i for i in range(2000)])]
+    assert sum(balances) == 2000000 and any(b != 1000 for b in balances)
+
+    import threading
+    done = threading.Event()
+
+    def thief():
+        with s.client() as c:
+            while not done.is_set():
+                c.incrby("user0000000000", 1)
+    t = threading.Thread(target=thief)
+    t.start()
+    try:
+        p = bench("--port", s.port, "bank", "--nodes-per-txn", 1, *small)
+    finally:
+        done.set()
+        t.join()
+    assert p.returncode == 1, p.stdout
+    assert "MONEY CREATED OR LOST" in p.stdout and "the bank's total changed" in p.stderr
+
+
 def test_bad_command_lines_exit_2():
     for args in (["ycsb-q"], [], ["ycsb-t", "--zipf", "1.5"], ["ycsb-t", "--nope"],
-                 ["ycsb-t", "--sweep", "records=1,2"]):
+                 ["ycsb-t", "--sweep", "records=1,2"], ["bank", "--ops", "3"],
+                 ["bank", "--value-size", "8"], ["bank", "--sweep", "write-ratio=0.1,0.2"]):
         p = bench(*args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         assert p.stderr.startswith("rckv-bench: "), p.stderr
