@@ -248,24 +248,50 @@ class ClusterTopology:
         return row[5].decode() if isinstance(row[5], bytes) else row[5]
 
     def pause(self, node, probe_key, seconds=PAUSE_SECONDS, deadline=FAILOVER_DEADLINE):
-        """SIGSTOP the node at index `node` (a hung node); wait until
-        another node shows it out and a write to probe_key (a key whose
-        primary it was) commits through that node; SIGCONT it `seconds`
-        after the stop; wait until it is back in place (it finds itself
-        out, empties its region, rejoins and copies). Returns the seconds
-        from the stop to that write and to "up"."""
+        """SIGSTOP the node at index `node` (a hung node), SIGCONT it
+        `seconds` after the stop: _replace. Once woken it finds itself out,
+        empties its region, rejoins and copies."""
+        def stop(nd):
+            os.killpg(nd.proc.pid, signal.SIGSTOP)
+
+        def wake(nd):
+            os.killpg(nd.proc.pid, signal.SIGCONT)
+
+        def wake_later(nd, t0):
+            time.sleep(max(0.0, t0 + seconds - time.monotonic()))
+            wake(nd)
+        return self._replace(node, probe_key, deadline, stop, wake_later, undo=wake)
+
+    def failover(self, node, probe_key, deadline=FAILOVER_DEADLINE):
+        """kill -9 the node at index `node`, start it again once the
+        others serve its keys: _replace."""
+        return self._replace(node, probe_key, deadline, lambda nd: nd.kill9(),
+                             lambda nd, t0: nd.start())
+
+    def _replace(self, node, probe_key, deadline, fail, revive, undo=None):
+        """fail(nd) on the node at index `node` (replicas 2 or more); wait
+        until another node shows it out of the configuration and a write
+        to probe_key, a key whose primary it was, commits through that
+        node (the failover); revive(nd, t0) it (t0: when it failed), and
+        wait until the others show it "up" in RCKV NODES (it rejoined,
+        copied its slots and took its primaries back), then read keys of
+        its slots written before the fault through it. undo(nd) runs if
+        the failover does not come. Returns the seconds from the fault to
+        that write and to "up"."""
         nd = self.cluster.nodes[node % len(self.cluster.nodes)]
         other = self.cluster.nodes[(node + 1) % len(self.cluster.nodes)]
         c = other.client()
-        cold = self._write_cold(c, probe_key)
-        os.killpg(nd.proc.pid, signal.SIGSTOP)
-        t0 = time.monotonic()
         try:
+            cold = self._write_cold(c, probe_key)
+            fail(nd)
+            t0 = time.monotonic()
             try:
                 write_s = self._wait_served(c, nd, probe_key, t0 + deadline)
-                time.sleep(max(0.0, t0 + seconds - time.monotonic()))
-            finally:
-                os.killpg(nd.proc.pid, signal.SIGCONT)
+            except Exception:
+                if undo:
+                    undo(nd)
+                raise
+            revive(nd, t0)
             self._wait_up(c, nd, time.monotonic() + deadline)
             back_s = time.monotonic() - t0
             self._check_cold(nd, cold)
@@ -322,30 +348,6 @@ class ClusterTopology:
             if time.monotonic() > end:
                 raise RuntimeError("node %d not back in place in time" % nd.id)
             time.sleep(0.05)
-
-    def failover(self, node, probe_key, deadline=FAILOVER_DEADLINE):
-        """kill -9 the node at index `node` (replicas 2 or more); wait
-        until another node shows it out of the configuration and a write to
-        probe_key, a key whose primary it was, commits through that node
-        (the failover); start it again, and wait until
-        the others show it "up" in RCKV NODES (it rejoined, copied its
-        slots and took its primaries back). Returns the seconds from the
-        kill to that write and to "up"."""
-        nd = self.cluster.nodes[node % len(self.cluster.nodes)]
-        other = self.cluster.nodes[(node + 1) % len(self.cluster.nodes)]
-        c = other.client()
-        try:
-            cold = self._write_cold(c, probe_key)
-            nd.kill9()
-            t0 = time.monotonic()
-            write_s = self._wait_served(c, nd, probe_key, t0 + deadline)
-            nd.start()
-            self._wait_up(c, nd, time.monotonic() + deadline)
-            back_s = time.monotonic() - t0
-            self._check_cold(nd, cold)
-            return write_s, back_s
-        finally:
-            c.close()
 
     def power_cut(self):
         """Every node killed together, their region copies dropped, all

@@ -643,6 +643,91 @@ static void test_errors(const char *be)
 	printf("  %s errors: ok\n", be);
 }
 
+/* ---- fencing and leases (server/membership.c's failover) ---- */
+
+/* A word of node 2's (the initiator's own) region and one of the fenced
+ * node 1's in one batch: 1's op is refused, 2's applied. */
+static void fence_mixed_batch(struct tworker *w, uint64_t v)
+{
+	uint64_t a = v, b = v;
+	fab_write(&w->b, 1, 16, &a, 8);
+	fab_write(&w->b, 2, 16, &b, 8);
+	CHECK(fab_exec(&w->b) == -EHOSTDOWN);
+	CHECK(w->b.failed == 1ull << 1);
+	CHECK(get_word(w, 2, 16) == v);
+}
+
+/* A write that succeeds within a few seconds of tries (a reconnect). */
+static void write_soon(struct tworker *w, uint16_t node, uint64_t off, uint64_t v)
+{
+	uint64_t deadline = now_ns() + 5ull * 1000000000ull;
+	int rc;
+	while ((rc = fab_write1(&w->b, node, off, &v, 8)) != 0 && now_ns() < deadline)
+		sleep_ms(50);
+	CHECKV(rc == 0, "write to node %u: %d", node, rc);
+}
+
+static void test_fence(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode t, i;
+	struct tworker w;
+	pair_up(be, size, &t, &i, &w);
+	uint64_t old, word;
+	put_word(&w, 1, 0, 42);
+
+	/* Node 1 taken out: nothing reaches its region, on shm either,
+	 * where it is mapped. */
+	CHECK(!fab_fenced(i.f, 1));
+	fab_fence(i.f, 1);
+	CHECK(fab_fenced(i.f, 1));
+	word = 7;
+	CHECK(fab_write1(&w.b, 1, 0, &word, 8) == -EHOSTDOWN);
+	CHECK(fab_faa1(&w.b, 1, 0, 1, &old) == -EHOSTDOWN);
+	CHECK(fab_cas1(&w.b, 1, 0, 42, 9, &old) == -EHOSTDOWN);
+	CHECK(fab_read1(&w.b, 1, 0, &word, 8) == -EHOSTDOWN);
+	CHECK(*(volatile uint64_t *)t.base == 42);
+	fence_mixed_batch(&w, 5);
+	CHECK(*(volatile uint64_t *)(t.base + 16) == 0);
+	/* Rejoined: reachable again (tcp: the fence shut the connection, and
+	 * the op that finds it so fails; the next one reconnects). */
+	fab_unfence(i.f, 1);
+	word = 43;
+	write_soon(&w, 1, 0, word);
+	CHECK(*(volatile uint64_t *)t.base == 43);
+
+	/* A lapsed lease cuts every other node, never the own region. */
+	uint64_t until = now_ns() - 1;
+	fab_set_lease(i.f, &until);
+	CHECK(fab_read1(&w.b, 1, 0, &word, 8) == -EHOSTDOWN);
+	fence_mixed_batch(&w, 6);
+	until = now_ns() + 10ull * 1000000000ull;
+	CHECK(get_word(&w, 1, 0) == 43);
+	until = 0; /* no lease held: not a lapsed one */
+	CHECK(get_word(&w, 1, 0) == 43);
+	fab_set_lease(i.f, NULL);
+
+	if (strcmp(be, "tcp") == 0) {
+		/* The target fenced the initiator (a hung node that woke up):
+		 * its NIC thread applies nothing the initiator sends, and
+		 * refuses its new connections, until it is unfenced. */
+		fab_fence(t.f, 2);
+		word = 99;
+		for (int k = 0; k < 3; k++)
+			CHECK(fab_write1(&w.b, 1, 0, &word, 8) != 0);
+		CHECK(fab_faa1(&w.b, 1, 0, 1, &old) != 0);
+		CHECK(*(volatile uint64_t *)t.base == 43);
+		fab_unfence(t.f, 2);
+		write_soon(&w, 1, 0, word);
+		CHECK(*(volatile uint64_t *)t.base == 99);
+	}
+
+	tw_fini(&w);
+	node_down(&i);
+	node_down(&t);
+	printf("  %s fence: ok\n", be);
+}
+
 /* ---- ordering inside a batch, across batches, across nodes ---- */
 
 static void order_on(struct tworker *w, uint16_t node, uint64_t base, uint64_t seed)
@@ -1881,6 +1966,8 @@ int main(int argc, char **argv)
 			test_errors(be);
 		if (want(only_case, "journal"))
 			test_journal(be);
+		if (want(only_case, "fence"))
+			test_fence(be);
 		if (want(only_case, "order"))
 			test_order(be);
 		if (want(only_case, "outstanding"))
