@@ -505,6 +505,8 @@ static int worker_connect(struct worker *w)
 	return 0;
 }
 
+#define DRAIN_NS (10ull * 1000 * 1000 * 1000) /* replies awaited after the stop */
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -515,12 +517,18 @@ static void *worker_main(void *arg)
 	__atomic_add_fetch(&run->connected, 1, __ATOMIC_RELEASE);
 	while (__atomic_load_n(&run->phase, __ATOMIC_ACQUIRE) == P_CONNECT)
 		sleep_ns(1000000);
+	uint64_t drain_until = 0;
 	for (;;) {
 		int busy = 0;
 
-		if (__atomic_load_n(&run->phase, __ATOMIC_ACQUIRE) == P_STOP ||
-		    __atomic_load_n(&run->failed, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&run->failed, __ATOMIC_ACQUIRE))
 			break;
+		/* Stopped: what is in flight is answered before the connections
+		 * close, so nothing of this run still executes on the server
+		 * afterwards (bank sums the balances then). */
+		bool stopping = __atomic_load_n(&run->phase, __ATOMIC_ACQUIRE) == P_STOP;
+		if (stopping && !drain_until)
+			drain_until = bench_now_ns() + DRAIN_NS;
 		for (int i = 0; i < w->nconns; i++) {
 			struct wconn *wc = &w->conns[i];
 			top_up(w, wc);
@@ -530,8 +538,13 @@ static void *worker_main(void *arg)
 			w->pfds[i].events = (short)(POLLIN | (sdslen(wc->c->obuf) ? POLLOUT : 0));
 			w->pfds[i].revents = 0;
 		}
-		if (!busy && w->exhausted)
-			break; /* operations or load mode: all done */
+		if (!busy && (w->exhausted || stopping))
+			break; /* operations or load mode, or stopped: all done */
+		if (stopping && bench_now_ns() > drain_until) {
+			wfail(w, "%d connections still waited for replies %.0f s after the run "
+			      "stopped", w->nconns, DRAIN_NS / 1e9);
+			break;
+		}
 		int n = poll(w->pfds, (nfds_t)w->nconns, POLL_MS);
 		if (n < 0) {
 			if (errno == EINTR)

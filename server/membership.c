@@ -66,6 +66,8 @@
 #define START_WAIT_MS 15000
 #define COPY_BATCH 256 /* keys per CTL_SCAN of the rejoin copy */
 #define COPY_TXN 32    /* keys per copying transaction */
+/* A clean shutdown's hand-over (mb_leave): at most this long. */
+#define LEAVE_WAIT_MS 5000
 
 #define CMD_MAGIC 0x524b4346u  /* a log entry */
 #define WIRE_MAGIC 0x524b4c53u /* a lease message */
@@ -86,8 +88,14 @@
  */
 enum { CMD_OUT = 1, CMD_JOIN, CMD_READY, CMD_REBALANCE, CMD_SETTLED };
 /* Lease requests and grants; a rejoining node's JOIN and READY requests;
- * RCKV REBALANCE asked of a follower. */
-enum { WIRE_ASK = 1, WIRE_GRANT, WIRE_JOIN, WIRE_READY, WIRE_REBALANCE };
+ * RCKV REBALANCE asked of a follower; a node that shuts down asks to be
+ * taken out (LEAVE), and the leader may answer that it stays (STAY). */
+enum { WIRE_ASK = 1, WIRE_GRANT, WIRE_JOIN, WIRE_READY, WIRE_REBALANCE, WIRE_LEAVE,
+       WIRE_STAY };
+/* cc_node.config_refuse: why transactions are refused at once. */
+enum { REFUSE_NONE, REFUSE_OUT, REFUSE_NO_LEADER, REFUSE_LEAVING };
+/* mb_leave's steps (membership.leaving); STAYS: the leader keeps it in. */
+enum { LEAVE_NONE, LEAVE_ASKED, LEAVE_STOPPED, LEAVE_DRAINED, LEAVE_STAYS };
 
 /* A log entry (fixed layout, little-endian). */
 struct mb_cmd {
@@ -139,7 +147,7 @@ struct membership {
 	struct raft raft;
 	uv_timer_t tick;
 	uv_udp_t udp;
-	uv_async_t wake;                 /* mb_stop */
+	uv_async_t wake;                 /* mb_stop, mb_leave */
 	int stop;                        /* ck_pr: mb_stop asked */
 	pthread_t thread;
 	bool running;
@@ -149,6 +157,8 @@ struct membership {
 	uint64_t applied_ms;             /* when st.epoch was applied here */
 	bool proposing;
 	struct raft_apply req;
+	struct raft_transfer transfer;   /* mb_leave: the leadership to another node */
+	bool transferring, transfer_failed;
 	uint64_t no_leader_since;        /* 0: a leader is known */
 	uint64_t seq;
 	uint64_t sent_ms[SENT_RING], sent_seq[SENT_RING];
@@ -158,6 +168,8 @@ struct membership {
 	uint64_t granted_ms;             /* the last tick it could grant */
 	uint64_t withheld_log_ms;        /* the last "withheld" warning */
 	uint64_t heard_ms[PL_MAX_NODES];   /* last message */
+	uint64_t leave_asked;            /* nodes that shut down and asked to be out */
+	uint64_t last_copy_log_ms[PL_MAX_NODES]; /* "stays in" warnings */
 	uint64_t adopted_at[PL_MAX_NODES]; /* the configuration it said it uses */
 
 	/* Shared, under mu. */
@@ -175,6 +187,7 @@ struct membership {
 	uint32_t rejoin_ask;             /* WIRE_JOIN or WIRE_READY to send each tick, 0: none */
 	uint64_t rejoin_epoch;           /* READY: the configuration it copied under */
 	uint64_t copied_keys;            /* the last rejoin's */
+	int leaving;                     /* LEAVE_*: mb_leave's progress */
 
 	/* The configuration thread's. */
 	pthread_t adopter;
@@ -189,6 +202,12 @@ struct membership {
 static uint64_t now_ms(void)
 {
 	return sched_now_ns() / 1000000ull;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000 * 1000 };
+	nanosleep(&ts, NULL);
 }
 
 static void set_lease(struct membership *m, uint64_t until_ms)
@@ -364,6 +383,29 @@ static bool can_grant(struct membership *m, uint64_t now)
 	return m->st.settled >= m->st.epoch && all_quiet(m, now) && majority_heard(m, now);
 }
 
+/*
+ * Would taking `node` out leave one of its replica sets without a live,
+ * complete copy (every other node of the set out or still copying)? Then
+ * it stays in: out, it would empty its region when it restarts, and the
+ * set's last copy with it; in, it serves again when it comes back. The
+ * set's index, or -1.
+ */
+static int last_copy_of(const struct membership *m, const struct mb_state *st, unsigned node)
+{
+	for (int i = 0; i < m->base->nsets; i++) {
+		const struct pl_set *set = &m->base->sets[i];
+		bool member = false, other = false;
+		for (int r = 0; r < set->n; r++) {
+			unsigned id = set->node[r];
+			member |= id == node;
+			other |= id != node && !((st->out | st->joining) & bit(id));
+		}
+		if (member && !other)
+			return i;
+	}
+	return -1;
+}
+
 static void on_proposed(struct raft_apply *req, int status, void *result)
 {
 	struct membership *m = req->data;
@@ -410,7 +452,8 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct
 	uint64_t now = now_ms();
 	if (w.kind == WIRE_GRANT) {
 		unsigned i = (unsigned)(w.seq % SENT_RING);
-		if (m->sent_seq[i] != w.seq || (m->st.out & bit(m->self)))
+		if (m->sent_seq[i] != w.seq || (m->st.out & bit(m->self)) ||
+		    ck_pr_load_int(&m->leaving) != LEAVE_NONE)
 			return;
 		/* Only for the configuration this node uses, all of it
 		 * applied: else it would serve under an old map. */
@@ -419,6 +462,11 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct
 		uint64_t until = m->sent_ms[i] + LEASE_MS;
 		if (until * 1000000ull > ck_pr_load_64(&m->n->cc.lease_until_ns))
 			set_lease(m, until);
+		return;
+	}
+	if (w.kind == WIRE_STAY) {
+		if (ck_pr_load_int(&m->leaving) == LEAVE_DRAINED)
+			ck_pr_store_int(&m->leaving, LEAVE_STAYS);
 		return;
 	}
 	if (raft_state(&m->raft) != RAFT_LEADER)
@@ -439,6 +487,9 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct
 				w.node);
 	} else if (w.kind == WIRE_REBALANCE) {
 		ck_pr_store_int(&m->rebalance_asked, 1);
+	} else if (w.kind == WIRE_LEAVE) {
+		if (!(m->st.out & b))
+			m->leave_asked |= b;
 	} else if (w.kind == WIRE_READY) {
 		if ((m->st.joining & b) && w.epoch == m->st.epoch && propose(m, CMD_READY, w.node))
 			srv_log(m->n, LOG_NOTICE, "node %u copied its slots: proposing it ready",
@@ -469,7 +520,8 @@ static void leader_tick(struct membership *m, uint64_t now)
 	m->heard_ms[m->self] = now;
 	if (can_grant(m, now)) {
 		m->granted_ms = now;
-		if (!(m->st.out & bit(m->self)) && m->st.epoch == ck_pr_load_64(&m->adopted_epoch))
+		if (!(m->st.out & bit(m->self)) && m->st.epoch == ck_pr_load_64(&m->adopted_epoch) &&
+		    ck_pr_load_int(&m->leaving) == LEAVE_NONE)
 			set_lease(m, now + LEASE_MS);
 	} else if (now - m->granted_ms > LEASE_MS && now - m->withheld_log_ms > 2000) {
 		/* Say why every node is about to stop serving. */
@@ -505,10 +557,40 @@ static void leader_tick(struct membership *m, uint64_t now)
 			pthread_mutex_unlock(&m->mu);
 		}
 	}
+	/* A node that shuts down cleanly (mb_leave) serves nothing any more
+	 * and asked to be out: no need to wait for its lease. */
+	m->leave_asked &= m->members & ~m->st.out;
+	while (m->leave_asked) {
+		unsigned i = (unsigned)__builtin_ctzll(m->leave_asked);
+		if (last_copy_of(m, &m->st, i) >= 0) {
+			srv_log(m->n, LOG_NOTICE, "node %u shuts down holding the last live copy of "
+				"some slots: it stays in the configuration", i);
+			m->leave_asked &= ~bit(i);
+			struct mb_wire w = { .magic = WIRE_MAGIC, .kind = WIRE_STAY,
+					     .node = (uint16_t)m->self, .cluster = m->cluster };
+			if (i == m->self)
+				ck_pr_store_int(&m->leaving, LEAVE_STAYS);
+			else
+				udp_send(m, i, &w);
+			continue;
+		}
+		if (propose(m, CMD_OUT, i))
+			srv_log(m->n, LOG_NOTICE, "node %u shuts down: proposing it out", i);
+		return;
+	}
 	for (unsigned i = 1; i < PL_MAX_NODES; i++) {
 		if (!(m->members & bit(i)) || (m->st.out & bit(i)) || i == m->self ||
 		    now - m->heard_ms[i] <= LEASE_MS + GRACE_MS)
 			continue;
+		if (last_copy_of(m, &m->st, i) >= 0) {
+			if (now - m->last_copy_log_ms[i] > 10000) {
+				m->last_copy_log_ms[i] = now;
+				srv_log(m->n, LOG_WARNING, "node %u silent for %" PRIu64 " ms, but it "
+					"holds the last live copy of some slots: it stays in (they "
+					"wait for it)", i, now - m->heard_ms[i]);
+			}
+			continue;
+		}
 		if (propose(m, CMD_OUT, i))
 			srv_log(m->n, LOG_WARNING, "node %u silent for %" PRIu64 " ms: proposing it "
 				"out", i, now - m->heard_ms[i]);
@@ -523,6 +605,49 @@ static void leader_tick(struct membership *m, uint64_t now)
 		ck_pr_store_int(&m->rebalance_asked, 0);
 		srv_log(m->n, LOG_NOTICE, "moving primaries back to their nodes (%s)",
 			asked ? "RCKV REBALANCE" : "auto-rebalance");
+	}
+}
+
+static void on_transferred(struct raft_transfer *req)
+{
+	struct membership *m = req->data;
+	m->transferring = false;
+	if (raft_state(&m->raft) == RAFT_LEADER)
+		m->transfer_failed = true; /* leave as the leader, then */
+}
+
+/* mb_leave, once this node serves nothing (LEAVE_DRAINED): ask the leader
+ * to take it out. The leader first hands its leadership to another node,
+ * so its exit costs the others no election; the new leader takes it out
+ * as it would a follower. */
+static void leave_step(struct membership *m)
+{
+	if (ck_pr_load_int(&m->leaving) != LEAVE_DRAINED || (m->st.out & bit(m->self)))
+		return;
+	raft_id lid = 0;
+	const char *laddr = NULL;
+	raft_leader(&m->raft, &lid, &laddr);
+	if (raft_state(&m->raft) == RAFT_LEADER) {
+		if (m->transferring || (m->leave_asked & bit(m->self)))
+			return;
+		/* To a node that is in, answers, and is not leaving too. */
+		unsigned to = 0;
+		uint64_t now = now_ms();
+		for (unsigned i = 1; i < PL_MAX_NODES && !to; i++)
+			if ((m->members & bit(i)) && i != m->self &&
+			    !((m->st.out | m->leave_asked) & bit(i)) &&
+			    now - m->heard_ms[i] < LEASE_MS)
+				to = i;
+		m->transfer.data = m;
+		if (!to || m->transfer_failed ||
+		    raft_transfer(&m->raft, &m->transfer, to, on_transferred) != 0)
+			m->leave_asked |= bit(m->self);
+		else
+			m->transferring = true;
+	} else if (lid && lid < PL_MAX_NODES) {
+		struct mb_wire w = { .magic = WIRE_MAGIC, .kind = WIRE_LEAVE,
+				     .node = (uint16_t)m->self, .cluster = m->cluster };
+		udp_send(m, (unsigned)lid, &w);
 	}
 }
 
@@ -546,9 +671,11 @@ static void on_tick(uv_timer_t *t)
 	raft_leader(&m->raft, &lid, &laddr);
 	if (lid >= PL_MAX_NODES)
 		lid = 0;
+	const int leaving = ck_pr_load_int(&m->leaving);
+	leave_step(m);
 	if (state == RAFT_LEADER) {
 		leader_tick(m, now);
-	} else if (lid) {
+	} else if (lid && leaving == LEAVE_NONE) {
 		m->seq++;
 		unsigned i = (unsigned)(m->seq % SENT_RING);
 		m->sent_ms[i] = now;
@@ -583,8 +710,10 @@ static void on_tick(uv_timer_t *t)
 		m->no_leader_since = 0;
 	else if (!m->no_leader_since)
 		m->no_leader_since = now;
-	uint32_t refuse = (m->st.out & bit(m->self)) ? 1 :
-			  m->no_leader_since && now - m->no_leader_since > NO_LEADER_MS ? 2 : 0;
+	uint32_t refuse = leaving != LEAVE_NONE ? REFUSE_LEAVING :
+			  (m->st.out & bit(m->self)) ? REFUSE_OUT :
+			  m->no_leader_since && now - m->no_leader_since > NO_LEADER_MS ?
+				  REFUSE_NO_LEADER : REFUSE_NONE;
 	ck_pr_store_32(&m->n->cc.config_refuse, refuse);
 	pthread_mutex_lock(&m->mu);
 	m->view.role = role_name(state);
@@ -613,6 +742,13 @@ static void on_raft_closed(struct raft *r)
 static void on_wake(uv_async_t *a)
 {
 	struct membership *m = a->data;
+	if (ck_pr_load_int(&m->leaving) == LEAVE_ASKED) {
+		/* On this thread, which alone takes grants: no lease from now. */
+		ck_pr_store_32(&m->n->cc.config_refuse, REFUSE_LEAVING);
+		set_lease(m, 0);
+		ck_pr_store_int(&m->leaving, LEAVE_STOPPED);
+	}
+	leave_step(m);
 	if (!ck_pr_load_int(&m->stop))
 		return;
 	uv_timer_stop(&m->tick);
@@ -876,8 +1012,9 @@ static void rejoin_step(struct membership *m, const struct mb_state *st)
 {
 	struct node *n = m->n;
 	const uint64_t me = bit(m->self);
-	if (st->epoch != ck_pr_load_64(&m->adopted_epoch) || !n->workers)
-		return;
+	if (st->epoch != ck_pr_load_64(&m->adopted_epoch) || !n->workers ||
+	    ck_pr_load_int(&m->leaving) != LEAVE_NONE)
+		return; /* (a node that shuts down keeps its region as it is) */
 	if (st->out & me) {
 		if (m->rejoin != REJOIN_ASKING) {
 			/* Its copies are stale, and others own its slots: empty
@@ -1128,8 +1265,7 @@ int mb_start(struct node *n, char *err, size_t errlen)
 		pthread_mutex_unlock(&m->mu);
 		if (l > 1 || out)
 			break;
-		struct timespec ts = { 0, 20 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
+		sleep_ms(20);
 	}
 	struct mb_view v;
 	mb_view(m, &v);
@@ -1188,7 +1324,10 @@ void mb_refusal(struct membership *m, char *buf, size_t cap)
 	struct mb_view v;
 	mb_view(m, &v);
 	int members = __builtin_popcountll(m->members);
-	if (v.out & (1ull << m->self))
+	if (ck_pr_load_int(&m->leaving) != LEAVE_NONE)
+		snprintf(buf, cap, "CLUSTERDOWN this node is shutting down: the other nodes take "
+			 "its slots over");
+	else if (v.out & (1ull << m->self))
 		snprintf(buf, cap, "CLUSTERDOWN this node is out of the cluster's configuration "
 			 "(epoch %" PRIu64 "): another node serves its slots", v.epoch);
 	else if (v.adopted < v.epoch)
@@ -1197,6 +1336,66 @@ void mb_refusal(struct membership *m, char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "CLUSTERDOWN no lease: this node cannot reach the Raft leader of "
 			 "a majority of the %d nodes (%d needed)", members, members / 2 + 1);
+}
+
+/* mb_leave: has the configuration without this node been applied here
+ * (and settled, when this node leads: its takeover is this node's)? */
+static bool left(struct membership *m)
+{
+	pthread_mutex_lock(&m->mu);
+	struct mb_state st = m->applied;
+	bool leads = m->view.leader == m->self;
+	pthread_mutex_unlock(&m->mu);
+	return (st.out & bit(m->self)) && ck_pr_load_64(&m->adopted_epoch) >= st.epoch &&
+	       (!leads || st.settled >= st.epoch);
+}
+
+void mb_leave(struct node *n)
+{
+	struct membership *m = n->membership;
+	if (!m || !m->running)
+		return;
+	pthread_mutex_lock(&m->mu);
+	struct mb_state st = m->applied;
+	pthread_mutex_unlock(&m->mu);
+	if (st.out & bit(m->self))
+		return;
+	if (last_copy_of(m, &st, m->self) >= 0) {
+		srv_log(n, LOG_NOTICE, "shutdown: this node holds the last live copy of some slots; "
+			"they wait for it to restart");
+		return;
+	}
+	uint64_t t0 = now_ms(), end = t0 + LEAVE_WAIT_MS;
+	/* 1. No lease from now (the Raft thread drops it), so no new
+	 * transaction runs and none reaches another node. */
+	ck_pr_store_int(&m->leaving, LEAVE_ASKED);
+	uv_async_send(&m->wake);
+	while (ck_pr_load_int(&m->leaving) == LEAVE_ASKED && now_ms() < end)
+		sleep_ms(10);
+	if (ck_pr_load_int(&m->leaving) == LEAVE_ASKED) {
+		srv_log(n, LOG_WARNING, "shutdown: the Raft thread did not answer; the others "
+			"take this node out after its lease");
+		return;
+	}
+	/* 2. What was in flight has ended (its operations on other nodes
+	 * fail without a lease): nothing of this node's is in doubt. */
+	cc_quiesce_begin(&n->cc, NULL);
+	cc_quiesce_end(&n->cc);
+	/* 3. Out, by the leader (asked now, and at each tick). */
+	ck_pr_store_int(&m->leaving, LEAVE_DRAINED);
+	uv_async_send(&m->wake);
+	while (!left(m) && ck_pr_load_int(&m->leaving) != LEAVE_STAYS && now_ms() < end)
+		sleep_ms(20);
+	if (ck_pr_load_int(&m->leaving) == LEAVE_STAYS)
+		srv_log(n, LOG_NOTICE, "shutdown: the other copies of some of this node's slots are "
+			"out: it stays in the configuration, and they wait for it to restart");
+	else if (left(m))
+		srv_log(n, LOG_NOTICE, "shutdown: slots handed over to the other nodes in %" PRIu64
+			" ms (configuration %" PRIu64 ")", now_ms() - t0,
+			ck_pr_load_64(&m->adopted_epoch));
+	else
+		srv_log(n, LOG_WARNING, "shutdown: not taken out within %d ms (no leader?); the "
+			"others take this node out after its lease", LEAVE_WAIT_MS);
 }
 
 void mb_rebalance(struct membership *m)

@@ -74,6 +74,18 @@ void mb_stop(struct node *n);
 
 void mb_view(struct membership *m, struct mb_view *v);
 
+/*
+ * mb_leave - a clean shutdown's hand-over (SIGTERM, SHUTDOWN), before the
+ * workers stop: this node stops serving (every transaction refused, its
+ * lease dropped, what was in flight ended), asks the leader to take it
+ * out, and waits, at most 5 s, until the configuration without it is
+ * applied (and settled, when it leads). Its slots are served elsewhere a
+ * Raft commit after the shutdown began, not a lease later; it rejoins
+ * when it restarts, as after a crash. Main thread. Without replicas, or
+ * when the node is out, nothing happens.
+ */
+void mb_leave(struct node *n);
+
 /* This node's part of the takeover of `dead` (cluster_takeover): settle
  * its transactions here (server/recovery.c), then clear the protocol's
  * metadata words of the items this node serves as the primary of an out

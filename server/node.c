@@ -505,6 +505,7 @@ void srv_request_shutdown(struct node *n)
 void srv_node_stop(struct node *n)
 {
 	srv_log(n, LOG_NOTICE, "User requested shutdown...");
+	mb_leave(n); /* with replicas: the others serve its slots from now */
 	ck_pr_store_int(&n->shutdown, 1);
 	for (int i = 0; i < n->nworkers; i++)
 		worker_wake(n->workers[i]);
