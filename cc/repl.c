@@ -245,12 +245,14 @@ int repl_note_locks(struct txn *t, uint64_t lost, bool busy)
 
 /* The backups not yet locked: the cached ones straight to their lock
  * round, the others through a probe round first; then those the probe
- * missed through the index, one by one. */
+ * missed through the index, one by one. With every backup locked already
+ * (hitchhiked on the primaries' lock round), no round at all: what the
+ * caller queued (silo's read validation) goes with its installs. */
 static int lock_backups(struct txn *t)
 {
 	const struct st_layout *L = t->node->layout;
 	int rc = CC_OK;
-	bool probing = false;
+	bool probing = false, locking = false;
 	uint64_t (*bucket)[8] = calloc((size_t)t->nbk, sizeof(*bucket));
 	bool *probed = calloc((size_t)t->nbk, sizeof(*probed));
 	if (!bucket || !probed) {
@@ -259,12 +261,17 @@ static int lock_backups(struct txn *t)
 	}
 	for (int i = 0; i < t->nbk; i++) {
 		struct cc_access *b = t->bk[i];
-		if ((b->pstate & ACC_LOCKED) || !primary_writes(b) || post_cached(t, b))
+		if ((b->pstate & ACC_LOCKED) || !primary_writes(b))
+			continue;
+		locking = true;
+		if (post_cached(t, b))
 			continue;
 		t->ccw->stats.addr_cache_misses++; /* warm-ups wait for these too */
 		st_probe_post(&t->batch, L, b->node, b->hash, bucket[i]);
 		probed[i] = probing = true;
 	}
+	if (!locking)
+		goto out;
 	if (probing && (rc = prim_exec(t)))
 		goto out;
 	for (int i = 0; i < t->nbk; i++) {

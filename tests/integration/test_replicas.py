@@ -137,16 +137,18 @@ def ycsb_block_round_trips(cl, proto, rounds=20):
 
 
 @pytest.mark.time_limit(120)
-@pytest.mark.parametrize("proto", ["silo", "nowait"])
-def test_replication_costs_at_most_one_round_trip(make_cluster, proto):
-    """FORD's coalescent commit (cc/repl.c): the backups' copies and undo
-    records ride in the batches the commit sends anyway, so a transaction
-    with replicas 2 or 3 takes at most one round trip more than with
-    replicas 1, counted by INFO on the same block (today: silo 4, then 5
-    with 2 or 3 copies; nowait 3 in all three)."""
+@pytest.mark.parametrize("proto", ["silo", "nowait", "mvcc"])
+def test_replication_costs_no_round_trip(make_cluster, proto):
+    """FORD's coalescent commit (cc/repl.c): the backups' locks ride in the
+    primaries' lock round, their copies and undo records in the batches
+    the commit sends anyway, so once the addresses are cached a
+    transaction takes as many round trips with replicas 2 or 3 as with
+    replicas 1 (the issue asks for at most one more), counted by INFO on
+    the same block. Caught: an empty backup-lock step that still sent
+    what silo had queued for its installs, a round of its own."""
     trips = {}
     for n in (1, 2, 3):
         cl = make_cluster("tcp", opts={"cc": proto}, file_opts={"replicas": n})
         trips[n] = ycsb_block_round_trips(cl, proto)
         assert cl.cleanup() == []  # no sanitizer report
-    assert trips[2] <= trips[1] + 1 and trips[3] <= trips[1] + 1, trips
+    assert trips[1] == trips[2] == trips[3], trips
