@@ -492,6 +492,13 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 		}
 		const uint64_t config = ck_pr_load_64(&n->config_epoch);
 		cc_enter(ccw);
+		if (lease && ck_pr_load_32(&n->config_refuse)) {
+			/* Refused while it waited to enter: a quiesce that drains
+			 * the node for good (a shutdown) lets nothing new in. */
+			cc_leave(ccw);
+			rec_put(ccw, rec);
+			return CC_ENOTSERVING;
+		}
 		txn_begin(ccw, &t, rec, prio_ts);
 		if (new_owner)
 			t.prio_ts = prio_ts = cc_ts_unique(&t);

@@ -134,7 +134,10 @@ struct cc_node {
 	 * published, moved by the server after each pl_publish. */
 	uint64_t lease_until_ns;
 	uint64_t config_epoch;
-	uint32_t config_refuse;   /* non-zero: refuse at once rather than wait for a lease */
+	/* Non-zero: refuse at once rather than wait for a lease; also checked
+	 * once a transaction entered (cc_enter), so that a quiesce after it
+	 * was set drains the node of every transaction for good. */
+	uint32_t config_refuse;
 
 	const struct cc_cluster_ops *cops; /* NULL: standalone */
 	struct cc_limits limits;

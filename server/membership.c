@@ -94,8 +94,12 @@ enum { WIRE_ASK = 1, WIRE_GRANT, WIRE_JOIN, WIRE_READY, WIRE_REBALANCE, WIRE_LEA
        WIRE_STAY };
 /* cc_node.config_refuse: why transactions are refused at once. */
 enum { REFUSE_NONE, REFUSE_OUT, REFUSE_NO_LEADER, REFUSE_LEAVING };
-/* mb_leave's steps (membership.leaving); STAYS: the leader keeps it in. */
-enum { LEAVE_NONE, LEAVE_ASKED, LEAVE_STOPPED, LEAVE_DRAINED, LEAVE_STAYS };
+/* mb_leave's steps (membership.leaving), each X_ASKED by mb_leave and
+ * done by the Raft thread: refuse new transactions; (drained) drop the
+ * lease and take no grant; (DRAINED) ask to leave. STAYS: the leader
+ * keeps it in. */
+enum { LEAVE_NONE, LEAVE_ASKED, LEAVE_REFUSING, LEAVE_DROP_ASKED, LEAVE_DROPPED, LEAVE_DRAINED,
+       LEAVE_STAYS };
 
 /* A log entry (fixed layout, little-endian). */
 struct mb_cmd {
@@ -453,7 +457,7 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct
 	if (w.kind == WIRE_GRANT) {
 		unsigned i = (unsigned)(w.seq % SENT_RING);
 		if (m->sent_seq[i] != w.seq || (m->st.out & bit(m->self)) ||
-		    ck_pr_load_int(&m->leaving) != LEAVE_NONE)
+		    ck_pr_load_int(&m->leaving) >= LEAVE_DROP_ASKED)
 			return;
 		/* Only for the configuration this node uses, all of it
 		 * applied: else it would serve under an old map. */
@@ -521,7 +525,7 @@ static void leader_tick(struct membership *m, uint64_t now)
 	if (can_grant(m, now)) {
 		m->granted_ms = now;
 		if (!(m->st.out & bit(m->self)) && m->st.epoch == ck_pr_load_64(&m->adopted_epoch) &&
-		    ck_pr_load_int(&m->leaving) == LEAVE_NONE)
+		    ck_pr_load_int(&m->leaving) < LEAVE_DROP_ASKED)
 			set_lease(m, now + LEASE_MS);
 	} else if (now - m->granted_ms > LEASE_MS && now - m->withheld_log_ms > 2000) {
 		/* Say why every node is about to stop serving. */
@@ -675,7 +679,7 @@ static void on_tick(uv_timer_t *t)
 	leave_step(m);
 	if (state == RAFT_LEADER) {
 		leader_tick(m, now);
-	} else if (lid && leaving == LEAVE_NONE) {
+	} else if (lid && leaving < LEAVE_DROP_ASKED) {
 		m->seq++;
 		unsigned i = (unsigned)(m->seq % SENT_RING);
 		m->sent_ms[i] = now;
@@ -743,10 +747,13 @@ static void on_wake(uv_async_t *a)
 {
 	struct membership *m = a->data;
 	if (ck_pr_load_int(&m->leaving) == LEAVE_ASKED) {
-		/* On this thread, which alone takes grants: no lease from now. */
 		ck_pr_store_32(&m->n->cc.config_refuse, REFUSE_LEAVING);
+		ck_pr_store_int(&m->leaving, LEAVE_REFUSING);
+	}
+	if (ck_pr_load_int(&m->leaving) == LEAVE_DROP_ASKED) {
+		/* On this thread, which alone takes grants: no lease from now. */
 		set_lease(m, 0);
-		ck_pr_store_int(&m->leaving, LEAVE_STOPPED);
+		ck_pr_store_int(&m->leaving, LEAVE_DROPPED);
 	}
 	leave_step(m);
 	if (!ck_pr_load_int(&m->stop))
@@ -1350,6 +1357,20 @@ static bool left(struct membership *m)
 	       (!leads || st.settled >= st.epoch);
 }
 
+/* mb_leave: ask the Raft thread for step `asked`, and wait for it. */
+static int leave_await(struct membership *m, int asked, uint64_t end)
+{
+	ck_pr_store_int(&m->leaving, asked);
+	uv_async_send(&m->wake);
+	while (ck_pr_load_int(&m->leaving) == asked && now_ms() < end)
+		sleep_ms(5);
+	if (ck_pr_load_int(&m->leaving) != asked)
+		return 0;
+	srv_log(m->n, LOG_WARNING, "shutdown: the Raft thread did not answer; the others take "
+		"this node out after its lease");
+	return -1;
+}
+
 void mb_leave(struct node *n)
 {
 	struct membership *m = n->membership;
@@ -1366,21 +1387,17 @@ void mb_leave(struct node *n)
 		return;
 	}
 	uint64_t t0 = now_ms(), end = t0 + LEAVE_WAIT_MS;
-	/* 1. No lease from now (the Raft thread drops it), so no new
-	 * transaction runs and none reaches another node. */
-	ck_pr_store_int(&m->leaving, LEAVE_ASKED);
-	uv_async_send(&m->wake);
-	while (ck_pr_load_int(&m->leaving) == LEAVE_ASKED && now_ms() < end)
-		sleep_ms(10);
-	if (ck_pr_load_int(&m->leaving) == LEAVE_ASKED) {
-		srv_log(n, LOG_WARNING, "shutdown: the Raft thread did not answer; the others "
-			"take this node out after its lease");
+	/* 1. Every new transaction refused (cc_wait_lease, and cc_run once
+	 * entered); then those in flight end, under the lease this node
+	 * still renews: nothing of this node's is left in doubt. */
+	if (leave_await(m, LEAVE_ASKED, end))
 		return;
-	}
-	/* 2. What was in flight has ended (its operations on other nodes
-	 * fail without a lease): nothing of this node's is in doubt. */
 	cc_quiesce_begin(&n->cc, NULL);
 	cc_quiesce_end(&n->cc);
+	/* 2. No lease from now (the Raft thread drops it): nothing of this
+	 * node's reaches another node any more. */
+	if (leave_await(m, LEAVE_DROP_ASKED, end))
+		return;
 	/* 3. Out, by the leader (asked now, and at each tick). */
 	ck_pr_store_int(&m->leaving, LEAVE_DRAINED);
 	uv_async_send(&m->wake);

@@ -268,6 +268,16 @@ class ClusterTopology:
         return self._replace(node, probe_key, deadline, lambda nd: nd.kill9(),
                              lambda nd, t0: nd.start())
 
+    def shutdown(self, node, probe_key, deadline=FAILOVER_DEADLINE):
+        """SIGTERM the node at index `node` and wait for its exit (it hands
+        its slots over first: server/membership.h mb_leave), start it
+        again once the others serve its keys: _replace."""
+        def stop(nd):
+            rc = nd.stop()
+            if rc != 0:
+                raise RuntimeError("node %d exited with status %r on SIGTERM" % (nd.id, rc))
+        return self._replace(node, probe_key, deadline, stop, lambda nd, t0: nd.start())
+
     def _replace(self, node, probe_key, deadline, fail, revive, undo=None):
         """fail(nd) on the node at index `node` (replicas 2 or more); wait
         until another node shows it out of the configuration and a write
@@ -433,6 +443,8 @@ class RunSpec:
     until it is back in place (replicas 2 or more: ClusterTopology.failover);
     pauses: how many SIGSTOP of a random node for PAUSE_SECONDS, then
     SIGCONT, waiting until it is back in place (ClusterTopology.pause).
+    shutdowns: how many SIGTERM of a random node, waiting until the others
+    serve its keys, then restarting it (ClusterTopology.shutdown).
     switch_every: instead of one pass through `switch` evenly spread, a
     switch every this many seconds, in a random order (rounds of every
     protocol of `switch`, shuffled with the seed, never twice in a row)."""
@@ -442,7 +454,7 @@ class RunSpec:
                  fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
                  realtime=True, seed=None, topology="single", accounts=8,
                  switch_every=None, persistence=None, power_cuts=0, replicas=1,
-                 failovers=0, pauses=0):
+                 failovers=0, pauses=0, shutdowns=0):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         if self.seed is None:
@@ -469,6 +481,8 @@ class RunSpec:
             s += ", %d kill -9 with failover" % self.failovers
         if self.pauses:
             s += ", %d SIGSTOP for %.0f s" % (self.pauses, PAUSE_SECONDS)
+        if self.shutdowns:
+            s += ", %d SIGTERM" % self.shutdowns
         if self.power_cuts:
             s += ", %d power cut" % self.power_cuts
         if self.persistence:
@@ -763,6 +777,13 @@ def _drive(spec, topo, rec, events, failovers, windows):
     for i in range(spec.pauses):
         plan.append((start + spec.duration * (i + 1) / (spec.pauses + 1), "pause",
                      pa_victims[i]))
+    sd_victims = random.Random(spec.seed + 3).choices(range(topo.nodes()), k=spec.shutdowns)
+    if spec.shutdowns and not probes:
+        probes = topo.spread("fo%d:" % spec.seed, topo.nodes())
+    for i in range(spec.shutdowns):
+        # Between the pauses' and failovers' times: never two at once.
+        plan.append((start + spec.duration * (i + 0.5) / (spec.shutdowns + 1), "shutdown",
+                     sd_victims[i]))
     plan.sort(key=lambda p: p[0])
     for when, kind, arg in plan:
         while time.monotonic() < when:
@@ -795,13 +816,13 @@ def _drive(spec, topo, rec, events, failovers, windows):
             where = " via node %d" % ids[via] if topo.nodes() > 1 else ""
             events.append("switch to %s%s (%.0f ms)" % (arg, where, ms))
             rec.meta(event="CONFIG SET cc %s%s" % (arg, where))
-        elif kind in ("failover", "pause"):
+        elif kind in ("failover", "pause", "shutdown"):
             nid = topo.node_ids()[arg]
-            what = "kill -9" if kind == "failover" else "SIGSTOP"
+            what = {"failover": "kill -9", "pause": "SIGSTOP", "shutdown": "SIGTERM"}[kind]
             rec.meta(event="%s node %d" % (what, nid))
             key = "{%s}probe" % [t for t, owner in probes if owner == nid][0]
             t_fault = time.monotonic_ns()
-            write_s, back_s = (topo.failover if kind == "failover" else topo.pause)(arg, key)
+            write_s, back_s = getattr(topo, kind)(arg, key)
             watch.reset()
             windows.append((arg, t_fault, time.monotonic_ns()))
             events.append("%s of node %d: its key written through another node after %.2f s, "
@@ -1005,6 +1026,10 @@ def main(argv=None):
                     help="N SIGSTOP of a random node for %.0f s, then SIGCONT, each waiting "
                     "for the failover and then for its rejoin (clusters, --replicas 2 or more)"
                     % PAUSE_SECONDS)
+    ap.add_argument("--shutdown", type=int, nargs="?", const=1, default=0, metavar="N",
+                    help="N SIGTERM of a random node, each waiting for the others to serve "
+                    "its keys (it hands them over as it shuts down), then restarting it and "
+                    "waiting for its rejoin (clusters, --replicas 2 or more)")
     ap.add_argument("--power-cut", type=int, nargs="?", const=1, default=0, metavar="N",
                     help="with --persistence power: N times during a single run, kill -9 every "
                          "node together and drop their region copies in /dev/shm, so that "
@@ -1055,7 +1080,7 @@ def main(argv=None):
         ", ".join(topologies), ", ".join(offered), ", ".join(protocols)))
 
     if (args.workload or args.fault or args.switch or args.power_cut or args.failover or
-            args.pause):
+            args.pause or args.shutdown):
         specs = []
         for topo in topologies:
             one = RunSpec("%s%s%s" % (args.workload or "append", "-fault" if args.fault else "",
@@ -1066,6 +1091,7 @@ def main(argv=None):
                           switch_every=args.switch_every if args.switch else None,
                           faults=args.fault, power_cuts=args.power_cut,
                           failovers=args.failover, pauses=args.pause,
+                          shutdowns=args.shutdown,
                           fabric_delay_us=DEFAULT_FABRIC_DELAY_US
                           if args.fabric_delay_us is None else args.fabric_delay_us,
                           realtime=not args.no_realtime, seed=args.seed, topology=topo)
@@ -1086,7 +1112,8 @@ def main(argv=None):
         s.persistence = args.persistence
         if s.topology in CLUSTER_TOPOLOGIES:
             # A failover needs a copy to fail over to.
-            s.replicas = max(args.replicas, 2) if s.failovers or s.pauses else args.replicas
+            s.replicas = (max(args.replicas, 2) if s.failovers or s.pauses or s.shutdowns
+                          else args.replicas)
 
     print("%d runs, %s of load (plus each run's start, final reads and check)"
           % (len(specs), _minutes(sum(sp.duration for sp in specs))), flush=True)
