@@ -151,7 +151,8 @@ struct membership {
 	struct raft raft;
 	uv_timer_t tick;
 	uv_udp_t udp;
-	uv_async_t wake;                 /* mb_stop, mb_leave */
+	uv_async_t wake;                 /* mb_stop, mb_leave, nudge */
+	int nudged;                      /* ck_pr: the configuration thread's news */
 	int stop;                        /* ck_pr: mb_stop asked */
 	pthread_t thread;
 	bool running;
@@ -173,6 +174,8 @@ struct membership {
 	uint64_t withheld_log_ms;        /* the last "withheld" warning */
 	uint64_t heard_ms[PL_MAX_NODES];   /* last message */
 	uint64_t leave_asked;            /* nodes that shut down and asked to be out */
+	uint64_t ask_seq[PL_MAX_NODES];  /* a node's last lease request not granted */
+	uint64_t ask_ms[PL_MAX_NODES];   /* when it came */
 	uint64_t last_copy_log_ms[PL_MAX_NODES]; /* "stays in" warnings */
 	uint64_t adopted_at[PL_MAX_NODES]; /* the configuration it said it uses */
 
@@ -227,6 +230,9 @@ static uint64_t bit(unsigned id)
 
 /* ---- the FSM (Raft thread) ---- */
 
+static bool settle_step(struct membership *m, uint64_t now);
+static void grant_waiting(struct membership *m, uint64_t now);
+
 static void publish_state(struct membership *m)
 {
 	pthread_mutex_lock(&m->mu);
@@ -254,6 +260,7 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 	if (c.kind == CMD_SETTLED) {
 		st->settled = st->epoch;
 		publish_state(m);
+		grant_waiting(m, now_ms());
 		return 0;
 	}
 	const uint64_t b = bit((unsigned)c.node);
@@ -478,9 +485,15 @@ static void on_udp(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf, const struct
 	m->heard_ms[w.node] = now;
 	const uint64_t b = bit(w.node);
 	if (w.kind == WIRE_ASK) {
+		const bool news = m->adopted_at[w.node] != w.epoch;
 		m->adopted_at[w.node] = w.epoch;
+		m->ask_seq[w.node] = w.seq;
+		m->ask_ms[w.node] = now;
+		if (news)
+			settle_step(m, now); /* all quiet now? */
 		if ((m->st.out & b) || !can_grant(m, now))
 			return; /* out (no lease until it rejoins), or not yet */
+		m->ask_seq[w.node] = 0;
 		struct mb_wire g = { .magic = WIRE_MAGIC, .kind = WIRE_GRANT,
 				     .node = (uint16_t)m->self, .cluster = m->cluster, .seq = w.seq,
 				     .epoch = m->st.epoch };
@@ -505,6 +518,48 @@ static void on_alloc(uv_handle_t *h, size_t want, uv_buf_t *buf)
 {
 	struct membership *m = h->data;
 	*buf = uv_buf_init(m->rbuf, sizeof(m->rbuf));
+}
+
+/*
+ * The leader's way to leases under a new configuration: a takeover
+ * (idempotent: a new leader may redo its predecessor's) once every live
+ * node is quiet, then SETTLED. Each tick, and at once when a node says it
+ * adopted the configuration or the takeover is done. True if it proposed.
+ */
+static bool settle_step(struct membership *m, uint64_t now)
+{
+	if (raft_state(&m->raft) != RAFT_LEADER || m->st.settled >= m->st.epoch)
+		return false;
+	if (ck_pr_load_64(&m->took_over) == m->st.epoch)
+		return propose(m, CMD_SETTLED, 0);
+	if (all_quiet(m, now)) {
+		pthread_mutex_lock(&m->mu);
+		if (m->want_takeover < m->st.epoch) {
+			m->want_takeover = m->st.epoch;
+			pthread_cond_broadcast(&m->cv);
+		}
+		pthread_mutex_unlock(&m->mu);
+	}
+	return false;
+}
+
+/* The leader, once it may grant again (SETTLED applied): the last lease
+ * request of each node, if recent, answered now rather than at its next
+ * one. Its lease counts from when it asked, as always. */
+static void grant_waiting(struct membership *m, uint64_t now)
+{
+	if (raft_state(&m->raft) != RAFT_LEADER || !can_grant(m, now))
+		return;
+	for (unsigned i = 1; i < PL_MAX_NODES; i++) {
+		if (!(m->members & bit(i)) || (m->st.out & bit(i)) || !m->ask_seq[i] ||
+		    now - m->ask_ms[i] > RENEW_MS || m->adopted_at[i] != m->st.epoch)
+			continue;
+		struct mb_wire g = { .magic = WIRE_MAGIC, .kind = WIRE_GRANT,
+				     .node = (uint16_t)m->self, .cluster = m->cluster,
+				     .seq = m->ask_seq[i], .epoch = m->st.epoch };
+		udp_send(m, i, &g);
+		m->ask_seq[i] = 0;
+	}
 }
 
 /* The leader, every tick: its own lease, the takeover a new configuration
@@ -546,21 +601,8 @@ static void leader_tick(struct membership *m, uint64_t now)
 			srv_log(m->n, LOG_WARNING, "  not on configuration %" PRIu64 ":%s", m->st.epoch,
 				who);
 	}
-	if (m->st.settled < m->st.epoch) {
-		/* A takeover (idempotent: a new leader may redo its
-		 * predecessor's) once every live node is quiet; then SETTLED. */
-		if (ck_pr_load_64(&m->took_over) == m->st.epoch) {
-			if (propose(m, CMD_SETTLED, 0))
-				return;
-		} else if (all_quiet(m, now)) {
-			pthread_mutex_lock(&m->mu);
-			if (m->want_takeover < m->st.epoch) {
-				m->want_takeover = m->st.epoch;
-				pthread_cond_broadcast(&m->cv);
-			}
-			pthread_mutex_unlock(&m->mu);
-		}
-	}
+	if (settle_step(m, now))
+		return;
 	/* A node that shuts down cleanly (mb_leave) serves nothing any more
 	 * and asked to be out: no need to wait for its lease. */
 	m->leave_asked &= m->members & ~m->st.out;
@@ -665,6 +707,19 @@ static const char *role_name(int state)
 	}
 }
 
+/* A follower's lease request, saying which configuration it uses. */
+static void send_ask(struct membership *m, unsigned leader, uint64_t now)
+{
+	m->seq++;
+	unsigned i = (unsigned)(m->seq % SENT_RING);
+	m->sent_ms[i] = now;
+	m->sent_seq[i] = m->seq;
+	struct mb_wire w = { .magic = WIRE_MAGIC, .kind = WIRE_ASK, .node = (uint16_t)m->self,
+			     .cluster = m->cluster, .seq = m->seq,
+			     .epoch = ck_pr_load_64(&m->adopted_epoch) };
+	udp_send(m, leader, &w);
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct membership *m = t->data;
@@ -680,14 +735,7 @@ static void on_tick(uv_timer_t *t)
 	if (state == RAFT_LEADER) {
 		leader_tick(m, now);
 	} else if (lid && leaving < LEAVE_DROP_ASKED) {
-		m->seq++;
-		unsigned i = (unsigned)(m->seq % SENT_RING);
-		m->sent_ms[i] = now;
-		m->sent_seq[i] = m->seq;
-		struct mb_wire w = { .magic = WIRE_MAGIC, .kind = WIRE_ASK, .node = (uint16_t)m->self,
-				     .cluster = m->cluster, .seq = m->seq,
-				     .epoch = ck_pr_load_64(&m->adopted_epoch) };
-		udp_send(m, (unsigned)lid, &w);
+		send_ask(m, (unsigned)lid, now);
 	}
 	if (state != RAFT_LEADER && lid && ck_pr_load_int(&m->rebalance_asked)) {
 		struct mb_wire w = { .magic = WIRE_MAGIC, .kind = WIRE_REBALANCE,
@@ -756,6 +804,17 @@ static void on_wake(uv_async_t *a)
 		ck_pr_store_int(&m->leaving, LEAVE_DROPPED);
 	}
 	leave_step(m);
+	if (ck_pr_fas_int(&m->nudged, 0)) {
+		/* A configuration adopted here, or a takeover done: tell the
+		 * leader now rather than at the next tick. */
+		raft_id lid = 0;
+		const char *laddr = NULL;
+		raft_leader(&m->raft, &lid, &laddr);
+		if (raft_state(&m->raft) == RAFT_LEADER)
+			settle_step(m, now_ms());
+		else if (lid && lid < PL_MAX_NODES && ck_pr_load_int(&m->leaving) < LEAVE_DROP_ASKED)
+			send_ask(m, (unsigned)lid, now_ms());
+	}
 	if (!ck_pr_load_int(&m->stop))
 		return;
 	uv_timer_stop(&m->tick);
@@ -1063,6 +1122,13 @@ static void rejoin_step(struct membership *m, const struct mb_state *st)
 	ck_pr_store_32(&m->rejoin_ask, 0);
 }
 
+/* The configuration thread has news for the Raft thread (on_wake). */
+static void nudge(struct membership *m)
+{
+	ck_pr_store_int(&m->nudged, 1);
+	uv_async_send(&m->wake);
+}
+
 static void *adopter_main(void *arg)
 {
 	struct membership *m = arg;
@@ -1077,9 +1143,11 @@ static void *adopter_main(void *arg)
 		pthread_mutex_unlock(&m->mu);
 		if (st.epoch > ck_pr_load_64(&m->adopted_epoch)) {
 			adopt(m, &st);
+			nudge(m);
 		} else if (want == st.epoch && st.settled < want &&
 			   ck_pr_load_64(&m->took_over) < want) {
 			takeover(m, &st);
+			nudge(m);
 			pthread_mutex_lock(&m->mu);
 			if (ck_pr_load_64(&m->took_over) < want)
 				m->want_takeover = 0; /* the next tick asks again */

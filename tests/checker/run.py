@@ -293,8 +293,8 @@ class ClusterTopology:
         c = other.client()
         try:
             cold = self._write_cold(c, probe_key)
+            t0 = time.monotonic()  # (a SIGTERM's fail returns at the exit)
             fail(nd)
-            t0 = time.monotonic()
             try:
                 write_s = self._wait_served(c, nd, probe_key, t0 + deadline)
             except Exception:
