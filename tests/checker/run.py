@@ -766,24 +766,17 @@ def _drive(spec, topo, rec, events, failovers, windows):
         plan.append((start + spec.duration * (i + 1) / (spec.faults + 1), "kill", victims[i]))
     for i in range(spec.power_cuts):
         plan.append((start + spec.duration * (i + 0.5) / spec.power_cuts, "cut", None))
-    fo_victims = random.Random(spec.seed + 1).choices(range(topo.nodes()), k=spec.failovers)
-    probes = topo.spread("fo%d:" % spec.seed, topo.nodes()) if spec.failovers else None
-    for i in range(spec.failovers):
-        plan.append((start + spec.duration * (i + 1) / (spec.failovers + 1), "failover",
-                     fo_victims[i]))
-    pa_victims = random.Random(spec.seed + 2).choices(range(topo.nodes()), k=spec.pauses)
-    if spec.pauses and not probes:
-        probes = topo.spread("fo%d:" % spec.seed, topo.nodes())
-    for i in range(spec.pauses):
-        plan.append((start + spec.duration * (i + 1) / (spec.pauses + 1), "pause",
-                     pa_victims[i]))
-    sd_victims = random.Random(spec.seed + 3).choices(range(topo.nodes()), k=spec.shutdowns)
-    if spec.shutdowns and not probes:
-        probes = topo.spread("fo%d:" % spec.seed, topo.nodes())
-    for i in range(spec.shutdowns):
-        # Between the pauses' and failovers' times: never two at once.
-        plan.append((start + spec.duration * (i + 0.5) / (spec.shutdowns + 1), "shutdown",
-                     sd_victims[i]))
+    # Faults that a failover answers (replicas): each on a random node,
+    # evenly spread; shutdowns half a step earlier, never with another.
+    probes = None
+    for kind, count, salt, shift in (("failover", spec.failovers, 1, 1.0),
+                                     ("pause", spec.pauses, 2, 1.0),
+                                     ("shutdown", spec.shutdowns, 3, 0.5)):
+        picks = random.Random(spec.seed + salt).choices(range(topo.nodes()), k=count)
+        if count and not probes:
+            probes = topo.spread("fo%d:" % spec.seed, topo.nodes())
+        for i in range(count):
+            plan.append((start + spec.duration * (i + shift) / (count + 1), kind, picks[i]))
     plan.sort(key=lambda p: p[0])
     for when, kind, arg in plan:
         while time.monotonic() < when:

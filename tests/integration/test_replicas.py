@@ -14,6 +14,7 @@ import redis
 
 from cluster import fabric, make_cluster  # noqa: F401 (fixtures)
 from rckvtest import ServerError
+from test_fetch import ycsb_block
 
 pytestmark = pytest.mark.rckv_only
 
@@ -116,26 +117,6 @@ def test_bad_replicas_is_refused_at_start(make_cluster, bad, why):
     assert why in nd.log_text(), nd.log_tail()
 
 
-def ycsb_block_round_trips(cl, proto, rounds=20):
-    """Round trips per committed transaction (INFO cc) of a ycsb-t-like
-    block over tcp, addresses cached: 8 GETs and 2 SETs on keys whose
-    primaries are all 3 nodes, sent to node 1."""
-    from test_fetch import proto_line, run_multi, ten_keys
-    keys = ten_keys(cl)
-    with cl.raw(1) as c:
-        assert c.call("MSET", *[x for k in keys for x in (k, "0")]) == "OK"
-        block = [("GET", k) for k in keys[:4] + keys[5:7] + keys[8:]]
-        block += [("SET", keys[4], "w"), ("SET", keys[7], "w")]
-        assert run_multi(c, block)[-1] == "OK"  # learns the addresses
-        assert c.call("CONFIG", "RESETSTAT") == "OK"
-        for i in range(rounds):
-            block[-2:] = [("SET", keys[4], "w%d" % i), ("SET", keys[7], "w%d" % i)]
-            assert run_multi(c, block) == [b"0"] * 8 + ["OK", "OK"]
-        p = proto_line(c, proto)
-    assert p["commits"] == rounds and p["aborts"] == 0, p
-    return p["round_trips_per_txn"]
-
-
 @pytest.mark.time_limit(120)
 @pytest.mark.parametrize("proto", ["silo", "nowait", "mvcc"])
 def test_replication_costs_no_round_trip(make_cluster, proto):
@@ -144,11 +125,11 @@ def test_replication_costs_no_round_trip(make_cluster, proto):
     the commit sends anyway, so once the addresses are cached a
     transaction takes as many round trips with replicas 2 or 3 as with
     replicas 1 (the issue asks for at most one more), counted by INFO on
-    the same block. Caught: an empty backup-lock step that still sent
+    test_fetch's ycsb-t-like block. Caught: an empty backup-lock step that still sent
     what silo had queued for its installs, a round of its own."""
     trips = {}
     for n in (1, 2, 3):
         cl = make_cluster("tcp", opts={"cc": proto}, file_opts={"replicas": n})
-        trips[n] = ycsb_block_round_trips(cl, proto)
+        trips[n] = ycsb_block(cl, proto)["round_trips_per_txn"]
         assert cl.cleanup() == []  # no sanitizer report
     assert trips[1] == trips[2] == trips[3], trips
