@@ -767,7 +767,8 @@ def _drive(spec, topo, rec, events, failovers, windows):
     for i in range(spec.power_cuts):
         plan.append((start + spec.duration * (i + 0.5) / spec.power_cuts, "cut", None))
     # Faults that a failover answers (replicas): each on a random node,
-    # evenly spread; shutdowns half a step earlier, never with another.
+    # evenly spread, shutdowns half a step earlier (the plan runs one
+    # event at a time: each waits for the one before to end).
     probes = None
     for kind, count, salt, shift in (("failover", spec.failovers, 1, 1.0),
                                      ("pause", spec.pauses, 2, 1.0),
@@ -959,7 +960,7 @@ def suite(protocols, duration, kind="short", topology="single", with_none=True):
         if su.failover and on_cluster:
             kills, part = su.failover
             specs.append(RunSpec("bank-failover", p, workload="bank", duration=duration * part,
-                                 failovers=kills, replicas=2, **t))
+                                 failovers=kills, shutdowns=1, replicas=2, **t))
     if len(protocols) > 1 and su.switch_rounds:
         specs.append(RunSpec("switch", protocols[0], duration=duration,
                              switch=list(protocols) * su.switch_rounds, **t))
