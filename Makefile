@@ -35,7 +35,7 @@ check-serializable: build
 # 3-node shm cluster (bench/protocols.sh), then persistence power against
 # Redis's append-only file, ycsb-t under power and recovery with a long
 # write-ahead log (bench/power.sh, about 8 minutes); replicas 1, 2 and 3
-# (bench/replicas.sh, about 10 minutes), and the failover time under kill -9
+# (bench/replicas.sh, about 40 minutes), and the failover time under kill -9
 # with replicas 2 (bench/failover.sh, about 5 minutes); all under
 # bench/results/.
 bench: build
