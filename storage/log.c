@@ -18,10 +18,11 @@
  * (4) Lock words are never logged, so a region rebuilt from its log after
  *     a power cut may have lost the locks of (1). st_log_relock takes them
  *     again, by CAS from 0, for every slot that names a transaction
- *     without its mark: a coordinator retires a slot before it unlocks
- *     the items (cc/prim.c), so such a slot's items are still its, even
- *     while that coordinator runs (a shm peer); once the mark is written
- *     its installs stand and need no lock.
+ *     without its mark: a coordinator marks or retires a slot before it
+ *     unlocks the items (cc/prim.c), so such a slot's items are still its,
+ *     even while that coordinator runs (a shm peer), as long as the slot
+ *     is unchanged after the CAS (else the lock goes back); once the mark
+ *     is written its installs stand and need no lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -234,14 +235,21 @@ static void slot_records(struct st_region *r, uint64_t soff, uint64_t txn, struc
 }
 
 /* The lock word of block off (class cls, generation gen) to txn, if it is
- * that block and free. */
-static bool relock_block(struct st_region *r, uint64_t off, unsigned cls, uint32_t gen,
-			 uint64_t txn)
+ * that block and free and slot h still names txn without its mark. A live
+ * coordinator (a shm peer) may have marked or retired the slot and then
+ * released the lock since we looked: the word we took is then nobody's,
+ * so it goes back. The owner marks or retires before it releases, so a
+ * CAS that won after that release sees the slot changed. */
+static bool relock_block(struct st_region *r, const struct st_log_hdr *h, uint64_t off,
+			 unsigned cls, uint32_t gen, uint64_t txn)
 {
 	struct st_item *it = block_at(r, off, cls);
-	if (!it || st_ident_gen(ld(&it->ident)) != gen)
+	if (!it || st_ident_gen(ld(&it->ident)) != gen || !cas(&it->lock, 0, txn))
 		return false;
-	return cas(&it->lock, 0, txn);
+	if (ld(&h->txn) == txn && ld(&h->mark) != txn)
+		return true;
+	(void)cas(&it->lock, txn, 0);
+	return false;
 }
 
 uint64_t st_log_relock(struct st_region *r, unsigned self)
@@ -265,12 +273,12 @@ uint64_t st_log_relock(struct st_region *r, unsigned self)
 				if (kind == ST_REC_IMAGE && (uint32_t)rec->kind_len >= 40) {
 					uint64_t ident;
 					memcpy(&ident, (const char *)(rec + 1) + 24, 8);
-					n += relock_block(r, rec->off, st_ident_class(ident),
+					n += relock_block(r, h, rec->off, st_ident_class(ident),
 							  (uint32_t)rec->aux, txn);
 				} else if (kind == ST_REC_RELOC) {
 					struct st_log_reloc rl;
 					memcpy(&rl, rec + 1, sizeof(rl));
-					n += relock_block(r, rec->off, (uint8_t)rl.old_gen_cls,
+					n += relock_block(r, h, rec->off, (uint8_t)rl.old_gen_cls,
 							  (uint32_t)(rl.old_gen_cls >> 32), txn);
 				}
 			}

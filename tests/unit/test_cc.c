@@ -1138,6 +1138,91 @@ static void test_relock(void)
 	printf("  st_log_relock: an undecided slot's item locked again, nothing else\n");
 }
 
+/*
+ * The same recovery while that coordinator is alive (a shm peer keeps
+ * running on the restarted node's region): it commits (mark, then unlock;
+ * a single-node commit retires instead of marking) between the relock's
+ * look at the slot and its CAS. The relock must not keep a lock it took
+ * after the owner's release: nobody would ever release it, and every
+ * later transaction on the item would abort. A thread commits one
+ * transaction after another while this one relocks without pause.
+ */
+struct rl_race {
+	struct st_region *r;
+	unsigned self;
+	int stop;
+	uint64_t passes;
+};
+
+static void *rl_relocker(void *arg)
+{
+	struct rl_race *rr = arg;
+	while (!ck_pr_load_int(&rr->stop)) {
+		(void)st_log_relock(rr->r, rr->self);
+		ck_pr_inc_64(&rr->passes);
+	}
+	return NULL;
+}
+
+static void test_relock_live_coordinator(void)
+{
+	nodes_up(2, "nowait");
+	struct kv kv = { .key = "rl", .val = "old", .len = 3 };
+	run_one_at(0, 0, kv_set, &kv);
+	run_one_at(0, 0, rl_find, &kv);
+	int k = rl_ref.node - 1;
+	unsigned coord = (unsigned)(2 - k);
+	struct st_region *r = nodes[k].cc.region;
+	char *base = st_region_base(r);
+	struct st_item *it = (struct st_item *)(base + rl_ref.off);
+	struct st_log_hdr *h =
+		(struct st_log_hdr *)(base + st_log_slot_off(nodes[k].cc.layout, coord, 3));
+	struct st_log_rec *rec = (struct st_log_rec *)(h + 1);
+	uint32_t vlen = st_data_vlen(it->data);
+	struct rl_race rr = { .r = r, .self = (unsigned)k + 1 };
+	pthread_t th;
+	pthread_create(&th, NULL, rl_relocker, &rr);
+	int leaked = 0;
+	for (uint32_t i = 1; i <= 20000; i++) {
+		uint64_t txn = cc_owner_word((uint16_t)coord, i);
+		/* lock, records, slot: as the coordinator posts them */
+		ck_pr_store_64(&it->lock, txn);
+		rec->txn = txn;
+		rec->kind_len = ((uint64_t)ST_REC_IMAGE << 32) | (40 + vlen);
+		rec->off = rl_ref.off;
+		rec->aux = rl_ref.gen;
+		memcpy(rec + 1, &it->ver, 40);
+		memcpy((char *)(rec + 1) + 40, st_item_val(it), vlen);
+		rec->sum = st_log_rec_sum(rec, rec + 1);
+		ck_pr_fence_store();
+		ck_pr_store_64(&h->txn, txn);
+		for (volatile unsigned d = 0; d < (i * 7919u) % 3000u; d++)
+			;
+		if (i & 1)
+			ck_pr_store_64(&h->mark, txn); /* a multi-node commit's mark */
+		else
+			ck_pr_store_64(&h->txn, 0); /* a single-node commit's retire */
+		ck_pr_store_64(&it->lock, 0);
+		/* Two whole passes later, nothing of the relock is left. */
+		uint64_t p0 = ck_pr_load_64(&rr.passes);
+		while (ck_pr_load_64(&rr.passes) < p0 + 2)
+			;
+		if (ck_pr_load_64(&it->lock) != 0) {
+			leaked++;
+			ck_pr_store_64(&it->lock, 0);
+		}
+		ck_pr_store_64(&h->txn, 0);
+		ck_pr_store_64(&h->mark, 0);
+	}
+	ck_pr_store_int(&rr.stop, 1);
+	pthread_join(th, NULL);
+	printf("  st_log_relock: a live coordinator's commit meanwhile leaves no lock behind "
+	       "(%d of 20000 left)\n", leaked);
+	CHECK(leaked == 0);
+	memset(h, 0, sizeof(*h));
+	node_down();
+}
+
 static struct st_item *item_at(uint64_t off)
 {
 	return (struct st_item *)((char *)st_region_base(N.cc.region) + off);
@@ -1422,6 +1507,7 @@ int main(void)
 	for (int i = 0; i < nprotos; i++)
 		test_replicas(protos[i]);
 	test_relock();
+	test_relock_live_coordinator();
 	test_increments("nowait", true);
 	test_bank("silo", true);
 	test_two_nodes("silo");
