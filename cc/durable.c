@@ -99,11 +99,16 @@ struct durable {
 	 * The peer waiter is the thread that waits for peers' logs, so that
 	 * the flusher, which peers wait for, never waits for one. */
 	bool ring;
-	/* A tcp cluster node's log: it is the standalone node's (every write
-	 * to the region is made by this process: its workers, or its NIC
-	 * thread for the peers), and a peer's log is waited for with a remote
-	 * flush (fab_flush), which the peer's NIC answers once its log holds
-	 * everything it applied before it (journal_sync). */
+	/* Nodes this CPU does not write itself are waited for with a remote
+	 * flush (fab_flush), FORD's READ behind the WRITEs:
+	 * - a tcp cluster: each node's log is the standalone node's (every
+	 *   write to its region is made by its process: its workers, or its
+	 *   NIC thread for the peers), and its NIC answers a flush once its
+	 *   log holds everything it applied before it (journal_sync);
+	 * - a verbs cluster on persistent memory: no log; the NIC answers the
+	 *   READ once the WRITEs before it on the queue pair are placed, in
+	 *   the persistence domain. The own region is behind the NIC too
+	 *   (not direct), so it is flushed the same way. */
 	bool remote;
 	struct st_jring_slot slot[FAB_MAX_NODES];
 	uint64_t ring_epoch;    /* slots re-pointed since start (atomic) */
@@ -572,8 +577,13 @@ int durable_attach_peer(struct cc_node *n, uint16_t node, const char *region_pat
 static int index_persist(void *arg, struct fab_batch *b, uint16_t node, uint64_t off,
 			 uint64_t len)
 {
-	(void)b;
-	return persist_range(arg, node, off, len);
+	struct durable *d = arg;
+	if (d->remote && !fab_node_direct(d->n->fab, node)) {
+		/* b's endpoint made the write: a flush there covers it */
+		fab_flush(b, node);
+		return fab_exec(b);
+	}
+	return persist_range(d, node, off, len);
 }
 
 /* ---- the workers' side ---- */
@@ -727,12 +737,22 @@ static int remote_wait(struct txn *t, uint64_t peers)
 	return rc;
 }
 
-uint64_t durable_post_flushes(struct txn *t, uint64_t nodes)
+/* Of `nodes`, those a remote flush waits for: attached and not written
+ * by this CPU (tcp: the peers; verbs: every node, the own one too). */
+static uint64_t flushed_nodes(const struct durable *d, uint64_t nodes)
 {
-	const struct durable *d = t->node->durable;
 	if (!d || !d->remote)
 		return 0;
-	nodes &= ~(1ull << fab_self(t->node->fab)) & fab_attached_nodes(t->node->fab);
+	nodes &= fab_attached_nodes(d->n->fab);
+	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
+		if ((nodes & (1ull << nd)) && fab_node_direct(d->n->fab, (uint16_t)nd))
+			nodes &= ~(1ull << nd);
+	return nodes;
+}
+
+uint64_t durable_post_flushes(struct txn *t, uint64_t nodes)
+{
+	nodes = flushed_nodes(t->node->durable, nodes);
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 		if (nodes & (1ull << nd))
 			fab_flush(&t->batch, (uint16_t)nd);
@@ -760,9 +780,11 @@ int durable_wait_nodes(struct txn *t, uint64_t nodes, bool commit)
 		return ring_wait(d, t, nodes, commit);
 	if (d && d->remote) {
 		const uint64_t self = 1ull << fab_self(t->node->fab);
-		uint64_t peers = nodes & ~self & fab_attached_nodes(t->node->fab);
-		int rc = peers ? remote_wait(t, peers) : 0;
-		if (rc || !(nodes & self))
+		uint64_t far = flushed_nodes(d, nodes);
+		int rc = far ? remote_wait(t, far) : 0;
+		if (rc == 0 && commit && (far & self))
+			ck_pr_add_64(&t->node->gc_commits, 1);
+		if (rc || !(nodes & self) || (far & self))
 			return rc;
 	}
 	return own_wait(d, t->node, w, commit);
@@ -1028,7 +1050,7 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 	 * flusher: its fdatasync then overlaps the worker's next pass (ycsb-t
 	 * with 8 clients: 15,100 txn/s against 10,300 inline). */
 	d->ring = st_wal_ring(n->region) != NULL;
-	d->remote = d->wal && !d->ring && n->durable_remote;
+	d->remote = !d->ring && n->durable_remote;
 	d->inline_flush = d->everysec && !d->ring;
 	d->rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
 	d->nworkers = n->nworkers;
@@ -1085,7 +1107,8 @@ int durable_start(struct cc_node *n, char *err, size_t errlen)
 						       .arg = n->region });
 	} else if (!d->wal) {
 		st_region_set_persister(n->region, index_persist, d);
-		fab_track_writes(n->fab);
+		if (!d->remote) /* else nothing is persisted by ranges */
+			fab_track_writes(n->fab);
 	}
 	fab_set_aux(n->fab, &(struct fab_aux){ .fd = aux_fd, .poll = aux_poll, .arg = d });
 	n->durable = d;

@@ -342,9 +342,12 @@ void fab_faa(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t add, uin
  * that completes only when node's journal (its write-ahead log) holds
  * durably every write node applied before it, those of this endpoint's
  * earlier ops included. On tcp, the target's NIC-emulation thread holds
- * the reply until its journal's sync covers them. Elsewhere it is a plain
- * READ: a shm cluster's logs are waited for through their journal rings
- * (storage/jring.c), and verbs has no journal (refused for power).
+ * the reply until its journal's sync covers them. On verbs it is a plain
+ * READ, FORD's flush itself: it completes once the WRITEs before it on the
+ * queue pair are placed, which on persistent memory (with the NIC's DDIO
+ * off) is durable; server/node.c allows power on verbs only there. On shm
+ * it is a plain READ too: a shm cluster's logs are waited for through
+ * their journal rings (storage/jring.c).
  */
 void fab_flush(struct fab_batch *b, uint16_t node);
 

@@ -178,9 +178,11 @@ static int check_replicas(struct node *n, char *err, size_t errlen)
  * writers map (storage/jring.c), or its pages are flushed by the writer
  * (power-log no); on tcp each node's NIC thread logs what peers write and
  * answers their remote flushes (fab_flush), so only the log works there;
- * verbs has no remote flush and is refused. power-sim is a test
- * harness: it needs `testing yes`, persistence power, and a standalone
- * node (its copies reach only this node's own file).
+ * on verbs the NICs write the regions in place, and only persistent
+ * memory keeps what a remote flush (a READ behind the WRITEs) has seen
+ * arrive (check_power_medium, once the region is open). power-sim is a
+ * test harness: it needs `testing yes`, persistence power, and a
+ * standalone node (its copies reach only this node's own file).
  */
 static int check_power(const struct node *n, const struct st_config *sc, char *err,
 		       size_t errlen)
@@ -207,14 +209,6 @@ static int check_power(const struct node *n, const struct st_config *sc, char *e
 		return -1;
 	}
 	if (sc->persistence == ST_PERSIST_POWER && n->cfg.ncluster_nodes > 0 &&
-	    strcasecmp(n->cfg.fabric, "verbs") == 0) {
-		snprintf(err, errlen, "'persistence %s' is not available on 'fabric verbs': a "
-			 "commit must wait for every written node's log, and verbs has no remote "
-			 "flush yet (use persistence process, or fabric shm or tcp)",
-			 n->cfg.persistence);
-		return -1;
-	}
-	if (sc->persistence == ST_PERSIST_POWER && n->cfg.ncluster_nodes > 0 &&
 	    strcasecmp(n->cfg.fabric, "tcp") == 0 && !n->cfg.power_log) {
 		snprintf(err, errlen, "'persistence %s' with 'power-log no' needs 'fabric shm' in "
 			 "a cluster: page flushes reach a peer's memory only where it is mapped "
@@ -222,6 +216,22 @@ static int check_power(const struct node *n, const struct st_config *sc, char *e
 		return -1;
 	}
 	return 0;
+}
+
+/* persistence power on a verbs cluster, once the region is open: only in
+ * place on persistent memory (no log: no CPU of this node sees the
+ * peers' writes). */
+static int check_power_medium(const struct node *n, const struct st_config *sc, char *err,
+			      size_t errlen)
+{
+	if (sc->persistence != ST_PERSIST_POWER || n->cfg.ncluster_nodes == 0 ||
+	    strcasecmp(n->cfg.fabric, "verbs") != 0 || st_region_is_pmem(n->cc.region))
+		return 0;
+	snprintf(err, errlen, "'persistence %s' on 'fabric verbs' needs the region on persistent "
+		 "memory (a DAX file system; dir '%s' is not): the peers' NICs write it with no CPU "
+		 "here to log or flush their writes (use persistence process, or fabric tcp or shm)",
+		 n->cfg.persistence, n->cfg.dir);
+	return -1;
 }
 
 const char *srv_durable_path(struct node *n)
@@ -242,6 +252,9 @@ const char *srv_durable_path(struct node *n)
 	if (st_region_is_wal(r))
 		return n->cc.durable_everysec ? "write-ahead log, fdatasync every second"
 					      : "write-ahead log, fdatasync per commit round";
+	if (st_region_is_pmem(r) && n->cc.durable_remote)
+		return "in place on persistent memory (the NICs write it; remote flush: a READ "
+		       "behind the WRITEs)";
 	if (st_region_is_pmem(r))
 		return "pmem_persist (persistent memory)";
 	return "msync of the changed pages";
@@ -359,9 +372,11 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		 * which shm peers write too (storage/jring.c); on tcp, only
 		 * this process writes the region (its NIC thread serves the
 		 * peers), so the log is the standalone one. */
-		.wal = n->cfg.power_log,
+		.wal = n->cfg.power_log && !(n->cfg.ncluster_nodes > 0 &&
+					     strcasecmp(n->cfg.fabric, "verbs") == 0),
 		.wal_ring = n->cfg.power_log && n->cfg.ncluster_nodes > 0 &&
 			    strcasecmp(n->cfg.fabric, "shm") == 0,
+		.wal_on_pmem = n->cfg.ncluster_nodes > 0 && strcasecmp(n->cfg.fabric, "tcp") == 0,
 		.checkpoint_bytes = (uint64_t)n->cfg.checkpoint_log_size,
 	};
 	if (check_power(n, &sc, err, errlen) != 0 || check_replicas(n, err, errlen) != 0)
@@ -372,6 +387,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		snprintf(err, errlen, "can't open the MemStore: %s", serr[0] ? serr : st_strerror(rc));
 		goto fail_cc;
 	}
+	if (check_power_medium(n, &sc, err, errlen) != 0)
+		goto fail_region;
 	n->cc.layout = st_region_layout(n->cc.region);
 	struct st_header *h = st_region_header(n->cc.region);
 	struct st_wal_stats ws;
@@ -437,7 +454,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		n->cc.durable_everysec = strcasecmp(n->cfg.persistence, "power-everysec") == 0;
 		n->cc.durable_worker_sync_min = n->cfg.power_worker_sync_min;
 		n->cc.durable_remote = n->cfg.ncluster_nodes > 0 &&
-				       strcasecmp(n->cfg.fabric, "tcp") == 0;
+				       (strcasecmp(n->cfg.fabric, "tcp") == 0 ||
+					strcasecmp(n->cfg.fabric, "verbs") == 0);
 		if (durable_start(&n->cc, err, errlen) != 0)
 			goto fail_listen;
 		srv_log(n, LOG_NOTICE, "persistence %s: %s%s, group commit on", n->cfg.persistence,

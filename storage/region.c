@@ -939,7 +939,7 @@ int st_region_open(const struct st_config *cfg, struct st_region **out, char *er
 	char abs[PATH_MAX];
 	if (realpath(r->path, abs))
 		snprintf(r->path, sizeof(r->path), "%s", abs);
-	if (cfg->persistence == ST_PERSIST_POWER && cfg->wal && !r->is_pmem) {
+	if (cfg->persistence == ST_PERSIST_POWER && cfg->wal && (!r->is_pmem || cfg->wal_on_pmem)) {
 		if ((rc = wal_open(r, cfg, dir, err, errlen)) != 0) {
 			if (r->base)
 				pmem_unmap(r->base, r->mapped_len);

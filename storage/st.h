@@ -70,6 +70,10 @@ struct st_config {
 	 * peers write too, its region copy kept under a stable name so that a
 	 * restart after kill -9 takes it whole (st.h, the journal ring). */
 	bool wal_ring;
+	/* ... even on persistent memory (a tcp cluster: its NIC thread makes
+	 * the peers' writes and logs them; in place, nothing would answer a
+	 * peer's remote flush by flushing them). */
+	bool wal_on_pmem;
 	uint64_t checkpoint_bytes;      /* log bytes between checkpoints; 0 = none */
 };
 

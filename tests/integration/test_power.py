@@ -502,11 +502,11 @@ def test_info_counts_group_commit(make_server, path):
     ({"power-sim-crash-after": 5, "testing": "yes"}, r"needs 'power-sim yes'"),
     ({"persistence": "power", "fabric": "verbs",
       "cluster-node": ["1", "127.0.0.1:1", "127.0.0.1:2"]},
-     r"'persistence power' is not available on 'fabric verbs'"),
+     r"'persistence power' on 'fabric verbs' needs the region on persistent memory"),
     ({"persistence": "power", "fabric": "tcp", "power-log": "no",
       "cluster-node": ["1", "127.0.0.1:1", "127.0.0.1:2"]},
      r"'power-log no' needs 'fabric shm' in a cluster"),
-], ids=["sim-needs-testing", "sim-needs-power", "cut-needs-sim", "power-over-verbs",
+], ids=["sim-needs-testing", "sim-needs-power", "cut-needs-sim", "power-over-verbs-off-pmem",
         "page-flushes-over-tcp"])
 def test_refused_at_start(make_server, opts, reason):
     argv = make_server(opts=opts, start=False, name="refused").argv()

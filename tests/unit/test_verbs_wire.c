@@ -470,6 +470,9 @@ static struct {
 	bool fail_all;        /* every WR executed fails */
 	enum ibv_wc_status fail_status;
 	int fences, doorbells, executed;
+	bool tracing;         /* note each WR executed in trace[] */
+	int ntrace;
+	struct { uint32_t qpn; enum ibv_wr_opcode op; uint64_t raddr; uint32_t len; } trace[16];
 	int live_ctx, live_pd, live_mr, live_cq, live_ch, live_qp;
 	int next_ctx;
 	uint32_t next_qpn, next_key;
@@ -1063,6 +1066,9 @@ static void fk_exec_qp(struct fk_qp *q, int k)
 		if (q->qp.state == IBV_QPS_RTS) {
 			st = fk_exec_one(q, &w);
 			fk.executed++;
+			if (fk.tracing && fk.ntrace < 16)
+				fk.trace[fk.ntrace++] = (typeof(fk.trace[0])){
+					.qpn = q->qp.qp_num, .op = w.op, .raddr = w.raddr, .len = w.len };
 		}
 		if (st != IBV_WC_SUCCESS)
 			q->qp.state = IBV_QPS_ERR;
@@ -1410,6 +1416,33 @@ static void test_two_nodes(void)
 	CHECK(fab_exec(&b0) == 0);
 	CHECK(fk.doorbells == bells + 2);
 	CHECK(x == 79 && memcmp(&y, msg, 8) == 0 && word(1, 2048) == 5);
+
+	/* fab_flush, persistence power's remote flush (FORD): a READ of the
+	 * region's first word behind the WRITEs it covers, on their queue
+	 * pair, so that it completes only once they are placed; the own
+	 * region's too, through the loopback. */
+	fk.tracing = true;
+	fk.ntrace = 0;
+	fab_write(&b0, 1, 512, msg, 64);
+	fab_write(&b0, 0, 512, msg, 64);
+	fab_flush(&b0, 1);
+	fab_flush(&b0, 0);
+	CHECK(fab_exec(&b0) == 0);
+	fk.tracing = false;
+	CHECK(fk.ntrace == 4);
+	for (int nd = 0; nd < 2 && fk.ntrace == 4; nd++) {
+		const uint64_t base = (uint64_t)(uintptr_t)nodes[nd].region;
+		int wi = -1, ri = -1;
+		for (int i = 0; i < 4; i++) {
+			if (fk.trace[i].op == IBV_WR_RDMA_WRITE && fk.trace[i].raddr == base + 512)
+				wi = i;
+			if (fk.trace[i].op == IBV_WR_RDMA_READ && fk.trace[i].raddr == base &&
+			    fk.trace[i].len == 8)
+				ri = i;
+		}
+		CHECK(wi >= 0 && ri > wi && fk.trace[wi].qpn == fk.trace[ri].qpn);
+	}
+	CHECK(memcmp((char *)nodes[0].region + 512, msg, 64) == 0);
 
 	/* Backpressure, invariant (1): 12 parts of 64 FAAs on one word, while
 	 * the NIC is stopped; the send queue (128 WRs here) takes two parts,
