@@ -58,10 +58,10 @@ NONE_SECONDS = 5.0
 CLUSTER_APPEND_SECONDS = 5.0
 CLUSTER_SWITCH_SECONDS = 5.0
 CLUSTER_NONE_SECONDS = 4.0
-CLUSTER_FAULT_SECONDS = 8.0
+CLUSTER_FAULT_SECONDS = 7.0
 CLUSTER_FAULTS = 4
 # zipf 0.0 runs, per protocol and topology (the zipf 0.99 runs are above).
-UNIFORM_SECONDS = 2.5
+UNIFORM_SECONDS = 2.0
 # Switches every SWITCH_PERIOD seconds, each protocol at least once.
 SWITCH_PERIOD = 2.0
 

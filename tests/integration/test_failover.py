@@ -185,6 +185,45 @@ def test_three_replicas_one_down_writes_go_on_two_down_refused(make_cluster):
             assert c.get(k) == v, (nd.id, k)
 
 
+@pytest.mark.time_limit(120)
+def test_silent_node_with_the_last_copy_stays_in(make_cluster):
+    """replicas 2 on 5 nodes (so that Raft keeps its majority with two
+    down): kill -9 a node, then the backup that now holds the only live
+    copy of some of its slots. The second is never taken out: the slots
+    wait for it, and when it restarts it brings them back with everything
+    written to them; the first then rejoins and copies them again."""
+    cl = make_cluster("shm", n=5, file_opts={"replicas": 2})
+    c = cl.node(1).client()
+    first = 3
+    mine = keys_of(c, first, 20)
+    for k in mine:
+        c.set(k, "before")
+    cl.node(first).kill9()
+    wait_for("node %d out" % first, lambda: node_states(c)[first] == "out")
+    backup = int(c.execute_command("RCKV", "KEYNODE", mine[0]))
+    assert backup != first
+    via = next(i for i in (1, 2, 4, 5) if i != backup)
+    c = cl.node(via).client()
+    for k in mine:
+        assert int(c.execute_command("RCKV", "KEYNODE", k)) == backup
+        c.set(k, "during")
+    cl.node(backup).kill9()
+    wait_for("the leader keeps node %d in" % backup,
+             lambda: any("node %d silent" % backup in nd.log_text() and
+                         "holds the last live copy" in nd.log_text()
+                         for nd in cl.nodes if nd.id not in (first, backup)))
+    assert node_states(c)[backup] != "out"
+    cl.node(backup).start()
+    wait_for("its keys back", lambda: all(c.get(k) == b"during" for k in mine))
+    cl.node(first).start()
+    wait_for("all five up", lambda: set(node_states(c).values()) == {"up"})
+    for nd in cl.nodes:
+        cn = nd.client()
+        assert all(cn.get(k) == b"during" for k in mine), nd.id
+    c.set(mine[0], "after")
+    assert cl.node(first).client().get(mine[0]) == b"after"
+
+
 def _refusal(conn, key):
     try:
         conn.set(key, "x")
