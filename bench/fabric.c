@@ -14,12 +14,19 @@
  * B times. CAS always succeeds (it installs expected + 1 on its own word),
  * as a lock acquisition does; the words are checked at the end.
  * No fabric-delay-us is injected: these are the software fabric's own costs.
+ *
+ * The last row is the FAA again, by RPC (fab_rpc): node 1's worker, on a
+ * thread of its own here, runs a handler that does it on its own region,
+ * as an RPC stage would; the row against FAA's is one-sided against
+ * two-sided for the same work (RCC 3.3).
  */
 #include "bench/fabric.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,8 +45,10 @@
 #define BF_LARGE_STRIDE 1024u
 #define BF_WORDS_OFF (BF_TARGETS * BF_LARGE_STRIDE) /* CAS/FAA words after the 1 KiB slots */
 
-enum bf_op { BF_READ64, BF_READ1K, BF_CAS, BF_FAA, BF_OPS };
-static const char *const bf_op_names[BF_OPS] = { "READ 64 B", "READ 1 KiB", "CAS", "FAA" };
+enum bf_op { BF_READ64, BF_READ1K, BF_CAS, BF_FAA, BF_RPC_FAA, BF_OPS };
+static const char *const bf_op_names[BF_OPS] = { "READ 64 B", "READ 1 KiB", "CAS", "FAA",
+						 "RPC FAA" };
+#define BF_RPC_ID 1 /* the handler */
 
 struct bf_node {
 	struct fab *f;
@@ -56,7 +65,53 @@ struct bf_run {
 	uint64_t faa_sum[BF_TARGETS];    /* what FAA added to each word */
 	char rbuf[FAB_BATCH_MAX][BF_LARGE_STRIDE];
 	uint64_t olds[FAB_BATCH_MAX];
+	uint64_t rpc_off[FAB_BATCH_MAX];
+	struct fab_rpc_reply reps[FAB_BATCH_MAX];
 };
+
+/* RPC FAA's handler, on node 1's worker: the FAA, on its own region. */
+static int bf_rpc_faa(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg;
+	uint64_t off, old = 0;
+	if (c->len != 8 || c->cap < 8)
+		return -EINVAL;
+	memcpy(&off, c->req, 8);
+	struct fab_batch b;
+	fab_batch_init(&b, c->fw, (struct fab_waiter){ 0 }, NULL);
+	int rc = fab_faa1(&b, c->to, off, 1, &old);
+	if (rc)
+		return rc;
+	memcpy(c->resp, &old, 8);
+	*len = 8;
+	return 0;
+}
+
+/* Node 1's worker: runs the RPCs it gets, polling as a server's does. */
+struct bf_server {
+	struct fab *f;
+	struct fab_worker *fw;
+	int ready, stop;
+	pthread_t th;
+};
+
+static void *bf_server_main(void *arg)
+{
+	struct bf_server *sv = arg;
+	sv->fw = fab_worker_create(sv->f, 0);
+	__atomic_store_n(&sv->ready, sv->fw ? 1 : -1, __ATOMIC_RELEASE);
+	while (sv->fw && !__atomic_load_n(&sv->stop, __ATOMIC_ACQUIRE)) {
+		int fds[FAB_MAX_NODES];
+		struct pollfd pfd[FAB_MAX_NODES];
+		int k = fab_worker_fds(sv->fw, fds, FAB_MAX_NODES);
+		for (int i = 0; i < k; i++)
+			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		poll(pfd, (nfds_t)k, 10);
+		fab_worker_poll(sv->fw);
+	}
+	fab_worker_destroy(sv->fw);
+	return NULL;
+}
 
 static uint64_t bf_now_ns(void)
 {
@@ -103,7 +158,7 @@ static int bf_node_up(struct bf_node *n, const char *be, uint16_t id, bool file,
 		snprintf(err, errlen, "mmap: %s", strerror(errno));
 		goto fail;
 	}
-	struct fab_config fc = { .backend = be, .self = id };
+	struct fab_config fc = { .backend = be, .self = id, .region_path = n->path };
 	if (fab_open(&fc, &n->f, err, errlen) != 0)
 		goto fail;
 	if (fab_attach_err(n->f, id, n->base, n->size, err, errlen) != 0)
@@ -139,6 +194,13 @@ static void bf_queue(struct bf_run *r, enum bf_op k, uint64_t i, int slot)
 			1, &r->olds[slot]);
 		r->faa_sum[t]++;
 		break;
+	case BF_RPC_FAA:
+		r->rpc_off[slot] = BF_WORDS_OFF + BF_TARGETS * BF_SMALL_STRIDE +
+				   (uint64_t)t * BF_SMALL_STRIDE;
+		r->reps[slot] = (struct fab_rpc_reply){ .buf = &r->olds[slot], .cap = 8 };
+		fab_rpc(&r->b, 1, BF_RPC_ID, &r->rpc_off[slot], 8, &r->reps[slot]);
+		r->faa_sum[t]++;
+		break;
 	default:
 		break;
 	}
@@ -154,6 +216,8 @@ static double bf_cell(struct bf_run *r, enum bf_op k, uint64_t n, int batch)
 		for (; m < batch && i < n; m++, i++)
 			bf_queue(r, k, i, m);
 		int rc = fab_exec(&r->b);
+		for (int j = 0; k == BF_RPC_FAA && j < m && rc == 0; j++)
+			rc = r->reps[j].status < 0 ? r->reps[j].status : 0;
 		if (rc) {
 			fprintf(stderr, "rckv-bench fabric: %s failed: %s\n", bf_op_names[k],
 				strerror(-rc));
@@ -194,9 +258,18 @@ static int bf_backend(const char *be, uint64_t n, int batch)
 		fprintf(stderr, "rckv-bench fabric: %s node 1: %s\n", be, err);
 		return 1;
 	}
-	if (bf_node_up(&init, be, 2, false, err, sizeof(err)) != 0) {
-		fprintf(stderr, "rckv-bench fabric: %s node 2: %s\n", be, err);
+	if (fab_rpc_register(target.f, BF_RPC_ID, "faa", bf_rpc_faa, NULL) != 0) {
+		fprintf(stderr, "rckv-bench fabric: %s: cannot register the RPC\n", be);
 		goto out_target;
+	}
+	struct bf_server sv = { .f = target.f };
+	if (pthread_create(&sv.th, NULL, bf_server_main, &sv) != 0)
+		goto out_target;
+	while (!__atomic_load_n(&sv.ready, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	if (bf_node_up(&init, be, 2, true, err, sizeof(err)) != 0) {
+		fprintf(stderr, "rckv-bench fabric: %s node 2: %s\n", be, err);
+		goto out_server;
 	}
 	struct fab_peer_info pi = { .node = 1, .region_size = target.size };
 	snprintf(pi.region_path, sizeof(pi.region_path), "%s", target.path);
@@ -233,7 +306,10 @@ out_worker:
 out_run:
 	free(r);
 out_init:
-	bf_node_down(&init, false);
+	bf_node_down(&init, true);
+out_server:
+	__atomic_store_n(&sv.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(sv.th, NULL);
 out_target:
 	bf_node_down(&target, true);
 	return status;
@@ -243,7 +319,8 @@ static void bf_usage(FILE *f)
 {
 	fprintf(f, "usage: rckv-bench fabric [--backend shm|tcp] [--ops N] [--batch B]\n"
 		   "  ns per one-sided op (READ 64 B, READ 1 KiB, CAS, FAA) between two nodes\n"
-		   "  in this process; unbatched (1 op per fab_exec) and B per fab_exec.\n"
+		   "  in this process, and per RPC that does the FAA on the target's worker;\n"
+		   "  unbatched (1 op per fab_exec) and B per fab_exec.\n"
 		   "  --backend  one backend (default: shm, then tcp)\n"
 		   "  --ops      ops per cell (default: 1000000 on shm, 20000 on tcp)\n"
 		   "  --batch    ops per fab_exec in the batched column, 1..%d (default 16)\n",

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,9 +45,11 @@ int fab_open(const struct fab_config *cfg, struct fab **out, char *err, size_t e
 	snprintf(f->device, sizeof(f->device), "%s", cfg->device ? cfg->device : "");
 	f->cfg.device = f->device;
 	f->be = be;
+	pthread_mutex_init(&f->rpc_mu, NULL);
 	if (be->open) {
 		int rc = be->open(f, err, errlen);
 		if (rc) {
+			pthread_mutex_destroy(&f->rpc_mu);
 			free(f);
 			return rc;
 		}
@@ -61,6 +64,7 @@ void fab_close(struct fab *f)
 		return;
 	if (f->be->close)
 		f->be->close(f);
+	pthread_mutex_destroy(&f->rpc_mu);
 	free(f);
 }
 
@@ -166,11 +170,11 @@ int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count, uint32_t afte
 	return 0;
 }
 
-int fab_adopt(struct fab *f, int fd, uint16_t from)
+int fab_adopt(struct fab *f, int fd, uint16_t from, uint16_t worker)
 {
 	if (fab_fenced(f, from))
 		return -EACCES;
-	return f->be->adopt ? f->be->adopt(f, fd, from) : -ENOTSUP;
+	return f->be->adopt ? f->be->adopt(f, fd, from, worker) : -ENOTSUP;
 }
 
 int fab_ctl(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len)
@@ -231,12 +235,27 @@ struct fab_worker *fab_worker_create_err(struct fab *f, int worker_id, char *err
 		free(fw);
 		return NULL;
 	}
-	if (f->be->worker_init && f->be->worker_init(fw, err, errlen) != 0) {
-		free(fw->dirty);
-		free(fw);
-		return NULL;
+	pthread_mutex_init(&fw->inbox_mu, NULL);
+	fw->inbox_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fw->inbox_fd < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	if (f->be->worker_init && f->be->worker_init(fw, err, errlen) != 0)
+		goto fail;
+	if (worker_id >= 0 && worker_id < FAB_MAX_NODES) {
+		pthread_mutex_lock(&f->rpc_mu);
+		f->workers[worker_id] = fw;
+		pthread_mutex_unlock(&f->rpc_mu);
 	}
 	return fw;
+fail:
+	if (fw->inbox_fd >= 0)
+		close(fw->inbox_fd);
+	pthread_mutex_destroy(&fw->inbox_mu);
+	free(fw->dirty);
+	free(fw);
+	return NULL;
 }
 
 struct fab_worker *fab_worker_create(struct fab *f, int worker_id)
@@ -248,8 +267,25 @@ void fab_worker_destroy(struct fab_worker *fw)
 {
 	if (!fw)
 		return;
-	if (fw->f->be->worker_fini)
-		fw->f->be->worker_fini(fw);
+	struct fab *f = fw->f;
+	pthread_mutex_lock(&f->rpc_mu);
+	if (fw->id >= 0 && fw->id < FAB_MAX_NODES && f->workers[fw->id] == fw)
+		f->workers[fw->id] = NULL;
+	pthread_mutex_unlock(&f->rpc_mu);
+	/* Requests delivered and never run: their initiators hear why (before
+	 * the backend's state, which their answers may use, goes). */
+	struct fab_rpc_call *c = fw->inbox;
+	fw->inbox = fw->inbox_tail = NULL;
+	while (c) {
+		struct fab_rpc_call *next = c->next;
+		c->fw = fw;
+		c->done(c, -ESHUTDOWN, 0);
+		c = next;
+	}
+	if (f->be->worker_fini)
+		f->be->worker_fini(fw);
+	close(fw->inbox_fd);
+	pthread_mutex_destroy(&fw->inbox_mu);
 	free(fw->dirty);
 	free(fw);
 }
@@ -258,6 +294,8 @@ int fab_worker_fds(struct fab_worker *fw, int *fds, int max)
 {
 	struct fab *f = fw->f;
 	int k = f->be->worker_fds ? f->be->worker_fds(fw, fds, max) : 0;
+	if (k < max)
+		fds[k++] = fw->inbox_fd;
 	if (f->aux.fd && k < max) {
 		int fd = f->aux.fd(f->aux.arg, fw->id);
 		if (fd >= 0)
@@ -276,14 +314,137 @@ uint64_t fab_worker_doorbells(const struct fab_worker *fw) { return fw->doorbell
 
 uint64_t fab_worker_breaks(const struct fab_worker *fw) { return fw->breaks; }
 
+/* Run the requests delivered to this worker (or hand them to its runner). */
+static int run_inbox(struct fab_worker *fw)
+{
+	/* The eventfd is read only while writes to it may be unread, so a
+	 * poll costs no system call for it, and a level-triggered epoll never
+	 * spins on a count left behind. */
+	if (ck_pr_load_64(&fw->inbox_pushed) != fw->inbox_seen) {
+		uint64_t v;
+		if (read(fw->inbox_fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+			fw->inbox_seen += v;
+	}
+	if (!ck_pr_load_ptr(&fw->inbox))
+		return 0;
+	pthread_mutex_lock(&fw->inbox_mu);
+	struct fab_rpc_call *c = fw->inbox;
+	fw->inbox = fw->inbox_tail = NULL;
+	pthread_mutex_unlock(&fw->inbox_mu);
+	int k = 0;
+	while (c) {
+		struct fab_rpc_call *next = c->next;
+		c->fw = fw;
+		if (fw->rpc_run)
+			fw->rpc_run(fw->rpc_ctx, c);
+		else
+			fab_rpc_run(c);
+		c = next;
+		k++;
+	}
+	return k;
+}
+
 int fab_worker_poll(struct fab_worker *fw)
 {
 	struct fab *f = fw->f;
 	fab_worker_flush(fw);
 	int k = f->be->poll ? f->be->poll(fw) : 0;
+	k += run_inbox(fw);
 	if (f->aux.poll)
 		k += f->aux.poll(f->aux.arg, fw->id);
 	return k;
+}
+
+/* ---- two-sided RPC ---- */
+
+int fab_rpc_register(struct fab *f, uint16_t id, const char *name, fab_rpc_fn fn, void *arg)
+{
+	if (id >= FAB_RPC_HANDLERS || !fn || f->rpc[id].fn)
+		return -EINVAL;
+	f->rpc[id].fn = fn;
+	f->rpc[id].arg = arg;
+	snprintf(f->rpc[id].name, sizeof(f->rpc[id].name), "%s", name ? name : "");
+	return 0;
+}
+
+const char *fab_rpc_name(const struct fab *f, uint16_t id)
+{
+	return id < FAB_RPC_HANDLERS && f->rpc[id].fn ? f->rpc[id].name : "(none)";
+}
+
+void fab_worker_set_rpc_runner(struct fab_worker *fw,
+			       void (*run)(void *ctx, struct fab_rpc_call *c), void *ctx)
+{
+	fw->rpc_run = run;
+	fw->rpc_ctx = ctx;
+}
+
+void fab_rpc_run(struct fab_rpc_call *c)
+{
+	const struct fab *f = c->fw->f;
+	uint32_t len = 0;
+	int rc = -EOPNOTSUPP; /* no handler of that id here */
+	if (c->handler < FAB_RPC_HANDLERS && f->rpc[c->handler].fn)
+		rc = f->rpc[c->handler].fn(f->rpc[c->handler].arg, c, &len);
+	if (rc >= 0 && len > c->cap)
+		rc = -EMSGSIZE;
+	c->done(c, rc, rc >= 0 ? len : 0);
+}
+
+void fab_worker_inbox_push(struct fab_worker *fw, struct fab_rpc_call *c)
+{
+	c->next = NULL;
+	pthread_mutex_lock(&fw->inbox_mu);
+	if (fw->inbox_tail)
+		fw->inbox_tail->next = c;
+	else
+		fw->inbox = c;
+	fw->inbox_tail = c;
+	pthread_mutex_unlock(&fw->inbox_mu);
+	ck_pr_inc_64(&fw->inbox_pushed); /* before the write: run_inbox */
+	uint64_t v = 1;
+	ssize_t r = write(fw->inbox_fd, &v, sizeof(v));
+	(void)r;
+}
+
+void fab_rpc_deliver(struct fab *f, int worker_hint, struct fab_rpc_call *c)
+{
+	pthread_mutex_lock(&f->rpc_mu);
+	int n = 0;
+	while (n < FAB_MAX_NODES && f->workers[n])
+		n++;
+	struct fab_worker *fw = n ? f->workers[(unsigned)worker_hint % (unsigned)n] : NULL;
+	c->to = f->cfg.self;
+	if (fw)
+		fab_worker_inbox_push(fw, c);
+	pthread_mutex_unlock(&f->rpc_mu);
+	if (!fw)
+		c->done(c, -EAGAIN, 0);
+}
+
+/* A call of ours to our own node (a part of RPCs on the own region): it
+ * runs on this very worker, at its next poll. */
+struct local_call {
+	struct fab_rpc_call c;
+	struct fab_op *op;
+	struct fab_part *part;
+	uint32_t *left;
+};
+
+static void local_done(struct fab_rpc_call *c, int32_t status, uint32_t len)
+{
+	struct local_call *lc = (struct local_call *)c;
+	struct fab_rpc_reply *rep = lc->op->rep;
+	rep->status = status;
+	rep->len = status >= 0 ? len : 0;
+	if (status >= 0 && len)
+		memcpy(rep->buf, c->resp, len);
+	struct fab_part *p = lc->part;
+	uint32_t left = --*lc->left;
+	free(lc);
+	if (left == 0)
+		fab_part_done(p, 0);
 }
 
 void fab_set_aux(struct fab *f, const struct fab_aux *aux)
@@ -567,6 +728,16 @@ void fab_cas(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t cmp, uin
 			       .old = old, .len = 8 };
 }
 
+void fab_rpc(struct fab_batch *b, uint16_t node, uint16_t handler, const void *req, uint32_t len,
+	     struct fab_rpc_reply *rep)
+{
+	struct fab_op *op = queue(b);
+	*op = (struct fab_op){ .kind = FAB_RPC, .node = node, .off = handler, .buf = (void *)req,
+			       .len = len, .rep = rep };
+	rep->len = 0;
+	rep->status = -EINPROGRESS;
+}
+
 void fab_faa(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t add, uint64_t *old)
 {
 	struct fab_op *op = queue(b);
@@ -586,8 +757,14 @@ void fab_part_done(struct fab_part *p, int err)
 	struct fab_batch *b = p->b;
 	if (err && !b->err)
 		b->err = err;
-	if (err)
+	if (err) {
 		b->failed |= 1ull << (p->node & 63);
+		for (int i = 0; i < p->n; i++)
+			if (p->ops[i]->kind == FAB_RPC) {
+				p->ops[i]->rep->status = err;
+				p->ops[i]->rep->len = 0;
+			}
+	}
 	if (--b->pending == 0 && b->handle && b->waiter.unpark)
 		b->waiter.unpark(b->waiter.ctx, b->handle);
 }
@@ -630,6 +807,130 @@ static int exec_done(struct fab_batch *b, struct fab *f, int rc)
 	return rc;
 }
 
+/* Wait until every part posted for the exec in progress completed. */
+static void wait_parts(struct fab_batch *b)
+{
+	if (b->waiter.park) {
+		while (b->pending)
+			b->waiter.park(b->waiter.ctx);
+	} else {
+		wait_polling(b);
+	}
+	b->handle = NULL;
+}
+
+/* Queue a part of RPCs to the own node on this worker's inbox: they run at
+ * its next poll (fab_worker_poll), and the part completes with the last. */
+static int post_local(struct fab_worker *fw, struct fab_part *part)
+{
+	part->resp_len = (uint32_t)part->n; /* calls left */
+	for (int i = 0; i < part->n; i++) {
+		struct fab_op *op = part->ops[i];
+		struct local_call *lc = malloc(sizeof(*lc) + op->rep->cap);
+		if (!lc) {
+			/* the calls queued so far complete it; this one fails it */
+			op->rep->status = -ENOMEM;
+			if (--part->resp_len == 0)
+				fab_part_done(part, 0);
+			continue;
+		}
+		*lc = (struct local_call){ .op = op, .part = part, .left = &part->resp_len };
+		lc->c = (struct fab_rpc_call){ .fw = fw, .from = fw->f->cfg.self, .to = fw->f->cfg.self,
+					       .handler = (uint16_t)op->off, .len = op->len,
+					       .cap = op->rep->cap, .req = op->buf, .resp = lc + 1,
+					       .done = local_done };
+		fab_worker_inbox_push(fw, &lc->c);
+	}
+	return 0;
+}
+
+/*
+ * A batch with RPCs, in phases (fab_rpc's ordering rule): phase k takes,
+ * per node, its ops from where phase k-1 stopped through its next run of
+ * consecutive RPCs, so an op posted after an RPC waits for its reply. Each
+ * phase but the last counts as a round trip here (the caller's exec_done
+ * counts the last).
+ */
+static int exec_phased(struct fab_batch *b, int n, uint64_t cut, struct applied *ap)
+{
+	struct fab_worker *fw = b->fw;
+	struct fab *f = fw->f;
+	uint8_t phase[FAB_BATCH_MAX];
+	uint8_t node_phase[FAB_MAX_NODES] = { 0 };
+	uint64_t in_rpc = 0;
+	int nphases = 1, rc = 0;
+	for (int i = 0; i < n; i++) {
+		struct fab_op *op = &b->ops[i];
+		const uint64_t bit = 1ull << op->node;
+		if (op->kind == FAB_RPC) {
+			in_rpc |= bit;
+			if (cut & bit) {
+				op->rep->status = -EHOSTDOWN;
+				op->rep->len = 0;
+			}
+		} else if (in_rpc & bit) {
+			node_phase[op->node]++;
+			in_rpc &= ~bit;
+		}
+		phase[i] = node_phase[op->node];
+		if (phase[i] + 1 > nphases)
+			nphases = phase[i] + 1;
+	}
+	struct fab_part *parts = malloc(sizeof(*parts) * (size_t)n);
+	if (!parts)
+		return -ENOMEM;
+	for (int ph = 0; ph < nphases; ph++) {
+		int np = 0;
+		b->pending = 0;
+		b->err = 0;
+		b->handle = NULL;
+		for (int i = 0; i < n; i++) {
+			struct fab_op *op = &b->ops[i];
+			struct fab_peer *p = &f->peers[op->node];
+			if (phase[i] != ph || (cut & (1ull << op->node)))
+				continue;
+			if (p->direct && op->kind != FAB_RPC) {
+				apply_direct(p, op, ap); /* checked by fab_exec */
+				continue;
+			}
+			int j;
+			for (j = 0; j < np && parts[j].node != op->node; j++)
+				;
+			if (j == np)
+				parts[np++] = (struct fab_part){ .b = b, .node = op->node };
+			parts[j].ops[parts[j].n++] = op;
+		}
+		if (np) {
+			if (b->waiter.park)
+				b->handle = b->waiter.self(b->waiter.ctx);
+			for (int j = 0; j < np; j++) {
+				const struct fab_peer *p = &f->peers[parts[j].node];
+				b->pending++;
+				int r;
+				if (parts[j].node == f->cfg.self && p->direct)
+					r = post_local(fw, &parts[j]);
+				else if (p->direct)
+					r = f->be->post_rpc ? f->be->post_rpc(fw, &parts[j]) : -EOPNOTSUPP;
+				else if (f->be->rpc_in_post || parts[j].ops[parts[j].n - 1]->kind != FAB_RPC)
+					r = f->be->post(fw, &parts[j]);
+				else
+					r = -EOPNOTSUPP;
+				if (r) { /* not queued: complete it here */
+					b->unsent |= 1ull << (parts[j].node & 63);
+					fab_part_done(&parts[j], r);
+				}
+			}
+			wait_parts(b);
+			if (b->err && !rc)
+				rc = b->err;
+		}
+		if (ph + 1 < nphases)
+			(void)exec_done(b, f, 0);
+	}
+	free(parts);
+	return rc;
+}
+
 int fab_exec(struct fab_batch *b)
 {
 	int n = b->n;
@@ -640,7 +941,7 @@ int fab_exec(struct fab_batch *b)
 	b->failed = 0;
 	b->unsent = 0;
 	struct fab *f = b->fw->f;
-	bool all_direct = true;
+	bool all_direct = true, rpcs = false;
 	const bool lapsed = f->lease && lease_lapsed(f);
 	/* Nodes this batch must not reach (not attached, fenced, or our lease
 	 * ran out): their ops are refused, the others' go ahead, so the
@@ -656,6 +957,13 @@ int fab_exec(struct fab_batch *b)
 		if (!f->peers[op->node].attached || ck_pr_load_8(&f->peers[op->node].fenced) ||
 		    (lapsed && op->node != f->cfg.self)) {
 			cut |= 1ull << op->node;
+			continue;
+		}
+		if (op->kind == FAB_RPC) {
+			if (op->off >= FAB_RPC_HANDLERS || op->len > FAB_RPC_MAX || !op->rep ||
+			    op->rep->cap > FAB_RPC_MAX || (op->len && !op->buf))
+				return -EINVAL;
+			rpcs = true;
 			continue;
 		}
 		/* Not off + len > size: that sum wraps for off near 2^64 and let
@@ -674,12 +982,18 @@ int fab_exec(struct fab_batch *b)
 			b->stats->verbs[b->ops[i].kind]++;
 	if (b->fw->dirty)
 		for (int i = 0; i < n; i++)
-			if (b->ops[i].kind != FAB_READ && !(b->ops[i].flags & FAB_OP_VOLATILE))
+			if (b->ops[i].kind != FAB_READ && b->ops[i].kind != FAB_RPC &&
+			    !(b->ops[i].flags & FAB_OP_VOLATILE))
 				note_dirty(b->fw->dirty, &b->ops[i]);
 
 	/* Every op on CPU-reachable regions (a shm node, the own node): applied
 	 * here in posting order, checked above. */
 	struct applied ap = { 0, cut };
+	if (rpcs) {
+		int rc = exec_phased(b, n, cut, &ap);
+		int rrc = refused(b, &ap);
+		return exec_done(b, f, rc ? rc : rrc);
+	}
 	if (all_direct) {
 		apply_batch(f, b, n, &ap);
 		return exec_done(b, f, refused(b, &ap));
@@ -737,13 +1051,7 @@ int fab_exec(struct fab_batch *b)
 				fab_part_done(&parts[j], r);
 			}
 		}
-		if (b->waiter.park) {
-			while (b->pending)
-				b->waiter.park(b->waiter.ctx);
-		} else {
-			wait_polling(b);
-		}
-		b->handle = NULL;
+		wait_parts(b);
 		if (b->err && !rc)
 			rc = b->err;
 		if (parts != stack_parts)

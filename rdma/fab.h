@@ -36,12 +36,24 @@
 #define FAB_MAX_NODES 64
 #define FAB_BATCH_MAX 64 /* operations queued on one batch before fab_exec */
 
-enum fab_kind { FAB_READ, FAB_WRITE, FAB_CAS, FAB_FAA, FAB_KINDS };
+/* The one-sided verbs, then two-sided RPC (fab_rpc). */
+enum fab_kind { FAB_READ, FAB_WRITE, FAB_CAS, FAB_FAA, FAB_RPC, FAB_KINDS };
+#define FAB_ONESIDED_KINDS FAB_RPC /* kinds below it are one-sided verbs */
 
-/* Verb and round-trip counters; one per transaction, summed into INFO. */
+/* Verb, RPC and round-trip counters; one per transaction, summed into INFO. */
 struct fab_stats {
-	uint64_t verbs[FAB_KINDS]; /* by enum fab_kind */
-	uint64_t round_trips;      /* fab_exec calls that reached a peer */
+	uint64_t verbs[FAB_KINDS]; /* by enum fab_kind; [FAB_RPC]: RPCs */
+	uint64_t round_trips;      /* fab_exec calls (or their RPC phases) that reached a peer */
+};
+
+/* Where an RPC's reply lands (fab_rpc). status: the handler's return
+ * (>= 0, or its -errno), or the transport's -errno if the call never got
+ * a reply (then fab_exec fails too); len: the reply's bytes in buf. */
+struct fab_rpc_reply {
+	void *buf;
+	uint32_t cap;
+	uint32_t len;
+	int32_t status;
 };
 
 struct fab_op {
@@ -53,7 +65,10 @@ struct fab_op {
 	void *buf;       /* READ: destination; WRITE: source (kept valid until exec returns) */
 	uint64_t cmp;    /* CAS: expected value */
 	uint64_t swp;    /* CAS: new value; FAA: addend */
-	uint64_t *old;   /* CAS/FAA: receives the previous value (may be NULL) */
+	union {
+		uint64_t *old;              /* CAS/FAA: receives the previous value (may be NULL) */
+		struct fab_rpc_reply *rep;  /* RPC: its reply (off: the handler, buf/len: the request) */
+	};
 };
 
 /* fab_op.flags: applied, but not noted in the node's journal (struct
@@ -71,6 +86,7 @@ struct fab_op {
 
 struct fab;        /* a node's fabric: backend, own and peers' regions */
 struct fab_worker; /* a worker's endpoints to every node */
+struct fab_rpc_call; /* an RPC on its target (fab_rpc) */
 
 /*
  * How a waiting coroutine suspends: the worker supplies this. wait() must
@@ -195,6 +211,10 @@ typedef int (*fab_ctl_call_fn)(void *ctx, uint16_t node, const void *req, size_t
  *               accepted on the fabric listener (tcp). Optional.
  *  ctl          answer a backend message relayed by the control plane
  *               (verbs: queue-pair exchange). Optional.
+ *  post_rpc     queue a part of RPCs only to a direct peer (shm: its request
+ *               ring); complete it with fab_part_done. Optional (then RPCs
+ *               to direct peers fail with -EOPNOTSUPP). A backend's post
+ *               takes parts that end in RPCs (tcp), or refuses them.
  */
 struct fab_backend {
 	const char *name;
@@ -209,11 +229,23 @@ struct fab_backend {
 	void (*flush)(struct fab_worker *fw);
 	int (*poll)(struct fab_worker *fw);
 	int (*worker_fds)(struct fab_worker *fw, int *fds, int max);
-	int (*adopt)(struct fab *f, int fd, uint16_t from);
+	int (*adopt)(struct fab *f, int fd, uint16_t from, uint16_t worker);
 	int (*ctl)(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len);
 	/* Optional: fail what is in flight to a node just fenced (fab_fence). */
 	void (*fence)(struct fab *f, uint16_t node);
+	int (*post_rpc)(struct fab_worker *fw, struct fab_part *part);
+	bool rpc_in_post; /* post takes parts that end in RPCs */
 };
+
+/*
+ * A request a backend received for this node: fab_rpc_deliver hands it to
+ * the worker that `worker_hint` picks (the initiator's worker id, modulo
+ * the workers there are), which runs it at its next poll. c->done is
+ * called once, on that worker's thread, with the handler's status and
+ * reply. With no worker to run it, done is called at once with -EAGAIN.
+ * Any thread.
+ */
+void fab_rpc_deliver(struct fab *f, int worker_hint, struct fab_rpc_call *c);
 
 /* Fabric configuration for one node. */
 struct fab_config {
@@ -221,6 +253,8 @@ struct fab_config {
 	uint16_t self;            /* this node's id */
 	uint32_t delay_us;        /* fabric-delay-us: added per round trip (shm, tcp) */
 	const char *device;       /* verbs: device name, NULL or "" = the first */
+	const char *region_path;  /* shm: the own region's file, which names its
+				     RPC rings (NULL: this node takes no RPCs) */
 	fab_ctl_call_fn ctl_call; /* control-plane call to a peer (may be NULL) */
 	void *ctl_ctx;
 };
@@ -275,10 +309,11 @@ bool fab_fenced(const struct fab *f, uint16_t node);
  * came, so their ops ran but the initiator cannot tell. -ENOTSUP except on
  * tcp. */
 int fab_lose_replies(struct fab *f, uint16_t node, uint32_t count, uint32_t after);
-/* Hand an accepted data connection from node `from` to the backend
- * (control plane). Refused (-EACCES) while `from` is fenced; a fenced
+/* Hand an accepted data connection from worker `worker` of node `from` to
+ * the backend (control plane; the worker picks the one here that runs its
+ * RPCs). Refused (-EACCES) while `from` is fenced; a fenced
  * node's connections are closed at its next request (fab_fence). */
-int fab_adopt(struct fab *f, int fd, uint16_t from);
+int fab_adopt(struct fab *f, int fd, uint16_t from, uint16_t worker);
 /* Relay a backend message from a peer (control plane); -ENOTSUP if none. */
 int fab_ctl(struct fab *f, const void *req, size_t len, void *resp, size_t *resp_len);
 const char *fab_backend_name(const struct fab *f);
@@ -318,8 +353,9 @@ int fab_worker_poll(struct fab_worker *fw);
  */
 void fab_worker_flush(struct fab_worker *fw);
 /* Requests this worker has handed to the network: one per write of
- * queued frames to an endpoint (tcp), one per posted chain (verbs); none
- * where this CPU applies the ops itself (shm). Owner thread. */
+ * queued frames to an endpoint (tcp), one per posted chain (verbs), one
+ * per part of RPCs to a shm peer (its wake-up); none where this CPU applies
+ * the ops itself (shm's one-sided ops). Owner thread. */
 uint64_t fab_worker_doorbells(const struct fab_worker *fw);
 /* Connections of this worker's endpoints that broke so far (tcp): a part
  * posted after a break may reach another incarnation of its node than the
@@ -350,6 +386,59 @@ void fab_faa(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t add, uin
  * their journal rings (storage/jring.c).
  */
 void fab_flush(struct fab_batch *b, uint16_t node);
+
+/*
+ * Two-sided RPC (DESIGN.md section 8; RCC 3.3): fab_rpc queues a request
+ * for handler `handler` on `node`, with the one-sided ops, in the same
+ * batch. On the target the handler registered under that id runs on one of
+ * its workers (the one the initiator's worker id picks), against its own
+ * region, and its reply lands in *rep. Ordering per endpoint: an RPC runs
+ * after every op posted before it to that node took effect, and ops posted
+ * after it take effect after it replied (fab_exec posts them in a later
+ * phase, one more round trip); consecutive RPCs to one node travel in one
+ * message and may run in any order. A handler that fails answers its
+ * -errno in rep->status and fails nothing else; a target that dies or is
+ * fenced mid-call fails the exec (-EHOSTDOWN), as for one-sided ops.
+ * Requests and replies are at most FAB_RPC_MAX bytes.
+ */
+#define FAB_RPC_HANDLERS 32
+#define FAB_RPC_MAX (64u * 1024)
+void fab_rpc(struct fab_batch *b, uint16_t node, uint16_t handler, const void *req, uint32_t len,
+	     struct fab_rpc_reply *rep);
+
+/* One request on the target, handed to fab_rpc_fn: req/len, and a reply
+ * buffer of cap bytes (the initiator's capacity). */
+struct fab_rpc_call {
+	struct fab_worker *fw; /* the worker running it: its batches reach the own region */
+	uint16_t from;         /* the initiator's node */
+	uint16_t to;           /* this node (the one whose region the handler serves) */
+	uint16_t handler;
+	uint32_t len, cap;
+	const void *req;
+	void *resp;
+	/* The backend's: how the reply goes back. */
+	void (*done)(struct fab_rpc_call *c, int32_t status, uint32_t len);
+	void *bctx;
+	uint32_t tag;
+	struct fab_rpc_call *next;
+};
+/* A handler: write at most c->cap bytes to c->resp, set *len, and return
+ * >= 0, or a -errno for the initiator (then nothing is replied). */
+typedef int (*fab_rpc_fn)(void *arg, struct fab_rpc_call *c, uint32_t *len);
+/* Register handler `id` (< FAB_RPC_HANDLERS) under `name` (for logs);
+ * before the workers start. -EINVAL for a bad or taken id. */
+int fab_rpc_register(struct fab *f, uint16_t id, const char *name, fab_rpc_fn fn, void *arg);
+const char *fab_rpc_name(const struct fab *f, uint16_t id);
+/*
+ * How a worker runs the requests it receives: by default inline, in
+ * fab_worker_poll, on its thread; with a runner, run(ctx, c) is called
+ * there instead and must end in fab_rpc_run(c), on a coroutine of the
+ * worker's (where the handler may wait). Owner thread.
+ */
+void fab_worker_set_rpc_runner(struct fab_worker *fw,
+			       void (*run)(void *ctx, struct fab_rpc_call *c), void *ctx);
+/* Run c's handler and send its reply; c is gone afterwards. */
+void fab_rpc_run(struct fab_rpc_call *c);
 
 /*
  * fab_exec - post every queued operation and wait until all completed.

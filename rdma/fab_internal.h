@@ -2,6 +2,7 @@
 #ifndef RCKV_FAB_INTERNAL_H
 #define RCKV_FAB_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "rdma/fab.h"
@@ -32,6 +33,15 @@ struct fab {
 	bool track;    /* fab_track_writes: workers keep a struct fab_dirty */
 	struct fab_aux aux; /* fab_set_aux; fd == NULL: none */
 	const uint64_t *lease; /* fab_set_lease: ck_pr loads; NULL: none */
+	/* RPC handlers (fab_rpc_register), and the workers that run them
+	 * (fab_rpc_deliver picks one; rpc_mu guards the list). */
+	struct {
+		fab_rpc_fn fn;
+		void *arg;
+		char name[32];
+	} rpc[FAB_RPC_HANDLERS];
+	pthread_mutex_t rpc_mu;
+	struct fab_worker *workers[FAB_MAX_NODES];
 };
 
 struct fab_worker {
@@ -41,6 +51,15 @@ struct fab_worker {
 	struct fab_dirty *dirty; /* with f->track: what this worker's batches changed */
 	uint64_t doorbells; /* fab_worker_doorbells */
 	uint64_t breaks;    /* fab_worker_breaks */
+	/* Requests to run (fab_rpc_deliver, any thread: under inbox_mu), and
+	 * the eventfd that wakes the worker for them. */
+	pthread_mutex_t inbox_mu;
+	struct fab_rpc_call *inbox, *inbox_tail;
+	int inbox_fd;
+	uint64_t inbox_pushed; /* pushes so far (ck_pr), each one write to inbox_fd */
+	uint64_t inbox_seen;   /* writes read from inbox_fd (owner) */
+	void (*rpc_run)(void *ctx, struct fab_rpc_call *c);
+	void *rpc_ctx;
 };
 
 /*
@@ -52,6 +71,10 @@ struct fab_worker {
  * applied).
  */
 int fab_apply_request(struct fab *f, struct fab_op *const *ops, int n);
+
+/* Queue c to run on fw at its next poll (a backend that picked the worker
+ * itself; fab_rpc_deliver picks one). Any thread. */
+void fab_worker_inbox_push(struct fab_worker *fw, struct fab_rpc_call *c);
 
 extern const struct fab_backend fab_shm_backend;
 extern const struct fab_backend fab_tcp_backend;

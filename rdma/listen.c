@@ -98,7 +98,7 @@ static void dispatch(struct fab_listener *l, int fd, const struct tcp_hello *h)
 {
 	int rc;
 	if (h->type == TCP_HELLO_DATA)
-		rc = fab_adopt(l->cfg.fab, fd, h->from);
+		rc = fab_adopt(l->cfg.fab, fd, h->from, h->worker);
 	else
 		rc = l->cfg.other ? l->cfg.other(l->cfg.arg, fd, h) : -ENOTSUP;
 	if (rc != 0)

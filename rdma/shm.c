@@ -9,6 +9,7 @@
  * reader sees each word either old or new, never half of one. CAS and FAA
  * are sequentially consistent GCC atomics (lock cmpxchg / lock xadd).
  * Ordering per endpoint: ops run in posting order on the caller's thread.
+ * Two-sided RPC goes through rings in shared memory (shm_rpc.c).
  */
 #include <stdint.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 
 #include "rdma/fab_apply.h"
 #include "rdma/fab_internal.h"
+#include "rdma/shm_rpc.h"
 
 int fab_apply_local(char *base, uint64_t size, struct fab_op *const *ops, int n)
 {
@@ -70,11 +72,13 @@ static int shm_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *
 	p->size = pi->region_size;
 	p->mapped = true;
 	p->direct = true;
+	shm_rpc_attach_peer(f, pi);
 	return 0;
 }
 
 static void shm_close(struct fab *f)
 {
+	shm_rpc_close(f);
 	for (int i = 0; i < FAB_MAX_NODES; i++) {
 		struct fab_peer *p = &f->peers[i];
 		if (p->mapped && p->base)
@@ -98,6 +102,13 @@ static int shm_post(struct fab_worker *fw, struct fab_part *part)
 const struct fab_backend fab_shm_backend = {
 	.name = "shm",
 	.close = shm_close,
+	.attach_self = shm_rpc_attach_self,
 	.attach_peer = shm_attach_peer,
+	.worker_init = shm_rpc_worker_init,
+	.worker_fini = shm_rpc_worker_fini,
 	.post = shm_post,
+	.poll = shm_rpc_poll,
+	.worker_fds = shm_rpc_worker_fds,
+	.fence = shm_rpc_fence,
+	.post_rpc = shm_rpc_post,
 };

@@ -131,6 +131,9 @@ static int buf_fill(int fd, struct buf *b)
 
 /* ---- initiator side ---- */
 
+/* part->resp_len of a part with RPCs: its response has no fixed size. */
+#define RESP_VARIABLE UINT32_MAX
+
 struct tcp_ep {
 	struct fab_worker *fw;
 	int fd;
@@ -367,18 +370,16 @@ static int tcp_post(struct fab_worker *fw, struct fab_part *part)
 		return -ENOMEM;
 	if (ep->broken && ep_reconnect(fw, ep) != 0)
 		return -EHOSTDOWN;
-	size_t payload = 0;
 	uint32_t resp = 0;
 	for (int i = 0; i < part->n; i++) {
 		struct fab_op *op = part->ops[i];
-		if (op->kind == FAB_WRITE)
-			payload += op->len;
-		else if (op->kind == FAB_READ)
-			resp += op->len;
+		if (op->kind == FAB_RPC)
+			resp = RESP_VARIABLE; /* the replies' lengths say */
+		else if (resp == RESP_VARIABLE || op->kind == FAB_WRITE)
+			continue;
 		else
-			resp += 8;
+			resp += op->kind == FAB_READ ? op->len : 8;
 	}
-	(void)payload;
 	size_t frame = tcp_request_size(part->ops, part->n);
 	if (buf_reserve(&ep->w, frame))
 		return -ENOMEM;
@@ -434,12 +435,12 @@ static int ep_deliver(struct tcp_ep *ep)
 		if (avail < 4 + (size_t)flen)
 			break;
 		struct fab_part *p = ep->head;
-		if (flen != 4 + p->resp_len && status == 0) {
+		if (status == 0 &&
+		    (flen < 4 || (p->resp_len != RESP_VARIABLE && flen != 4 + p->resp_len) ||
+		     tcp_response_decode(q + 8, flen - 4, p->ops, p->n) != 0)) {
 			ep_fail(ep, -EPROTO); /* a response of the wrong size: stream lost */
 			return done;
 		}
-		if (status == 0)
-			tcp_response_decode(q + 8, p->ops, p->n);
 		ep->r.off += 4 + (size_t)flen;
 		ep->head = p->next;
 		if (!ep->head)
@@ -489,9 +490,29 @@ static int tcp_worker_fds(struct fab_worker *fw, int *fds, int max)
 
 /* ---- target side: the NIC-emulation thread ---- */
 
+struct nic_conn;
+
+/* An RPC of a request frame, run by a worker of this node (fab_rpc_deliver);
+ * its request copied out of the read buffer, its reply after it. */
+struct nic_call {
+	struct fab_rpc_call c;
+	struct tcp_nic *nic;
+	struct nic_conn *conn; /* NULL once the connection closed */
+	int32_t status;
+	uint32_t len;
+	struct nic_call *next; /* tcp_nic.done */
+};
+
 struct nic_conn {
 	int fd;
 	uint16_t from;  /* the initiator's node: fenced, its requests are refused */
+	uint16_t worker; /* the initiator's worker: picks ours for its RPCs */
+	/* A frame that ends in RPCs parks its connection (held: its response
+	 * so far) until every call answered; `flush`: it had a remote flush
+	 * too, which parks it again once they did. */
+	struct nic_call *calls[FAB_BATCH_MAX];
+	int ncalls, calls_left;
+	bool calls_flush;
 	struct buf r, w;
 	bool want_out;
 	/* Parked at a remote flush (fab_flush): its response, the last
@@ -534,6 +555,9 @@ struct tcp_nic {
 	/* The initiators' workers, for fab_fence. */
 	pthread_mutex_t workers_mu;
 	struct tcp_worker *workers;
+	/* Calls answered by the workers (nic_call_done), for the NIC thread. */
+	pthread_mutex_t done_mu;
+	struct nic_call *done;
 };
 
 static void workers_add(struct fab *f, struct tcp_worker *tw)
@@ -582,6 +606,9 @@ static void nic_close(struct tcp_nic *nic, struct nic_conn *c)
 {
 	if (c->parked)
 		nic->parked--;
+	for (int i = 0; i < c->ncalls; i++)
+		if (c->calls[i])
+			c->calls[i]->conn = NULL; /* freed when it answers */
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -663,6 +690,9 @@ static void nic_park(struct tcp_nic *nic, struct nic_conn *c, size_t held)
 
 static int nic_serve(struct tcp_nic *nic, struct nic_conn *c);
 static void nic_set_out(struct tcp_nic *nic, struct nic_conn *c, bool on);
+static int nic_call(struct tcp_nic *nic, struct nic_conn *c, struct fab_op *ops, uint32_t n,
+		    size_t held, bool flush);
+static void nic_calls_finish(struct tcp_nic *nic, struct nic_conn *c);
 
 /* Serve what c received, send what it may (not a held response), and close
  * it if that failed or rc (its read's) says it is gone. */
@@ -699,6 +729,108 @@ static void nic_unpark(struct tcp_nic *nic)
 		nic->parked--;
 		nic_pump(nic, c, 0);
 	}
+}
+
+/* A worker answered a call (any thread): hand it to the NIC thread. */
+static void nic_call_done(struct fab_rpc_call *fc, int32_t status, uint32_t len)
+{
+	struct nic_call *k = (struct nic_call *)fc;
+	struct tcp_nic *nic = k->nic;
+	k->status = status;
+	k->len = status >= 0 ? len : 0;
+	pthread_mutex_lock(&nic->done_mu);
+	k->next = nic->done;
+	nic->done = k;
+	pthread_mutex_unlock(&nic->done_mu);
+	uint64_t v = 1;
+	ssize_t r = write(nic->wakefd, &v, sizeof(v));
+	(void)r;
+}
+
+/* Hand a frame's trailing RPCs to the workers and park c, its response so
+ * far the last `held` bytes of c->w. -1: out of memory (the connection
+ * goes: its initiator fails what it had in flight). */
+static int nic_call(struct tcp_nic *nic, struct nic_conn *c, struct fab_op *ops, uint32_t n,
+		    size_t held, bool flush)
+{
+	c->ncalls = c->calls_left = (int)n;
+	c->calls_flush = flush;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t cap = (uint32_t)ops[i].cmp;
+		struct nic_call *k = malloc(sizeof(*k) + cap + ops[i].len);
+		c->calls[i] = k;
+		if (!k) {
+			for (uint32_t j = 0; j < i; j++)
+				free(c->calls[j]);
+			c->ncalls = 0;
+			return -1;
+		}
+		*k = (struct nic_call){ .nic = nic, .conn = c };
+		char *resp = (char *)(k + 1), *req = resp + cap;
+		memcpy(req, ops[i].buf, ops[i].len);
+		k->c = (struct fab_rpc_call){ .from = c->from, .handler = (uint16_t)ops[i].off,
+					      .len = ops[i].len, .cap = cap, .req = req, .resp = resp,
+					      .done = nic_call_done };
+	}
+	c->parked = true;
+	c->held = held;
+	c->ticket = UINT64_MAX; /* no sync round releases it (nic_unpark) */
+	nic->parked++;
+	for (uint32_t i = 0; i < n; i++)
+		fab_rpc_deliver(nic->f, c->worker, &c->calls[i]->c);
+	return 0;
+}
+
+/* The NIC thread: calls answered. A connection whose calls all answered
+ * gets their replies after its held response, and goes on. */
+static void nic_calls_answered(struct tcp_nic *nic)
+{
+	pthread_mutex_lock(&nic->done_mu);
+	struct nic_call *k = nic->done;
+	nic->done = NULL;
+	pthread_mutex_unlock(&nic->done_mu);
+	while (k) {
+		struct nic_call *next = k->next;
+		struct nic_conn *c = k->conn;
+		if (!c)
+			free(k);
+		else if (--c->calls_left == 0)
+			nic_calls_finish(nic, c);
+		k = next;
+	}
+}
+
+static void nic_calls_finish(struct tcp_nic *nic, struct nic_conn *c)
+{
+	size_t more = 0;
+	for (int i = 0; i < c->ncalls; i++)
+		more += 8 + c->calls[i]->len;
+	int rc = buf_reserve(&c->w, more);
+	size_t at = c->w.len - c->held; /* the frame's response */
+	for (int i = 0; i < c->ncalls && rc == 0; i++) {
+		struct nic_call *k = c->calls[i];
+		memcpy(c->w.p + c->w.len, &k->status, 4);
+		memcpy(c->w.p + c->w.len + 4, &k->len, 4);
+		memcpy(c->w.p + c->w.len + 8, k->c.resp, k->len);
+		c->w.len += 8 + k->len;
+	}
+	for (int i = 0; i < c->ncalls; i++)
+		free(c->calls[i]);
+	c->ncalls = 0;
+	size_t held = c->w.len - at;
+	uint32_t rlen = (uint32_t)(held - 4);
+	memcpy(c->w.p + at, &rlen, 4);
+	c->parked = false;
+	c->held = 0;
+	nic->parked--;
+	if (rc != 0) {
+		nic_close(nic, c); /* no room for the replies: the stream is lost */
+		return;
+	}
+	if (c->calls_flush)
+		nic_park(nic, c, held);
+	else
+		nic_pump(nic, c, 0);
 }
 
 /* Serve every complete request in c->r; returns -1 if the stream is bad. */
@@ -744,16 +876,28 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 				dst += 8;
 			}
 		}
-		int32_t status = fab_apply_request(f, opp, (int)nops);
-		for (uint32_t i = 0; i < nops; i++)
+		uint32_t nfixed = nops;
+		while (nfixed && ops[nfixed - 1].kind == FAB_RPC)
+			nfixed--;
+		int32_t status = nfixed ? fab_apply_request(f, opp, (int)nfixed) : 0;
+		for (uint32_t i = 0; i < nfixed; i++)
 			if (ops[i].kind == FAB_CAS || ops[i].kind == FAB_FAA)
 				memcpy(oldpos[i], &olds[i], 8);
 		uint32_t rlen = status ? 4 : 4 + resp;
 		memcpy(out, &rlen, 4);
 		memcpy(out + 4, &status, 4);
 		c->w.len += 4 + (size_t)rlen;
+		const bool sync = flush && status == 0 && self->journaled && self->journal.sync;
+		if (status == 0 && nfixed < nops) {
+			/* The calls see what the ops before them did; the reply
+			 * and the next requests wait for their answers. */
+			if (nic_call(nic, c, ops + nfixed, nops - nfixed, 4 + (size_t)rlen, sync) != 0)
+				return -1;
+			c->r.off += 4 + (size_t)flen;
+			break;
+		}
 		c->r.off += 4 + (size_t)flen;
-		if (flush && status == 0 && self->journaled && self->journal.sync)
+		if (sync)
 			nic_park(nic, c, 4 + (size_t)rlen);
 	}
 	if (c->r.off == c->r.len)
@@ -775,6 +919,7 @@ static void *nic_main(void *arg)
 				(void)r;
 				void *p;
 				nic_unpark(nic); /* the syncer rings the same fd */
+				nic_calls_answered(nic); /* so do the workers */
 				while (ck_ring_dequeue_spsc(&nic->ring, nic->ringbuf, &p)) {
 					struct nic_conn *c = calloc(1, sizeof(*c));
 					if (!c) {
@@ -783,6 +928,7 @@ static void *nic_main(void *arg)
 					}
 					c->fd = (int)(uint32_t)(uintptr_t)p;
 					c->from = (uint16_t)((uintptr_t)p >> 32);
+					c->worker = (uint16_t)((uintptr_t)p >> 48);
 					c->next = nic->conns;
 					if (c->next)
 						c->next->prev = c;
@@ -815,6 +961,7 @@ static int tcp_open(struct fab *f, char *err, size_t errlen)
 	pthread_mutex_init(&nic->workers_mu, NULL);
 	pthread_mutex_init(&nic->sync_mu, NULL);
 	pthread_cond_init(&nic->sync_cond, NULL);
+	pthread_mutex_init(&nic->done_mu, NULL);
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 	if (nic->epfd < 0 || nic->wakefd < 0 ||
 	    epoll_ctl(nic->epfd, EPOLL_CTL_ADD, nic->wakefd, &ev) != 0) {
@@ -826,7 +973,7 @@ static int tcp_open(struct fab *f, char *err, size_t errlen)
 	return 0;
 }
 
-static int tcp_adopt(struct fab *f, int fd, uint16_t from)
+static int tcp_adopt(struct fab *f, int fd, uint16_t from, uint16_t worker)
 {
 	struct tcp_nic *nic = f->bdata;
 	/* The NIC thread starts with the first connection: by then the own
@@ -842,9 +989,10 @@ static int tcp_adopt(struct fab *f, int fd, uint16_t from)
 	ioctl_nonblock(fd, 1);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* The fd and its node in one ring entry. */
+	/* The fd, its node and worker in one ring entry. */
 	bool ok = ck_ring_enqueue_spsc(&nic->ring, nic->ringbuf,
-				       (void *)(intptr_t)((uint64_t)from << 32 | (uint32_t)fd));
+				       (void *)(intptr_t)((uint64_t)worker << 48 |
+							  (uint64_t)from << 32 | (uint32_t)fd));
 	pthread_mutex_unlock(&nic->adopt_lock);
 	if (!ok)
 		return -EBUSY;
@@ -877,6 +1025,9 @@ static void tcp_close(struct fab *f)
 	 * have in flight instead of waiting for a NIC that is gone. */
 	while (nic->conns)
 		nic_close(nic, nic->conns);
+	/* Calls answered after the NIC stopped (the workers are gone by now:
+	 * fab_worker_destroy answers what they never ran). */
+	nic_calls_answered(nic);
 	void *p;
 	while (ck_ring_dequeue_spsc(&nic->ring, nic->ringbuf, &p)) /* adopted, never served */
 		close((int)(uint32_t)(uintptr_t)p);
@@ -885,6 +1036,7 @@ static void tcp_close(struct fab *f)
 	pthread_mutex_destroy(&nic->adopt_lock);
 	pthread_mutex_destroy(&nic->sync_mu);
 	pthread_cond_destroy(&nic->sync_cond);
+	pthread_mutex_destroy(&nic->done_mu);
 	free(nic);
 	f->bdata = NULL;
 }
@@ -902,4 +1054,5 @@ const struct fab_backend fab_tcp_backend = {
 	.worker_fds = tcp_worker_fds,
 	.adopt = tcp_adopt,
 	.fence = tcp_fence,
+	.rpc_in_post = true,
 };

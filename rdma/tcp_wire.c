@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 
 void tcp_hello_encode(struct tcp_hello *h, uint16_t type, uint16_t from, uint16_t worker)
@@ -31,7 +32,7 @@ size_t tcp_request_size(struct fab_op *const *ops, int n)
 {
 	size_t size = 8 + (size_t)n * sizeof(struct tcp_wire_op);
 	for (int i = 0; i < n; i++)
-		if (ops[i]->kind == FAB_WRITE)
+		if (ops[i]->kind == FAB_WRITE || ops[i]->kind == FAB_RPC)
 			size += ops[i]->len;
 	return size;
 }
@@ -49,9 +50,11 @@ void tcp_request_encode(char *q, struct fab_op *const *ops, int n)
 		struct tcp_wire_op wo = { .kind = op->kind, .len = op->len, .off = op->off,
 					  .cmp = op->cmp, .swp = op->swp };
 		wo.pad[0] = op->flags & FAB_OP_FLUSH;
+		if (op->kind == FAB_RPC)
+			wo.cmp = op->rep->cap;
 		memcpy(w, &wo, sizeof(wo));
 		w += sizeof(wo);
-		if (op->kind == FAB_WRITE) {
+		if ((op->kind == FAB_WRITE || op->kind == FAB_RPC) && op->len) {
 			memcpy(payload, op->buf, op->len);
 			payload += op->len;
 		}
@@ -68,16 +71,27 @@ int tcp_request_decode(const char *q, uint32_t flen, struct fab_op *ops, uint32_
 	const char *payload = q + 4 + head;
 	const char *end = q + 4 + flen;
 	uint64_t r = 0; /* 64-bit: a malformed request must not wrap the sum */
+	bool rpc = false;
 	for (uint32_t i = 0; i < nops; i++) {
 		struct tcp_wire_op wo;
 		memcpy(&wo, w + (size_t)i * sizeof(wo), sizeof(wo));
-		if (wo.kind >= FAB_KINDS || wo.len == 0)
+		if (wo.kind >= FAB_KINDS || (wo.len == 0 && wo.kind != FAB_RPC))
 			return -EPROTO;
 		if (wo.pad[0] & ~FAB_OP_FLUSH || (wo.pad[0] && wo.kind != FAB_READ))
 			return -EPROTO;
+		/* RPCs end a frame (fab_exec's phases): none, or only RPCs, after one */
+		if (rpc && wo.kind != FAB_RPC)
+			return -EPROTO;
 		ops[i] = (struct fab_op){ .kind = wo.kind, .flags = wo.pad[0], .len = wo.len,
 					  .off = wo.off, .cmp = wo.cmp, .swp = wo.swp };
-		if (wo.kind == FAB_WRITE) {
+		if (wo.kind == FAB_RPC) {
+			if (wo.len > FAB_RPC_MAX || wo.off >= FAB_RPC_HANDLERS || wo.cmp > FAB_RPC_MAX ||
+			    (size_t)(end - payload) < wo.len)
+				return -EPROTO;
+			rpc = true;
+			ops[i].buf = (void *)payload;
+			payload += wo.len;
+		} else if (wo.kind == FAB_WRITE) {
 			if ((size_t)(end - payload) < wo.len)
 				return -EPROTO;
 			ops[i].buf = (void *)payload;
@@ -96,19 +110,39 @@ int tcp_request_decode(const char *q, uint32_t flen, struct fab_op *ops, uint32_
 	return 0;
 }
 
-void tcp_response_decode(const char *payload, struct fab_op *const *ops, int n)
+int tcp_response_decode(const char *payload, size_t plen, struct fab_op *const *ops, int n)
 {
+	const char *end = payload + plen;
 	for (int i = 0; i < n; i++) {
 		struct fab_op *op = ops[i];
-		if (op->kind == FAB_READ) {
-			memcpy(op->buf, payload, op->len);
-			payload += op->len;
-		} else if (op->kind != FAB_WRITE) {
-			if (op->old)
-				memcpy(op->old, payload, 8);
+		if (op->kind == FAB_WRITE)
+			continue;
+		if (op->kind == FAB_RPC) {
+			int32_t status;
+			uint32_t len;
+			if (end - payload < 8)
+				return -EPROTO;
+			memcpy(&status, payload, 4);
+			memcpy(&len, payload + 4, 4);
 			payload += 8;
+			if (len > op->rep->cap || (size_t)(end - payload) < len || (status < 0 && len))
+				return -EPROTO;
+			memcpy(op->rep->buf, payload, len);
+			op->rep->status = status;
+			op->rep->len = len;
+			payload += len;
+			continue;
 		}
+		uint32_t len = op->kind == FAB_READ ? op->len : 8;
+		if ((size_t)(end - payload) < len)
+			return -EPROTO;
+		if (op->kind == FAB_READ)
+			memcpy(op->buf, payload, len);
+		else if (op->old)
+			memcpy(op->old, payload, 8);
+		payload += len;
 	}
+	return payload == end ? 0 : -EPROTO;
 }
 
 void ioctl_nonblock(int fd, int on)

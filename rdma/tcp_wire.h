@@ -44,13 +44,16 @@ size_t tcp_request_size(struct fab_op *const *ops, int n);
 void tcp_request_encode(char *q, struct fab_op *const *ops, int n);
 /*
  * Parse the request frame at q (whose length word says flen) into ops,
- * pointing WRITE bufs into q. Fills *resp with the response payload size.
- * Returns 0, or -EPROTO if the frame is malformed.
+ * pointing WRITE and RPC bufs into q (an RPC's reply capacity in cmp).
+ * Fills *resp with the response payload size of its one-sided ops (RPC
+ * replies come after them, each i32 status, u32 len, len bytes). Returns
+ * 0, or -EPROTO if the frame is malformed (RPCs must end it).
  */
 int tcp_request_decode(const char *q, uint32_t flen, struct fab_op *ops, uint32_t nops,
 		       uint32_t *resp);
-/* Copy a response payload into the ops' READ buffers and old-value slots. */
-void tcp_response_decode(const char *payload, struct fab_op *const *ops, int n);
+/* Copy a response payload of plen bytes into the ops' READ buffers,
+ * old-value slots and RPC replies; -EPROTO if it does not fit them. */
+int tcp_response_decode(const char *payload, size_t plen, struct fab_op *const *ops, int n);
 
 /* Connect to "host:port" (blocking, with a send timeout); TCP_NODELAY set.
  * Returns the fd, or -errno with err filled. */

@@ -1010,7 +1010,7 @@ static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
 		uint64_t aborts = 0, verbs = 0;
 		for (int k = 0; k < CC_CAUSES; k++)
 			aborts += ps->aborts_by_cause[k];
-		for (int k = 0; k < FAB_KINDS; k++)
+		for (int k = 0; k < FAB_ONESIDED_KINDS; k++)
 			verbs += ps->fab.verbs[k];
 		if (all[i] != cur && ps->commits + aborts + ps->errors == 0)
 			continue;
@@ -1047,7 +1047,7 @@ static void info_cc(struct info_ctx *x)
 	const struct cc_stats *s = &x->cst;
 	const struct cc_protocol *p = ck_pr_load_ptr(&n->cc.proto);
 	uint64_t verbs = 0;
-	for (int k = 0; k < FAB_KINDS; k++)
+	for (int k = 0; k < FAB_ONESIDED_KINDS; k++)
 		verbs += s->fab.verbs[k];
 	uint64_t attempts = s->txn_committed + s->txn_aborts;
 	pthread_mutex_lock(&n->cfg_lock);

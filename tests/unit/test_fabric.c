@@ -227,7 +227,7 @@ static void listener_start(struct tnode *n)
 static void fabric_open(struct tnode *n, const char *be, uint16_t id)
 {
 	char err[256] = "";
-	struct fab_config fc = { .backend = be, .self = id };
+	struct fab_config fc = { .backend = be, .self = id, .region_path = n->path };
 	int rc = fab_open(&fc, &n->f, err, sizeof(err));
 	CHECKV(rc == 0, "fab_open(%s): %d %s", be, rc, err);
 	rc = fab_attach_err(n->f, id, n->base, n->size, err, sizeof(err));
@@ -1940,6 +1940,350 @@ static bool want(const char *only_case, const char *name)
 	return !only_case || strcmp(only_case, name) == 0;
 }
 
+/* ---- two-sided RPC (fab_rpc) ---- */
+
+enum { RPC_ADD = 1, RPC_FAIL = 2, RPC_ECHO = 3, RPC_HOLD = 4, RPC_UNSET = 9 };
+
+struct rpc_add_req {
+	uint64_t off, add;
+};
+
+/* FAA on the target's own region, through its worker's fabric (what a
+ * stage's handler does: the same words as the one-sided verbs); replies
+ * the old value. */
+static int h_add(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg;
+	struct rpc_add_req rq;
+	if (c->len != sizeof(rq) || c->cap < 8)
+		return -EINVAL;
+	memcpy(&rq, c->req, sizeof(rq));
+	struct fab_batch b;
+	fab_batch_init(&b, c->fw, (struct fab_waiter){ 0 }, NULL);
+	uint64_t old = 0;
+	int rc = fab_faa1(&b, c->to, rq.off, rq.add, &old);
+	if (rc)
+		return rc;
+	memcpy(c->resp, &old, 8);
+	*len = 8;
+	return 0;
+}
+
+static int h_fail(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg, (void)c, (void)len;
+	return -EPERM;
+}
+
+static int h_echo(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg;
+	memcpy(c->resp, c->req, c->len < c->cap ? c->len : c->cap);
+	*len = c->len; /* more than cap: the fabric answers -EMSGSIZE */
+	return 7;
+}
+
+/* Never answers while the process lives (a target that dies mid-call). */
+static int h_hold(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg, (void)c, (void)len;
+	for (;;)
+		pause();
+	return 0;
+}
+
+static void rpc_register_all(struct fab *f)
+{
+	CHECK(fab_rpc_register(f, RPC_ADD, "add", h_add, NULL) == 0);
+	CHECK(fab_rpc_register(f, RPC_FAIL, "fail", h_fail, NULL) == 0);
+	CHECK(fab_rpc_register(f, RPC_ECHO, "echo", h_echo, NULL) == 0);
+	CHECK(fab_rpc_register(f, RPC_HOLD, "hold", h_hold, NULL) == 0);
+	CHECK(fab_rpc_register(f, RPC_ADD, "again", h_add, NULL) == -EINVAL);
+	CHECK(fab_rpc_register(f, FAB_RPC_HANDLERS, "out of range", h_add, NULL) == -EINVAL);
+}
+
+/* A worker of the target node on a thread of its own, polling as the
+ * server's workers do (handlers run inline, in fab_worker_poll). */
+struct rpc_server {
+	struct tnode *n;
+	int id;
+	int ready, stop;
+	pthread_t th;
+};
+
+static void *rpc_server_main(void *arg)
+{
+	struct rpc_server *sv = arg;
+	struct fab_worker *fw = fab_worker_create(sv->n->f, sv->id);
+	CHECK(fw != NULL);
+	__atomic_store_n(&sv->ready, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&sv->stop, __ATOMIC_ACQUIRE)) {
+		int fds[FAB_MAX_NODES];
+		struct pollfd pfd[FAB_MAX_NODES];
+		int k = fab_worker_fds(fw, fds, FAB_MAX_NODES);
+		for (int i = 0; i < k; i++)
+			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		poll(pfd, (nfds_t)k, 20);
+		fab_worker_poll(fw);
+	}
+	fab_worker_destroy(fw);
+	return NULL;
+}
+
+static void rpc_server_start(struct rpc_server *sv, struct tnode *n, int id)
+{
+	*sv = (struct rpc_server){ .n = n, .id = id };
+	CHECK(pthread_create(&sv->th, NULL, rpc_server_main, sv) == 0);
+	while (!__atomic_load_n(&sv->ready, __ATOMIC_ACQUIRE))
+		sleep_ms(1);
+}
+
+static void rpc_server_stop(struct rpc_server *sv)
+{
+	__atomic_store_n(&sv->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(sv->th, NULL);
+}
+
+static struct rpc_add_req add_req(uint64_t off, uint64_t add)
+{
+	return (struct rpc_add_req){ .off = off, .add = add };
+}
+
+/*
+ * Conformance of fab_rpc against a peer (tcp: its workers answer, not its
+ * NIC thread) and against the own node (any backend): replies, ordering
+ * against one-sided ops on the same endpoint, batching, a handler that
+ * fails, bad requests, and a target with no worker to run it.
+ */
+static void test_rpc(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode t, i;
+	struct tworker w;
+	node_up(&t, be, 1, size);
+	node_up(&i, be, 2, size);
+	rpc_register_all(t.f);
+	rpc_register_all(i.f);
+	link_peer(&i, &t);
+	const bool peer = true;
+	const uint16_t target = 1;
+	struct tnode *tn = &t;
+	struct fab_stats st = { 0 };
+	tw_init(&w, &i, 0);
+	w.b.stats = &st;
+
+	/* A peer's calls wait for a worker of its own. */
+	struct rpc_add_req rq = add_req(0, 1);
+	uint64_t old = 0;
+	struct fab_rpc_reply rep = { .buf = &old, .cap = 8 };
+	if (peer) {
+		fab_rpc(&w.b, target, RPC_ADD, &rq, sizeof(rq), &rep);
+		CHECK(fab_exec(&w.b) == 0 && rep.status == -EAGAIN && rep.len == 0);
+		CHECK(*(uint64_t *)tn->base == 0);
+	}
+	struct rpc_server sv;
+	if (peer)
+		rpc_server_start(&sv, &t, 0);
+
+	/* A reply, and its effect on the region. */
+	*(uint64_t *)tn->base = 40;
+	fab_rpc(&w.b, target, RPC_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&w.b) == 0);
+	CHECKV(rep.status == 0 && rep.len == 8 && old == 40, "add: status %d len %u old %llu",
+	       rep.status, rep.len, (unsigned long long)old);
+	CHECK(*(uint64_t *)tn->base == 41);
+
+	/* Ordering on one endpoint: the call sees the WRITE before it; the
+	 * READ and CAS after it see its effect (a second phase: two round
+	 * trips, one RPC). */
+	uint64_t five = 5, seen = 0, cas_old = 0;
+	st = (struct fab_stats){ 0 };
+	fab_write(&w.b, target, 64, &five, 8);
+	rq = add_req(64, 1);
+	fab_rpc(&w.b, target, RPC_ADD, &rq, sizeof(rq), &rep);
+	fab_read(&w.b, target, 64, &seen, 8);
+	fab_cas(&w.b, target, 64, 6, 100, &cas_old);
+	CHECK(fab_exec(&w.b) == 0);
+	CHECKV(old == 5 && seen == 6 && cas_old == 6 && *(uint64_t *)(tn->base + 64) == 100,
+	       "order: rpc saw %llu, read %llu, cas %llu", (unsigned long long)old,
+	       (unsigned long long)seen, (unsigned long long)cas_old);
+	CHECK(st.verbs[FAB_RPC] == 1 && st.verbs[FAB_WRITE] == 1 && st.round_trips == 2);
+
+	/* Batching: consecutive calls to one node travel in one message (one
+	 * round trip, one doorbell on tcp). */
+	enum { NB = 8 };
+	struct rpc_add_req rqs[NB];
+	uint64_t olds[NB];
+	struct fab_rpc_reply reps[NB];
+	st = (struct fab_stats){ 0 };
+	uint64_t bells = fab_worker_doorbells(w.fw);
+	for (int k = 0; k < NB; k++) {
+		rqs[k] = add_req(128 + 8 * (uint64_t)k, (uint64_t)k + 1);
+		reps[k] = (struct fab_rpc_reply){ .buf = &olds[k], .cap = 8 };
+		fab_rpc(&w.b, target, RPC_ADD, &rqs[k], sizeof(rqs[k]), &reps[k]);
+	}
+	CHECK(fab_exec(&w.b) == 0);
+	bool all = true;
+	for (int k = 0; k < NB; k++)
+		all &= reps[k].status == 0 && olds[k] == 0 &&
+		       *(uint64_t *)(tn->base + 128 + 8 * k) == (uint64_t)k + 1;
+	CHECK(all);
+	CHECK(st.round_trips == 1 && st.verbs[FAB_RPC] == NB);
+	if (peer)
+		CHECKV(fab_worker_doorbells(w.fw) == bells + 1, "%llu doorbells for one batch",
+		       (unsigned long long)(fab_worker_doorbells(w.fw) - bells));
+
+	/* A handler that fails answers its error and fails nothing else; so
+	 * does an id with no handler; a reply larger than its buffer is
+	 * refused. */
+	char echo[300], back[300];
+	for (int k = 0; k < 300; k++)
+		echo[k] = (char)k;
+	struct fab_rpc_reply rf = { .buf = back, .cap = 300 }, ru = rf, re = rf, rs = rf;
+	rq = add_req(0, 1);
+	fab_rpc(&w.b, target, RPC_FAIL, NULL, 0, &rf);
+	fab_rpc(&w.b, target, RPC_UNSET, NULL, 0, &ru);
+	fab_rpc(&w.b, target, RPC_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&w.b) == 0);
+	CHECKV(rf.status == -EPERM && ru.status == -EOPNOTSUPP && rep.status == 0 && old == 41,
+	       "fail %d, unset %d, add %d", rf.status, ru.status, rep.status);
+	fab_rpc(&w.b, target, RPC_ECHO, echo, 300, &re);
+	CHECK(fab_exec(&w.b) == 0 && re.status == 7 && re.len == 300 && memcmp(back, echo, 300) == 0);
+	rs.cap = 100;
+	fab_rpc(&w.b, target, RPC_ECHO, echo, 300, &rs);
+	CHECK(fab_exec(&w.b) == 0 && rs.status == -EMSGSIZE && rs.len == 0);
+	/* Requests the initiator refuses: a handler id out of range, a body
+	 * or a reply buffer over FAB_RPC_MAX. */
+	fab_rpc(&w.b, target, FAB_RPC_HANDLERS, NULL, 0, &rf);
+	CHECK(fab_exec(&w.b) == -EINVAL);
+	fab_rpc(&w.b, target, RPC_ECHO, echo, FAB_RPC_MAX + 1, &rf);
+	CHECK(fab_exec(&w.b) == -EINVAL);
+	/* The largest: FAB_RPC_MAX each way. */
+	char *big = malloc(FAB_RPC_MAX), *bigback = malloc(FAB_RPC_MAX);
+	CHECK(big && bigback);
+	for (uint32_t k = 0; k < FAB_RPC_MAX; k++)
+		big[k] = (char)(k * 7);
+	struct fab_rpc_reply rb = { .buf = bigback, .cap = FAB_RPC_MAX };
+	fab_rpc(&w.b, target, RPC_ECHO, big, FAB_RPC_MAX, &rb);
+	CHECK(fab_exec(&w.b) == 0 && rb.status == 7 && rb.len == FAB_RPC_MAX &&
+	      memcmp(big, bigback, FAB_RPC_MAX) == 0);
+	free(big);
+	free(bigback);
+
+	/* The own node answers too, on the calling worker (any backend). */
+	*(uint64_t *)(i.base + 256) = 9;
+	rq = add_req(256, 1);
+	fab_rpc(&w.b, 2, RPC_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&w.b) == 0 && rep.status == 0 && old == 9 && *(uint64_t *)(i.base + 256) == 10);
+
+	if (peer)
+		rpc_server_stop(&sv);
+	tw_fini(&w);
+	node_down(&i);
+	node_down(&t);
+	printf("  %s rpc: replies, ordering, batching (%d calls, 1 round trip), failures: ok\n",
+	       be, NB);
+}
+
+struct fence_later {
+	struct fab *f;
+	uint16_t node;
+	int ms;
+};
+
+static void *fence_later_main(void *arg)
+{
+	struct fence_later *fl = arg;
+	sleep_ms(fl->ms);
+	fab_fence(fl->f, fl->node);
+	return NULL;
+}
+
+/* A target that dies while a call of ours runs there: the exec fails,
+ * and the reply says so (tcp: the connection breaks; shm: the target's
+ * pidfd). */
+static void test_rpc_peer_death(const char *be)
+{
+	struct pd_shared *sh = shared_alloc(sizeof(*sh));
+	pid_t pid = spawn();
+	if (pid == 0) {
+		struct tnode n;
+		node_up(&n, be, 1, 1 << 20);
+		rpc_register_all(n.f);
+		struct rpc_server sv;
+		rpc_server_start(&sv, &n, 0);
+		snprintf(sh->addr, sizeof(sh->addr), "%s", n.addr);
+		snprintf(sh->path, sizeof(sh->path), "%s", n.path);
+		__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
+		for (;;)
+			pause();
+	}
+	uint64_t deadline = now_ns() + 10ull * 1000000000ull;
+	while (!__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE)) {
+		CHECK(now_ns() < deadline);
+		sleep_ms(2);
+	}
+	int peer_slot = tmp_register(sh->path);
+	struct tnode me;
+	node_up(&me, be, 2, 1 << 20);
+	struct fab_peer_info pi = { .node = 1, .region_size = 1 << 20 };
+	snprintf(pi.addr, sizeof(pi.addr), "%s", sh->addr);
+	snprintf(pi.region_path, sizeof(pi.region_path), "%s", sh->path);
+	char err[256] = "";
+	CHECKV(fab_attach_peer(me.f, &pi, err, sizeof(err)) == 0, "%s", err);
+	struct tworker w;
+	tw_init(&w, &me, 0);
+	struct rpc_add_req rq = add_req(0, 1);
+	uint64_t old = 99;
+	struct fab_rpc_reply rep = { .buf = &old, .cap = 8 };
+	fab_rpc(&w.b, 1, RPC_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&w.b) == 0 && rep.status == 0 && old == 0);
+
+	/* A call that never answers, and the configuration takes its target
+	 * out (fab_fence): the exec fails then. */
+	struct fab_rpc_reply hrep = { .buf = &old, .cap = 8 };
+	fab_rpc(&w.b, 1, RPC_HOLD, NULL, 0, &hrep);
+	struct fence_later fl = { .f = me.f, .node = 1, .ms = 200 };
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, fence_later_main, &fl) == 0);
+	uint64_t t0 = now_ns();
+	int rc = fab_exec(&w.b);
+	double ms = (double)(now_ns() - t0) / 1e6;
+	pthread_join(th, NULL);
+	CHECKV(rc == -EHOSTDOWN && hrep.status == -EHOSTDOWN && ms >= 150 && ms < 10000,
+	       "call on a fenced target: exec %d, status %d after %.0f ms", rc, hrep.status, ms);
+	printf("  %s rpc: a call on a target fenced meanwhile failed with %d after %.0f ms\n", be,
+	       rc, ms);
+	fab_unfence(me.f, 1);
+	fab_peer_back(me.f, 1);
+
+	/* Another (its worker still holds the first), then the target's death. */
+	struct { struct tworker *w; struct fab_rpc_reply rep; int rc, done; } hold = { .w = &w };
+	hold.rep = (struct fab_rpc_reply){ .buf = &old, .cap = 8 };
+	fab_rpc(&w.b, 1, RPC_HOLD, NULL, 0, &hold.rep);
+	pid_t killer = spawn();
+	if (killer == 0) {
+		sleep_ms(200);
+		kill(pid, SIGKILL);
+		_exit(0);
+	}
+	t0 = now_ns();
+	rc = fab_exec(&w.b);
+	ms = (double)(now_ns() - t0) / 1e6;
+	CHECK(waitpid(killer, NULL, 0) == killer);
+	CHECK(waitpid(pid, NULL, 0) == pid);
+	nchildren = 0;
+	CHECKV(rc < 0 && hold.rep.status < 0 && ms >= 150 && ms < 10000,
+	       "call on a dying target: exec %d, status %d after %.0f ms", rc, hold.rep.status, ms);
+	printf("  %s rpc: a call on a target that died failed with %d after %.0f ms\n", be, rc, ms);
+	tw_fini(&w);
+	node_down(&me);
+	unlink(sh->path);
+	if (peer_slot >= 0)
+		tmp_paths[peer_slot][0] = '\0';
+	munmap(sh, sizeof(*sh));
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -1978,6 +2322,10 @@ int main(int argc, char **argv)
 			test_torn_raw(be, 2.0);
 		if (want(only_case, "double-read"))
 			test_double_read(be, 3.0);
+		if (want(only_case, "rpc"))
+			test_rpc(be);
+		if (want(only_case, "rpc-peer-death"))
+			test_rpc_peer_death(be);
 		if (tcp && want(only_case, "remote-flush"))
 			test_remote_flush(be);
 		if (tcp && want(only_case, "peer-death"))
