@@ -380,6 +380,13 @@ void fab_worker_set_rpc_runner(struct fab_worker *fw,
 	fw->rpc_ctx = ctx;
 }
 
+void fab_rpc_reply(struct fab_rpc_call *c, int status, uint32_t len)
+{
+	if (status >= 0 && len > c->cap)
+		status = -EMSGSIZE;
+	c->done(c, status, status >= 0 ? len : 0);
+}
+
 void fab_rpc_run(struct fab_rpc_call *c)
 {
 	const struct fab *f = c->fw->f;
@@ -387,9 +394,8 @@ void fab_rpc_run(struct fab_rpc_call *c)
 	int rc = -EOPNOTSUPP; /* no handler of that id here */
 	if (c->handler < FAB_RPC_HANDLERS && f->rpc[c->handler].fn)
 		rc = f->rpc[c->handler].fn(f->rpc[c->handler].arg, c, &len);
-	if (rc >= 0 && len > c->cap)
-		rc = -EMSGSIZE;
-	c->done(c, rc, rc >= 0 ? len : 0);
+	if (rc != FAB_RPC_DEFER)
+		fab_rpc_reply(c, rc, len);
 }
 
 void fab_worker_inbox_push(struct fab_worker *fw, struct fab_rpc_call *c)

@@ -423,8 +423,13 @@ struct fab_rpc_call {
 	struct fab_rpc_call *next;
 };
 /* A handler: write at most c->cap bytes to c->resp, set *len, and return
- * >= 0, or a -errno for the initiator (then nothing is replied). */
+ * >= 0, or a -errno for the initiator (then nothing is replied). A handler
+ * that cannot answer yet (a lock to wait for: RCC 4.3's waiting list)
+ * returns FAB_RPC_DEFER, keeps c, and answers later with fab_rpc_reply, on
+ * the same worker's thread; it never blocks the worker meanwhile. */
 typedef int (*fab_rpc_fn)(void *arg, struct fab_rpc_call *c, uint32_t *len);
+#define FAB_RPC_DEFER 0x7fffffff
+void fab_rpc_reply(struct fab_rpc_call *c, int status, uint32_t len);
 /* Register handler `id` (< FAB_RPC_HANDLERS) under `name` (for logs);
  * before the workers start. -EINVAL for a bad or taken id. */
 int fab_rpc_register(struct fab *f, uint16_t id, const char *name, fab_rpc_fn fn, void *arg);

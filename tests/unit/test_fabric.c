@@ -1942,7 +1942,7 @@ static bool want(const char *only_case, const char *name)
 
 /* ---- two-sided RPC (fab_rpc) ---- */
 
-enum { RPC_ADD = 1, RPC_FAIL = 2, RPC_ECHO = 3, RPC_HOLD = 4, RPC_UNSET = 9 };
+enum { RPC_ADD = 1, RPC_FAIL = 2, RPC_ECHO = 3, RPC_HOLD = 4, RPC_LATER = 5, RPC_UNSET = 9 };
 
 struct rpc_add_req {
 	uint64_t off, add;
@@ -1992,8 +1992,33 @@ static int h_hold(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	return 0;
 }
 
+/* Answers later (FAB_RPC_DEFER): the server's loop echoes it once its
+ * next poll is over, as a lock's waiting list would be served. */
+static struct fab_rpc_call *deferred[64];
+static int ndeferred;
+
+static int h_later(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg, (void)len;
+	if (ndeferred == 64)
+		return -EBUSY;
+	deferred[ndeferred++] = c;
+	return FAB_RPC_DEFER;
+}
+
+static void answer_deferred(void)
+{
+	for (int k = 0; k < ndeferred; k++) {
+		struct fab_rpc_call *c = deferred[k];
+		memcpy(c->resp, c->req, c->len < c->cap ? c->len : c->cap);
+		fab_rpc_reply(c, 11, c->len);
+	}
+	ndeferred = 0;
+}
+
 static void rpc_register_all(struct fab *f)
 {
+	CHECK(fab_rpc_register(f, RPC_LATER, "later", h_later, NULL) == 0);
 	CHECK(fab_rpc_register(f, RPC_ADD, "add", h_add, NULL) == 0);
 	CHECK(fab_rpc_register(f, RPC_FAIL, "fail", h_fail, NULL) == 0);
 	CHECK(fab_rpc_register(f, RPC_ECHO, "echo", h_echo, NULL) == 0);
@@ -2025,6 +2050,7 @@ static void *rpc_server_main(void *arg)
 			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 		poll(pfd, (nfds_t)k, 20);
 		fab_worker_poll(fw);
+		answer_deferred();
 	}
 	fab_worker_destroy(fw);
 	return NULL;
@@ -2169,6 +2195,22 @@ static void test_rpc(const char *be)
 	      memcmp(big, bigback, FAB_RPC_MAX) == 0);
 	free(big);
 	free(bigback);
+
+	/* A handler that answers later, after others that answer at once. */
+	if (peer) {
+		char la[3][16], lb[3][16];
+		struct fab_rpc_reply rl[3];
+		for (int k = 0; k < 3; k++) {
+			snprintf(la[k], sizeof(la[k]), "later %d", k);
+			rl[k] = (struct fab_rpc_reply){ .buf = lb[k], .cap = 16 };
+			fab_rpc(&w.b, target, RPC_LATER, la[k], 16, &rl[k]);
+		}
+		fab_rpc(&w.b, target, RPC_ADD, &rq, sizeof(rq), &rep);
+		CHECK(fab_exec(&w.b) == 0 && rep.status == 0);
+		for (int k = 0; k < 3; k++)
+			CHECKV(rl[k].status == 11 && rl[k].len == 16 && strcmp(lb[k], la[k]) == 0,
+			       "deferred %d: status %d", k, rl[k].status);
+	}
 
 	/* The own node answers too, on the calling worker (any backend). */
 	*(uint64_t *)(i.base + 256) = 9;
