@@ -70,6 +70,7 @@
  * worker_init and worker_fini may run on the main thread while the worker
  * thread is not running.
  */
+#include <ck_pr.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -165,6 +166,9 @@ struct verbs_ep {
 	uint16_t node;
 	bool broken;             /* invariant (4) */
 	int fail_err;            /* what parts get once broken */
+	uint32_t back;           /* fab_peer.back at the last connect: if it moved
+				    since, the node rejoined, and a broken endpoint
+				    makes a new queue pair (ep_reconnect) */
 	uint32_t rkey;           /* target region's key, base and size */
 	uint64_t rbase;
 	uint64_t rsize;
@@ -877,10 +881,10 @@ static int ep_drain_wait(struct verbs_worker *vw, struct verbs_ep *ep)
 	return done;
 }
 
+static int ep_qp_setup(struct verbs_worker *vw, struct verbs_ep *ep, char *err, size_t errlen);
+
 static int ep_connect(struct verbs_worker *vw, uint16_t node, char *err, size_t errlen)
 {
-	struct fab *f = vw->fw->f;
-	struct verbs_dev *d = vw->d;
 	struct verbs_ep *ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		goto oom;
@@ -893,6 +897,20 @@ static int ep_connect(struct verbs_worker *vw, uint16_t node, char *err, size_t 
 	vw->list[vw->nep++] = ep; /* from here worker_fini frees it */
 	if (!ep->fl)
 		goto oom;
+	ep->back = ck_pr_load_32(&vw->fw->f->peers[node].back);
+	return ep_qp_setup(vw, ep, err, errlen);
+oom:
+	snprintf(err, errlen, "verbs fabric: out of memory");
+	return -ENOMEM;
+}
+
+/* A new requester QP for ep, connected to a new responder on its node
+ * (the bootstrap exchange of the file comment). */
+static int ep_qp_setup(struct verbs_worker *vw, struct verbs_ep *ep, char *err, size_t errlen)
+{
+	struct fab *f = vw->fw->f;
+	struct verbs_dev *d = vw->d;
+	const uint16_t node = ep->node;
 	ep->qp = qp_create(d, vw->cq, vw->sq_depth);
 	int e = ep->qp ? qp_init(d, ep->qp, 0) : verbs_errno(-1);
 	if (e) {
@@ -967,9 +985,6 @@ static int ep_connect(struct verbs_worker *vw, uint16_t node, char *err, size_t 
 	ep->rbase = rp.base;
 	ep->rsize = rp.size;
 	return 0;
-oom:
-	snprintf(err, errlen, "verbs fabric: out of memory");
-	return -ENOMEM;
 }
 
 /* ---- worker hooks ---- */
@@ -1078,14 +1093,64 @@ fail:
 	return rc;
 }
 
+static int wc_handle(struct verbs_worker *vw, const struct ibv_wc *wc);
+
+/*
+ * A broken endpoint to a node that rejoined since (fab_peer_back at its
+ * HELLO: a restarted process, with new responders) gets a new queue pair.
+ * Every part of the old one has failed (invariant (4)); the CQ is drained
+ * first, so that no flush of the old QP is left to be taken for one of the
+ * new (a QPN may be reused). Owner thread, at a post: the exchange is a
+ * blocking control-plane call, as tcp's reconnect is a blocking connect.
+ * Returns 0, or the error parts get.
+ */
+static int ep_reconnect(struct verbs_worker *vw, struct verbs_ep *ep)
+{
+	uint32_t back = ck_pr_load_32(&vw->fw->f->peers[ep->node].back);
+	if (back == ep->back)
+		return ep->fail_err;
+	ep->back = back;
+	struct ibv_wc wc[VERBS_POLL_BATCH];
+	int k;
+	while ((k = ibv_poll_cq(vw->cq, VERBS_POLL_BATCH, wc)) > 0)
+		for (int i = 0; i < k; i++)
+			(void)wc_handle(vw, &wc[i]); /* parts of other endpoints complete */
+	if (ep->qp)
+		ibv_destroy_qp(ep->qp);
+	ep->qp = NULL;
+	ep->broken = false;
+	ep->fail_err = 0;
+	ep->sq_used = 0;
+	ep->fl_head = ep->fl_n = 0;
+	verbs_ring_init(&ep->ring, VERBS_EP_BOUNCE_BYTES);
+	char err[256];
+	int rc = ep_qp_setup(vw, ep, err, sizeof(err));
+	if (rc == 0) {
+		fprintf(stderr, "verbs fabric: node %u worker %d: new queue pair to node %u, which "
+			"rejoined\n", vw->fw->f->cfg.self, vw->fw->id, ep->node);
+		return 0;
+	}
+	if (ep->qp)
+		ibv_destroy_qp(ep->qp);
+	ep->qp = NULL;
+	ep->broken = true;
+	ep->fail_err = -EHOSTDOWN;
+	fprintf(stderr, "verbs fabric: node %u worker %d: %s\n", vw->fw->f->cfg.self, vw->fw->id,
+		err);
+	return ep->fail_err;
+}
+
 static int verbs_post(struct fab_worker *fw, struct fab_part *part)
 {
 	struct verbs_worker *vw = fw->bdata;
 	struct verbs_ep *ep = vw->eps[part->node];
 	if (!ep)
 		return -EHOSTDOWN;
-	if (ep->broken)
-		return ep->fail_err;
+	if (ep->broken) {
+		int rc = ep_reconnect(vw, ep);
+		if (rc)
+			return rc;
+	}
 	uint32_t max_msg = vw->d->pattr.max_msg_sz;
 	for (int i = 0; i < part->n; i++)
 		if (max_msg && part->ops[i]->len > max_msg)

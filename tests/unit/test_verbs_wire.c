@@ -1526,6 +1526,21 @@ static void test_two_nodes(void)
 	fab_batch_init(&b0, w0b, (struct fab_waiter){ 0 }, NULL);
 	CHECK(fab_read1(&b0, 1, 2048, &x, 8) == 0 && x == word(1, 2048)); /* worker 1's QP */
 
+	/* The peer rejoins (its HELLO after a restart: fab_peer_back): worker
+	 * 0's broken endpoint to it makes a new queue pair at its next post,
+	 * against a new responder there (the old pair destroyed), and works;
+	 * before that, it kept failing. */
+	struct fab_batch b2;
+	fab_batch_init(&b2, w0, (struct fab_waiter){ 0 }, NULL);
+	CHECK(fab_read1(&b2, 1, 2048, &x, 8) == -EHOSTDOWN);
+	int qps = fk.live_qp;
+	fab_peer_back(nodes[0].f, 1);
+	x = 0;
+	CHECK(fab_read1(&b2, 1, 2048, &x, 8) == 0 && x == word(1, 2048));
+	CHECK(fab_faa1(&b2, 1, 2048, 1, &old) == 0 && old == x && word(1, 2048) == x + 1);
+	CHECK(fk.live_qp == qps);
+	CHECK(fab_read1(&b2, 0, 8, &x, 8) == 0 && x == 79); /* the loopback never broke */
+
 	/* Invariant (5): both endpoints of that worker fail with full send
 	 * queues; every WR, signaled or not, then completes, and the CQ holds
 	 * them all. */
