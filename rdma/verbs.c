@@ -169,6 +169,8 @@ struct verbs_ep {
 	uint32_t back;           /* fab_peer.back at the last connect: if it moved
 				    since, the node rejoined, and a broken endpoint
 				    makes a new queue pair (ep_reconnect) */
+	uint8_t fenced;          /* its QP was put in error by verbs_fence (ck_pr,
+				    under qp_mu): broken at the next post */
 	uint32_t rkey;           /* target region's key, base and size */
 	uint64_t rbase;
 	uint64_t rsize;
@@ -195,6 +197,8 @@ struct verbs_worker {
 	int nep;
 	struct verbs_ep *list[FAB_MAX_NODES]; /* endpoints, for the QPN lookup */
 	struct verbs_ep *eps[FAB_MAX_NODES];  /* by node id */
+	pthread_mutex_t qp_mu;   /* an endpoint's qp changing (ep_reconnect), or
+				    being put in error by a fence (verbs_fence) */
 	/* Scratch for one post (owner thread; post is not reentrant). */
 	struct ibv_send_wr wr[FAB_BATCH_MAX];
 	struct ibv_sge sge[FAB_BATCH_MAX];
@@ -1014,6 +1018,7 @@ static void verbs_worker_fini(struct fab_worker *fw)
 	free(vw->bounce);
 	if (vw->ch)
 		ibv_destroy_comp_channel(vw->ch);
+	pthread_mutex_destroy(&vw->qp_mu);
 	free(vw);
 	fw->bdata = NULL;
 }
@@ -1039,6 +1044,7 @@ static int verbs_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 	fw->bdata = vw;
 	vw->fw = fw;
 	vw->d = d;
+	pthread_mutex_init(&vw->qp_mu, NULL);
 	int rc;
 
 	/* Queue depths from the device's limits, invariant (5). */
@@ -1115,9 +1121,11 @@ static int ep_reconnect(struct verbs_worker *vw, struct verbs_ep *ep)
 	while ((k = ibv_poll_cq(vw->cq, VERBS_POLL_BATCH, wc)) > 0)
 		for (int i = 0; i < k; i++)
 			(void)wc_handle(vw, &wc[i]); /* parts of other endpoints complete */
+	pthread_mutex_lock(&vw->qp_mu);
 	if (ep->qp)
 		ibv_destroy_qp(ep->qp);
 	ep->qp = NULL;
+	ck_pr_store_8(&ep->fenced, 0);
 	ep->broken = false;
 	ep->fail_err = 0;
 	ep->sq_used = 0;
@@ -1125,14 +1133,17 @@ static int ep_reconnect(struct verbs_worker *vw, struct verbs_ep *ep)
 	verbs_ring_init(&ep->ring, VERBS_EP_BOUNCE_BYTES);
 	char err[256];
 	int rc = ep_qp_setup(vw, ep, err, sizeof(err));
+	pthread_mutex_unlock(&vw->qp_mu);
 	if (rc == 0) {
 		fprintf(stderr, "verbs fabric: node %u worker %d: new queue pair to node %u, which "
 			"rejoined\n", vw->fw->f->cfg.self, vw->fw->id, ep->node);
 		return 0;
 	}
+	pthread_mutex_lock(&vw->qp_mu);
 	if (ep->qp)
 		ibv_destroy_qp(ep->qp);
 	ep->qp = NULL;
+	pthread_mutex_unlock(&vw->qp_mu);
 	ep->broken = true;
 	ep->fail_err = -EHOSTDOWN;
 	fprintf(stderr, "verbs fabric: node %u worker %d: %s\n", vw->fw->f->cfg.self, vw->fw->id,
@@ -1146,6 +1157,8 @@ static int verbs_post(struct fab_worker *fw, struct fab_part *part)
 	struct verbs_ep *ep = vw->eps[part->node];
 	if (!ep)
 		return -EHOSTDOWN;
+	if (ck_pr_load_8(&ep->fenced) && !ep->broken)
+		ep_fail(vw, ep, -EHOSTDOWN, NULL); /* its QP is in error: fails all it holds */
 	if (ep->broken) {
 		int rc = ep_reconnect(vw, ep);
 		if (rc)
@@ -1191,6 +1204,8 @@ static int wc_handle(struct verbs_worker *vw, const struct ibv_wc *wc)
 		return 0; /* invariant (4): a flush of a broken QP */
 	if (wc->status != IBV_WC_SUCCESS) {
 		char why[128];
+		if (fab_fenced(vw->fw->f, ep->node))
+			return ep_fail(vw, ep, -EHOSTDOWN, "the node was taken out (fenced)");
 		snprintf(why, sizeof(why), "%s (vendor error 0x%x)", ibv_wc_status_str(wc->status),
 			 wc->vendor_err);
 		return ep_fail(vw, ep, verbs_wc_errno(wc->status), why);
@@ -1256,6 +1271,32 @@ static int verbs_worker_fds(struct fab_worker *fw, int *fds, int max)
 	return 1;
 }
 
+/*
+ * fab_fence: every worker's queue pair to the node goes to the error
+ * state, so the NIC flushes what was posted there at once (a worker
+ * waiting on a hung node wakes with -EHOSTDOWN, not after retries that a
+ * hung process's NIC would answer forever). Any thread; the workers'
+ * list is fab.c's (rpc_mu).
+ */
+static void verbs_fence(struct fab *f, uint16_t node)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	pthread_mutex_lock(&f->rpc_mu);
+	for (int i = 0; i < FAB_MAX_NODES; i++) {
+		struct verbs_worker *vw = f->workers[i] ? f->workers[i]->bdata : NULL;
+		if (!vw)
+			continue;
+		pthread_mutex_lock(&vw->qp_mu);
+		struct verbs_ep *ep = vw->eps[node];
+		if (ep && ep->qp) {
+			ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
+			ck_pr_store_8(&ep->fenced, 1);
+		}
+		pthread_mutex_unlock(&vw->qp_mu);
+	}
+	pthread_mutex_unlock(&f->rpc_mu);
+}
+
 const struct fab_backend fab_verbs_backend = {
 	.name = "verbs",
 	.open = verbs_open,
@@ -1268,4 +1309,5 @@ const struct fab_backend fab_verbs_backend = {
 	.poll = verbs_poll,
 	.worker_fds = verbs_worker_fds,
 	.ctl = verbs_ctl,
+	.fence = verbs_fence,
 };

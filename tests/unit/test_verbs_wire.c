@@ -1541,6 +1541,24 @@ static void test_two_nodes(void)
 	CHECK(fk.live_qp == qps);
 	CHECK(fab_read1(&b2, 0, 8, &x, 8) == 0 && x == 79); /* the loopback never broke */
 
+	/* fab_fence (the configuration took node 1 out: hung, say): a part in
+	 * flight there fails at once with -EHOSTDOWN (its queue pair put in
+	 * error, the NIC flushes it), later ops are refused, and after
+	 * fab_unfence (it rejoined) a new queue pair works. */
+	fk.auto_exec = false;
+	ops[0][0] = (struct fab_op){ .kind = FAB_READ, .node = 1, .len = 8, .off = 2048, .buf = &x };
+	parts[0] = (struct fab_part){ .b = &b2, .node = 1, .n = 1, .ops = { &ops[0][0] } };
+	post_parts(w0, &b2, parts, 1);
+	fab_fence(nodes[0].f, 1);
+	fk.auto_exec = true;
+	run_until_done(w0, &b2);
+	CHECK(b2.err == -EHOSTDOWN);
+	CHECK(fab_read1(&b2, 1, 2048, &x, 8) == -EHOSTDOWN);
+	fab_unfence(nodes[0].f, 1);
+	x = 0;
+	CHECK(fab_read1(&b2, 1, 2048, &x, 8) == 0 && x == word(1, 2048));
+	CHECK(fk.live_qp == qps);
+
 	/* Invariant (5): both endpoints of that worker fail with full send
 	 * queues; every WR, signaled or not, then completes, and the CQ holds
 	 * them all. */
