@@ -255,6 +255,10 @@ struct fab_config {
 	const char *device;       /* verbs: device name, NULL or "" = the first */
 	const char *region_path;  /* shm: the own region's file, which names its
 				     RPC rings (NULL: this node takes no RPCs) */
+	uint16_t nodes;           /* verbs: the cluster's nodes, this one included:
+				     a worker keeps room for an endpoint to each,
+				     joined later or not (0: those attached when it
+				     starts) */
 	fab_ctl_call_fn ctl_call; /* control-plane call to a peer (may be NULL) */
 	void *ctl_ctx;
 };

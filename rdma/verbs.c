@@ -195,6 +195,7 @@ struct verbs_worker {
 	struct ibv_mr *bounce_mr;
 	uint32_t sq_depth;
 	int nep;
+	int slots;               /* endpoints the CQ and bounce area have room for */
 	struct verbs_ep *list[FAB_MAX_NODES]; /* endpoints, for the QPN lookup */
 	struct verbs_ep *eps[FAB_MAX_NODES];  /* by node id */
 	pthread_mutex_t qp_mu;   /* an endpoint's qp changing (ep_reconnect), or
@@ -897,12 +898,17 @@ static int ep_connect(struct verbs_worker *vw, uint16_t node, char *err, size_t 
 	ep->fl = calloc(vw->sq_depth, sizeof(*ep->fl));
 	ep->bounce = vw->bounce + (size_t)vw->nep * VERBS_EP_BOUNCE_BYTES;
 	verbs_ring_init(&ep->ring, VERBS_EP_BOUNCE_BYTES);
+	pthread_mutex_lock(&vw->qp_mu); /* verbs_fence may look at it from here */
 	vw->eps[node] = ep;
 	vw->list[vw->nep++] = ep; /* from here worker_fini frees it */
-	if (!ep->fl)
-		goto oom;
-	ep->back = ck_pr_load_32(&vw->fw->f->peers[node].back);
-	return ep_qp_setup(vw, ep, err, errlen);
+	int rc = -ENOMEM;
+	if (ep->fl) {
+		ep->back = ck_pr_load_32(&vw->fw->f->peers[node].back);
+		rc = ep_qp_setup(vw, ep, err, errlen);
+	}
+	pthread_mutex_unlock(&vw->qp_mu);
+	if (rc != -ENOMEM)
+		return rc;
 oom:
 	snprintf(err, errlen, "verbs fabric: out of memory");
 	return -ENOMEM;
@@ -1047,15 +1053,22 @@ static int verbs_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 	pthread_mutex_init(&vw->qp_mu, NULL);
 	int rc;
 
+	/* Room for an endpoint to every node of the cluster, also those not
+	 * up yet (made at the first post to them, verbs_post). */
+	int slots = nep > (int)f->cfg.nodes ? nep : (int)f->cfg.nodes;
+	if (slots > FAB_MAX_NODES)
+		slots = FAB_MAX_NODES;
+	vw->slots = slots;
 	/* Queue depths from the device's limits, invariant (5). */
 	uint32_t depth = VERBS_SQ_DEPTH_WANT;
 	if ((int)depth > d->dattr.max_qp_wr)
 		depth = (uint32_t)d->dattr.max_qp_wr;
-	if ((uint64_t)depth * (uint64_t)nep > (uint64_t)d->dattr.max_cqe)
-		depth = (uint32_t)(d->dattr.max_cqe / nep);
+	if ((uint64_t)depth * (uint64_t)slots > (uint64_t)d->dattr.max_cqe)
+		depth = (uint32_t)(d->dattr.max_cqe / slots);
 	if (depth < FAB_BATCH_MAX) {
 		snprintf(err, errlen, "verbs fabric: %s allows %d CQEs per CQ; a worker with %d "
-			 "endpoints needs %d", d->name, d->dattr.max_cqe, nep, nep * FAB_BATCH_MAX);
+			 "endpoints needs %d", d->name, d->dattr.max_cqe, slots,
+			 slots * FAB_BATCH_MAX);
 		rc = -ENOSPC;
 		goto fail;
 	}
@@ -1068,10 +1081,10 @@ static int verbs_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 	int fl = fcntl(vw->ch->fd, F_GETFL);
 	if (fl < 0 || fcntl(vw->ch->fd, F_SETFL, fl | O_NONBLOCK) != 0)
 		goto fail_errno;
-	vw->cq = ibv_create_cq(d->ctx, (int)(depth * (uint32_t)nep), vw, vw->ch, 0);
+	vw->cq = ibv_create_cq(d->ctx, (int)(depth * (uint32_t)slots), vw, vw->ch, 0);
 	if (!vw->cq)
 		goto fail_errno;
-	vw->bounce_bytes = (size_t)nep * VERBS_EP_BOUNCE_BYTES;
+	vw->bounce_bytes = (size_t)slots * VERBS_EP_BOUNCE_BYTES;
 	if (posix_memalign((void **)&vw->bounce, VERBS_PAGE, vw->bounce_bytes) != 0) {
 		vw->bounce = NULL;
 		errno = ENOMEM;
@@ -1151,11 +1164,37 @@ static int ep_reconnect(struct verbs_worker *vw, struct verbs_ep *ep)
 	return ep->fail_err;
 }
 
+/* An endpoint to a node attached after this worker started (it was down
+ * when the cluster did), in one of the slots kept for it; NULL if there is
+ * none. One that cannot connect now is broken, and retried after the node's
+ * next HELLO (ep_reconnect). Owner thread. */
+static struct verbs_ep *ep_late(struct verbs_worker *vw, uint16_t node)
+{
+	const struct fab_peer *p = &vw->fw->f->peers[node];
+	if (!p->attached || p->direct || vw->nep >= vw->slots)
+		return NULL;
+	char err[256];
+	int rc = ep_connect(vw, node, err, sizeof(err));
+	struct verbs_ep *ep = vw->eps[node];
+	if (rc && ep) {
+		fprintf(stderr, "verbs fabric: node %u worker %d: %s\n", vw->fw->f->cfg.self,
+			vw->fw->id, err);
+		pthread_mutex_lock(&vw->qp_mu);
+		if (ep->qp)
+			ibv_destroy_qp(ep->qp);
+		ep->qp = NULL;
+		pthread_mutex_unlock(&vw->qp_mu);
+		ep->broken = true;
+		ep->fail_err = -EHOSTDOWN;
+	}
+	return ep;
+}
+
 static int verbs_post(struct fab_worker *fw, struct fab_part *part)
 {
 	struct verbs_worker *vw = fw->bdata;
 	struct verbs_ep *ep = vw->eps[part->node];
-	if (!ep)
+	if (!ep && (ep = ep_late(vw, part->node)) == NULL)
 		return -EHOSTDOWN;
 	if (ck_pr_load_8(&ep->fenced) && !ep->broken)
 		ep_fail(vw, ep, -EHOSTDOWN, NULL); /* its QP is in error: fails all it holds */

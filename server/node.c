@@ -442,6 +442,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 				 /* shm peers' RPCs come through rings it names */
 				 .region_path = n->cfg.ncluster_nodes > 0 ? st_region_path(n->cc.region)
 									  : NULL,
+				 .nodes = (uint16_t)n->cfg.ncluster_nodes,
 				 .delay_us = (uint32_t)n->cfg.fabric_delay_us,
 				 .device = n->cfg.fabric_device,
 				 .ctl_call = cluster_fab_bridge(), .ctl_ctx = n };

@@ -1112,14 +1112,15 @@ struct node {
 	void *region;
 };
 
-static struct node nodes[2];
+static struct node nodes[3];
+static uint16_t cluster_nodes; /* fab_config.nodes of the nodes opened next */
 
 /* The control plane's call, in process: the peer's fab_ctl. */
 static int ctl_call(void *ctx, uint16_t node, const void *req, size_t len, void *resp,
 		    size_t *resp_len)
 {
 	struct node *n = ctx;
-	if (node >= 2 || !n[node].f)
+	if (node >= 3 || !n[node].f)
 		return -EHOSTUNREACH;
 	return fab_ctl(n[node].f, req, len, resp, resp_len);
 }
@@ -1127,7 +1128,7 @@ static int ctl_call(void *ctx, uint16_t node, const void *req, size_t len, void 
 static int node_open(int id, const char *device, char *err, size_t errlen)
 {
 	struct fab_config cfg = { .backend = "verbs", .self = (uint16_t)id, .device = device,
-				  .ctl_call = ctl_call, .ctl_ctx = nodes };
+				  .nodes = cluster_nodes, .ctl_call = ctl_call, .ctl_ctx = nodes };
 	return fab_open(&cfg, &nodes[id].f, err, errlen);
 }
 
@@ -1588,6 +1589,47 @@ out:
 	fk_reset();
 }
 
+/*
+ * A node that comes up after the others' workers started (with replicas
+ * the cluster starts without it): a worker reaches it at its first
+ * operation there, in a slot of its CQ and bounce area kept for it
+ * (fab_config.nodes). A worker that kept none cannot.
+ */
+static void test_late_node(void)
+{
+	fk_reset();
+	cluster_nodes = 3;
+	node_start(0);
+	cluster_nodes = 0; /* node 1 keeps no slot */
+	node_start(1);
+	node_meet(0, 1);
+	node_meet(1, 0);
+	struct fab_worker *w = worker(0, 0);
+	struct fab_worker *w1 = worker(1, 0);
+	cluster_nodes = 3;
+	node_start(2);
+	node_meet(0, 2);
+	node_meet(2, 0);
+	node_meet(1, 2);
+	struct fab_batch b, b1;
+	fab_batch_init(&b, w, (struct fab_waiter){ 0 }, NULL);
+	fab_batch_init(&b1, w1, (struct fab_waiter){ 0 }, NULL);
+	uint64_t x = 5;
+	CHECK(fab_write1(&b, 2, 64, &x, 8) == 0 && word(2, 64) == 5);
+	CHECK(fab_faa1(&b, 2, 64, 1, &x) == 0 && x == 5 && word(2, 64) == 6);
+	CHECK(fab_read1(&b, 1, 0, &x, 8) == 0);
+	CHECK(fab_read1(&b1, 2, 64, &x, 8) == -EHOSTDOWN); /* no slot kept */
+	CHECK(fab_read1(&b1, 0, 0, &x, 8) == 0);
+	fab_worker_destroy(w);
+	fab_worker_destroy(w1);
+	node_stop(0);
+	node_stop(1);
+	node_stop(2);
+	cluster_nodes = 0;
+	fk_reset();
+	printf("  late node: reached at the first operation, in a kept slot\n");
+}
+
 static void test_ctl_and_refusals(void)
 {
 	fk_reset();
@@ -1666,6 +1708,7 @@ int main(void)
 	test_real_no_device();
 	test_loopback();
 	test_two_nodes();
+	test_late_node();
 	test_ctl_and_refusals();
 
 	if (failures) {
