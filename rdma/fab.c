@@ -113,8 +113,11 @@ int fab_attach_peer(struct fab *f, const struct fab_peer_info *pi, char *err, si
 
 void fab_peer_back(struct fab *f, uint16_t node)
 {
-	if (node < FAB_MAX_NODES)
-		ck_pr_inc_32(&f->peers[node].back);
+	if (node >= FAB_MAX_NODES)
+		return;
+	ck_pr_inc_32(&f->peers[node].back);
+	if (f->be->peer_back)
+		f->be->peer_back(f, node);
 }
 
 void fab_fence(struct fab *f, uint16_t node)
@@ -408,6 +411,11 @@ void fab_worker_inbox_push(struct fab_worker *fw, struct fab_rpc_call *c)
 		fw->inbox = c;
 	fw->inbox_tail = c;
 	pthread_mutex_unlock(&fw->inbox_mu);
+	fab_worker_wake(fw);
+}
+
+void fab_worker_wake(struct fab_worker *fw)
+{
 	ck_pr_inc_64(&fw->inbox_pushed); /* before the write: run_inbox */
 	uint64_t v = 1;
 	ssize_t r = write(fw->inbox_fd, &v, sizeof(v));
@@ -766,8 +774,8 @@ void fab_part_done(struct fab_part *p, int err)
 	if (err) {
 		b->failed |= 1ull << (p->node & 63);
 		for (int i = 0; i < p->n; i++)
-			if (p->ops[i]->kind == FAB_RPC) {
-				p->ops[i]->rep->status = err;
+			if (p->ops[i]->kind == FAB_RPC && p->ops[i]->rep->status == -EINPROGRESS) {
+				p->ops[i]->rep->status = err; /* not those that answered */
 				p->ops[i]->rep->len = 0;
 			}
 	}
@@ -885,16 +893,27 @@ static int exec_phased(struct fab_batch *b, int n, uint64_t cut, struct applied 
 	struct fab_part *parts = malloc(sizeof(*parts) * (size_t)n);
 	if (!parts)
 		return -ENOMEM;
+	uint64_t reached = 0; /* nodes an earlier phase posted to */
 	for (int ph = 0; ph < nphases; ph++) {
 		int np = 0;
 		b->pending = 0;
 		b->err = 0;
 		b->handle = NULL;
+		/* A node whose part failed gets nothing more: its RPC may still
+		 * run there, and what follows it must not overtake it. */
+		const uint64_t skip = cut | b->failed;
 		for (int i = 0; i < n; i++) {
 			struct fab_op *op = &b->ops[i];
 			struct fab_peer *p = &f->peers[op->node];
-			if (phase[i] != ph || (cut & (1ull << op->node)))
+			if (phase[i] != ph)
 				continue;
+			if (skip & (1ull << op->node)) {
+				if (op->kind == FAB_RPC && op->rep->status == -EINPROGRESS) {
+					op->rep->status = -EHOSTDOWN;
+					op->rep->len = 0;
+				}
+				continue;
+			}
 			if (p->direct && op->kind != FAB_RPC) {
 				apply_direct(p, op, ap); /* checked by fab_exec */
 				continue;
@@ -924,6 +943,8 @@ static int exec_phased(struct fab_batch *b, int n, uint64_t cut, struct applied 
 				if (r) { /* not queued: complete it here */
 					b->unsent |= 1ull << (parts[j].node & 63);
 					fab_part_done(&parts[j], r);
+				} else {
+					reached |= 1ull << (parts[j].node & 63);
 				}
 			}
 			wait_parts(b);
@@ -933,6 +954,7 @@ static int exec_phased(struct fab_batch *b, int n, uint64_t cut, struct applied 
 		if (ph + 1 < nphases)
 			(void)exec_done(b, f, 0);
 	}
+	b->unsent &= ~reached; /* unsent: nothing of it ever left */
 	free(parts);
 	return rc;
 }

@@ -235,6 +235,8 @@ struct fab_backend {
 	void (*fence)(struct fab *f, uint16_t node);
 	int (*post_rpc)(struct fab_worker *fw, struct fab_part *part);
 	bool rpc_in_post; /* post takes parts that end in RPCs */
+	/* Optional: the node said HELLO again (fab_peer_back). Any thread. */
+	void (*peer_back)(struct fab *f, uint16_t node);
 };
 
 /*
@@ -396,14 +398,20 @@ void fab_flush(struct fab_batch *b, uint16_t node);
  * for handler `handler` on `node`, with the one-sided ops, in the same
  * batch. On the target the handler registered under that id runs on one of
  * its workers (the one the initiator's worker id picks), against its own
- * region, and its reply lands in *rep. Ordering per endpoint: an RPC runs
- * after every op posted before it to that node took effect, and ops posted
- * after it take effect after it replied (fab_exec posts them in a later
- * phase, one more round trip); consecutive RPCs to one node travel in one
+ * region, and its reply lands in *rep. Ordering: an RPC runs after every op
+ * posted before it on the endpoint took effect, and the ops of its batch
+ * posted after it to that node take effect after it replied (fab_exec posts
+ * them in a later phase, one more round trip; none if the call failed:
+ * they must not overtake it); consecutive RPCs to one node travel in one
  * message and may run in any order. A handler that fails answers its
  * -errno in rep->status and fails nothing else; a target that dies or is
  * fenced mid-call fails the exec (-EHOSTDOWN), as for one-sided ops.
- * Requests and replies are at most FAB_RPC_MAX bytes.
+ * Requests and replies are at most FAB_RPC_MAX bytes; on shm the RPCs of
+ * one part must fit one ring together (about 128 KiB), else -ENOBUFS.
+ * On tcp, while a call runs, its worker's connection to that node serves
+ * nothing else (later requests of other batches wait behind it): a
+ * deferred handler (FAB_RPC_DEFER) must not wait for what only such a
+ * request would do.
  */
 #define FAB_RPC_HANDLERS 32
 #define FAB_RPC_MAX (64u * 1024)

@@ -75,6 +75,9 @@ int fab_apply_request(struct fab *f, struct fab_op *const *ops, int n);
 /* Queue c to run on fw at its next poll (a backend that picked the worker
  * itself; fab_rpc_deliver picks one). Any thread. */
 void fab_worker_inbox_push(struct fab_worker *fw, struct fab_rpc_call *c);
+/* Make fw's next poll happen soon (its inbox eventfd), with nothing
+ * queued: a backend has news for it in its own state. Any thread. */
+void fab_worker_wake(struct fab_worker *fw);
 
 extern const struct fab_backend fab_shm_backend;
 extern const struct fab_backend fab_tcp_backend;

@@ -111,4 +111,5 @@ const struct fab_backend fab_shm_backend = {
 	.worker_fds = shm_rpc_worker_fds,
 	.fence = shm_rpc_fence,
 	.post_rpc = shm_rpc_post,
+	.peer_back = shm_rpc_peer_back,
 };

@@ -16,9 +16,21 @@
  * Wake-ups. Every worker owns a datagram socket in Linux's abstract
  * namespace, "rckv-rpc-<key>-<worker>": an eventfd cannot reach another
  * process without passing it, and these need no file and go with their
- * process. A datagram (struct shm_bell) names a ring with news: the
- * initiator sends one to the target's serving worker after it filled its
- * request ring, the target to the initiator's worker after the reply.
+ * process. A datagram (struct shm_bell) wakes a worker; what it should
+ * look at is in shared memory, so a bell the kernel drops (a full queue:
+ * net.unix.max_dgram_qlen is 10 here) loses nothing, since the full queue
+ * wakes the receiver anyway:
+ *  - a request: the initiator publishes the ring's tail, then sets the
+ *    pair's bit in the serving worker's `pending` mask in the target's
+ *    file; that worker, woken, first drains its socket, then takes its
+ *    mask and serves every ring it names;
+ *  - a reply: the initiator's worker looks at the reply ring of every
+ *    node it has calls in flight to, at each wake;
+ *  - a reply that found its ring full waits in the target worker's
+ *    backlog and sets the pair's `blocked`; the initiator, after it freed
+ *    room there, sets the pair's bit and rings (the backlog is retried at
+ *    every poll).
+ * A fence wakes the workers through their inbox eventfd (fab_worker_wake).
  *
  * Who serves. Initiator worker w's requests go to the target's worker
  * w % (its workers, published in the file's header), which copies them out
@@ -50,6 +62,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -70,7 +83,11 @@ struct shm_ring {
 
 struct shm_pair {
 	struct shm_ring req, rep;
+	uint32_t blocked; /* a reply waits for room in rep (ck_pr) */
+	uint8_t pad[60];
 };
+
+#define SHM_PAIRS (FAB_MAX_NODES * SHM_RPC_WORKERS)
 
 struct shm_rpc_file {
 	char magic[8];
@@ -78,6 +95,9 @@ struct shm_rpc_file {
 	uint32_t nworkers; /* its workers serving requests (ck_pr) */
 	uint64_t key;
 	uint8_t pad[40];
+	/* Per serving worker, the pairs (from * SHM_RPC_WORKERS + worker)
+	 * with requests or room for a blocked reply (ck_pr OR, exchange). */
+	uint64_t pending[SHM_RPC_WORKERS][SHM_PAIRS / 64];
 	struct shm_pair pairs[FAB_MAX_NODES][SHM_RPC_WORKERS];
 };
 
@@ -90,7 +110,7 @@ struct shm_msg {
 	uint64_t key;   /* request: the initiator's key (its doorbells) */
 };
 
-enum { BELL_REQ = 1, BELL_REP = 2, BELL_FENCE = 3 };
+enum { BELL_REQ = 1, BELL_REP = 2 };
 
 struct shm_bell {
 	uint64_t key;    /* the sender's */
@@ -319,6 +339,11 @@ void shm_rpc_attach_peer(struct fab *f, const struct fab_peer_info *pi)
 	close(fd);
 	if (p == MAP_FAILED)
 		return;
+	struct shm_peer *cur = s->peers[pi->node];
+	if (cur && cur->file->pid == ((struct shm_rpc_file *)p)->pid) {
+		munmap(p, sizeof(struct shm_rpc_file)); /* the incarnation we have */
+		return;
+	}
 	struct shm_peer *ps = calloc(1, sizeof(*ps));
 	if (!ps) {
 		munmap(p, sizeof(struct shm_rpc_file));
@@ -379,6 +404,10 @@ int shm_rpc_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 		free(rw);
 		return -EADDRINUSE;
 	}
+	/* Tags of this incarnation only: a reply a dead one's call left in
+	 * the ring (the target's file outlives us) matches none of ours. */
+	if (getrandom(&rw->tags, sizeof(rw->tags), GRND_NONBLOCK) != (ssize_t)sizeof(rw->tags))
+		rw->tags = (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)rw;
 	fw->bdata = rw;
 	if (fw->id >= 0 && fw->id < SHM_RPC_WORKERS)
 		ck_pr_inc_32(&s->own->nworkers);
@@ -462,6 +491,17 @@ static int watch(struct shm_rworker *rw, uint16_t node, struct shm_peer *ps)
 	return done;
 }
 
+/* Tell the target's serving worker that pair (from, worker) has news:
+ * its bit in the worker's mask, then a bell (file comment). */
+static void ring_pair(struct shm_rworker *rw, const struct shm_rpc *s, struct shm_peer *ps,
+		      uint16_t from, uint16_t worker, uint32_t nw)
+{
+	const unsigned tw = (unsigned)worker % nw, bit = (unsigned)from * SHM_RPC_WORKERS + worker;
+	ck_pr_or_64(&ps->file->pending[tw][bit / 64], 1ull << (bit % 64));
+	struct shm_bell b = { .key = s->key, .node = from, .worker = worker, .kind = BELL_REQ };
+	ring_bell(rw->sock, ps->key, (int)tw, &b);
+}
+
 int shm_rpc_post(struct fab_worker *fw, struct fab_part *part)
 {
 	struct shm_rpc *s = fw->f->bdata;
@@ -511,9 +551,7 @@ int shm_rpc_post(struct fab_worker *fw, struct fab_part *part)
 							       .part = part };
 	}
 	st64(&r->tail, tail);
-	struct shm_bell b = { .key = s->key, .node = self, .worker = (uint16_t)fw->id,
-			      .kind = BELL_REQ };
-	ring_bell(rw->sock, ps->key, (int)((unsigned)fw->id % nw), &b);
+	ring_pair(rw, s, ps, self, (uint16_t)fw->id, nw);
 	fw->doorbells++;
 	return 0;
 }
@@ -554,7 +592,10 @@ static void call_done(struct fab_rpc_call *fc, int32_t status, uint32_t len)
 	c->status = status;
 	c->len = status >= 0 ? len : 0;
 	if (!reply_put(c->s, c)) {
-		c->next = rw->backlog; /* the initiator drains it: retried at our next poll */
+		/* Retried at our every poll; the initiator, once it made room,
+		 * wakes us (the pair's `blocked`). */
+		ck_pr_store_32(&c->s->own->pairs[c->c.from][c->worker].blocked, 1);
+		c->next = rw->backlog;
 		rw->backlog = c;
 		return;
 	}
@@ -605,7 +646,6 @@ static int take_replies(struct fab_worker *fw, uint16_t node)
 	uint64_t head = r->head, tail = ld64(&r->tail);
 	struct shm_msg m;
 	int done = 0;
-	(void)s;
 	while (head < tail && msg_at(r, head, tail, &m)) {
 		int i;
 		for (i = 0; i < rw->npend && rw->pend[i].tag != m.tag; i++)
@@ -632,6 +672,12 @@ static int take_replies(struct fab_worker *fw, uint16_t node)
 	if (head < tail && !msg_at(r, head, tail, &m))
 		head = tail;
 	st64(&r->head, head);
+	struct shm_pair *pr = &ps->file->pairs[fw->f->cfg.self][fw->id];
+	uint32_t nw = ck_pr_load_32(&ps->file->nworkers);
+	if (ck_pr_load_32(&pr->blocked) && nw) {
+		ck_pr_store_32(&pr->blocked, 0);
+		ring_pair(rw, s, ps, fw->f->cfg.self, (uint16_t)fw->id, nw);
+	}
 	return done;
 }
 
@@ -655,41 +701,62 @@ int shm_rpc_poll(struct fab_worker *fw)
 	struct epoll_event evs[16];
 	int k = epoll_wait(rw->epfd, evs, 16, 0);
 	for (int i = 0; i < k; i++) {
-		if (evs[i].data.u64 != EV_SOCK) { /* a peer's process ended */
-			unsigned node = (unsigned)evs[i].data.u64;
-			done += fail_node(rw, node, -EHOSTDOWN);
-			if (rw->seen[node] && rw->seen[node]->pidfd >= 0)
-				epoll_ctl(rw->epfd, EPOLL_CTL_DEL, rw->seen[node]->pidfd, NULL);
-			continue;
+		if (evs[i].data.u64 == EV_SOCK)
+			continue; /* drained below */
+		unsigned node = (unsigned)evs[i].data.u64; /* a peer's process ended */
+		done += fail_node(rw, node, -EHOSTDOWN);
+		if (rw->seen[node] && rw->seen[node]->pidfd >= 0)
+			epoll_ctl(rw->epfd, EPOLL_CTL_DEL, rw->seen[node]->pidfd, NULL);
+	}
+	/* The bells only woke us: first drain them, then look at what they
+	 * may have been for (a bell dropped before, or after, is covered). */
+	struct shm_bell b;
+	while (recv(rw->sock, &b, sizeof(b), MSG_DONTWAIT) == (ssize_t)sizeof(b))
+		;
+	if (fw->id >= 0 && fw->id < SHM_RPC_WORKERS) {
+		for (unsigned wd = 0; wd < SHM_PAIRS / 64; wd++) {
+			uint64_t *pw = &s->own->pending[fw->id][wd];
+			if (!ck_pr_load_64(pw))
+				continue;
+			uint64_t bits = ck_pr_fas_64(pw, 0);
+			while (bits) {
+				unsigned bit = wd * 64 + (unsigned)__builtin_ctzll(bits);
+				bits &= bits - 1;
+				serve(fw, (uint16_t)(bit / SHM_RPC_WORKERS),
+				      (uint16_t)(bit % SHM_RPC_WORKERS));
+			}
 		}
-		struct shm_bell b;
-		while (recv(rw->sock, &b, sizeof(b), MSG_DONTWAIT) == (ssize_t)sizeof(b)) {
-			if (b.kind == BELL_REQ)
-				serve(fw, b.node, b.worker);
-			else if (b.kind == BELL_REP)
-				done += take_replies(fw, b.node);
-			else if (b.kind == BELL_FENCE)
-				for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
-					if (rw->seen[nd] && fab_fenced(fw->f, (uint16_t)nd))
-						done += fail_node(rw, nd, -EHOSTDOWN);
-		}
+	}
+	/* Replies, from every node we wait for; and calls to nodes fenced
+	 * meanwhile (fab_fence rang our inbox) fail. */
+	uint64_t waiting = 0;
+	for (int i = 0; i < rw->npend; i++)
+		waiting |= 1ull << rw->pend[i].node;
+	while (waiting) {
+		unsigned nd = (unsigned)__builtin_ctzll(waiting);
+		waiting &= waiting - 1;
+		if (fab_fenced(fw->f, (uint16_t)nd))
+			done += fail_node(rw, nd, -EHOSTDOWN);
+		else
+			done += take_replies(fw, (uint16_t)nd);
 	}
 	return done;
 }
 
 void shm_rpc_fence(struct fab *f, uint16_t node)
 {
-	struct shm_rpc *s = f->bdata;
-	if (!s)
-		return;
-	int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (sock < 0)
-		return;
-	struct shm_bell b = { .key = s->key, .node = node, .kind = BELL_FENCE };
+	(void)node; /* each worker fails what it waits for there (shm_rpc_poll) */
 	pthread_mutex_lock(&f->rpc_mu);
 	for (int w = 0; w < FAB_MAX_NODES; w++)
 		if (f->workers[w])
-			ring_bell(sock, s->key, w, &b);
+			fab_worker_wake(f->workers[w]);
 	pthread_mutex_unlock(&f->rpc_mu);
-	close(sock);
+}
+
+/* A node said HELLO again (a restart, or a rejoin): map its rings anew,
+ * those of its live process. */
+void shm_rpc_peer_back(struct fab *f, uint16_t node)
+{
+	if (node < FAB_MAX_NODES && node != f->cfg.self && f->peers[node].attached)
+		shm_rpc_attach_peer(f, &f->peers[node].info);
 }

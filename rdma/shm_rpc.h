@@ -24,5 +24,6 @@ int shm_rpc_worker_fds(struct fab_worker *fw, int *fds, int max);
 int shm_rpc_poll(struct fab_worker *fw);
 int shm_rpc_post(struct fab_worker *fw, struct fab_part *part);
 void shm_rpc_fence(struct fab *f, uint16_t node);
+void shm_rpc_peer_back(struct fab *f, uint16_t node);
 
 #endif

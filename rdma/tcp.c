@@ -500,6 +500,7 @@ struct nic_call {
 	struct nic_conn *conn; /* NULL once the connection closed */
 	int32_t status;
 	uint32_t len;
+	bool answered;         /* counted by its connection (NIC thread) */
 	struct nic_call *next; /* tcp_nic.done */
 };
 
@@ -606,9 +607,12 @@ static void nic_close(struct tcp_nic *nic, struct nic_conn *c)
 {
 	if (c->parked)
 		nic->parked--;
-	for (int i = 0; i < c->ncalls; i++)
-		if (c->calls[i])
+	for (int i = 0; i < c->ncalls; i++) {
+		if (c->calls[i]->answered)
+			free(c->calls[i]);
+		else
 			c->calls[i]->conn = NULL; /* freed when it answers */
+	}
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -792,10 +796,13 @@ static void nic_calls_answered(struct tcp_nic *nic)
 	while (k) {
 		struct nic_call *next = k->next;
 		struct nic_conn *c = k->conn;
-		if (!c)
+		if (!c) {
 			free(k);
-		else if (--c->calls_left == 0)
-			nic_calls_finish(nic, c);
+		} else {
+			k->answered = true;
+			if (--c->calls_left == 0)
+				nic_calls_finish(nic, c);
+		}
 		k = next;
 	}
 }

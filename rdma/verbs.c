@@ -901,14 +901,11 @@ static int ep_connect(struct verbs_worker *vw, uint16_t node, char *err, size_t 
 	pthread_mutex_lock(&vw->qp_mu); /* verbs_fence may look at it from here */
 	vw->eps[node] = ep;
 	vw->list[vw->nep++] = ep; /* from here worker_fini frees it */
-	int rc = -ENOMEM;
+	pthread_mutex_unlock(&vw->qp_mu);
 	if (ep->fl) {
 		ep->back = ck_pr_load_32(&vw->fw->f->peers[node].back);
-		rc = ep_qp_setup(vw, ep, err, errlen);
+		return ep_qp_setup(vw, ep, err, errlen);
 	}
-	pthread_mutex_unlock(&vw->qp_mu);
-	if (rc != -ENOMEM)
-		return rc;
 oom:
 	snprintf(err, errlen, "verbs fabric: out of memory");
 	return -ENOMEM;
@@ -921,7 +918,12 @@ static int ep_qp_setup(struct verbs_worker *vw, struct verbs_ep *ep, char *err, 
 	struct fab *f = vw->fw->f;
 	struct verbs_dev *d = vw->d;
 	const uint16_t node = ep->node;
-	ep->qp = qp_create(d, vw->cq, vw->sq_depth);
+	/* Under qp_mu only the pointer: the exchange below may block, and a
+	 * fence meanwhile puts the new QP in error (then it fails to connect). */
+	struct ibv_qp *qp = qp_create(d, vw->cq, vw->sq_depth);
+	pthread_mutex_lock(&vw->qp_mu);
+	ep->qp = qp;
+	pthread_mutex_unlock(&vw->qp_mu);
 	int e = ep->qp ? qp_init(d, ep->qp, 0) : verbs_errno(-1);
 	if (e) {
 		snprintf(err, errlen, "verbs fabric: cannot create a queue pair to node %u on %s: %s",
@@ -1134,11 +1136,14 @@ static int ep_reconnect(struct verbs_worker *vw, struct verbs_ep *ep)
 	while ((k = ibv_poll_cq(vw->cq, VERBS_POLL_BATCH, wc)) > 0)
 		for (int i = 0; i < k; i++)
 			(void)wc_handle(vw, &wc[i]); /* parts of other endpoints complete */
+	if (!ep->fl)
+		return ep->fail_err; /* never set up (out of memory) */
 	pthread_mutex_lock(&vw->qp_mu);
 	if (ep->qp)
 		ibv_destroy_qp(ep->qp);
 	ep->qp = NULL;
 	ck_pr_store_8(&ep->fenced, 0);
+	pthread_mutex_unlock(&vw->qp_mu);
 	ep->broken = false;
 	ep->fail_err = 0;
 	ep->sq_used = 0;
@@ -1146,7 +1151,6 @@ static int ep_reconnect(struct verbs_worker *vw, struct verbs_ep *ep)
 	verbs_ring_init(&ep->ring, VERBS_EP_BOUNCE_BYTES);
 	char err[256];
 	int rc = ep_qp_setup(vw, ep, err, sizeof(err));
-	pthread_mutex_unlock(&vw->qp_mu);
 	if (rc == 0) {
 		fprintf(stderr, "verbs fabric: node %u worker %d: new queue pair to node %u, which "
 			"rejoined\n", vw->fw->f->cfg.self, vw->fw->id, ep->node);

@@ -64,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -1942,7 +1943,8 @@ static bool want(const char *only_case, const char *name)
 
 /* ---- two-sided RPC (fab_rpc) ---- */
 
-enum { RPC_ADD = 1, RPC_FAIL = 2, RPC_ECHO = 3, RPC_HOLD = 4, RPC_LATER = 5, RPC_UNSET = 9 };
+enum { RPC_ADD = 1, RPC_FAIL = 2, RPC_ECHO = 3, RPC_HOLD = 4, RPC_LATER = 5, RPC_SLEEP = 6,
+       RPC_BIG = 7, RPC_UNSET = 9 };
 
 struct rpc_add_req {
 	uint64_t off, add;
@@ -2016,9 +2018,28 @@ static void answer_deferred(void)
 	ndeferred = 0;
 }
 
+/* Holds its worker for 300 ms (a long handler). */
+static int h_sleep(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg, (void)c, (void)len;
+	sleep_ms(300);
+	return 0;
+}
+
+/* A reply as large as the caller takes. */
+static int h_big(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg;
+	memset(c->resp, 0x5a, c->cap);
+	*len = c->cap;
+	return 0;
+}
+
 static void rpc_register_all(struct fab *f)
 {
 	CHECK(fab_rpc_register(f, RPC_LATER, "later", h_later, NULL) == 0);
+	CHECK(fab_rpc_register(f, RPC_SLEEP, "sleep", h_sleep, NULL) == 0);
+	CHECK(fab_rpc_register(f, RPC_BIG, "big", h_big, NULL) == 0);
 	CHECK(fab_rpc_register(f, RPC_ADD, "add", h_add, NULL) == 0);
 	CHECK(fab_rpc_register(f, RPC_FAIL, "fail", h_fail, NULL) == 0);
 	CHECK(fab_rpc_register(f, RPC_ECHO, "echo", h_echo, NULL) == 0);
@@ -2033,6 +2054,9 @@ struct rpc_server {
 	struct tnode *n;
 	int id;
 	int ready, stop;
+	int wait_ms; /* its poll's timeout: -1 (only a wake-up wakes it) finds
+			lost wake-ups, as an idle server's worker would */
+	int stop_fd; /* an eventfd its poll watches too: the stop */
 	pthread_t th;
 };
 
@@ -2045,10 +2069,11 @@ static void *rpc_server_main(void *arg)
 	while (!__atomic_load_n(&sv->stop, __ATOMIC_ACQUIRE)) {
 		int fds[FAB_MAX_NODES];
 		struct pollfd pfd[FAB_MAX_NODES];
-		int k = fab_worker_fds(fw, fds, FAB_MAX_NODES);
+		int k = fab_worker_fds(fw, fds, FAB_MAX_NODES - 1);
 		for (int i = 0; i < k; i++)
 			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		poll(pfd, (nfds_t)k, 20);
+		pfd[k++] = (struct pollfd){ .fd = sv->stop_fd, .events = POLLIN };
+		poll(pfd, (nfds_t)k, sv->wait_ms);
 		fab_worker_poll(fw);
 		answer_deferred();
 	}
@@ -2058,7 +2083,9 @@ static void *rpc_server_main(void *arg)
 
 static void rpc_server_start(struct rpc_server *sv, struct tnode *n, int id)
 {
-	*sv = (struct rpc_server){ .n = n, .id = id };
+	*sv = (struct rpc_server){ .n = n, .id = id, .wait_ms = 20,
+				   .stop_fd = eventfd(0, EFD_CLOEXEC) };
+	CHECK(sv->stop_fd >= 0);
 	CHECK(pthread_create(&sv->th, NULL, rpc_server_main, sv) == 0);
 	while (!__atomic_load_n(&sv->ready, __ATOMIC_ACQUIRE))
 		sleep_ms(1);
@@ -2067,7 +2094,10 @@ static void rpc_server_start(struct rpc_server *sv, struct tnode *n, int id)
 static void rpc_server_stop(struct rpc_server *sv)
 {
 	__atomic_store_n(&sv->stop, 1, __ATOMIC_RELEASE);
+	uint64_t v = 1;
+	CHECK(write(sv->stop_fd, &v, sizeof(v)) == (ssize_t)sizeof(v));
 	pthread_join(sv->th, NULL);
+	close(sv->stop_fd);
 }
 
 static struct rpc_add_req add_req(uint64_t off, uint64_t add)
@@ -2241,6 +2271,114 @@ static void *fence_later_main(void *arg)
 	return NULL;
 }
 
+/* fab_exec of what w's batch holds, on a thread of its own. */
+static void *exec_main(void *arg)
+{
+	struct tworker *w = arg;
+	CHECK(fab_exec(&w->b) == 0);
+	return NULL;
+}
+
+/* One initiator worker's call, on a thread of its own. */
+struct rpc_caller {
+	struct tnode *n;
+	int id;
+	uint16_t target;
+	uint64_t off;
+	int rc, status;
+	pthread_t th;
+};
+
+static void *rpc_caller_main(void *arg)
+{
+	struct rpc_caller *rc = arg;
+	struct tworker w;
+	tw_init(&w, rc->n, rc->id);
+	struct rpc_add_req rq = add_req(rc->off, 1);
+	uint64_t old = 0;
+	struct fab_rpc_reply rep = { .buf = &old, .cap = 8 };
+	fab_rpc(&w.b, rc->target, RPC_ADD, &rq, sizeof(rq), &rep);
+	rc->rc = fab_exec(&w.b);
+	rc->status = rep.status;
+	tw_fini(&w);
+	return NULL;
+}
+
+/*
+ * Wake-ups a target's worker must not lose while it sleeps with no
+ * timeout: calls of 14 initiator workers that arrive while it is busy (on
+ * shm more doorbells than its socket queues: the kernel drops the rest),
+ * and a reply that found its ring full (two 64 KiB replies in one part).
+ * And on tcp, a call whose reply was lost: the WRITE after it in the batch
+ * is not applied (it must not overtake a call that may still run there).
+ */
+static void test_rpc_wakeups(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode t, i;
+	node_up(&t, be, 1, size);
+	node_up(&i, be, 2, size);
+	rpc_register_all(t.f);
+	link_peer(&i, &t);
+	struct rpc_server sv;
+	rpc_server_start(&sv, &t, 0);
+	sv.wait_ms = -1;
+	struct tworker w;
+	tw_init(&w, &i, 0);
+	struct fab_rpc_reply rs = { .cap = 0 };
+	fab_rpc(&w.b, 1, RPC_SLEEP, NULL, 0, &rs); /* sleeps here: no timeout from now */
+	CHECK(fab_exec(&w.b) == 0 && rs.status == 0);
+
+	enum { NC = 14 };
+	struct rpc_caller cs[NC];
+	fab_rpc(&w.b, 1, RPC_SLEEP, NULL, 0, &rs);
+	pthread_t th;
+	/* the target busy for 300 ms while the callers post */
+	CHECK(pthread_create(&th, NULL, exec_main, &w) == 0);
+	sleep_ms(50);
+	for (int k = 0; k < NC; k++) {
+		cs[k] = (struct rpc_caller){ .n = &i, .id = k + 1, .target = 1, .off = 512 + 8 * (uint64_t)k };
+		CHECK(pthread_create(&cs[k].th, NULL, rpc_caller_main, &cs[k]) == 0);
+	}
+	for (int k = 0; k < NC; k++)
+		pthread_join(cs[k].th, NULL);
+	pthread_join(th, NULL);
+	bool ok = true;
+	for (int k = 0; k < NC; k++)
+		ok &= cs[k].rc == 0 && cs[k].status == 0 && *(uint64_t *)(t.base + 512 + 8 * k) == 1;
+	CHECK(ok);
+
+	/* Two 64 KiB replies in one part: the second waits for room. */
+	char *r1 = malloc(FAB_RPC_MAX), *r2 = malloc(FAB_RPC_MAX);
+	struct fab_rpc_reply b1 = { .buf = r1, .cap = FAB_RPC_MAX }, b2 = b1;
+	b2.buf = r2;
+	fab_rpc(&w.b, 1, RPC_BIG, NULL, 0, &b1);
+	fab_rpc(&w.b, 1, RPC_BIG, NULL, 0, &b2);
+	CHECK(fab_exec(&w.b) == 0 && b1.status == 0 && b2.status == 0 &&
+	      b1.len == FAB_RPC_MAX && b2.len == FAB_RPC_MAX && r1[FAB_RPC_MAX - 1] == 0x5a &&
+	      r2[0] == 0x5a);
+	free(r1);
+	free(r2);
+
+	if (strcmp(be, "tcp") == 0) {
+		uint64_t v = 77;
+		*(uint64_t *)(t.base + 1024) = 5;
+		CHECK(fab_lose_replies(i.f, 1, 1, 0) == 0);
+		fab_rpc(&w.b, 1, RPC_SLEEP, NULL, 0, &rs);
+		fab_write(&w.b, 1, 1024, &v, 8);
+		CHECK(fab_exec(&w.b) < 0 && rs.status < 0);
+		sleep_ms(400); /* the call has run there by now */
+		CHECK(*(uint64_t *)(t.base + 1024) == 5);
+		fab_peer_back(i.f, 1);
+	}
+	rpc_server_stop(&sv);
+	tw_fini(&w);
+	node_down(&i);
+	node_down(&t);
+	printf("  %s rpc: no wake-up lost (%d callers on a busy target, a reply that waited for "
+	       "room)\n", be, NC);
+}
+
 /* A target that dies while a call of ours runs there: the exec fails,
  * and the reply says so (tcp: the connection breaks; shm: the target's
  * pidfd). */
@@ -2366,6 +2504,8 @@ int main(int argc, char **argv)
 			test_double_read(be, 3.0);
 		if (want(only_case, "rpc"))
 			test_rpc(be);
+		if (want(only_case, "rpc-wakeups"))
+			test_rpc_wakeups(be);
 		if (want(only_case, "rpc-peer-death"))
 			test_rpc_peer_death(be);
 		if (tcp && want(only_case, "remote-flush"))
