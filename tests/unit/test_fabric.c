@@ -248,6 +248,26 @@ static void node_up(struct tnode *n, const char *be, uint16_t id, uint64_t size)
 	fabric_open(n, be, id);
 }
 
+/* A node on the shared file at `path`, made if it is not there (a restart
+ * of a node whose file another process made). */
+static void node_up_at(struct tnode *n, const char *be, uint16_t id, uint64_t size,
+		       const char *path)
+{
+	memset(n, 0, sizeof(*n));
+	n->id = id;
+	n->lfd = -1;
+	n->size = size;
+	n->tmp_slot = -1;
+	snprintf(n->path, sizeof(n->path), "%s", path);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK(ftruncate(fd, (off_t)size) == 0);
+	n->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	CHECK(n->base != MAP_FAILED);
+	fabric_open(n, be, id);
+}
+
 /* A node on a MemStore region (persistence none: /dev/shm, removed at close). */
 static void node_up_st(struct tnode *n, const char *be, uint16_t id, uint64_t size)
 {
@@ -2456,6 +2476,40 @@ static void test_rpc_peer_death(const char *be)
 	CHECKV(rc < 0 && hold.rep.status < 0 && ms >= 150 && ms < 10000,
 	       "call on a dying target: exec %d, status %d after %.0f ms", rc, hold.rep.status, ms);
 	printf("  %s rpc: a call on a target that died failed with %d after %.0f ms\n", be, rc, ms);
+
+	/* shm: the target restarts on the same region file (a new process,
+	 * new rings) and says HELLO (fab_peer_back): calls reach it again. */
+	if (strcmp(be, "shm") == 0) {
+		__atomic_store_n(&sh->ready, 0, __ATOMIC_RELEASE);
+		pid_t again = spawn();
+		if (again == 0) {
+			struct tnode n;
+			node_up_at(&n, be, 1, 1 << 20, sh->path);
+			rpc_register_all(n.f);
+			struct rpc_server sv;
+			rpc_server_start(&sv, &n, 0);
+			__atomic_store_n(&sh->ready, 1, __ATOMIC_RELEASE);
+			for (;;)
+				pause();
+		}
+		deadline = now_ns() + 10ull * 1000000000ull;
+		while (!__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE)) {
+			CHECK(now_ns() < deadline);
+			sleep_ms(2);
+		}
+		fab_rpc(&w.b, 1, RPC_ADD, &rq, sizeof(rq), &rep);
+		CHECK(fab_exec(&w.b) == -EHOSTDOWN); /* its old rings, until its HELLO */
+		fab_peer_back(me.f, 1);
+		old = 99;
+		fab_rpc(&w.b, 1, RPC_ADD, &rq, sizeof(rq), &rep);
+		rc = fab_exec(&w.b);
+		CHECKV(rc == 0 && rep.status == 0 && old == 1, "after the restart: exec %d, status "
+		       "%d, old %llu", rc, rep.status, (unsigned long long)old);
+		kill(again, SIGKILL);
+		CHECK(waitpid(again, NULL, 0) == again);
+		nchildren = 0;
+		printf("  %s rpc: a restarted target answers again after its HELLO\n", be);
+	}
 	tw_fini(&w);
 	node_down(&me);
 	unlink(sh->path);
