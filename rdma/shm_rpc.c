@@ -49,6 +49,7 @@
  */
 #include "rdma/shm_rpc.h"
 
+#include <assert.h>
 #include <ck_pr.h>
 #include <dirent.h>
 #include <errno.h>
@@ -119,6 +120,15 @@ struct shm_bell {
 	uint16_t kind;
 	uint16_t pad;
 };
+
+/* What two processes share: layouts fixed, words 8-aligned, and the
+ * producer's and consumer's words on cache lines of their own. */
+static_assert(sizeof(struct shm_msg) == 32, "a message header is 32 bytes");
+static_assert(sizeof(struct shm_bell) == 16, "a bell is 16 bytes");
+static_assert(offsetof(struct shm_ring, head) == 64 && offsetof(struct shm_ring, lock) == 128 &&
+	      offsetof(struct shm_ring, data) == 192, "ring words on lines of their own");
+static_assert(offsetof(struct shm_rpc_file, pending) % 64 == 0 &&
+	      offsetof(struct shm_rpc_file, pairs) % 64 == 0, "file sections on line starts");
 
 /* One incarnation of a peer's rings. */
 struct shm_peer {
