@@ -214,6 +214,8 @@ static void ring_copy_in(struct shm_ring *r, uint64_t at, const void *src, uint3
 
 static void ring_copy_out(const struct shm_ring *r, uint64_t at, void *dst, uint32_t n)
 {
+	if (n == 0)
+		return; /* dst may be NULL (a reply of no bytes, to no buffer) */
 	uint32_t o = (uint32_t)(at & (SHM_RING_BYTES - 1)), first = SHM_RING_BYTES - o;
 	if (first > n)
 		first = n;

@@ -127,7 +127,8 @@ int tcp_response_decode(const char *payload, size_t plen, struct fab_op *const *
 			payload += 8;
 			if (len > op->rep->cap || (size_t)(end - payload) < len || (status < 0 && len))
 				return -EPROTO;
-			memcpy(op->rep->buf, payload, len);
+			if (len) /* buf may be NULL with cap 0 */
+				memcpy(op->rep->buf, payload, len);
 			op->rep->status = status;
 			op->rep->len = len;
 			payload += len;
