@@ -408,10 +408,9 @@ void fab_flush(struct fab_batch *b, uint16_t node);
  * fenced mid-call fails the exec (-EHOSTDOWN), as for one-sided ops.
  * Requests and replies are at most FAB_RPC_MAX bytes; on shm the RPCs of
  * one part must fit one ring together (about 128 KiB), else -ENOBUFS.
- * On tcp, while a call runs, its worker's connection to that node serves
- * nothing else (later requests of other batches wait behind it): a
- * deferred handler (FAB_RPC_DEFER) must not wait for what only such a
- * request would do.
+ * Other batches' ops on the endpoint are not held back by a call that
+ * runs (as RDMA's SEND does not hold later WRITEs): a deferred handler
+ * (FAB_RPC_DEFER) may wait for what they do.
  */
 #define FAB_RPC_HANDLERS 32
 #define FAB_RPC_MAX (64u * 1024)

@@ -15,7 +15,9 @@
  * Target side: a NIC-emulation thread per node applies the ops of each
  * request to the node's region (fab_apply_request: noted in the node's
  * journal when it keeps a log), in order per connection, and never enters
- * transaction code. Its connections arrive through the control plane's
+ * transaction code. A request that ends in RPCs hands them to the node's
+ * workers (fab_rpc_deliver); later requests of the connection are served
+ * meanwhile, and their responses wait behind its (struct nic_rpcs). Its connections arrive through the control plane's
  * fabric listener (fab_adopt). A request with a remote flush (fab_flush)
  * parks its connection: the reply, and every later request of that
  * connection, wait until the syncer thread ran the journal's sync, which
@@ -497,23 +499,33 @@ struct nic_conn;
 struct nic_call {
 	struct fab_rpc_call c;
 	struct tcp_nic *nic;
-	struct nic_conn *conn; /* NULL once the connection closed */
+	struct nic_rpcs *rpcs; /* its frame's; NULL once the connection closed */
 	int32_t status;
 	uint32_t len;
-	bool answered;         /* counted by its connection (NIC thread) */
+	bool answered;         /* counted by its frame (NIC thread) */
 	struct nic_call *next; /* tcp_nic.done */
+};
+
+/* A request frame whose calls run. Later frames are served meanwhile (a
+ * handler may wait for what they do), but their responses follow this
+ * one's on the wire: they gather in `after` until it is done. */
+struct nic_rpcs {
+	struct nic_conn *conn;
+	struct nic_call *calls[FAB_BATCH_MAX];
+	int ncalls, left;
+	bool flush;        /* it had a remote flush: synced once the calls answered */
+	struct buf resp;   /* its response: the one-sided part; the replies follow */
+	struct buf after;  /* the responses of the frames after it, before the next */
+	struct nic_rpcs *next;
 };
 
 struct nic_conn {
 	int fd;
 	uint16_t from;  /* the initiator's node: fenced, its requests are refused */
 	uint16_t worker; /* the initiator's worker: picks ours for its RPCs */
-	/* A frame that ends in RPCs parks its connection (held: its response
-	 * so far) until every call answered; `flush`: it had a remote flush
-	 * too, which parks it again once they did. */
-	struct nic_call *calls[FAB_BATCH_MAX];
-	int ncalls, calls_left;
-	bool calls_flush;
+	/* Frames whose calls run, oldest first (struct nic_rpcs): w gets a
+	 * response of theirs, and those after it, only once it is done. */
+	struct nic_rpcs *rq_head, *rq_tail;
 	struct buf r, w;
 	bool want_out;
 	/* Parked at a remote flush (fab_flush): its response, the last
@@ -607,11 +619,18 @@ static void nic_close(struct tcp_nic *nic, struct nic_conn *c)
 {
 	if (c->parked)
 		nic->parked--;
-	for (int i = 0; i < c->ncalls; i++) {
-		if (c->calls[i]->answered)
-			free(c->calls[i]);
-		else
-			c->calls[i]->conn = NULL; /* freed when it answers */
+	while (c->rq_head) {
+		struct nic_rpcs *e = c->rq_head;
+		c->rq_head = e->next;
+		for (int i = 0; i < e->ncalls; i++) {
+			if (e->calls[i]->answered)
+				free(e->calls[i]);
+			else
+				e->calls[i]->rpcs = NULL; /* freed when it answers */
+		}
+		free(e->resp.p);
+		free(e->after.p);
+		free(e);
 	}
 	if (c->prev)
 		c->prev->next = c->next;
@@ -694,16 +713,18 @@ static void nic_park(struct tcp_nic *nic, struct nic_conn *c, size_t held)
 
 static int nic_serve(struct tcp_nic *nic, struct nic_conn *c);
 static void nic_set_out(struct tcp_nic *nic, struct nic_conn *c, bool on);
-static int nic_call(struct tcp_nic *nic, struct nic_conn *c, struct fab_op *ops, uint32_t n,
-		    size_t held, bool flush);
-static void nic_calls_finish(struct tcp_nic *nic, struct nic_conn *c);
+static struct nic_rpcs *nic_call(struct tcp_nic *nic, struct nic_conn *c, struct fab_op *ops,
+				 uint32_t n);
+static void nic_rpcs_flush(struct tcp_nic *nic, struct nic_conn *c);
 
 /* Serve what c received, send what it may (not a held response), and close
  * it if that failed or rc (its read's) says it is gone. */
 static void nic_pump(struct tcp_nic *nic, struct nic_conn *c, int rc)
 {
+	nic_rpcs_flush(nic, c);
 	if (nic_serve(nic, c) != 0)
 		rc = -EPROTO;
+	nic_rpcs_flush(nic, c); /* frames it found done at once (their ops failed) */
 	if (rc == 0 && buf_flush_held(c->fd, &c->w, c->held) != 0)
 		rc = -EPIPE;
 	if (rc != 0) {
@@ -751,42 +772,43 @@ static void nic_call_done(struct fab_rpc_call *fc, int32_t status, uint32_t len)
 	(void)r;
 }
 
-/* Hand a frame's trailing RPCs to the workers and park c, its response so
- * far the last `held` bytes of c->w. -1: out of memory (the connection
- * goes: its initiator fails what it had in flight). */
-static int nic_call(struct tcp_nic *nic, struct nic_conn *c, struct fab_op *ops, uint32_t n,
-		    size_t held, bool flush)
+/* Hand a frame's trailing RPCs to the workers, as a new nic_rpcs at the
+ * end of c's; NULL: out of memory (the connection goes: its initiator
+ * fails what it had in flight). */
+static struct nic_rpcs *nic_call(struct tcp_nic *nic, struct nic_conn *c, struct fab_op *ops,
+				 uint32_t n)
 {
-	c->ncalls = c->calls_left = (int)n;
-	c->calls_flush = flush;
+	struct nic_rpcs *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->conn = c;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t cap = (uint32_t)ops[i].cmp;
 		struct nic_call *k = malloc(sizeof(*k) + cap + ops[i].len);
-		c->calls[i] = k;
 		if (!k) {
 			for (uint32_t j = 0; j < i; j++)
-				free(c->calls[j]);
-			c->ncalls = 0;
-			return -1;
+				free(e->calls[j]);
+			free(e);
+			return NULL;
 		}
-		*k = (struct nic_call){ .nic = nic, .conn = c };
+		*k = (struct nic_call){ .nic = nic, .rpcs = e };
 		char *resp = (char *)(k + 1), *req = resp + cap;
 		memcpy(req, ops[i].buf, ops[i].len);
 		k->c = (struct fab_rpc_call){ .from = c->from, .handler = (uint16_t)ops[i].off,
 					      .len = ops[i].len, .cap = cap, .req = req, .resp = resp,
 					      .done = nic_call_done };
+		e->calls[i] = k;
 	}
-	c->parked = true;
-	c->held = held;
-	c->ticket = UINT64_MAX; /* no sync round releases it (nic_unpark) */
-	nic->parked++;
-	for (uint32_t i = 0; i < n; i++)
-		fab_rpc_deliver(nic->f, c->worker, &c->calls[i]->c);
-	return 0;
+	e->ncalls = e->left = (int)n;
+	if (c->rq_tail)
+		c->rq_tail->next = e;
+	else
+		c->rq_head = e;
+	c->rq_tail = e;
+	return e;
 }
 
-/* The NIC thread: calls answered. A connection whose calls all answered
- * gets their replies after its held response, and goes on. */
+/* The NIC thread: calls answered; their connections go on. */
 static void nic_calls_answered(struct tcp_nic *nic)
 {
 	pthread_mutex_lock(&nic->done_mu);
@@ -795,49 +817,71 @@ static void nic_calls_answered(struct tcp_nic *nic)
 	pthread_mutex_unlock(&nic->done_mu);
 	while (k) {
 		struct nic_call *next = k->next;
-		struct nic_conn *c = k->conn;
-		if (!c) {
+		struct nic_rpcs *e = k->rpcs;
+		if (!e) {
 			free(k);
 		} else {
 			k->answered = true;
-			if (--c->calls_left == 0)
-				nic_calls_finish(nic, c);
+			if (--e->left == 0)
+				nic_pump(nic, e->conn, 0);
 		}
 		k = next;
 	}
 }
 
-static void nic_calls_finish(struct tcp_nic *nic, struct nic_conn *c)
+/* Append n bytes to c->w; -1 if there is no room. */
+static int w_append(struct nic_conn *c, const void *p, size_t n)
 {
-	size_t more = 0;
-	for (int i = 0; i < c->ncalls; i++)
-		more += 8 + c->calls[i]->len;
-	int rc = buf_reserve(&c->w, more);
-	size_t at = c->w.len - c->held; /* the frame's response */
-	for (int i = 0; i < c->ncalls && rc == 0; i++) {
-		struct nic_call *k = c->calls[i];
-		memcpy(c->w.p + c->w.len, &k->status, 4);
-		memcpy(c->w.p + c->w.len + 4, &k->len, 4);
-		memcpy(c->w.p + c->w.len + 8, k->c.resp, k->len);
-		c->w.len += 8 + k->len;
+	if (n == 0)
+		return 0;
+	if (buf_reserve(&c->w, n))
+		return -1;
+	memcpy(c->w.p + c->w.len, p, n);
+	c->w.len += n;
+	return 0;
+}
+
+/*
+ * The frames at the head of c's whose calls all answered: their replies
+ * after their responses, then the responses after them, go to w. One
+ * with a remote flush parks c for its sync (nic_park: the held bytes are
+ * w's last), and the rest waits for that. Not while c is parked: its held
+ * response must stay w's last bytes.
+ */
+static void nic_rpcs_flush(struct tcp_nic *nic, struct nic_conn *c)
+{
+	while (!c->parked && c->rq_head && c->rq_head->left == 0) {
+		struct nic_rpcs *e = c->rq_head;
+		size_t start = c->w.len;
+		bool ok = w_append(c, e->resp.p, e->resp.len) == 0;
+		for (int i = 0; i < e->ncalls; i++) {
+			struct nic_call *k = e->calls[i];
+			ok = ok && w_append(c, &k->status, 4) == 0 && w_append(c, &k->len, 4) == 0 &&
+			     w_append(c, k->c.resp, k->len) == 0;
+			free(k);
+		}
+		e->ncalls = 0;
+		if (ok) {
+			uint32_t rlen = (uint32_t)(c->w.len - start - 4);
+			memcpy(c->w.p + start, &rlen, 4);
+		}
+		size_t held = c->w.len - start;
+		ok = ok && w_append(c, e->after.p, e->after.len) == 0;
+		c->rq_head = e->next;
+		if (!c->rq_head)
+			c->rq_tail = NULL;
+		bool flush = e->flush;
+		held += e->after.len;
+		free(e->resp.p);
+		free(e->after.p);
+		free(e);
+		if (!ok) {
+			shutdown(c->fd, SHUT_RDWR); /* no room for the replies: the stream is lost */
+			return;
+		}
+		if (flush)
+			nic_park(nic, c, held);
 	}
-	for (int i = 0; i < c->ncalls; i++)
-		free(c->calls[i]);
-	c->ncalls = 0;
-	size_t held = c->w.len - at;
-	uint32_t rlen = (uint32_t)(held - 4);
-	memcpy(c->w.p + at, &rlen, 4);
-	c->parked = false;
-	c->held = 0;
-	nic->parked--;
-	if (rc != 0) {
-		nic_close(nic, c); /* no room for the replies: the stream is lost */
-		return;
-	}
-	if (c->calls_flush)
-		nic_park(nic, c, held);
-	else
-		nic_pump(nic, c, 0);
 }
 
 /* Serve every complete request in c->r; returns -1 if the stream is bad. */
@@ -865,15 +909,27 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 		uint32_t resp = 0;
 		if (tcp_request_decode(q, flen, ops, nops, &resp) != 0)
 			return -1;
-		if (buf_reserve(&c->w, 8 + (size_t)resp))
+		bool flush = false;
+		for (uint32_t i = 0; i < nops; i++)
+			flush |= (ops[i].flags & FAB_OP_FLUSH) != 0;
+		if (flush && c->rq_head && !(ops[nops - 1].kind == FAB_RPC))
+			break; /* a remote flush parks w's tail: after the calls before it */
+		uint32_t nfixed = nops;
+		while (nfixed && ops[nfixed - 1].kind == FAB_RPC)
+			nfixed--;
+		struct nic_rpcs *e = NULL;
+		if (nfixed < nops && !(e = nic_call(nic, c, ops + nfixed, nops - nfixed)))
 			return -1;
-		char *out = c->w.p + c->w.len;
+		/* Where the response goes: its own buffer (calls), behind the
+		 * frames whose calls run, or w. */
+		struct buf *rb = e ? &e->resp : c->rq_tail ? &c->rq_tail->after : &c->w;
+		if (buf_reserve(rb, 8 + (size_t)resp))
+			return -1;
+		char *out = rb->p + rb->len;
 		/* Point READ destinations and atomics' results into the response. */
 		char *dst = out + 8;
-		bool flush = false;
 		for (uint32_t i = 0; i < nops; i++) {
 			opp[i] = &ops[i];
-			flush |= (ops[i].flags & FAB_OP_FLUSH) != 0;
 			if (ops[i].kind == FAB_READ) {
 				ops[i].buf = dst;
 				dst += ops[i].len;
@@ -883,9 +939,6 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 				dst += 8;
 			}
 		}
-		uint32_t nfixed = nops;
-		while (nfixed && ops[nfixed - 1].kind == FAB_RPC)
-			nfixed--;
 		int32_t status = nfixed ? fab_apply_request(f, opp, (int)nfixed) : 0;
 		for (uint32_t i = 0; i < nfixed; i++)
 			if (ops[i].kind == FAB_CAS || ops[i].kind == FAB_FAA)
@@ -893,17 +946,25 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 		uint32_t rlen = status ? 4 : 4 + resp;
 		memcpy(out, &rlen, 4);
 		memcpy(out + 4, &status, 4);
-		c->w.len += 4 + (size_t)rlen;
-		const bool sync = flush && status == 0 && self->journaled && self->journal.sync;
-		if (status == 0 && nfixed < nops) {
-			/* The calls see what the ops before them did; the reply
-			 * and the next requests wait for their answers. */
-			if (nic_call(nic, c, ops + nfixed, nops - nfixed, 4 + (size_t)rlen, sync) != 0)
-				return -1;
-			c->r.off += 4 + (size_t)flen;
-			break;
-		}
+		rb->len += 4 + (size_t)rlen;
 		c->r.off += 4 + (size_t)flen;
+		const bool sync = flush && status == 0 && self->journaled && self->journal.sync;
+		if (e) {
+			if (status != 0) {
+				/* Nothing applied: the calls are not made, and the
+				 * frame is done with its error. */
+				for (int i = 0; i < e->ncalls; i++)
+					free(e->calls[i]);
+				e->ncalls = e->left = 0;
+				continue;
+			}
+			/* The calls see what the ops before them did; later
+			 * frames are served meanwhile, their responses behind. */
+			e->flush = sync;
+			for (int i = 0; i < e->ncalls; i++)
+				fab_rpc_deliver(f, c->worker, &e->calls[i]->c);
+			continue;
+		}
 		if (sync)
 			nic_park(nic, c, 4 + (size_t)rlen);
 	}

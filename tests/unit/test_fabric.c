@@ -1964,7 +1964,7 @@ static bool want(const char *only_case, const char *name)
 /* ---- two-sided RPC (fab_rpc) ---- */
 
 enum { RPC_ADD = 1, RPC_FAIL = 2, RPC_ECHO = 3, RPC_HOLD = 4, RPC_LATER = 5, RPC_SLEEP = 6,
-       RPC_BIG = 7, RPC_UNSET = 9 };
+       RPC_BIG = 7, RPC_WAITWORD = 8, RPC_UNSET = 9 };
 
 struct rpc_add_req {
 	uint64_t off, add;
@@ -2055,6 +2055,41 @@ static int h_big(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	return 0;
 }
 
+/* Answers once the word at its request's offset is not 0 (a lock's
+ * waiting list: the word another request frees); arg is the region. */
+struct waitword {
+	struct fab_rpc_call *c;
+	const uint64_t *word;
+};
+static struct waitword waitwords[16];
+static int nwaitwords;
+
+static int h_waitword(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)len;
+	uint64_t off;
+	if (c->len != 8 || nwaitwords == 16 || c->cap < 8)
+		return -EINVAL;
+	memcpy(&off, c->req, 8);
+	waitwords[nwaitwords++] = (struct waitword){ c, (const uint64_t *)((char *)arg + off) };
+	return FAB_RPC_DEFER;
+}
+
+static void answer_waitwords(void)
+{
+	int k = 0;
+	for (int i = 0; i < nwaitwords; i++) {
+		uint64_t v = __atomic_load_n(waitwords[i].word, __ATOMIC_ACQUIRE);
+		if (!v) {
+			waitwords[k++] = waitwords[i];
+			continue;
+		}
+		memcpy(waitwords[i].c->resp, &v, 8);
+		fab_rpc_reply(waitwords[i].c, 0, 8);
+	}
+	nwaitwords = k;
+}
+
 static void rpc_register_all(struct fab *f)
 {
 	CHECK(fab_rpc_register(f, RPC_LATER, "later", h_later, NULL) == 0);
@@ -2096,6 +2131,7 @@ static void *rpc_server_main(void *arg)
 		poll(pfd, (nfds_t)k, sv->wait_ms);
 		fab_worker_poll(fw);
 		answer_deferred();
+		answer_waitwords();
 	}
 	fab_worker_destroy(fw);
 	return NULL;
@@ -2289,6 +2325,99 @@ static void *fence_later_main(void *arg)
 	sleep_ms(fl->ms);
 	fab_fence(fl->f, fl->node);
 	return NULL;
+}
+
+/* Two coroutines of one initiator worker, one endpoint: A's call waits
+ * (deferred) for a word that B's later WRITE sets. */
+struct ww_ctx {
+	struct sched *s;
+	struct fab_worker *fw;
+	uint16_t target;
+	int done;
+	int rc_a, rc_b, status_a;
+	uint64_t seen;
+};
+
+static void *ww_self(void *ctx) { return sched_self(((struct ww_ctx *)ctx)->s); }
+static void ww_park(void *ctx) { sched_park(((struct ww_ctx *)ctx)->s); }
+static void ww_unpark(void *ctx, void *h) { sched_unpark(((struct ww_ctx *)ctx)->s, h); }
+static void ww_wait(void *ctx, uint64_t ns) { sched_sleep(((struct ww_ctx *)ctx)->s, ns); }
+
+static void ww_batch(struct ww_ctx *x, struct fab_batch *b)
+{
+	fab_batch_init(b, x->fw,
+		       (struct fab_waiter){ .wait = ww_wait, .ctx = x, .self = ww_self,
+					    .park = ww_park, .unpark = ww_unpark },
+		       NULL);
+}
+
+static void ww_a(struct sched *s, void *arg)
+{
+	(void)s;
+	struct ww_ctx *x = arg;
+	struct fab_batch b;
+	ww_batch(x, &b);
+	uint64_t off = 2048;
+	struct fab_rpc_reply rep = { .buf = &x->seen, .cap = 8 };
+	fab_rpc(&b, x->target, RPC_WAITWORD, &off, 8, &rep);
+	x->rc_a = fab_exec(&b);
+	x->status_a = rep.status;
+	x->done++;
+}
+
+static void ww_b(struct sched *s, void *arg)
+{
+	struct ww_ctx *x = arg;
+	sched_sleep(s, 50ull * 1000 * 1000); /* after A's call left */
+	struct fab_batch b;
+	ww_batch(x, &b);
+	uint64_t one = 1;
+	fab_write(&b, x->target, 2048, &one, 8);
+	x->rc_b = fab_exec(&b);
+	x->done++;
+}
+
+/*
+ * A handler that waits (FAB_RPC_DEFER) for what a later request of the
+ * same worker does: that request is served meanwhile (tcp: the NIC does
+ * not hold the connection for the call), so both finish.
+ */
+static void test_rpc_defer_on_one_endpoint(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode t, i;
+	node_up(&t, be, 1, size);
+	node_up(&i, be, 2, size);
+	rpc_register_all(t.f);
+	CHECK(fab_rpc_register(t.f, RPC_WAITWORD, "waitword", h_waitword, t.base) == 0);
+	link_peer(&i, &t);
+	struct rpc_server sv;
+	rpc_server_start(&sv, &t, 0);
+	struct ww_ctx x = { .s = sched_create(4, 64 * 1024), .target = 1 };
+	x.fw = fab_worker_create(i.f, 0);
+	CHECK(x.s && x.fw);
+	CHECK(sched_spawn(x.s, ww_a, &x) == 0 && sched_spawn(x.s, ww_b, &x) == 0);
+	uint64_t deadline = now_ns() + 5ull * 1000000000ull;
+	while (x.done < 2 && now_ns() < deadline) {
+		sched_run(x.s);
+		fab_worker_flush(x.fw);
+		int fds[FAB_MAX_NODES];
+		struct pollfd pfd[FAB_MAX_NODES];
+		int k = fab_worker_fds(x.fw, fds, FAB_MAX_NODES);
+		for (int j = 0; j < k; j++)
+			pfd[j] = (struct pollfd){ .fd = fds[j], .events = POLLIN };
+		poll(pfd, (nfds_t)k, 5);
+		fab_worker_poll(x.fw);
+	}
+	CHECKV(x.done == 2 && x.rc_a == 0 && x.status_a == 0 && x.seen == 1 && x.rc_b == 0,
+	       "a call waiting for a later write of its endpoint: %d of 2 done, call %d/%d saw "
+	       "%llu, write %d", x.done, x.rc_a, x.status_a, (unsigned long long)x.seen, x.rc_b);
+	rpc_server_stop(&sv);
+	fab_worker_destroy(x.fw);
+	sched_destroy(x.s);
+	node_down(&i);
+	node_down(&t);
+	printf("  %s rpc: a deferred call and the later write it waits for, on one endpoint\n", be);
 }
 
 /* fab_exec of what w's batch holds, on a thread of its own. */
@@ -2560,6 +2689,8 @@ int main(int argc, char **argv)
 			test_rpc(be);
 		if (want(only_case, "rpc-wakeups"))
 			test_rpc_wakeups(be);
+		if (want(only_case, "rpc-defer"))
+			test_rpc_defer_on_one_endpoint(be);
 		if (want(only_case, "rpc-peer-death"))
 			test_rpc_peer_death(be);
 		if (tcp && want(only_case, "remote-flush"))
