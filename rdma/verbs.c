@@ -1116,6 +1116,21 @@ fail:
 
 static int wc_handle(struct verbs_worker *vw, const struct ibv_wc *wc);
 
+/* A connect that failed (err says why): no QP, and broken until the node's
+ * next HELLO (ep_reconnect). */
+static void ep_give_up(struct verbs_worker *vw, struct verbs_ep *ep, const char *err)
+{
+	fprintf(stderr, "verbs fabric: node %u worker %d: %s\n", vw->fw->f->cfg.self, vw->fw->id,
+		err);
+	pthread_mutex_lock(&vw->qp_mu);
+	if (ep->qp)
+		ibv_destroy_qp(ep->qp);
+	ep->qp = NULL;
+	pthread_mutex_unlock(&vw->qp_mu);
+	ep->broken = true;
+	ep->fail_err = -EHOSTDOWN;
+}
+
 /*
  * A broken endpoint to a node that rejoined since (fab_peer_back at its
  * HELLO: a restarted process, with new responders) gets a new queue pair.
@@ -1156,15 +1171,7 @@ static int ep_reconnect(struct verbs_worker *vw, struct verbs_ep *ep)
 			"rejoined\n", vw->fw->f->cfg.self, vw->fw->id, ep->node);
 		return 0;
 	}
-	pthread_mutex_lock(&vw->qp_mu);
-	if (ep->qp)
-		ibv_destroy_qp(ep->qp);
-	ep->qp = NULL;
-	pthread_mutex_unlock(&vw->qp_mu);
-	ep->broken = true;
-	ep->fail_err = -EHOSTDOWN;
-	fprintf(stderr, "verbs fabric: node %u worker %d: %s\n", vw->fw->f->cfg.self, vw->fw->id,
-		err);
+	ep_give_up(vw, ep, err);
 	return ep->fail_err;
 }
 
@@ -1180,17 +1187,8 @@ static struct verbs_ep *ep_late(struct verbs_worker *vw, uint16_t node)
 	char err[256];
 	int rc = ep_connect(vw, node, err, sizeof(err));
 	struct verbs_ep *ep = vw->eps[node];
-	if (rc && ep) {
-		fprintf(stderr, "verbs fabric: node %u worker %d: %s\n", vw->fw->f->cfg.self,
-			vw->fw->id, err);
-		pthread_mutex_lock(&vw->qp_mu);
-		if (ep->qp)
-			ibv_destroy_qp(ep->qp);
-		ep->qp = NULL;
-		pthread_mutex_unlock(&vw->qp_mu);
-		ep->broken = true;
-		ep->fail_err = -EHOSTDOWN;
-	}
+	if (rc && ep)
+		ep_give_up(vw, ep, err);
 	return ep;
 }
 

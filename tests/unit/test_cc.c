@@ -1088,6 +1088,22 @@ static int rl_find(struct txn *t, void *arg)
 	return rc;
 }
 
+/* Record of rl_ref's item (words 1..5 and the value as they are) for txn,
+ * whole and summed, as the first of its slot's (after header h). */
+static struct st_log_rec *rl_record(struct st_log_hdr *h, struct st_item *it, uint64_t txn)
+{
+	struct st_log_rec *rec = (struct st_log_rec *)(h + 1);
+	uint32_t vlen = st_data_vlen(it->data);
+	rec->txn = txn;
+	rec->kind_len = ((uint64_t)ST_REC_IMAGE << 32) | (40 + vlen);
+	rec->off = rl_ref.off;
+	rec->aux = rl_ref.gen;
+	memcpy(rec + 1, &it->ver, 40);
+	memcpy((char *)(rec + 1) + 40, st_item_val(it), vlen);
+	rec->sum = st_log_rec_sum(rec, rec + 1);
+	return rec;
+}
+
 /*
  * A region rebuilt from its log has lost its lock words. An item named by
  * another coordinator's slot that holds records and no mark (a transaction
@@ -1108,19 +1124,9 @@ static void test_relock(void)
 	char *base = st_region_base(r);
 	struct st_item *it = (struct st_item *)(base + rl_ref.off);
 	uint64_t txn = cc_owner_word((uint16_t)coord, 12345);
-	/* The slot: its header, then the record of "rl" (words 1..5 and the
-	 * value as they are), whole and summed. */
-	uint64_t soff = st_log_slot_off(L, coord, 3);
-	struct st_log_hdr *h = (struct st_log_hdr *)(base + soff);
-	struct st_log_rec *rec = (struct st_log_rec *)(h + 1);
-	uint32_t vlen = st_data_vlen(it->data);
-	rec->txn = txn;
-	rec->kind_len = ((uint64_t)ST_REC_IMAGE << 32) | (40 + vlen);
-	rec->off = rl_ref.off;
-	rec->aux = rl_ref.gen;
-	memcpy(rec + 1, &it->ver, 40);
-	memcpy((char *)(rec + 1) + 40, st_item_val(it), vlen);
-	rec->sum = st_log_rec_sum(rec, rec + 1);
+	/* The slot: its header, then the record of "rl". */
+	struct st_log_hdr *h = (struct st_log_hdr *)(base + st_log_slot_off(L, coord, 3));
+	struct st_log_rec *rec = rl_record(h, it, txn);
 	h->txn = txn;
 	CHECK(it->lock == 0);
 	CHECK(st_log_relock(r, coord) == 0); /* the caller's own slots: not these */
@@ -1177,8 +1183,6 @@ static void test_relock_live_coordinator(void)
 	struct st_item *it = (struct st_item *)(base + rl_ref.off);
 	struct st_log_hdr *h =
 		(struct st_log_hdr *)(base + st_log_slot_off(nodes[k].cc.layout, coord, 3));
-	struct st_log_rec *rec = (struct st_log_rec *)(h + 1);
-	uint32_t vlen = st_data_vlen(it->data);
 	struct rl_race rr = { .r = r, .self = (unsigned)k + 1 };
 	pthread_t th;
 	pthread_create(&th, NULL, rl_relocker, &rr);
@@ -1187,13 +1191,7 @@ static void test_relock_live_coordinator(void)
 		uint64_t txn = cc_owner_word((uint16_t)coord, i);
 		/* lock, records, slot: as the coordinator posts them */
 		ck_pr_store_64(&it->lock, txn);
-		rec->txn = txn;
-		rec->kind_len = ((uint64_t)ST_REC_IMAGE << 32) | (40 + vlen);
-		rec->off = rl_ref.off;
-		rec->aux = rl_ref.gen;
-		memcpy(rec + 1, &it->ver, 40);
-		memcpy((char *)(rec + 1) + 40, st_item_val(it), vlen);
-		rec->sum = st_log_rec_sum(rec, rec + 1);
+		(void)rl_record(h, it, txn);
 		ck_pr_fence_store();
 		ck_pr_store_64(&h->txn, txn);
 		for (volatile unsigned d = 0; d < (i * 7919u) % 3000u; d++)
