@@ -138,6 +138,14 @@ struct cc_protocol {
 	 * batch). Without it, a key declared for writing only is resolved at
 	 * fetch and written blind. */
 	bool fetch_locks_writes;
+	/* The stage (enum cc_stage) its reads belong to: 2PL's read takes
+	 * the lock (RCC's "lock & read"), so CC_STAGE_LOCK; 0 is
+	 * CC_STAGE_READ. The executor sets it before read, read_post and
+	 * read_done; CC_STAGE_LOCK before write, write_post and write_done;
+	 * CC_STAGE_LOCK before commit, CC_STAGE_RELEASE before abort. The
+	 * primitives set their own stage (cc.h, prim_stage), so a hook sets it
+	 * only for the word ops it posts itself (prim_post_cas_item ...). */
+	uint8_t read_stage;
 	/* Bytes a's block needs after the value for the protocol's own use
 	 * (maat's reader and writer lists, at the end of the block): a write
 	 * reserves a block with that much room (cc/txn.c reserve_block), and
@@ -302,6 +310,14 @@ struct txn {
  * If D overlapped one of its data writes, H1 was read before the unlock and
  * H2 after the lock, so H1 != H2 unless both saw it locked.
  */
+
+/* The stage of the ops queued from now on (enum cc_stage, cc/node.h):
+ * the primitives set theirs; a protocol sets it for the word ops it posts
+ * itself (prim_post_cas_item ...), and the executor before each hook. */
+static inline void prim_stage(struct txn *t, int stage)
+{
+	t->batch.tag = (uint8_t)stage;
+}
 
 /* Word indexes. */
 enum { W_LOCK = 0, W_VER = 1, W_META0 = 2, W_META1 = 3, W_IDENT = 4, W_DATA = 5 };

@@ -369,6 +369,8 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	ccw->tab = NULL;
 	ccw->tab_mask = 0;
 	cc_batch_init(&t->batch, ccw, &t->fstats);
+	t->batch.twosided = (uint8_t)ck_pr_load_32(&ccw->node->rpc_stages);
+	t->batch.tag = CC_STAGE_READ;
 }
 
 /* Big, but only the pages a lookup touches become resident (malloc maps
@@ -519,8 +521,10 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 			rc = tx->body(&t, tx->arg);
 		if (rc == CC_OK && t.fatal)
 			rc = t.fatal; /* a peer failed mid-transaction: abort all of it */
-		if (rc == CC_OK)
+		if (rc == CC_OK) {
+			prim_stage(&t, CC_STAGE_LOCK);
 			rc = t.proto->commit(&t); /* commit */
+		}
 		if (rc == CC_OK) {
 			/* What it read may be a write the log does not hold
 			 * yet (durable_early_release). */
@@ -536,6 +540,7 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 			rec_put(ccw, rec);
 			return drc ? CC_EUNKNOWN : 0;
 		}
+		prim_stage(&t, CC_STAGE_RELEASE);
 		t.proto->abort(&t);
 		txn_after_abort(&t);
 		fab_stats_add(&ps->fab, &t.fstats); /* an attempt's verbs count too */

@@ -315,10 +315,13 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 	int npend = 0;
 	bool backups = false;
 	for (int i = 0; i < n; i++) {
-		if (wants_read(t, &fk[i]))
+		if (wants_read(t, &fk[i])) {
+			prim_stage(t, p->read_stage);
 			pending[i] = p->read_post && p->read_post(t, fk[i].a);
-		else if (wants_write(t, &fk[i]))
+		} else if (wants_write(t, &fk[i])) {
+			prim_stage(t, CC_STAGE_LOCK);
 			pending[i] = fk[i].writing = p->write_post(t, fk[i].a);
+		}
 		npend += pending[i];
 		/* A key the first step locks for writing: its backups' locks
 		 * ride along (cc/repl.c). */
@@ -348,6 +351,7 @@ static int read_all(struct txn *t, struct fkey *fk, int n)
 			if (!pending[i])
 				continue;
 			struct cc_access *a = fk[i].a;
+			prim_stage(t, fk[i].writing ? CC_STAGE_LOCK : p->read_stage);
 			int r = (failed & (1ull << (a->node & 63))) ? CC_RETRY
 				: fk[i].writing ? p->write_done(t, a) /* (2) */
 				: p->read_done(t, a);
@@ -385,6 +389,7 @@ int txn_fetch(struct txn *t, const struct cc_key *keys, int nkeys)
 	if (!fk)
 		return CC_OK;
 	int n = 0;
+	prim_stage(t, CC_STAGE_READ); /* index probes */
 	int rc = list_keys(t, keys, nkeys, fk, &n);
 	if (rc == CC_OK)
 		rc = resolve(t, fk, n);

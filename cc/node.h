@@ -51,7 +51,8 @@ struct cc_proto_stats {
 	uint64_t commits;
 	uint64_t errors;              /* ended with an error, not a commit */
 	uint64_t aborts_by_cause[CC_CAUSES];
-	struct fab_stats fab;         /* verbs and round trips of every attempt */
+	struct fab_stats fab;         /* verbs, RPCs, round trips and time of every
+					 attempt (by stage: fab.tag_*) */
 	uint64_t fetches;             /* attempts that ran a fetch stage (cc/fetch.c) */
 	uint64_t fetch_round_trips;   /* round trips those fetch stages took */
 };
@@ -86,6 +87,9 @@ struct cc_cluster_ops {
 	 * ccw: the calling worker (its coroutine yields), or NULL. */
 	int (*switch_all)(struct cc_node *n, struct cc_worker *ccw, const struct cc_protocol *to,
 			  char *err, size_t errlen);
+	/* Set every node's cc-stages (cc_stages_set); NULL: this node only. */
+	int (*stages_all)(struct cc_node *n, struct cc_worker *ccw, uint32_t mask, char *err,
+			  size_t errlen);
 };
 
 /* Log levels of cc_log (the server's levels, in the same order). */
@@ -112,6 +116,10 @@ struct cc_node {
 	 * node is quiesced; read with ck_pr_load_ptr at transaction begin. */
 	const struct cc_protocol *proto;
 	uint64_t proto_epoch;
+	/* The stages that go two-sided (bit per enum cc_stage): ck_pr store by
+	 * cc_stages_set, read at transaction begin. Any mix is sound (above),
+	 * so a change needs no quiesce. */
+	uint32_t rpc_stages;
 	/* Told of every switch this node applies (the server keeps CONFIG GET
 	 * cc and cc-lock-mode true); optional. Runs while quiesced. */
 	void (*on_switch)(struct cc_node *n, const struct cc_protocol *to);

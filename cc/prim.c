@@ -94,6 +94,7 @@ int prim_lock_won(struct txn *t, struct cc_access *a)
 	/* Not our key's block (anymore): it may be free and about to be
 	 * initialized for another key, which writes its lock word. Give the
 	 * word back only if it is still ours. */
+	prim_stage(t, CC_STAGE_RELEASE);
 	prim_post_cas_item(t, a, W_LOCK, t->owner, 0, &a->stage[0]);
 	(void)prim_exec(t);
 	return rc;
@@ -110,6 +111,7 @@ int prim_shared_won(struct txn *t, struct cc_access *a)
 	 * whoever's block it is now, because nobody overwrites a word that
 	 * may hold a count (storage/alloc.c invariant (5)). Take it off,
 	 * and the word back to 0 if that left it free-but-tagged. */
+	prim_stage(t, CC_STAGE_RELEASE);
 	prim_post_faa_item(t, a, W_LOCK, -cc_shared_unit(prim_self(t)), &a->stage[0]);
 	prim_post_cas_item(t, a, W_LOCK, CC_SHARED_TAG << 56, 0, &a->stage[1]);
 	(void)prim_exec(t);
@@ -118,6 +120,7 @@ int prim_shared_won(struct txn *t, struct cc_access *a)
 
 int prim_lock_and_read(struct txn *t, struct cc_access *a, uint64_t cmp, uint64_t *old)
 {
+	prim_stage(t, CC_STAGE_LOCK);
 	prim_post_cas_item(t, a, W_LOCK, cmp, t->owner, old);
 	/* Ordered after the CAS on the same endpoint: if the CAS won, this
 	 * READ sees the item as the previous holder left it. */
@@ -135,6 +138,7 @@ int prim_lock_and_read(struct txn *t, struct cc_access *a, uint64_t cmp, uint64_
 int prim_post_lock_writes(struct txn *t, bool read_all)
 {
 	int n = 0;
+	prim_stage(t, CC_STAGE_LOCK);
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (!(a->mode & ACC_W) || acc_locked(a))
@@ -181,11 +185,13 @@ void prim_post_read_hdr(struct txn *t, struct cc_access *a, uint64_t hdr[2])
 
 void prim_post_read_header(struct txn *t, struct cc_access *a, uint64_t v[6])
 {
+	prim_stage(t, CC_STAGE_VALIDATE);
 	fab_read(&t->batch, a->ref.node, a->ref.off, v, 48);
 }
 
 void prim_post_double_read(struct txn *t, struct cc_access *a)
 {
+	prim_stage(t, CC_STAGE_READ);
 	prim_post_read_hdr(t, a, a->hdr[0]);
 	prim_post_read_block(t, a);
 	prim_post_read_hdr(t, a, a->hdr[1]);
@@ -288,6 +294,7 @@ void prim_post_install(struct txn *t, struct cc_access *a, uint64_t ver, const u
 		       uint64_t unlock)
 {
 	uint32_t len = stage_image(a, meta);
+	prim_stage(t, CC_STAGE_COMMIT);
 	/* words 2..: meta, ident (unchanged), data, key, value */
 	fab_write(&t->batch, a->ref.node, word_off(a, W_META0), &a->img->meta[0], len - 16);
 	prim_post_write_word(t, a, W_VER, ver);
@@ -309,6 +316,7 @@ static int reloc_post_block(struct txn *t, struct cc_access *a, uint64_t ver)
 	uint32_t need = st_class_size(a->nref.cls);
 	if (img_reserve(a, a->nref.cls) || need < sizeof(struct st_item) + a->klen + a->wvlen)
 		return CC_EINTERNAL;
+	prim_stage(t, CC_STAGE_COMMIT);
 	/* a->img is free to reuse: the record already holds the old image. */
 	struct st_item *nb = a->img;
 	nb->lock = t->owner;
@@ -326,6 +334,7 @@ static int reloc_post_block(struct txn *t, struct cc_access *a, uint64_t ver)
 
 static int reloc_swap(struct txn *t, struct cc_access *a)
 {
+	prim_stage(t, CC_STAGE_COMMIT);
 	int rc = st_swap(&t->batch, st_region_coord(t->node->region), t->owner, a->hash, &a->ref,
 			 &a->nref);
 	if (rc == 0) {
@@ -342,6 +351,7 @@ static int reloc_swap(struct txn *t, struct cc_access *a)
 static void reloc_post_finish(struct txn *t, struct cc_access *a, uint64_t ver)
 {
 	uint64_t nlock = a->nref.off + (uint64_t)W_LOCK * 8;
+	prim_stage(t, CC_STAGE_RELEASE);
 	fab_write(&t->batch, a->nref.node, nlock, &t->undo.zero, 8);
 	/* Old block: DEAD first, then release, so whoever takes the lock next
 	 * sees DEAD and re-resolves. */
@@ -356,6 +366,7 @@ static void reloc_post_finish(struct txn *t, struct cc_access *a, uint64_t ver)
  * (cc.h). */
 static void post_install_locked(struct txn *t, struct cc_access *a, uint64_t ver)
 {
+	prim_stage(t, CC_STAGE_COMMIT);
 	if (t->proto->install_mark) {
 		/* Not through stage[0]: the unlock of this same batch goes there. */
 		a->stage[2] = cc_lock_installing(t->owner);
@@ -426,6 +437,7 @@ unsigned prim_drop_node_words(struct cc_node *n, int word, uint16_t peer)
 static void post_unlocks(struct txn *t, bool abort)
 {
 	uint64_t dec = -cc_shared_unit(prim_self(t));
+	prim_stage(t, CC_STAGE_RELEASE);
 	for (int i = 0; i < txn_nwrit(t); i++) { /* backups hold locks too */
 		struct cc_access *a = txn_writ(t, i);
 		if (acc_locked(a) && !(a->pstate & ACC_SWAPPED) && abort) {
@@ -584,6 +596,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		 * are retired is kept whole by recovery, one still naming us is
 		 * rolled back. No mark is needed, as no other node's records
 		 * hang on this one's fate. */
+		prim_stage(t, CC_STAGE_COMMIT); /* a commit's retires are its stage's */
 		undo_post_retire(t, nd);
 		if (ordered && !per_node && !check && t->batch.execs == rec_exec)
 			/* Records, installs and retire apply as one batch, one
@@ -662,7 +675,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	 * applies it before it hands any of them to another node (fab.h), so
 	 * it is still the commit point that precedes them. Else it is a batch
 	 * of its own (P3 waits in between). */
-	const bool merged = !power && fab_node_direct(t->node->fab, prim_self(t));
+	const bool merged = !power && fab_node_direct(t->node->fab, prim_self(t)) &&
+			    !(t->batch.twosided & (1u << CC_STAGE_LOG)); /* an RPC applies it later */
 	if (!merged) {
 		if ((rc = prim_exec(t)))
 			return rc;
@@ -673,6 +687,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 		t->undo.phase = UNDO_DECIDED;
 	}
 
+	prim_stage(t, CC_STAGE_COMMIT);
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 		if (wnodes & (1ull << nd))
 			undo_post_mark(t, (uint16_t)nd);
@@ -682,6 +697,7 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 			reloc_post_finish(t, a, ver);
 	}
 	post_unlocks(t, false);
+	prim_stage(t, CC_STAGE_COMMIT);
 	for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 		if (wnodes & (1ull << nd))
 			undo_post_retire(t, (uint16_t)nd);
@@ -737,6 +753,7 @@ void prim_release_locks(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
 	uint64_t failed = 0;
+	prim_stage(t, CC_STAGE_RELEASE);
 	if (u->phase == UNDO_INSTALLED) {
 		for (int i = 0; i < txn_nwrit(t); i++) {
 			struct cc_access *a = txn_writ(t, i);
@@ -761,6 +778,7 @@ void prim_release_locks(struct txn *t)
 	/* Retires before unlocks (per node, one endpoint: in order): a slot
 	 * that still names us always has its items locked, which a node
 	 * recovering from lost lock words relies on (st_log_relock). */
+	prim_stage(t, CC_STAGE_RELEASE);
 	if (u->phase == UNDO_INSTALLED)
 		for (unsigned nd = 0; nd < FAB_MAX_NODES; nd++)
 			if (u->nodes & (1ull << nd))

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct cc_node;
 struct cc_worker;
@@ -57,6 +58,20 @@ int cc_quiesce_run(struct cc_node *n, struct cc_worker *w, int (*fn)(struct cc_n
  */
 int cc_switch(struct cc_node *n, struct cc_worker *w, const char *name, bool shared, char *err,
 	      size_t errlen);
+
+/*
+ * cc_stages_set - make the stages in `mask` (bit per enum cc_stage, cc/node.h)
+ * go two-sided on this node, or with a cluster on every node, online: no
+ * quiesce, since one-sided and RPC stages mix freely (cc/stages.c). 0, or
+ * -EINVAL with err filled (a mix this node cannot run), or the cluster's
+ * error.
+ */
+int cc_stages_set(struct cc_node *n, struct cc_worker *w, uint32_t mask, char *err, size_t errlen);
+/* Can this node run `mask`? 0, or -EINVAL with the reason in err. */
+int cc_stages_check(const struct cc_node *n, uint32_t mask, char *err, size_t errlen);
+/* This node only (a peer's cc_stages_set reaching it): from the next
+ * transaction on. */
+void cc_stages_apply(struct cc_node *n, uint32_t mask);
 
 /* Look up a protocol this node accepts; NULL with err filled if none.
  * shared: the lock mode to resolve `name` under (0 or 1), or -1 when name

@@ -261,6 +261,7 @@ int txn_acc_create(struct txn *t, struct cc_access *a, bool cached)
 	/* Its bucket locks carry our owner word: if a reply is lost after
 	 * one was taken, settling this transaction releases it (t->unknown,
 	 * cc/undo.c undo_locks_pending). */
+	prim_stage(t, CC_STAGE_READ); /* an index lookup is the Read stage's */
 	int rc = st_create(&t->batch, st_region_coord(t->node->region), t->owner, a->node, a->key,
 			   a->klen, a->hash, &a->ref, buf);
 	if (rc == 0 && img_reserve_acc(a, a->ref.cls) != 0)
@@ -357,6 +358,7 @@ int txn_acc_read(struct txn *t, struct cc_access *a)
 {
 	if (a->mode)
 		return CC_OK;
+	prim_stage(t, t->proto->read_stage);
 	int rc = t->proto->read(t, a);
 	if (rc == CC_OK)
 		a->mode |= ACC_R;
@@ -421,6 +423,7 @@ static int ensure_write(struct txn *t, struct cc_access *a)
 		return src;
 	if (a->mode & ACC_W)
 		return CC_OK;
+	prim_stage(t, CC_STAGE_LOCK);
 	int rc = t->proto->write(t, a);
 	if (rc != CC_OK)
 		return rc;

@@ -68,6 +68,40 @@ enum cc_cause { CC_CAUSE_TABLE(CC_CAUSE_ENUM) CC_CAUSES };
 const char *cc_cause_name(int cause);
 
 /* Protocols in the registry, at most (per-protocol INFO counters). */
+/*
+ * The stages of a transaction (RCC 4, notes-rcc.md section 4): every fabric
+ * op a transaction posts belongs to one (its batch's tag, fab.h), and each
+ * stage goes one-sided or two-sided (RPC) by the node's cc-stages
+ * (cc_node.rpc_stages; CONFIG SET cc-stages). An RPC stage's handler does
+ * on the target what the one-sided verbs do, on the same words of the item
+ * and the records (FAB_OP_TWOSIDED), so the stages mix freely: RCC 5.2's
+ * three rules hold by construction. The Lock stage carries the READ behind
+ * each lock CAS (RCC's "lock & read"), and Validate carries sundial's
+ * Renew.
+ */
+enum cc_stage {
+	CC_STAGE_READ,     /* fetch: index lookups, reads, read marks */
+	CC_STAGE_LOCK,     /* lock CASes and the READs behind them */
+	CC_STAGE_VALIDATE, /* validation reads, lease renewals */
+	CC_STAGE_LOG,      /* undo records and the decision record */
+	CC_STAGE_COMMIT,   /* installs and commit marks */
+	CC_STAGE_RELEASE,  /* unlocks, retires, rollbacks */
+	CC_STAGES
+};
+/* "read", "lock", ... */
+const char *cc_stage_name(int stage);
+/*
+ * cc_stages_parse - a cc-stages value into a mask of RPC stages (bit per
+ * enum cc_stage): "onesided", "rpc", or a comma list of
+ * <stage>=<onesided|rpc> (case-insensitive; a later item of a stage wins),
+ * the stages it does not list one-sided. 0, or -EINVAL with err filled.
+ */
+int cc_stages_parse(const char *s, uint32_t *mask, char *err, size_t errlen);
+/* The mask as CONFIG GET says it: "onesided", "rpc", or the RPC stages as
+ * "lock=rpc,commit=rpc". */
+void cc_stages_format(uint32_t mask, char *buf, size_t len);
+#define CC_STAGES_ALL ((1u << CC_STAGES) - 1)
+
 #define CC_MAX_PROTOCOLS 24
 
 /*

@@ -248,6 +248,8 @@ static int ext_build(struct txn *t, unsigned nd)
 	if (!b)
 		return CC_ETXNLOG;
 	fab_batch_init(b, t->batch.fw, t->batch.waiter, &t->fstats);
+	b->twosided = t->batch.twosided;
+	b->tag = CC_STAGE_LOG;
 	int first = u->next, rc = CC_OK;
 	while (p < end) {
 		uint32_t start = p;
@@ -336,6 +338,7 @@ void undo_post_records(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
 	const struct st_layout *L = t->node->layout;
+	prim_stage(t, CC_STAGE_LOG);
 	/* Extents before the slots that chain them (invariant (4)); an
 	 * extent's ident word is st_alloc's, left alone. */
 	for (int i = 0; i < u->next; i++) {
@@ -355,6 +358,7 @@ void undo_post_records(struct txn *t)
 
 void undo_post_decision(struct txn *t)
 {
+	prim_stage(t, CC_STAGE_LOG);
 	fab_write(&t->batch, (uint16_t)self_node(t), st_txn_rec_off(t->node->layout, t->undo.slot),
 		  &t->undo.mark, 8);
 }
@@ -381,6 +385,7 @@ void undo_post_retire(struct txn *t, uint16_t node)
 void undo_post_rollback(struct txn *t)
 {
 	struct txn_undo *u = &t->undo;
+	prim_stage(t, CC_STAGE_RELEASE);
 	uint32_t fill[FAB_MAX_NODES];
 	for (uint64_t m = u->nodes; m; m &= m - 1)
 		fill[NODE_OF(m)] = u->boff[NODE_OF(m)] + (uint32_t)sizeof(struct st_log_hdr);

@@ -46,6 +46,9 @@ int fab_open(const struct fab_config *cfg, struct fab **out, char *err, size_t e
 	f->cfg.device = f->device;
 	f->be = be;
 	pthread_mutex_init(&f->rpc_mu, NULL);
+	f->rpc[FAB_RPC_OPS].fn = fab_ops_handler;
+	f->rpc[FAB_RPC_OPS].arg = f;
+	snprintf(f->rpc[FAB_RPC_OPS].name, sizeof(f->rpc[FAB_RPC_OPS].name), "fab.ops");
 	if (be->open) {
 		int rc = be->open(f, err, errlen);
 		if (rc) {
@@ -363,7 +366,7 @@ int fab_worker_poll(struct fab_worker *fw)
 
 int fab_rpc_register(struct fab *f, uint16_t id, const char *name, fab_rpc_fn fn, void *arg)
 {
-	if (id >= FAB_RPC_HANDLERS || !fn || f->rpc[id].fn)
+	if (id >= FAB_RPC_OPS || !fn || f->rpc[id].fn)
 		return -EINVAL;
 	f->rpc[id].fn = fn;
 	f->rpc[id].arg = arg;
@@ -705,6 +708,8 @@ void fab_batch_init(struct fab_batch *b, struct fab_worker *fw, struct fab_waite
 	b->pending = 0;
 	b->err = 0;
 	b->handle = NULL;
+	b->tag = 0;
+	b->twosided = 0;
 }
 
 static struct fab_op *queue(struct fab_batch *b)
@@ -714,10 +719,20 @@ static struct fab_op *queue(struct fab_batch *b)
 	return &b->ops[b->n++];
 }
 
+/* The batch's tag on the op just queued, and FAB_OP_TWOSIDED if the tag
+ * goes two-sided. */
+static void stamp(struct fab_batch *b, struct fab_op *op, bool may_ship)
+{
+	op->tag = b->tag % FAB_TAGS;
+	if (may_ship && (b->twosided >> op->tag) & 1u)
+		op->flags |= FAB_OP_TWOSIDED;
+}
+
 void fab_read(struct fab_batch *b, uint16_t node, uint64_t off, void *buf, uint32_t len)
 {
 	struct fab_op *op = queue(b);
 	*op = (struct fab_op){ .kind = FAB_READ, .node = node, .off = off, .buf = buf, .len = len };
+	stamp(b, op, true);
 }
 
 void fab_flush(struct fab_batch *b, uint16_t node)
@@ -725,6 +740,7 @@ void fab_flush(struct fab_batch *b, uint16_t node)
 	struct fab_op *op = queue(b);
 	*op = (struct fab_op){ .kind = FAB_READ, .flags = FAB_OP_FLUSH, .node = node, .off = 0,
 			       .buf = &b->flush_sink, .len = 8 };
+	stamp(b, op, false);
 }
 
 void fab_write(struct fab_batch *b, uint16_t node, uint64_t off, const void *buf, uint32_t len)
@@ -732,6 +748,7 @@ void fab_write(struct fab_batch *b, uint16_t node, uint64_t off, const void *buf
 	struct fab_op *op = queue(b);
 	*op = (struct fab_op){ .kind = FAB_WRITE, .node = node, .off = off, .buf = (void *)buf,
 			       .len = len };
+	stamp(b, op, true);
 }
 
 void fab_cas(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t cmp, uint64_t swp,
@@ -740,6 +757,7 @@ void fab_cas(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t cmp, uin
 	struct fab_op *op = queue(b);
 	*op = (struct fab_op){ .kind = FAB_CAS, .node = node, .off = off, .cmp = cmp, .swp = swp,
 			       .old = old, .len = 8 };
+	stamp(b, op, true);
 }
 
 void fab_rpc(struct fab_batch *b, uint16_t node, uint16_t handler, const void *req, uint32_t len,
@@ -750,6 +768,7 @@ void fab_rpc(struct fab_batch *b, uint16_t node, uint16_t handler, const void *r
 			       .len = len, .rep = rep };
 	rep->len = 0;
 	rep->status = -EINPROGRESS;
+	stamp(b, op, false);
 }
 
 void fab_faa(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t add, uint64_t *old)
@@ -757,6 +776,7 @@ void fab_faa(struct fab_batch *b, uint16_t node, uint64_t off, uint64_t add, uin
 	struct fab_op *op = queue(b);
 	*op = (struct fab_op){ .kind = FAB_FAA, .node = node, .off = off, .swp = add, .old = old,
 			       .len = 8 };
+	stamp(b, op, true);
 }
 
 static void sleep_ns(uint64_t ns)
@@ -959,17 +979,15 @@ static int exec_phased(struct fab_batch *b, int n, uint64_t cut, struct applied 
 	return rc;
 }
 
-int fab_exec(struct fab_batch *b)
+static int exec_batch(struct fab_batch *b)
 {
 	int n = b->n;
-	if (n == 0)
-		return 0;
 	b->n = 0;
 	b->execs++;
 	b->failed = 0;
 	b->unsent = 0;
 	struct fab *f = b->fw->f;
-	bool all_direct = true, rpcs = false;
+	bool all_direct = true, rpcs = false, ship = false;
 	const bool lapsed = f->lease && lease_lapsed(f);
 	/* Nodes this batch must not reach (not attached, fenced, or our lease
 	 * ran out): their ops are refused, the others' go ahead, so the
@@ -1004,15 +1022,33 @@ int fab_exec(struct fab_batch *b)
 		if (op->kind > FAB_FAA)
 			return -EINVAL;
 		all_direct &= f->peers[op->node].direct;
+		ship |= (op->flags & FAB_OP_TWOSIDED) != 0;
 	}
-	if (b->stats)
-		for (int i = 0; i < n; i++)
-			b->stats->verbs[b->ops[i].kind]++;
+	/* The initiator notes what two-sided ops change too: it persists
+	 * what it wrote, whoever applied it (cc/durable.c). */
 	if (b->fw->dirty)
 		for (int i = 0; i < n; i++)
 			if (b->ops[i].kind != FAB_READ && b->ops[i].kind != FAB_RPC &&
 			    !(b->ops[i].flags & FAB_OP_VOLATILE))
 				note_dirty(b->fw->dirty, &b->ops[i]);
+	struct fab_ship *shipped = NULL;
+	if (ship) {
+		n = fab_ship_prepare(b, n, &shipped);
+		if (n < 0)
+			return n;
+		rpcs |= shipped != NULL;
+	}
+	if (b->stats) {
+		for (int i = 0; i < n; i++) {
+			b->stats->verbs[b->ops[i].kind]++;
+			if (b->ops[i].kind != FAB_RPC)
+				b->stats->tag_verbs[b->ops[i].tag % FAB_TAGS]++;
+			else if (b->ops[i].off != FAB_RPC_OPS)
+				b->stats->tag_rpcs[b->ops[i].tag % FAB_TAGS]++;
+		}
+		if (shipped)
+			fab_ship_count(shipped, b->stats);
+	}
 
 	/* Every op on CPU-reachable regions (a shm node, the own node): applied
 	 * here in posting order, checked above. */
@@ -1020,7 +1056,8 @@ int fab_exec(struct fab_batch *b)
 	if (rpcs) {
 		int rc = exec_phased(b, n, cut, &ap);
 		int rrc = refused(b, &ap);
-		return exec_done(b, f, rc ? rc : rrc);
+		int src = shipped ? fab_ship_finish(b, shipped) : 0;
+		return exec_done(b, f, rc ? rc : rrc ? rrc : src);
 	}
 	if (all_direct) {
 		apply_batch(f, b, n, &ap);
@@ -1089,6 +1126,26 @@ int fab_exec(struct fab_batch *b)
 	return exec_done(b, f, rc ? rc : rrc);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int fab_exec(struct fab_batch *b)
+{
+	if (b->n == 0)
+		return 0;
+	if (!b->stats)
+		return exec_batch(b);
+	const uint8_t tag = b->ops[0].tag % FAB_TAGS;
+	const uint64_t t0 = mono_ns();
+	int rc = exec_batch(b);
+	b->stats->tag_ns[tag] += mono_ns() - t0;
+	return rc;
+}
+
 int fab_read1(struct fab_batch *b, uint16_t node, uint64_t off, void *buf, uint32_t len)
 {
 	fab_read(b, node, off, buf, len);
@@ -1119,4 +1176,9 @@ void fab_stats_add(struct fab_stats *dst, const struct fab_stats *src)
 	for (int k = 0; k < FAB_KINDS; k++)
 		dst->verbs[k] += src->verbs[k];
 	dst->round_trips += src->round_trips;
+	for (int k = 0; k < FAB_TAGS; k++) {
+		dst->tag_verbs[k] += src->tag_verbs[k];
+		dst->tag_rpcs[k] += src->tag_rpcs[k];
+		dst->tag_ns[k] += src->tag_ns[k];
+	}
 }

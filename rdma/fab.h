@@ -40,10 +40,19 @@
 enum fab_kind { FAB_READ, FAB_WRITE, FAB_CAS, FAB_FAA, FAB_RPC, FAB_KINDS };
 #define FAB_ONESIDED_KINDS FAB_RPC /* kinds below it are one-sided verbs */
 
+/* Tags a batch's owner gives its ops (fab_batch.tag: cc's stages). */
+#define FAB_TAGS 8
+
 /* Verb, RPC and round-trip counters; one per transaction, summed into INFO. */
 struct fab_stats {
-	uint64_t verbs[FAB_KINDS]; /* by enum fab_kind; [FAB_RPC]: RPCs */
+	uint64_t verbs[FAB_KINDS]; /* by enum fab_kind; [FAB_RPC]: RPCs (messages) */
 	uint64_t round_trips;      /* fab_exec calls (or their RPC phases) that reached a peer */
+	/* By the ops' tag: one-sided verbs posted, and the messages that
+	 * carried ops of the tag two-sided (FAB_OP_TWOSIDED; a message that
+	 * carries ops of several tags counts once for each). */
+	uint64_t tag_verbs[FAB_TAGS], tag_rpcs[FAB_TAGS];
+	/* Wall time in fab_exec, by the tag of the batch's first op. */
+	uint64_t tag_ns[FAB_TAGS];
 };
 
 /* Where an RPC's reply lands (fab_rpc). status: the handler's return
@@ -59,6 +68,7 @@ struct fab_rpc_reply {
 struct fab_op {
 	uint8_t kind;    /* enum fab_kind */
 	uint8_t flags;   /* FAB_OP_* */
+	uint8_t tag;     /* the batch's tag when queued (< FAB_TAGS) */
 	uint16_t node;   /* target node id */
 	uint32_t len;    /* READ/WRITE length in bytes */
 	uint64_t off;    /* byte offset in the target region; 8-aligned for CAS/FAA */
@@ -83,6 +93,22 @@ struct fab_op {
  * noted in no journal and not tracked for persistence (fab_track_writes),
  * wherever it is applied. */
 #define FAB_OP_VOLATILE 0x4
+/*
+ * fab_op.flags: carried two-sided (RCC's RPC implementation of a step; the
+ * fab_batch's `twosided` tags set it at queueing). The op travels in a
+ * message to the target, where one of its workers applies it to its own
+ * region exactly as the NIC would apply the one-sided op (same words,
+ * same atomicity, its journal noting it), and replies with what a READ,
+ * CAS or FAA returns, which fab_exec puts where the op said. So a one-sided
+ * and a two-sided op on the same word mix freely (RCC 5.2). The flagged
+ * ops of a batch to one node with no unflagged op to that node between
+ * them go in one message (one RPC, counted in verbs[FAB_RPC]), which is
+ * ordered against the node's other ops as fab_rpc says: what follows it
+ * waits for its reply. Not for remote flushes (fab_flush), nor for an op
+ * whose data would not fit a message (FAB_RPC_MAX): those go one-sided.
+ * A target's failure to apply (its journal down) fails its part.
+ */
+#define FAB_OP_TWOSIDED 0x8
 
 struct fab;        /* a node's fabric: backend, own and peers' regions */
 struct fab_worker; /* a worker's endpoints to every node */
@@ -144,6 +170,11 @@ struct fab_batch {
 				    may have */
 	void *handle;            /* waiter's handle of the parked coroutine */
 	uint64_t flush_sink;     /* where fab_flush's READs land */
+	/* Set by the owner between queueings: the tag of the ops queued next,
+	 * and the tags whose ops go two-sided (bit per tag, FAB_OP_TWOSIDED).
+	 * fab_batch_init sets both to 0. */
+	uint8_t tag;
+	uint8_t twosided;
 	struct fab_op ops[FAB_BATCH_MAX];
 };
 
@@ -414,6 +445,8 @@ void fab_flush(struct fab_batch *b, uint16_t node);
  */
 #define FAB_RPC_HANDLERS 32
 #define FAB_RPC_MAX (64u * 1024)
+/* The handler id fab keeps for itself: it applies FAB_OP_TWOSIDED ops. */
+#define FAB_RPC_OPS (FAB_RPC_HANDLERS - 1)
 void fab_rpc(struct fab_batch *b, uint16_t node, uint16_t handler, const void *req, uint32_t len,
 	     struct fab_rpc_reply *rep);
 
@@ -441,8 +474,8 @@ struct fab_rpc_call {
 typedef int (*fab_rpc_fn)(void *arg, struct fab_rpc_call *c, uint32_t *len);
 #define FAB_RPC_DEFER 0x7fffffff
 void fab_rpc_reply(struct fab_rpc_call *c, int status, uint32_t len);
-/* Register handler `id` (< FAB_RPC_HANDLERS) under `name` (for logs);
- * before the workers start. -EINVAL for a bad or taken id. */
+/* Register handler `id` (< FAB_RPC_OPS) under `name` (for logs); before
+ * the workers start. -EINVAL for a bad or taken id. */
 int fab_rpc_register(struct fab *f, uint16_t id, const char *name, fab_rpc_fn fn, void *arg);
 const char *fab_rpc_name(const struct fab *f, uint16_t id);
 /*

@@ -72,6 +72,21 @@ struct fab_worker {
  */
 int fab_apply_request(struct fab *f, struct fab_op *const *ops, int n);
 
+/* Two-sided ops (rdma/twosided.c, FAB_OP_TWOSIDED): fab_exec's steps. */
+struct fab_ship;
+/* Replace b's first n ops by what goes out (each run of flagged ops to a
+ * node one RPC); returns the new count, or -ENOMEM. *out: NULL when
+ * nothing was flagged after all (the flags are cleared then). */
+int fab_ship_prepare(struct fab_batch *b, int n, struct fab_ship **out);
+/* Count the messages into st->tag_rpcs. */
+void fab_ship_count(const struct fab_ship *s, struct fab_stats *st);
+/* After the exec: the replies to where the original ops said; a message
+ * that failed fails its node (b->failed). Returns 0 or the first error.
+ * Frees s. */
+int fab_ship_finish(struct fab_batch *b, struct fab_ship *s);
+/* The FAB_RPC_OPS handler (arg: the struct fab). */
+int fab_ops_handler(void *arg, struct fab_rpc_call *c, uint32_t *len);
+
 /* Queue c to run on fw at its next poll (a backend that picked the worker
  * itself; fab_rpc_deliver picks one). Any thread. */
 void fab_worker_inbox_push(struct fab_worker *fw, struct fab_rpc_call *c);

@@ -68,6 +68,7 @@ enum ctl_type {
 	CTL_SETTLE,
 	CTL_TAKE_SCAN,
 	CTL_TAKE_SETTLE,
+	CTL_STAGES,
 };
 
 #define CTL_MAX_PAYLOAD (64u << 20)
@@ -707,6 +708,24 @@ static void *ctl_conn_main(void *arg)
 				quiesced = false;
 			}
 			break;
+		case CTL_STAGES: {
+			uint32_t mask;
+			char err[200];
+			if (h.len != sizeof(mask)) {
+				status = -EPROTO;
+				break;
+			}
+			memcpy(&mask, req, sizeof(mask));
+			if (cc_stages_check(&n->cc, mask, err, sizeof(err)) != 0) {
+				status = -EINVAL;
+				break;
+			}
+			cc_stages_apply(&n->cc, mask);
+			ck_pr_store_32(&n->cfg.cc_stages, mask & CC_STAGES_ALL);
+			cc_stages_format(mask, err, sizeof(err));
+			srv_log(n, LOG_NOTICE, "cc-stages %s (cluster-wide)", err);
+			break;
+		}
 		case CTL_COUNT: {
 			uint64_t *c = malloc(8);
 			if (!c) {
@@ -1159,8 +1178,48 @@ static const struct node_cluster_ops cluster_ops = {
 	.flush_all = flush_all,
 };
 
+/*
+ * cc-stages on every node (cc_cluster_ops.stages_all): no quiesce, since
+ * any mix of one-sided and RPC stages is sound (cc/stages.c), so nodes may
+ * take the change at different instants. A peer that is out gets it from
+ * its configuration file when it restarts, as a protocol switch's does. A
+ * peer that fails to take it is named in the error; the others keep it.
+ */
+static int stages_all(struct cc_node *cn, struct cc_worker *ccw, uint32_t mask, char *err,
+		      size_t errlen)
+{
+	struct node *n = node_of_cc(cn);
+	struct worker *w = NULL;
+	for (int i = 0; ccw && i < n->nworkers && !w; i++)
+		if (n->workers[i] && n->workers[i]->ccw == ccw)
+			w = n->workers[i];
+	struct cluster *cl = n->cluster;
+	int rc = 0;
+	for (int i = 0; cl && i < cl->npeers && rc == 0; i++) {
+		if (peer_out(n, cl->peers[i].id))
+			continue;
+		void *r = NULL;
+		size_t rl = 0;
+		char cerr[160] = "";
+		rc = ctl_call(n, w, cl->peers[i].id, CTL_STAGES, &mask, sizeof(mask), &r, &rl, cerr,
+			      sizeof(cerr));
+		free(r);
+		if (rc)
+			snprintf(err, errlen, "node %d did not take it (%s)", cl->peers[i].id,
+				 cerr[0] ? cerr : strerror(-rc));
+	}
+	if (rc == 0) {
+		cc_stages_apply(cn, mask);
+		char s[120];
+		cc_stages_format(mask, s, sizeof(s));
+		srv_log(n, LOG_NOTICE, "cc-stages %s on every node", s);
+	}
+	return rc;
+}
+
 static const struct cc_cluster_ops cluster_cc_ops = {
 	.switch_all = switch_all,
+	.stages_all = stages_all,
 };
 
 /* ---- keyspace administration ---- */

@@ -504,7 +504,7 @@ static void config_set(struct cmd_ctx *c)
 	struct srv_config scratch;
 	bool have_scratch = false;
 	char err[512];
-	int cc_pair = -1, lock_pair = -1;
+	int cc_pair = -1, lock_pair = -1, stages_pair = -1;
 	if (!names || !values)
 		goto oom;
 	for (int i = 0; i < npairs; i++) {
@@ -541,6 +541,8 @@ static void config_set(struct cmd_ctx *c)
 			cc_pair = i;
 		if (strcasecmp(names[i], "cc-lock-mode") == 0)
 			lock_pair = i;
+		if (strcasecmp(names[i], "cc-stages") == 0)
+			stages_pair = i;
 	}
 
 	cfg_defaults(&scratch);
@@ -573,6 +575,14 @@ static void config_set(struct cmd_ctx *c)
 		if (cc_switch(&n->cc, c->w->ccw, to, shared, err, sizeof(err)) != 0) {
 			resp_errorf(c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
 				    names[cc_pair], err[0] ? err : "protocol switch failed");
+			goto out;
+		}
+	}
+	if (stages_pair >= 0) { /* every node's, online (cc/stages.c) */
+		err[0] = '\0';
+		if (cc_stages_set(&n->cc, c->w->ccw, scratch.cc_stages, err, sizeof(err)) != 0) {
+			resp_errorf(c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
+				    names[stages_pair], err[0] ? err : "cc-stages failed");
 			goto out;
 		}
 	}
@@ -1041,6 +1051,36 @@ static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
 	}
 }
 
+/*
+ * The stages of the current protocol (RCC's latency breakdown, Fig. 13):
+ * per committed transaction, its aborted attempts included, the time its
+ * round trips of the stage took (fab_exec's wall time, charged to the
+ * stage of a batch's first op), the one-sided verbs and the RPCs it
+ * issued, and the stage's mode. A batch that carries several stages (the
+ * one-node commit: records, installs, retire, unlocks) is one round trip,
+ * charged to its first stage.
+ */
+static void info_cc_stages(struct info_ctx *x, const struct cc_protocol *cur)
+{
+	const uint32_t rpc = ck_pr_load_32(&x->n->cc.rpc_stages);
+	char modes[160];
+	cc_stages_format(rpc, modes, sizeof(modes));
+	srv_sbuf_printf(x->b, "cc_stages:%s\r\n", modes);
+	int pi = cur ? cc_protocol_index(cur) : -1;
+	if (pi < 0 || pi >= CC_MAX_PROTOCOLS)
+		return;
+	const struct cc_proto_stats *ps = &x->cst.proto[pi];
+	for (int s = 0; s < CC_STAGES; s++) {
+		uint64_t v = ps->fab.tag_verbs[s], r = ps->fab.tag_rpcs[s];
+		srv_sbuf_printf(x->b,
+				"cc_stage_%s:usec_per_txn=%.2f,ops_per_txn=%.2f,verbs_per_txn=%.2f,"
+				"rpcs_per_txn=%.2f,mode=%s\r\n",
+				cc_stage_name(s), ratio(ps->fab.tag_ns[s], ps->commits) / 1000.0,
+				ratio(v + r, ps->commits), ratio(v, ps->commits), ratio(r, ps->commits),
+				(rpc >> s) & 1u ? "rpc" : "onesided");
+	}
+}
+
 static void info_cc(struct info_ctx *x)
 {
 	struct node *n = x->n;
@@ -1076,6 +1116,7 @@ static void info_cc(struct info_ctx *x)
 			"cc_cas_per_txn:%.2f\r\n"
 			"cc_faa_per_txn:%.2f\r\n"
 			"cc_round_trips_per_txn:%.2f\r\n"
+			"cc_rpcs_per_txn:%.2f\r\n"
 			"cc_addr_cache_hits:%llu\r\n"
 			"cc_addr_cache_misses:%llu\r\n",
 			(unsigned long long)s->lock_waits, (unsigned long long)s->wounds,
@@ -1086,9 +1127,11 @@ static void info_cc(struct info_ctx *x)
 			ratio(s->fab.verbs[FAB_CAS], s->fab_txns),
 			ratio(s->fab.verbs[FAB_FAA], s->fab_txns),
 			ratio(s->fab.round_trips, s->fab_txns),
+			ratio(s->fab.verbs[FAB_RPC], s->fab_txns),
 			(unsigned long long)s->addr_cache_hits, (unsigned long long)s->addr_cache_misses);
 	pthread_mutex_unlock(&n->cfg_lock);
 	info_cc_protocols(x, p);
+	info_cc_stages(x, p);
 }
 
 static void info_fabric(struct info_ctx *x)
@@ -1105,12 +1148,14 @@ static void info_fabric(struct info_ctx *x)
 			"fabric_writes:%llu\r\n"
 			"fabric_cas:%llu\r\n"
 			"fabric_faa:%llu\r\n"
+			"fabric_rpcs:%llu\r\n"
 			"fabric_round_trips:%llu\r\n",
 			n->cfg.fabric ? n->cfg.fabric : "", n->cfg.fabric_delay_us,
 			(unsigned long long)s->fab_txns, (unsigned long long)s->fab.verbs[FAB_READ],
 			(unsigned long long)s->fab.verbs[FAB_WRITE],
 			(unsigned long long)s->fab.verbs[FAB_CAS],
 			(unsigned long long)s->fab.verbs[FAB_FAA],
+			(unsigned long long)s->fab.verbs[FAB_RPC],
 			(unsigned long long)s->fab.round_trips);
 	pthread_mutex_unlock(&n->cfg_lock);
 }

@@ -50,6 +50,7 @@ enum opt_type {
 	OT_ENUM,   /* char *, one of `choices` (stored lower case) */
 	OT_BIND,   /* bind: 1..SRV_MAX_BIND addresses */
 	OT_PROTO,  /* char *, a name of the cc protocol table (stored as listed) */
+	OT_STAGES, /* uint32_t, cc-stages: a mask of RPC stages (cc_stages_parse) */
 	OT_PSEUDO, /* not an rckv option: a fixed CONFIG GET answer for Redis tools */
 	OT_CNODE,  /* cluster-node <id> <client> <fabric> [<raft>] (host:port each), repeatable */
 };
@@ -113,6 +114,7 @@ static const struct opt options[] = {
 	{ "busy-poll-us", OT_INT, true, OFF(busy_poll_us), 0, 1000000, NULL, "30" },
 	{ "cc", OT_PROTO, true, OFF(cc), 0, 0, NULL, "silo" },
 	{ "cc-lock-mode", OT_ENUM, true, OFF(cc_lock_mode), 0, 0, lock_mode_choices, "exclusive" },
+	{ "cc-stages", OT_STAGES, true, OFF(cc_stages), 0, 0, NULL, "onesided" },
 	{ "mvcc-versions", OT_INT, true, OFF(mvcc_versions), 1, 16, NULL, "4" },
 	{ "maat-list-slots", OT_INT, true, OFF(maat_list_slots), 1, 16, NULL, "4" },
 	{ "addr-cache-entries", OT_LL, true, OFF(addr_cache_entries), 1, 1LL << 30, NULL,
@@ -402,6 +404,13 @@ static int set_value(struct srv_config *c, const struct opt *o, int argc, char *
 			return -1;
 		store_static((char **)field, a);
 		return 0;
+	case OT_STAGES: {
+		uint32_t mask;
+		if (cc_stages_parse(a, &mask, err, errlen) != 0)
+			return -1;
+		ck_pr_store_32((uint32_t *)field, mask);
+		return 0;
+	}
 	case OT_STR:
 		return store_string((char **)field, a, err, errlen);
 	default:
@@ -696,6 +705,9 @@ static void format_value(const struct srv_config *c, const struct opt *o, char *
 	}
 	case OT_PSEUDO:
 		snprintf(buf, cap, "%s", o->def);
+		break;
+	case OT_STAGES:
+		cc_stages_format(ck_pr_load_32((const uint32_t *)field), buf, cap);
 		break;
 	case OT_CNODE: {
 		size_t len = 0;

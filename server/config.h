@@ -51,6 +51,8 @@ struct srv_config {
 	int busy_poll_us;               /* busy-poll-us 30 (mutable): poll before sleeping */
 	char *cc;                       /* cc silo (mutable: online switch) */
 	char *cc_lock_mode;             /* cc-lock-mode exclusive: exclusive|shared (nowait) */
+	uint32_t cc_stages;             /* cc-stages onesided: the RPC stages, a bit per
+					   enum cc_stage (mutable, cluster-wide) */
 	int mvcc_versions;              /* mvcc-versions 4: version slots per item (mvcc) */
 	int maat_list_slots;            /* maat-list-slots 4: reader/writer list slots per item */
 	long long addr_cache_entries;   /* addr-cache-entries 262144: per worker (cc/cache.h) */

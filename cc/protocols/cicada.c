@@ -424,6 +424,7 @@ static int cicada_commit(struct txn *t)
 	 * answered; the latches won there are noted, so the abort releases
 	 * them. */
 	post_latches(t);
+	prim_stage(t, CC_STAGE_VALIDATE);
 	int rc = prim_note_locks(t, prim_exec(t));
 	for (int i = 0; rc == CC_OK && i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];

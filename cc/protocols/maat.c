@@ -1092,6 +1092,7 @@ static int mt_commit(struct txn *t)
 		return rc;
 	struct others o = { 0 };
 	uint64_t floor = 0;
+	prim_stage(t, CC_STAGE_VALIDATE); /* the records' lists and bounds */
 	rc = gather(t, &o, &floor);
 	if (rc == CC_OK)
 		rc = validate(t, &o, floor);

@@ -198,6 +198,7 @@ static void nowait_abort(struct txn *t)
 const struct cc_protocol cc_nowait = {
 	.name = "nowait",
 	.fetch_locks_writes = true,
+	.read_stage = CC_STAGE_LOCK, /* its read takes the lock */
 	.read = nowait_read,
 	.read_post = nowait_read_post,
 	.read_done = nowait_read_done,
@@ -210,6 +211,7 @@ const struct cc_protocol cc_nowait_shared = {
 	.name = "nowait",
 	.id = "nowait/shared",
 	.shared_locks = true,
+	.read_stage = CC_STAGE_LOCK, /* its read takes the lock */
 	.read = nowait_read,
 	.read_post = shared_read_post,
 	.read_done = shared_read_done,

@@ -323,6 +323,7 @@ static bool needs_renewal(const struct txn *t, const struct cc_access *a)
  * itself, which still tells that rts held it at that instant. */
 static void renew_post(struct txn *t, struct cc_access *a)
 {
+	prim_stage(t, CC_STAGE_VALIDATE); /* Renew (RCC) */
 	a->stage[0] = ~a->p[1];
 	prim_post_cas_item(t, a, W_META0, a->p[1], max64(a->p[1], t->cts), &a->stage[0]);
 	prim_post_read_header(t, a, a->vhdr);

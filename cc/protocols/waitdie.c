@@ -57,6 +57,7 @@ static void waitdie_abort(struct txn *t)
 const struct cc_protocol cc_waitdie = {
 	.name = "waitdie",
 	.fetch_locks_writes = true,
+	.read_stage = CC_STAGE_LOCK, /* its read takes the lock */
 	.read = waitdie_lock,
 	.read_post = lock2pl_post,
 	.read_done = lock2pl_done,

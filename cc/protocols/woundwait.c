@@ -103,6 +103,7 @@ static bool ww_read_post(struct txn *t, struct cc_access *a)
 static int ww_commit(struct txn *t)
 {
 	uint64_t old = 0;
+	prim_stage(t, CC_STAGE_VALIDATE); /* not wounded: RN -> CM */
 	prim_post_atomic_txn(t, prim_self(t), t->rec, 0, status_word(ST_RN, t->owner),
 			     status_word(ST_CM, t->owner), &old);
 	int rc = prim_exec(t);
@@ -127,6 +128,7 @@ const struct cc_protocol cc_woundwait = {
 	.name = "woundwait",
 	.begin = ww_begin,
 	.fetch_locks_writes = true,
+	.read_stage = CC_STAGE_LOCK, /* its read takes the lock */
 	.read = ww_lock,
 	.read_post = ww_read_post,
 	.read_done = lock2pl_done,

@@ -88,11 +88,46 @@ PAUSE_SECONDS = 10.0
 SHARED_SUFFIX = "-shared"
 
 
+# A protocol name may end in "@<cc-stages>": the stages that go by RPC
+# ("silo@rpc", "mvcc@read=rpc,lock=rpc"); without it, every stage is
+# one-sided.
+STAGES_SEP = "@"
+STAGES = ("read", "lock", "validate", "log", "commit", "release")
+
+
 def protocol_opts(protocol):
-    """Server options that select a protocol name or variant."""
-    if protocol.endswith(SHARED_SUFFIX):
-        return {"cc": protocol[:-len(SHARED_SUFFIX)], "cc-lock-mode": "shared"}
-    return {"cc": protocol}
+    """Server options that select a protocol name or variant, and its
+    cc-stages."""
+    name, _, stages = protocol.partition(STAGES_SEP)
+    opts = {"cc-stages": stages or "onesided"}
+    if name.endswith(SHARED_SUFFIX):
+        opts.update({"cc": name[:-len(SHARED_SUFFIX)], "cc-lock-mode": "shared"})
+    else:
+        opts["cc"] = name
+    return opts
+
+
+def hybrid_stages(rng):
+    """A random stage-wise hybrid (RCC 5.1's enumeration), neither pure
+    mode: each stage one-sided or RPC, as CONFIG SET cc-stages says it."""
+    while True:
+        rpc = [rng.random() < 0.5 for _ in STAGES]
+        if any(rpc) and not all(rpc):
+            return ",".join("%s=%s" % (s, "rpc" if r else "onesided")
+                            for s, r in zip(STAGES, rpc))
+
+
+def stages_canonical(stages):
+    """CONFIG GET cc-stages's form of a cc-stages value (the RPC stages
+    only, or onesided / rpc)."""
+    if stages in ("onesided", "rpc"):
+        return stages
+    rpc = [s for s in STAGES if "%s=rpc" % s in stages.split(",")]
+    if not rpc:
+        return "onesided"
+    if len(rpc) == len(STAGES):
+        return "rpc"
+    return ",".join("%s=rpc" % s for s in rpc)
 
 
 def server_opts(protocol, testing, fabric_delay_us, threads, extra):
@@ -794,7 +829,8 @@ def _drive(spec, topo, rec, events, failovers, windows):
                 t0 = time.monotonic()
                 opts = protocol_opts(arg)
                 admin.execute_command("CONFIG", "SET", "cc", opts["cc"], "cc-lock-mode",
-                                      opts.get("cc-lock-mode", "exclusive"))
+                                      opts.get("cc-lock-mode", "exclusive"), "cc-stages",
+                                      opts["cc-stages"])
                 ms = (time.monotonic() - t0) * 1000
             finally:
                 admin.close()
@@ -802,11 +838,14 @@ def _drive(spec, topo, rec, events, failovers, windows):
                 c = topo.admin(i)
                 try:
                     now = c.config_get("cc").get("cc")
+                    stages = c.config_get("cc-stages").get("cc-stages")
                 finally:
                     c.close()
-                if now != protocol_opts(arg)["cc"]:
-                    raise RuntimeError("CONFIG SET cc %s sent to node %d left cc = %r on node "
-                                       "%d" % (arg, ids[via], now, ids[i]))
+                want = protocol_opts(arg)
+                if now != want["cc"] or stages != stages_canonical(want["cc-stages"]):
+                    raise RuntimeError("CONFIG SET cc %s sent to node %d left cc = %r, "
+                                       "cc-stages = %r on node %d" % (arg, ids[via], now,
+                                                                       stages, ids[i]))
             where = " via node %d" % ids[via] if topo.nodes() > 1 else ""
             events.append("switch to %s%s (%.0f ms)" % (arg, where, ms))
             rec.meta(event="CONFIG SET cc %s%s" % (arg, where))
@@ -900,6 +939,11 @@ class Suite:
         faults each waited out until the others serve the dead node's keys
         and it is back (ClusterTopology.failover), as (kills, run length as
         a fraction of duration), or None.
+      rpc: a list-append run (zipf 0.99, 8 keys) with every stage by RPC
+        (cc-stages rpc);
+      hybrids: on shm3, this many list-append runs per protocol, each with
+        a random stage-wise hybrid (hybrid_stages, seeded by the run's seed
+        and the protocol);
     Per topology:
       switch_rounds: a list-append run that switches through every protocol
         this many times (when there are two or more);
@@ -907,7 +951,8 @@ class Suite:
         find anomalies (min(duration, 15) s each; not with --no-none)."""
 
     def __init__(self, duration, cells, bank=True, nodelay=False, fault=None,
-                 bank_fault=None, switch_rounds=1, none=True, bank_none=False, failover=None):
+                 bank_fault=None, switch_rounds=1, none=True, bank_none=False, failover=None,
+                 rpc=False, hybrids=0):
         self.__dict__.update(locals())
         del self.__dict__["self"]
 
@@ -923,14 +968,15 @@ class Suite:
 # about as much as its load).
 SUITES = {
     "short": Suite(10.0, cells=((0.99, 8),)),
-    "quick": Suite(6.0, cells=((0.99, 8), (0.0, 64)), fault=(1, 3, 1.0), bank_none=True),
+    "quick": Suite(6.0, cells=((0.99, 8), (0.0, 64)), fault=(1, 3, 1.0), bank_none=True,
+                   rpc=True, hybrids=1),
     "long": Suite(30.0, cells=((0.0, 8), (0.0, 64), (0.99, 8), (0.99, 64)), nodelay=True,
                   fault=(2, 6, 1.0), bank_fault=(1, 4, 0.5), switch_rounds=3, bank_none=True,
-                  failover=(3, 1.0)),
+                  failover=(3, 1.0), rpc=True, hybrids=3),
 }
 
 
-def suite(protocols, duration, kind="short", topology="single", with_none=True):
+def suite(protocols, duration, kind="short", topology="single", with_none=True, seed=0):
     """The runs of the suite SUITES[kind] on one topology, `duration`
     seconds per run (see Suite for what each run lasts). The long one is
     `make check-serializable`, the short one run.py's default; kill -9
@@ -961,6 +1007,15 @@ def suite(protocols, duration, kind="short", topology="single", with_none=True):
             kills, part = su.failover
             specs.append(RunSpec("bank-failover", p, workload="bank", duration=duration * part,
                                  failovers=kills, shutdowns=1, replicas=2, **t))
+        if su.rpc:
+            specs.append(RunSpec("append-rpc", p + STAGES_SEP + "rpc", duration=duration / 2,
+                                 **t))
+        if su.hybrids and topology == "shm3":
+            rng = random.Random("%s:%s" % (seed, p))
+            for i in range(su.hybrids):
+                specs.append(RunSpec("append-hybrid%d" % i,
+                                     p + STAGES_SEP + hybrid_stages(rng),
+                                     duration=duration / 2, **t))
     if len(protocols) > 1 and su.switch_rounds:
         specs.append(RunSpec("switch", protocols[0], duration=duration,
                              switch=list(protocols) * su.switch_rounds, **t))
@@ -1093,7 +1148,8 @@ def main(argv=None):
     else:
         specs = []
         for topo in topologies:
-            specs += suite(protocols, duration, args.suite, topo, with_none=not args.no_none)
+            specs += suite(protocols, duration, args.suite, topo, with_none=not args.no_none,
+                           seed=args.seed or 0)
         for s in specs:
             if args.fabric_delay_us is not None:
                 s.fabric_delay_us = args.fabric_delay_us

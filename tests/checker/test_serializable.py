@@ -20,11 +20,14 @@ by every audit stays the opening total across the crashes, and the history
 stays serializable), list-append on tcp3 (nothing acknowledged lost).
 
 At zipf 0.0 (uniform over the 8 keys), per protocol, a short list-append
-run on one node, on shm3 and on tcp3. The protocol list is the server's,
-with nowait's shared-lock variant added ("nowait-shared": run.py
-with_variants). And the bank under protocol switches every 2 s among all
-of them in a random order, on one node and on shm3: no client sees an
-error, and every audit sees the opening total.
+run on one node, on shm3 and on tcp3, with every stage by RPC (cc-stages
+rpc; `make check-serializable` also runs every protocol in rpc at zipf
+0.99, and three random stage-wise hybrids per protocol on shm3). The
+protocol list is the server's, with nowait's shared-lock variant added
+("nowait-shared": run.py with_variants). And the bank under switches of
+protocol and of stages every 2 s, among all protocols in a random order,
+each with a random hybrid of one-sided and RPC stages, on one node and on
+shm3: no client sees an error, and every audit sees the opening total.
 
 Under persistence power, kill -9 twice under load on one node (its
 write-ahead log) and on shm3 (page flushes): list-append and the bank, one
@@ -35,6 +38,7 @@ A failing run keeps its history (path in the failure message) for
 """
 
 import os
+import random
 import shutil
 
 import pytest
@@ -272,14 +276,19 @@ def test_cluster_checker_finds_anomalies_under_none(tmp_path, checked):
 
 @pytest.mark.time_limit(120)
 @pytest.mark.parametrize("topology", ("single",) + runner.CLUSTER_TOPOLOGIES)
-def test_protocol_is_serializable_at_zipf_0(protocol, topology, tmp_path, checked):
-    """List-append with uniform key choice (zipf 0.0) over the 8 keys: the
-    load spread evenly, every key contended now and then rather than one
-    all the time. Serializable, strictly serializable, nothing lost; on a
-    cluster, transactions span nodes."""
-    r = _run(runner.RunSpec("append-z0", protocol, duration=UNIFORM_SECONDS, keys=8, zipf=0.0,
-                            topology=topology), tmp_path)
-    checked("append zipf 0 %s %s" % (protocol, topology), r)
+def test_protocol_in_rpc_stages_is_serializable_at_zipf_0(protocol, topology, tmp_path,
+                                                          checked):
+    """List-append with uniform key choice (zipf 0.0) over the 8 keys, with
+    every stage by RPC (cc-stages rpc: the ops a stage would post
+    one-sided, applied by a worker of the target node): the load spread
+    evenly, every key contended now and then rather than one all the time.
+    Serializable, strictly serializable, nothing lost; on a cluster,
+    transactions span nodes (test_stages.py counts that the stages do go
+    by RPC)."""
+    r = _run(runner.RunSpec("append-z0-rpc", protocol + runner.STAGES_SEP + "rpc",
+                            duration=UNIFORM_SECONDS, keys=8, zipf=0.0, topology=topology),
+             tmp_path)
+    checked("append zipf 0 rpc %s %s" % (protocol, topology), r)
     _assert_valid(r)
     assert r.result.stats["final reads"] != "0 keys"
     if topology != "single":
@@ -308,16 +317,20 @@ def _client_errors(r):
 @pytest.mark.time_limit(150)
 @pytest.mark.parametrize("topology", ("single", "shm3"))
 def test_switch_every_2s_among_all_protocols(topology, tmp_path, checked):
-    """The bank while CONFIG SET cc switches every 2 s among every
-    protocol (nowait-shared included), in a random order: no client sees
-    an error, every audit sees the opening total, and the history has no
-    anomaly."""
+    """The bank while CONFIG SET cc and cc-stages switch every 2 s among
+    every protocol (nowait-shared included), in a random order, each with
+    a random stage-wise hybrid (one-sided and RPC stages mixed): no client
+    sees an error, every audit sees the opening total, and the history has
+    no anomaly."""
     protocols = runner.server_protocols()[0]
     if len(protocols) < 2:
         pytest.skip("the server offers one protocol")
     n = len(protocols)
-    r = _run(runner.RunSpec("bank-switch-2s", protocols[0], workload="bank",
-                            duration=SWITCH_PERIOD * (n + 1), switch=list(protocols),
+    rng = random.Random()
+    cells = [p + runner.STAGES_SEP + runner.hybrid_stages(rng) for p in protocols]
+    print("protocols and their stages: %s" % "; ".join(cells))
+    r = _run(runner.RunSpec("bank-switch-2s", cells[0], workload="bank",
+                            duration=SWITCH_PERIOD * (n + 1), switch=cells,
                             switch_every=SWITCH_PERIOD, topology=topology), tmp_path)
     checked("bank, switch every %g s %s" % (SWITCH_PERIOD, topology), r)
     _assert_valid(r)
@@ -325,7 +338,7 @@ def test_switch_every_2s_among_all_protocols(topology, tmp_path, checked):
     assert r.result.stats["transfers committed"] > 0
     switches = [e for e in r.events if e.startswith("switch to ")]
     assert len(switches) == n, r.events
-    reached = set(e.split()[2] for e in switches)
+    reached = set(e.split()[2].partition(runner.STAGES_SEP)[0] for e in switches)
     assert reached == set(protocols), "never switched to %s: %s" % (
         sorted(set(protocols) - reached), r.events)
     errs = _client_errors(r)

@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cc/txn.h"
 #include "server/command.h"
 #include "server/config.h"
 
@@ -426,6 +427,51 @@ static void test_argv(void)
 	cfg_free(&c);
 }
 
+/* ---- cc-stages ---- */
+
+static const char *stages_of(struct srv_config *c, const char *v, char *err, size_t errlen)
+{
+	static char got[160];
+	char *arg = (char *)v;
+	err[0] = '\0';
+	if (cfg_set(c, "cc-stages", 1, &arg, err, errlen) != 0)
+		return NULL;
+	cc_stages_format(c->cc_stages, got, sizeof(got));
+	return got;
+}
+
+/* The values CONFIG SET cc-stages takes, as CONFIG GET says them back,
+ * and the ones it refuses (the value is then unchanged). */
+static void test_cc_stages(void)
+{
+	struct srv_config c;
+	char err[256];
+	cfg_defaults(&c);
+	CHECK(c.cc_stages == 0);
+	CHECK_STR(stages_of(&c, "rpc", err, sizeof(err)), "rpc");
+	CHECK(c.cc_stages == CC_STAGES_ALL);
+	CHECK_STR(stages_of(&c, "ONESIDED", err, sizeof(err)), "onesided");
+	CHECK_STR(stages_of(&c, "lock=rpc,release=onesided", err, sizeof(err)), "lock=rpc");
+	CHECK(c.cc_stages == 1u << CC_STAGE_LOCK);
+	CHECK_STR(stages_of(&c, "commit=rpc,Read=RPC", err, sizeof(err)), "read=rpc,commit=rpc");
+	CHECK_STR(stages_of(&c, "lock=rpc,lock=onesided", err, sizeof(err)), "onesided");
+	CHECK_STR(stages_of(&c, "read=rpc,lock=rpc,validate=rpc,log=rpc,commit=rpc,release=rpc",
+			    err, sizeof(err)),
+		  "rpc");
+	stages_of(&c, "log=rpc", err, sizeof(err));
+	static const char *const bad[] = { "", "lock", "lock=", "lock=maybe", "fetch=rpc",
+					   "lock=rpc,", "lock=rpc,,commit=rpc", "=rpc", "rpc,lock=rpc" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *got = stages_of(&c, bad[i], err, sizeof(err));
+		if (got || !strstr(err, "bad cc-stages item") || c.cc_stages != 1u << CC_STAGE_LOG) {
+			fprintf(stderr, "cc-stages '%s': took it (%s), or said '%s'\n", bad[i],
+				got ? got : "-", err);
+			failures++;
+		}
+	}
+	cfg_free(&c);
+}
+
 /* ---- CONFIG GET patterns ---- */
 
 static void test_glob(void)
@@ -437,7 +483,7 @@ static void test_glob(void)
 	CHECK_STR(match(&c, "max*"), "maxclients max-key-bytes max-value-bytes");
 	CHECK_STR(match(&c, "*bytes"), "max-key-bytes max-value-bytes");
 	CHECK_STR(match(&c, "t?meout"), "timeout");
-	CHECK_STR(match(&c, "[ct]*s"), "threads coroutines");
+	CHECK_STR(match(&c, "[ct]*s"), "threads coroutines cc-stages");
 	CHECK_STR(match(&c, "[^a-s]*"), "tcp-backlog timeout threads txn-timeout testing");
 	CHECK_STR(match(&c, "[a-c]?"), "cc");
 	CHECK_STR(match(&c, "no\\de"), "node");
@@ -453,7 +499,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 41);
+	CHECK(all.n == 42);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
@@ -674,6 +720,7 @@ int main(void)
 	test_file_errors();
 	test_argv();
 	test_glob();
+	test_cc_stages();
 	test_cluster_nodes();
 	test_shipped_conf();
 	test_command_table();

@@ -2313,6 +2313,99 @@ static void test_rpc(const char *be)
 	       be, NB);
 }
 
+/*
+ * Two-sided ops (FAB_OP_TWOSIDED): the ops of a tag the batch ships go in
+ * one message to the target's worker, which applies them to its region as
+ * the one-sided ops would; results land where the ops say, in order with
+ * the one-sided ops around them, counted as RPCs of their tag.
+ */
+static void test_twosided(const char *be)
+{
+	const uint64_t size = 1 << 20;
+	struct tnode t, i;
+	struct tworker w;
+	node_up(&t, be, 1, size);
+	node_up(&i, be, 2, size);
+	link_peer(&i, &t);
+	struct fab_stats st = { 0 };
+	tw_init(&w, &i, 0);
+	w.b.stats = &st;
+	enum { SHIP = 3 };
+	w.b.twosided = 1u << SHIP;
+
+	/* No worker on the target to apply them: the exec fails for it. */
+	uint64_t v = 7, got = 0;
+	w.b.tag = SHIP;
+	fab_write(&w.b, 1, 512, &v, 8);
+	CHECK(fab_exec(&w.b) != 0 && (w.b.failed & (1ull << 1)));
+	CHECK(*(uint64_t *)(t.base + 512) == 0);
+	struct rpc_server sv;
+	rpc_server_start(&sv, &t, 0);
+
+	/* Every kind in one message: one RPC, one round trip, no verb. */
+	char five[5] = { 'a', 'b', 'c', 'd', 'e' }, back[21] = { 0 };
+	uint64_t cas_old = 1, faa_old = 1;
+	*(uint64_t *)(t.base + 528) = 40;
+	st = (struct fab_stats){ 0 };
+	fab_write(&w.b, 1, 512, &v, 8);
+	fab_write(&w.b, 1, 520, five, 5);
+	fab_cas(&w.b, 1, 512, 7, 8, &cas_old);
+	fab_faa(&w.b, 1, 528, 2, &faa_old);
+	fab_read(&w.b, 1, 512, back, 21);
+	CHECK(fab_exec(&w.b) == 0);
+	uint64_t w0, w2;
+	memcpy(&w0, back, 8);
+	memcpy(&w2, back + 16, 5);
+	CHECKV(cas_old == 7 && faa_old == 40 && w0 == 8 && memcmp(back + 8, five, 5) == 0 &&
+		       *(uint64_t *)(t.base + 528) == 42,
+	       "cas %llu faa %llu read %llu", (unsigned long long)cas_old,
+	       (unsigned long long)faa_old, (unsigned long long)w0);
+	CHECKV(st.round_trips == 1 && st.verbs[FAB_RPC] == 1 && st.verbs[FAB_CAS] == 0 &&
+		       st.verbs[FAB_READ] == 0 && st.tag_rpcs[SHIP] == 1 && st.tag_verbs[SHIP] == 0,
+	       "rt %llu rpcs %llu", (unsigned long long)st.round_trips,
+	       (unsigned long long)st.verbs[FAB_RPC]);
+
+	/* Ordering with one-sided ops of another tag on the same endpoint: a
+	 * WRITE, the shipped CAS that needs it, a READ that sees the CAS. */
+	st = (struct fab_stats){ 0 };
+	v = 100;
+	w.b.tag = 0;
+	fab_write(&w.b, 1, 544, &v, 8);
+	w.b.tag = SHIP;
+	fab_cas(&w.b, 1, 544, 100, 101, &cas_old);
+	w.b.tag = 0;
+	fab_read(&w.b, 1, 544, &got, 8);
+	CHECK(fab_exec(&w.b) == 0);
+	CHECKV(cas_old == 100 && got == 101, "cas saw %llu, read %llu",
+	       (unsigned long long)cas_old, (unsigned long long)got);
+	CHECK(st.round_trips == 2 && st.verbs[FAB_RPC] == 1 && st.tag_verbs[0] == 2 &&
+	      st.tag_rpcs[SHIP] == 1);
+
+	/* Too big for a message: one-sided, after the message before it. */
+	char *big = calloc(1, FAB_RPC_MAX);
+	CHECK(big != NULL);
+	big[0] = 'B';
+	st = (struct fab_stats){ 0 };
+	w.b.tag = SHIP;
+	fab_faa(&w.b, 1, 4096, 1, NULL);
+	fab_write(&w.b, 1, 8192, big, FAB_RPC_MAX);
+	CHECK(fab_exec(&w.b) == 0 && t.base[8192] == 'B' && *(uint64_t *)(t.base + 4096) == 1);
+	CHECK(st.verbs[FAB_RPC] == 1 && st.verbs[FAB_WRITE] == 1 && st.tag_verbs[SHIP] == 1);
+	free(big);
+
+	/* The own node applies its shipped ops on the calling worker. */
+	*(uint64_t *)(i.base + 256) = 9;
+	fab_faa(&w.b, 2, 256, 1, &faa_old);
+	CHECK(fab_exec(&w.b) == 0 && faa_old == 9 && *(uint64_t *)(i.base + 256) == 10);
+
+	rpc_server_stop(&sv);
+	tw_fini(&w);
+	node_down(&i);
+	node_down(&t);
+	printf("  %s twosided: every kind in one message, ordering, size limit, own node: ok\n",
+	       be);
+}
+
 struct fence_later {
 	struct fab *f;
 	uint16_t node;
@@ -2687,6 +2780,8 @@ int main(int argc, char **argv)
 			test_double_read(be, 3.0);
 		if (want(only_case, "rpc"))
 			test_rpc(be);
+		if (want(only_case, "twosided"))
+			test_twosided(be);
 		if (want(only_case, "rpc-wakeups"))
 			test_rpc_wakeups(be);
 		if (want(only_case, "rpc-defer"))
