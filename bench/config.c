@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bench/info.h"
 #include "bench/keys.h"
 #include "bench/zipf.h"
 
@@ -47,6 +48,9 @@ void bench_usage(FILE *f)
 "  --cluster FILE         rckv cluster file: node addresses; connections spread over nodes\n"
 "  --compare HOST:PORT    run the same workload against a second server, alternating\n"
 "  --cc NAME              CONFIG SET cc NAME on rckv targets before each run\n"
+"  --cc-stages MODES      CONFIG SET cc-stages MODES on rckv targets before each run:\n"
+"                         onesided, rpc, lock=rpc,..., or a bit code of 6 digits, one\n"
+"                         per stage read,lock,validate,log,commit,release (1 = RPC)\n"
 "\n"
 "workload options:\n"
 "  --records N            keyspace size (default 1M; k/m/g suffixes are x1000)\n"
@@ -77,8 +81,10 @@ void bench_usage(FILE *f)
 "output:\n"
 "  --json FILE            write the result as JSON (with --sweep: one line per point)\n"
 "  --sweep NAME=V1,V2,..  run once per value; NAME is zipf, write-ratio, nodes-per-txn,\n"
-"                         ops, threads, clients, pipeline or cc (repeatable: all\n"
-"                         combinations, the first given outermost)\n"
+"                         ops, threads, clients, pipeline, cc or cc-stages (repeatable:\n"
+"                         all combinations, the first given outermost); cc-stages takes\n"
+"                         bit codes, onesided, rpc, or all: every one of the 64 hybrids,\n"
+"                         then printed ranked by throughput (RCC's enumeration)\n"
 "  --quiet                no progress line\n"
 "  --timeout MS           connect and control timeout (default 10000)\n",
 	      f);
@@ -172,10 +178,19 @@ int bench_config_set(struct bench_config *cfg, const char *name, const char *val
 			bad = 1;
 		else
 			strcpy(cfg->cc, value);
+	} else if (!strcmp(name, "cc-stages")) {
+		/* a list is the server's to judge; a bit code is ours */
+		size_t n = strlen(value);
+		bool code = n == BENCH_STAGES && strspn(value, "01") == n;
+		if (!n || n >= sizeof(cfg->cc_stages) ||
+		    (!code && strspn(value, "0123456789") == n))
+			bad = 1;
+		else
+			strcpy(cfg->cc_stages, value);
 	} else {
 		snprintf(err, errlen,
 			 "cannot sweep '%s' (zipf, write-ratio, nodes-per-txn, ops, threads, "
-			 "clients, pipeline, cc)",
+			 "clients, pipeline, cc, cc-stages)",
 			 name);
 		return -1;
 	}
@@ -210,6 +225,17 @@ static int parse_sweep(struct bench_config *cfg, const char *arg, char *err, siz
 		}
 	}
 	const char *p = eq + 1;
+	if (!strcmp(sw->name, "cc-stages") && !strcmp(p, "all")) {
+		/* RCC's enumeration: every bit code, pure one-sided first */
+		for (int code = 0; code < 1 << BENCH_STAGES; code++) {
+			for (int s = 0; s < BENCH_STAGES; s++)
+				sw->values[code][s] = (code >> (BENCH_STAGES - 1 - s)) & 1 ? '1' : '0';
+			sw->values[code][BENCH_STAGES] = '\0';
+		}
+		sw->nvalues = 1 << BENCH_STAGES;
+		cfg->nsweeps++;
+		return 0;
+	}
 	while (*p) {
 		size_t len = strcspn(p, ",");
 		if (sw->nvalues == BENCH_MAX_SWEEP_VALUES || len == 0 ||
@@ -247,7 +273,7 @@ enum {
 	O_HOST = 256, O_PORT, O_CLUSTER, O_COMPARE, O_CC, O_RECORDS, O_VALUE_SIZE, O_ZIPF,
 	O_ZIPF_HEAD, O_OPS, O_WRITE_RATIO, O_NODES_PER_TXN, O_SCAN_MAX, O_THREADS, O_CLIENTS,
 	O_PIPELINE, O_WARMUP, O_DURATION, O_ROUNDS, O_SEED, O_LOAD, O_BATCH, O_LOAD_PIPELINE,
-	O_JSON, O_SWEEP, O_QUIET, O_TIMEOUT,
+	O_JSON, O_SWEEP, O_QUIET, O_TIMEOUT, O_CC_STAGES,
 };
 
 static const struct option longopts[] = {
@@ -256,6 +282,7 @@ static const struct option longopts[] = {
 	{ "cluster", required_argument, 0, O_CLUSTER },
 	{ "compare", required_argument, 0, O_COMPARE },
 	{ "cc", required_argument, 0, O_CC },
+	{ "cc-stages", required_argument, 0, O_CC_STAGES },
 	{ "records", required_argument, 0, O_RECORDS },
 	{ "value-size", required_argument, 0, O_VALUE_SIZE },
 	{ "zipf", required_argument, 0, O_ZIPF },
@@ -350,6 +377,7 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 					     &cfg->compare_port);
 			break;
 		case O_CC:
+		case O_CC_STAGES:
 		case O_ZIPF:
 		case O_OPS:
 		case O_WRITE_RATIO:
@@ -526,6 +554,7 @@ void bench_config_json(const struct bench_config *cfg, struct bench_json *j, con
 	bench_json_uint(j, "seed", cfg->seed);
 	bench_json_int(j, "rounds", cfg->rounds);
 	bench_json_str(j, "cc", cfg->cc[0] ? cfg->cc : NULL);
+	bench_json_str(j, "cc_stages", cfg->cc_stages[0] ? cfg->cc_stages : NULL);
 	bench_json_str(j, "load", loads[cfg->load]);
 	bench_json_int(j, "batch", cfg->batch);
 	bench_json_int(j, "load_pipeline", cfg->load_pipeline);

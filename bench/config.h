@@ -38,7 +38,7 @@ enum bench_load_mode {
 };
 
 #define BENCH_MAX_SWEEPS 3
-#define BENCH_MAX_SWEEP_VALUES 32
+#define BENCH_MAX_SWEEP_VALUES 64 /* cc-stages=all: 2^6 hybrids */
 
 /* One swept parameter: --sweep name=v1,v2,... */
 struct bench_sweep {
@@ -84,6 +84,10 @@ struct bench_config {
 
 	/* server side */
 	char cc[32];          /* CONFIG SET cc before each run; "" to leave it */
+	/* CONFIG SET cc-stages before each run, "" to leave it: onesided, rpc,
+	 * a list (lock=rpc,...), or RCC's bit code, a 0/1 digit per stage in
+	 * bench_stage_names' order, 1 = RPC (010000: lock by RPC) */
+	char cc_stages[96];
 
 	/* load */
 	enum bench_load_mode load;

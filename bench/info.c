@@ -28,9 +28,43 @@ static const struct ufield ufields[] = {
 	UF("fabric_cas", fab_cas, 2),
 	UF("fabric_faa", fab_faa, 2),
 	UF("fabric_round_trips", fab_round_trips, 2),
+	UF("fabric_rpcs", fab_rpcs, 0),
 	UF("total_commands_processed", commands, 0),
 };
 #define NUFIELDS (sizeof(ufields) / sizeof(ufields[0]))
+
+const char *const bench_stage_names[BENCH_STAGES] = { "read", "lock", "validate",
+						    "log", "commit", "release" };
+
+/* A cc_stage_<stage> line's totals (its "usec=", "verbs=" and "rpcs="
+ * fields); returns the stage's bit, or 0 if it is none of ours. */
+static unsigned parse_stage(const char *name, size_t nlen, const char *v, const char *eol,
+			    struct bench_info *out)
+{
+	int s;
+	for (s = 0; s < BENCH_STAGES; s++)
+		if (strlen(bench_stage_names[s]) == nlen && memcmp(name, bench_stage_names[s], nlen) == 0)
+			break;
+	if (s == BENCH_STAGES)
+		return 0;
+	while (v < eol) {
+		const char *comma = memchr(v, ',', (size_t)(eol - v));
+		const char *fend = comma ? comma : eol;
+		const char *eq = memchr(v, '=', (size_t)(fend - v));
+		if (eq) {
+			size_t kl = (size_t)(eq - v);
+			uint64_t x = strtoull(eq + 1, NULL, 10);
+			if (kl == 4 && memcmp(v, "usec", 4) == 0)
+				out->stage_usec[s] = x;
+			else if (kl == 5 && memcmp(v, "verbs", 5) == 0)
+				out->stage_verbs[s] = x;
+			else if (kl == 4 && memcmp(v, "rpcs", 4) == 0)
+				out->stage_rpcs[s] = x;
+		}
+		v = fend + 1;
+	}
+	return 1u << s;
+}
 
 static void copy_str(char *dst, size_t cap, const char *v, size_t vlen)
 {
@@ -44,6 +78,7 @@ void bench_info_parse(const char *text, size_t len, struct bench_info *out)
 {
 	const char *p = text, *end = text + len;
 	int seen_txn = 0, seen_fab = 0, seen_cpu = 0;
+	unsigned seen_stages = 0;
 	double sys = 0, user = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -77,6 +112,10 @@ void bench_info_parse(const char *text, size_t len, struct bench_info *out)
 			copy_str(out->server, sizeof(out->server), val, strlen(val));
 		} else if (IS("cc_protocol")) {
 			copy_str(out->cc, sizeof(out->cc), val, strlen(val));
+		} else if (IS("cc_stages")) {
+			copy_str(out->stages, sizeof(out->stages), colon + 1, vlen);
+		} else if (nlen > 9 && memcmp(p, "cc_stage_", 9) == 0) {
+			seen_stages |= parse_stage(p + 9, nlen - 9, colon + 1, colon + 1 + vlen, out);
 		} else {
 			for (size_t i = 0; i < NUFIELDS; i++) {
 				size_t l = strlen(ufields[i].name);
@@ -96,6 +135,7 @@ next:
 		p = eol + 1;
 	}
 	out->has_txn = seen_txn >= 2; /* at least committed and aborts */
+	out->has_stages = seen_stages == (1u << BENCH_STAGES) - 1;
 	out->has_fabric = seen_fab >= 6;
 	out->has_cpu = seen_cpu == 3;
 	out->cpu_s = sys + user;
@@ -136,7 +176,14 @@ void bench_info_delta(const struct bench_info *before, const struct bench_info *
 	SUB(fab_cas);
 	SUB(fab_faa);
 	SUB(fab_round_trips);
+	SUB(fab_rpcs);
 	SUB(commands);
+	for (int s = 0; s < BENCH_STAGES; s++) {
+		SUB(stage_usec[s]);
+		SUB(stage_verbs[s]);
+		SUB(stage_rpcs[s]);
+	}
+	d->has_stages = before->has_stages && after->has_stages;
 	d->cpu_s = after->cpu_s - before->cpu_s;
 	d->has_txn = before->has_txn && after->has_txn;
 	d->has_fabric = before->has_fabric && after->has_fabric;
@@ -159,7 +206,14 @@ void bench_info_add(struct bench_info *acc, const struct bench_info *x, bool fir
 	acc->fab_cas += x->fab_cas;
 	acc->fab_faa += x->fab_faa;
 	acc->fab_round_trips += x->fab_round_trips;
+	acc->fab_rpcs += x->fab_rpcs;
 	acc->commands += x->commands;
+	for (int s = 0; s < BENCH_STAGES; s++) {
+		acc->stage_usec[s] += x->stage_usec[s];
+		acc->stage_verbs[s] += x->stage_verbs[s];
+		acc->stage_rpcs[s] += x->stage_rpcs[s];
+	}
+	acc->has_stages = acc->has_stages && x->has_stages;
 	acc->cpu_s += x->cpu_s;
 	acc->has_txn = acc->has_txn && x->has_txn;
 	acc->has_fabric = acc->has_fabric && x->has_fabric;

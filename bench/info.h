@@ -20,12 +20,21 @@
 
 #include <hiredis/hiredis.h>
 
+/* rckv's stages (INFO cc_stage_<stage>, cc/txn.h enum cc_stage), in order. */
+#define BENCH_STAGES 6
+extern const char *const bench_stage_names[BENCH_STAGES];
+
 struct bench_info {
 	bool has_txn;    /* txn_committed and friends were present (rckv) */
+	bool has_stages; /* every cc_stage_<stage> line was present (rckv) */
 	bool has_fabric; /* fabric_* were present (rckv) */
 	bool has_cpu;    /* used_cpu_sys and used_cpu_user were present */
 	uint64_t txn_committed, txn_aborts, txn_retries, txn_timeouts;
-	uint64_t fab_txns, fab_reads, fab_writes, fab_cas, fab_faa, fab_round_trips;
+	uint64_t fab_txns, fab_reads, fab_writes, fab_cas, fab_faa, fab_round_trips, fab_rpcs;
+	/* By stage, the current protocol's: time in its round trips (us),
+	 * one-sided verbs, RPCs (INFO cc_stage_<stage>'s usec, verbs, rpcs) */
+	uint64_t stage_usec[BENCH_STAGES], stage_verbs[BENCH_STAGES], stage_rpcs[BENCH_STAGES];
+	char stages[96];    /* cc_stages: what went by RPC, "" for Redis */
 	uint64_t commands;  /* total_commands_processed */
 	double cpu_s;       /* used_cpu_sys + used_cpu_user, seconds */
 	long pid;           /* process_id (0 if absent) */

@@ -13,6 +13,7 @@
  * Exit status: 0 success, 1 a run failed (the reason on stderr), 2 bad
  * command line.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,7 +146,7 @@ static int bank_totals(const struct bench_config *cfg, int ntargets, long long *
 }
 
 static int run_point(const struct bench_config *cfg, int ntargets, FILE *json,
-		     const char **names, const char **values)
+		     const char **names, const char **values, struct bench_figures *fig)
 {
 	struct bench_result res[2];
 	char err[1024], label[32];
@@ -191,6 +192,7 @@ static int run_point(const struct bench_config *cfg, int ntargets, FILE *json,
 	}
 	bench_report_table(stdout, cfg, &targets[0], &res[0], ntargets == 2 ? &targets[1] : NULL,
 			   ntargets == 2 ? &res[1] : NULL);
+	bench_figures(cfg, &res[0], fig);
 	if (bank_totals(cfg, ntargets, after))
 		goto out;
 	for (int i = 0; i < ntargets && cfg->workload == BW_BANK; i++) {
@@ -224,9 +226,99 @@ out:
 	return rc;
 }
 
+/* Is the sweep point's cc-stages value the pure mode `pure` (0: one-sided,
+ * 1: RPC), in either spelling? */
+static bool is_pure(const char *v, int pure)
+{
+	static const char *const names[2] = { "onesided", "rpc" };
+	static const char *const codes[2] = { "000000", "111111" };
+	return !strcmp(v, names[pure]) || !strcmp(v, codes[pure]);
+}
+
+/*
+ * After a sweep over cc-stages (RCC 5.1's enumeration): A's points ranked by
+ * throughput within each combination of the other swept values, each
+ * against the pure one-sided and pure RPC points of that combination when
+ * the sweep ran them.
+ */
+static void rank_stages(const struct bench_config *cfg, const struct bench_figures *figs,
+			int npoints)
+{
+	int st = -1;
+	for (int s = 0; s < cfg->nsweeps; s++)
+		if (!strcmp(cfg->sweeps[s].name, "cc-stages"))
+			st = s;
+	if (st < 0)
+		return;
+	int *order = malloc(sizeof(int) * (size_t)npoints);
+	if (!order)
+		return;
+	const int nst = cfg->sweeps[st].nvalues, groups = npoints / nst;
+	printf("\n== cc-stages ranked by throughput (bit code: %s", bench_stage_names[0]);
+	for (int s = 1; s < BENCH_STAGES; s++)
+		printf(",%s", bench_stage_names[s]);
+	printf("; 1 = RPC)\n");
+	for (int g = 0; g < groups; g++) {
+		/* the points of group g: every stage value, the other values fixed */
+		int n = 0, pure[2] = { -1, -1 };
+		for (int p = 0; p < npoints; p++) {
+			const char *names[BENCH_MAX_SWEEPS], *values[BENCH_MAX_SWEEPS];
+			int q = p, other = 0, mul = 1;
+			for (int s = cfg->nsweeps - 1; s >= 0; s--) {
+				int k = q % cfg->sweeps[s].nvalues;
+				q /= cfg->sweeps[s].nvalues;
+				if (s != st) {
+					other += k * mul;
+					mul *= cfg->sweeps[s].nvalues;
+				}
+			}
+			if (other != g)
+				continue;
+			point_values(cfg, p, names, values);
+			for (int m = 0; m < 2; m++)
+				if (is_pure(values[st], m))
+					pure[m] = p;
+			order[n++] = p;
+		}
+		for (int i = 1; i < n; i++) /* insertion sort, best first */
+			for (int j = i; j > 0 && figs[order[j]].throughput > figs[order[j - 1]].throughput;
+			     j--) {
+				int x = order[j];
+				order[j] = order[j - 1];
+				order[j - 1] = x;
+			}
+		const char *names[BENCH_MAX_SWEEPS], *values[BENCH_MAX_SWEEPS];
+		point_values(cfg, order[0], names, values);
+		if (cfg->nsweeps > 1) {
+			printf("  at");
+			for (int s = 0; s < cfg->nsweeps; s++)
+				if (s != st)
+					printf(" %s=%s", names[s], values[s]);
+			printf(":\n");
+		}
+		printf("  %4s  %-10s %14s %10s %12s %12s\n", "rank", "cc-stages", "throughput/s",
+		       "p50 (us)", "vs onesided", "vs rpc");
+		for (int i = 0; i < n; i++) {
+			const struct bench_figures *f = &figs[order[i]];
+			point_values(cfg, order[i], names, values);
+			printf("  %4d  %-10s %14.1f %10.1f", i + 1, values[st], f->throughput, f->p50);
+			for (int m = 0; m < 2; m++) {
+				double base = pure[m] >= 0 ? figs[pure[m]].throughput : NAN;
+				if (isnan(base) || base <= 0)
+					printf(" %12s", "-");
+				else
+					printf(" %+11.1f%%", 100.0 * (f->throughput / base - 1));
+			}
+			printf("\n");
+		}
+	}
+	free(order);
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_config cfg;
+	struct bench_figures *figs = NULL;
 	char err[1024];
 	int ntargets = 1, status = 1;
 	FILE *json = NULL;
@@ -303,6 +395,11 @@ int main(int argc, char **argv)
 	int npoints = 1;
 	for (int s = 0; s < cfg.nsweeps; s++)
 		npoints *= cfg.sweeps[s].nvalues;
+	figs = calloc((size_t)npoints, sizeof(*figs));
+	if (!figs) {
+		fprintf(stderr, "rckv-bench: out of memory\n");
+		goto out;
+	}
 	for (int p = 0; p < npoints; p++) {
 		struct bench_config pc = cfg;
 		const char *names[BENCH_MAX_SWEEPS], *values[BENCH_MAX_SWEEPS];
@@ -314,9 +411,10 @@ int main(int argc, char **argv)
 				goto out;
 			}
 		}
-		if (run_point(&pc, ntargets, json, names, values))
+		if (run_point(&pc, ntargets, json, names, values, &figs[p]))
 			goto out;
 	}
+	rank_stages(&cfg, figs, npoints);
 	status = 0;
 out:
 	if (json && fclose(json) != 0) {
@@ -325,5 +423,6 @@ out:
 	}
 	for (int i = 0; i < ntargets; i++)
 		bench_target_close(&targets[i]);
+	free(figs);
 	return status;
 }

@@ -35,9 +35,18 @@ void bench_figures(const struct bench_config *cfg, const struct bench_result *r,
 	if (r->have_info && i->has_fabric && i->fab_txns) {
 		f->verbs_per_txn = (double)bench_info_verbs(i) / (double)i->fab_txns;
 		f->round_trips_per_txn = (double)i->fab_round_trips / (double)i->fab_txns;
+		f->rpcs_per_txn = (double)i->fab_rpcs / (double)i->fab_txns;
 	} else {
 		f->verbs_per_txn = NAN;
 		f->round_trips_per_txn = NAN;
+		f->rpcs_per_txn = NAN;
+	}
+	const bool stages = r->have_info && i->has_stages && i->txn_committed;
+	for (int s = 0; s < BENCH_STAGES; s++) {
+		double n = stages ? (double)i->txn_committed : NAN;
+		f->stage_us[s] = (double)i->stage_usec[s] / n;
+		f->stage_verbs[s] = (double)i->stage_verbs[s] / n;
+		f->stage_rpcs[s] = (double)i->stage_rpcs[s] / n;
 	}
 	if (r->have_info && i->has_cpu) {
 		f->cpu_s = i->cpu_s;
@@ -165,6 +174,20 @@ void bench_report_table(FILE *out, const struct bench_config *cfg, const struct 
 		row(out, "verbs per txn", fa.verbs_per_txn, fb.verbs_per_txn, two, 2, true);
 		row(out, "round trips per txn", fa.round_trips_per_txn, fb.round_trips_per_txn, two,
 		    2, true);
+		row(out, "RPCs per txn", fa.rpcs_per_txn, fb.rpcs_per_txn, two, 2, true);
+		if (ra->have_info && ra->info.has_stages) {
+			fprintf(out, "  stages (A): %s\n", ra->info.stages);
+			if (two && rb->have_info && rb->info.has_stages)
+				fprintf(out, "  stages (B): %s\n", rb->info.stages);
+			for (int s = 0; s < BENCH_STAGES; s++) {
+				snprintf(name, sizeof(name), "%s: us per txn", bench_stage_names[s]);
+				row(out, name, fa.stage_us[s], fb.stage_us[s], two, 1, true);
+				/* ops: one-sided verbs and RPCs */
+				snprintf(name, sizeof(name), "%s: ops per txn", bench_stage_names[s]);
+				row(out, name, fa.stage_verbs[s] + fa.stage_rpcs[s],
+				    fb.stage_verbs[s] + fb.stage_rpcs[s], two, 2, true);
+			}
+		}
 	}
 	row(out, "server CPU (s)", fa.cpu_s, fb.cpu_s, two, 2, true);
 	row(out, "server CPU (% of a core)", fa.cpu_percent, fb.cpu_percent, two, 1, true);
@@ -219,6 +242,19 @@ static void figures_json(struct bench_json *j, const struct bench_config *cfg,
 	bench_json_str(j, "first_error", r->first_error[0] ? r->first_error : NULL);
 	bench_json_num(j, "verbs_per_txn", f.verbs_per_txn);
 	bench_json_num(j, "round_trips_per_txn", f.round_trips_per_txn);
+	bench_json_num(j, "rpcs_per_txn", f.rpcs_per_txn);
+	if (r->have_info && r->info.has_stages) {
+		bench_json_str(j, "cc_stages", r->info.stages);
+		bench_json_obj(j, "stages");
+		for (int s = 0; s < BENCH_STAGES; s++) {
+			bench_json_obj(j, bench_stage_names[s]);
+			bench_json_num(j, "usec_per_txn", f.stage_us[s]);
+			bench_json_num(j, "verbs_per_txn", f.stage_verbs[s]);
+			bench_json_num(j, "rpcs_per_txn", f.stage_rpcs[s]);
+			bench_json_end_obj(j);
+		}
+		bench_json_end_obj(j);
+	}
 	bench_json_obj(j, "server_cpu");
 	bench_json_num(j, "seconds", f.cpu_s);
 	bench_json_num(j, "percent", f.cpu_percent);

@@ -10,7 +10,9 @@
  *    and aborts its count of EXECs answered null or with an error;
  *  - verbs and round trips per transaction: INFO fabric deltas,
  *    (reads + writes + cas + faa) / fabric_txns and round_trips /
- *    fabric_txns (rckv only);
+ *    fabric_txns (rckv only); RPCs likewise (fabric_rpcs);
+ *  - the stage breakdown: INFO cc_stage_<stage> deltas (usec, verbs,
+ *    rpcs), summed over the nodes, per txn_committed (rckv only);
  *  - server CPU: used_cpu_user + used_cpu_sys deltas, summed over the
  *    nodes (from /proc for a local server whose INFO lacks them), also as
  *    a percentage of one core over the measured time.
@@ -33,7 +35,11 @@ struct bench_figures {
 	double p50, p90, p99, p999, max, min, mean; /* microseconds */
 	double commits, aborts, abort_rate, retries;
 	bool commits_from_info;
-	double verbs_per_txn, round_trips_per_txn;
+	double verbs_per_txn, round_trips_per_txn, rpcs_per_txn;
+	/* RCC's latency breakdown, per committed transaction (its aborted
+	 * attempts included): time in each stage's round trips (us), its
+	 * one-sided verbs and RPCs (rckv; NaN elsewhere) */
+	double stage_us[BENCH_STAGES], stage_verbs[BENCH_STAGES], stage_rpcs[BENCH_STAGES];
 	double cpu_s, cpu_percent;
 };
 

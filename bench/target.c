@@ -170,6 +170,31 @@ static int set_cc(struct bench_target *t, const char *cc, char *err, size_t errl
 	return 0;
 }
 
+/* CONFIG SET cc-stages, a bit code (config.h) said as the server's list. */
+static int set_stages(struct bench_target *t, const char *modes, char *err, size_t errlen)
+{
+	char list[128];
+	size_t n = strlen(modes);
+	if (n == BENCH_STAGES && strspn(modes, "01") == n) {
+		size_t at = 0;
+		for (int s = 0; s < BENCH_STAGES; s++)
+			at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s=%s", s ? "," : "",
+					       bench_stage_names[s],
+					       modes[s] == '1' ? "rpc" : "onesided");
+		modes = list;
+	}
+	redisReply *r = redisCommand(t->ctl[0], "CONFIG SET cc-stages %s", modes);
+	if (!r || r->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%s: CONFIG SET cc-stages %s: %s", t->name, modes,
+			 r ? r->str : t->ctl[0]->errstr);
+		if (r)
+			freeReplyObject(r);
+		return -1;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
 int bench_target_prepare(struct bench_target *t, const struct bench_config *cfg, char *err,
 			 size_t errlen)
 {
@@ -178,6 +203,9 @@ int bench_target_prepare(struct bench_target *t, const struct bench_config *cfg,
 
 	if (cfg->cc[0] && t->is_rckv && strcmp(t->cc, cfg->cc) != 0 &&
 	    set_cc(t, cfg->cc, err, errlen))
+		return -1;
+	/* cluster-wide and online, as cc; no quiesce, so set every time */
+	if (cfg->cc_stages[0] && t->is_rckv && set_stages(t, cfg->cc_stages, err, errlen))
 		return -1;
 	if (t->have_keyspace) {
 		bench_keyspace_free(&t->ks);

@@ -1053,8 +1053,9 @@ static void info_cc_protocols(struct info_ctx *x, const struct cc_protocol *cur)
 
 /*
  * The stages of the current protocol (RCC's latency breakdown, Fig. 13):
- * per committed transaction, its aborted attempts included, the time its
- * round trips of the stage took (fab_exec's wall time, charged to the
+ * per committed transaction, its aborted attempts included (and as totals
+ * since the last CONFIG RESETSTAT, for tools that take differences), the
+ * time its round trips of the stage took (fab_exec's wall time, charged to the
  * stage of a batch's first op), the one-sided verbs and the RPCs it
  * issued, and the stage's mode. A batch that carries several stages (the
  * one-node commit: records, installs, retire, unlocks) is one round trip,
@@ -1074,10 +1075,12 @@ static void info_cc_stages(struct info_ctx *x, const struct cc_protocol *cur)
 		uint64_t v = ps->fab.tag_verbs[s], r = ps->fab.tag_rpcs[s];
 		srv_sbuf_printf(x->b,
 				"cc_stage_%s:usec_per_txn=%.2f,ops_per_txn=%.2f,verbs_per_txn=%.2f,"
-				"rpcs_per_txn=%.2f,mode=%s\r\n",
+				"rpcs_per_txn=%.2f,mode=%s,usec=%llu,verbs=%llu,rpcs=%llu\r\n",
 				cc_stage_name(s), ratio(ps->fab.tag_ns[s], ps->commits) / 1000.0,
 				ratio(v + r, ps->commits), ratio(v, ps->commits), ratio(r, ps->commits),
-				(rpc >> s) & 1u ? "rpc" : "onesided");
+				(rpc >> s) & 1u ? "rpc" : "onesided",
+				(unsigned long long)(ps->fab.tag_ns[s] / 1000), (unsigned long long)v,
+				(unsigned long long)r);
 	}
 }
 

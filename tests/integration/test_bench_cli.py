@@ -215,6 +215,50 @@ def test_sweep_writes_lines_and_plot_draws_them(make_server, tmp_path):
 
 
 @pytest.mark.rckv_only
+@pytest.mark.time_limit(90)
+def test_stage_sweep_reports_the_breakdown_and_ranks_the_hybrids(make_server, tmp_path):
+    """--sweep cc-stages with RCC's bit codes: each point runs with its
+    stages (CONFIG SET cc-stages), its JSON line carries the stage
+    breakdown (the lock stage by RPC sends RPCs and no verb there; pure
+    one-sided sends no RPC), and the table ends with the points ranked by
+    throughput against both pure modes."""
+    s = make_server(opts={"cc": "nowait"})
+    out = tmp_path / "stages.jsonl"
+    p = bench("--port", s.port, "ycsb-t", "--nodes-per-txn", 1, "--json", out,
+              "--sweep", "cc-stages=000000,010000,111111", "--records", 2000,
+              "--value-size", 100, "--warmup", 0.2, "--duration", 0.5, "--quiet", timeout=90)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(ln) for ln in out.read_text().splitlines()]
+    assert [d["sweep"]["cc-stages"] for d in lines] == ["000000", "010000", "111111"]
+    assert [d["cc_stages"] for d in lines] == ["onesided", "lock=rpc", "rpc"]
+    one, lock, rpc = (d["stages"] for d in lines)
+    assert set(one) == {"read", "lock", "validate", "log", "commit", "release"}
+    assert all(v["rpcs_per_txn"] == 0 for v in one.values()), one
+    assert one["lock"]["verbs_per_txn"] > 0 and one["lock"]["usec_per_txn"] > 0
+    assert lock["lock"]["verbs_per_txn"] == 0 and lock["lock"]["rpcs_per_txn"] > 0, lock
+    assert all(v["rpcs_per_txn"] == 0 for k, v in lock.items() if k != "lock"), lock
+    assert all(v["verbs_per_txn"] == 0 for v in rpc.values()), rpc
+    assert rpc["read"]["rpcs_per_txn"] > 0 and lines[2]["rpcs_per_txn"] > 0
+    for d in lines[:2]:  # pure RPC has no verbs per txn, only RPCs
+        check_figures(d)
+    ranked = p.stdout.split("== cc-stages ranked by throughput")[1].splitlines()
+    rows = [ln.split() for ln in ranked if ln.strip()[:1].isdigit()]
+    assert sorted(r[1] for r in rows) == ["000000", "010000", "111111"], ranked
+    assert [int(r[0]) for r in rows] == [1, 2, 3]
+    tput = [float(r[2]) for r in rows]
+    assert tput == sorted(tput, reverse=True)
+    for r in rows:  # each against the pure modes: 0% against itself
+        if r[1] == "000000":
+            assert r[4] == "+0.0%"
+        if r[1] == "111111":
+            assert r[5] == "+0.0%"
+    # a list the server refuses fails the run with its reason
+    q = bench("--port", s.port, "ycsb-t", "--nodes-per-txn", 1, "--cc-stages", "fetch=rpc",
+              "--records", 2000, "--duration", 0.2, "--quiet")
+    assert q.returncode == 1 and "bad cc-stages item 'fetch=rpc'" in q.stderr, q.stderr
+
+
+@pytest.mark.rckv_only
 @pytest.mark.time_limit(60)
 def test_cluster_file_and_slot_map(make_server, tmp_path):
     s = make_server()
@@ -276,6 +320,7 @@ def test_bank_keeps_its_total_and_says_when_it_does_not(make_server, tmp_path):
 def test_bad_command_lines_exit_2():
     for args in (["ycsb-q"], [], ["ycsb-t", "--zipf", "1.5"], ["ycsb-t", "--nope"],
                  ["ycsb-t", "--sweep", "records=1,2"], ["bank", "--ops", "3"],
+                 ["ycsb-t", "--sweep", "cc-stages=0101"], ["ycsb-t", "--cc-stages", "12"],
                  ["bank", "--value-size", "8"], ["bank", "--sweep", "write-ratio=0.1,0.2"]):
         p = bench(*args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
