@@ -32,7 +32,9 @@ check-serializable: build
 
 # redis-benchmark's GET/SET/INCR/MSET table, then rckv-bench's YCSB runs
 # against redis-server and the sweep charts, then every protocol on a
-# 3-node shm cluster (bench/protocols.sh), then persistence power against
+# 3-node shm cluster (bench/protocols.sh), then RCC's stage breakdown and
+# every one-sided/RPC hybrid of four protocols (bench/stages.sh, about ten
+# minutes), then persistence power against
 # Redis's append-only file, ycsb-t under power and recovery with a long
 # write-ahead log (bench/power.sh, about 8 minutes); replicas 1, 2 and 3
 # (bench/replicas.sh, about 40 minutes), and the failover time under kill -9
@@ -42,6 +44,7 @@ bench: build
 	@./bench/redis-compare.sh
 	@./bench/sweep.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/protocols.sh
+	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/stages.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/power.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/replicas.sh
 	@RCKV_SERVER=$(abspath $(BUILD))/rckv-server ./bench/failover.sh

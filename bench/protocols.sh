@@ -102,7 +102,7 @@ fi
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/rckv-protocols.XXXXXX")
 PIDS=()
 # shellcheck source=bench/lib.sh
-. bench/lib.sh  # stop_pid (the script cd-ed to the repository above)
+. bench/lib.sh  # stop_pid, start_cluster (the script cd-ed to the repository above)
 cleanup() {
   local pid
   for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
@@ -112,35 +112,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_ports() {  # N distinct free loopback ports
-  /usr/bin/python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
-}
-
-read -r -a ports <<<"$(free_ports $((2 * NODES)))"
-CONF="$TMP/cluster.conf"
-PORTS=()
-{
-  echo "# written by bench/protocols.sh"
-  for i in $(seq 1 $NODES); do
-    PORTS+=("${ports[$((2 * i - 2))]}")
-    echo "cluster-node $i 127.0.0.1:${ports[$((2 * i - 2))]} 127.0.0.1:${ports[$((2 * i - 1))]}"
-  done
-  echo "fabric $FABRIC"
-  echo "memory $MEMORY"
-  echo "persistence none"
-  echo "threads $SERVER_THREADS"
-  echo "coroutines 32"
-  echo "cc silo"
-  echo "loglevel warning"
-} >"$CONF"
+start_cluster "$TMP" "$NODES" "$FABRIC" "memory $MEMORY" "persistence none" \
+  "threads $SERVER_THREADS" "coroutines 32" "cc silo" "loglevel warning"
 
 cpu_ticks() {  # utime + stime of the servers, in clock ticks
   local pid t=0 f
@@ -166,26 +139,6 @@ cli() {  # node-index(1..) args...
   shift
   redis-cli -h 127.0.0.1 -p "${PORTS[$((i - 1))]}" "$@"
 }
-
-for i in $(seq 1 $NODES); do
-  mkdir -p "$TMP/node$i"
-  # shellcheck disable=SC2086 # PROTO_ARGS is a list of options
-  "$RCKV" "$CONF" --node "$i" --dir "$TMP/node$i" $SERVER_ARGS >"$TMP/node$i.log" 2>&1 &
-  PIDS+=($!)
-done
-for i in $(seq 1 $NODES); do  # a node answers once every peer has joined
-  for try in $(seq 600); do
-    kill -0 "${PIDS[$((i - 1))]}" 2>/dev/null || {
-      echo "protocols.sh: node $i exited during start; its log:" >&2
-      tail -20 "$TMP/node$i.log" >&2
-      exit 1
-    }
-    [ "$(timeout 2 redis-cli -h 127.0.0.1 -p "${PORTS[$((i - 1))]}" ping 2>/dev/null)" = PONG ] &&
-      break
-    [ "$try" -lt 600 ] || { tail -20 "$TMP/node$i.log" >&2; die "node $i did not answer PING"; }
-    sleep 0.1
-  done
-done
 
 common=(--records "$RECORDS" --threads "$THREADS" --clients "$CLIENTS")
 t0=$(date +%s)
