@@ -274,6 +274,7 @@ struct txn {
 				     (undo_locks_pending) */
 	uint64_t unknown_noted;   /* of those, the ones undo_locks_pending recorded */
 	uint64_t reached;         /* nodes this attempt's prim_exec sent ops to */
+	uint64_t breaks;          /* fab_worker_breaks when the attempt began */
 	struct fab_batch batch;
 	struct fab_stats fstats;
 

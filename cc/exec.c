@@ -342,6 +342,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->unknown = 0;
 	t->unknown_noted = 0;
 	t->reached = 0;
+	t->breaks = fab_worker_breaks(ccw->fw);
 	t->durable_waited = false;
 	t->single_read = false;
 	t->single_write = false;

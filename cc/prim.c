@@ -529,9 +529,28 @@ static int run_check(struct txn *t, int (*check)(struct txn *t))
 	return check ? check(t) : CC_OK;
 }
 
+/*
+ * A connection of this worker broke since the attempt began (tcp): the
+ * node at its other end may have restarted, and the locks this attempt
+ * took there before are gone (server/recovery.c releases every lock a
+ * replayed log brought back). What the attempt read under them, and what
+ * it would install, is not guarded: it aborts (and retries) before its
+ * commit writes anything or releases anything as committed. Checked again
+ * after the wait for a coordinator slot, which can last until a failed
+ * node is back.
+ */
+static int check_connections(struct txn *t)
+{
+	if (fab_worker_breaks(t->ccw->fw) != t->breaks)
+		return cc_abort_with(t, CC_CAUSE_OTHER);
+	return CC_OK;
+}
+
 int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t))
 {
 	int rc;
+	if ((rc = check_connections(t)))
+		return rc;
 	uint64_t wnodes = 0;
 	bool reloc = false;
 	for (int i = 0; i < t->nacc; i++)
@@ -561,6 +580,8 @@ int prim_commit_checked(struct txn *t, uint64_t ver, int (*check)(struct txn *t)
 	}
 	bool unsure = false; /* power: the commit point's flush failed */
 	undo_slot_get(t);
+	if ((rc = check_connections(t)))
+		return rc;
 	rc = undo_build(t);
 	if (rc)
 		return rc;

@@ -424,7 +424,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	if (h->protocol_id != protocol_id(proto)) {
 		/* Another protocol's metadata. Not after a replay alone: a
 		 * switch cuts a checkpoint (cc/switch.c), so a log never spans
-		 * one, and the lock words the log left guard a cluster's
+		 * one, and the lock words recovery left guard a cluster's
 		 * transactions until their peers settle them (recovery.c). */
 		st_reset_meta(n->cc.region);
 		h->protocol_id = protocol_id(proto);

@@ -3,7 +3,9 @@
  * coordinator (DESIGN.md section 9; st.h "the undo log"):
  *  - at start, after an unclean stop: settle its own coordinator's
  *    transactions in its own region, release their locks; standalone, also
- *    reset every lock and rebuild the free bitmaps (st_recover);
+ *    reset every lock and rebuild the free bitmaps (st_recover); a cluster
+ *    node whose region was rebuilt from its write-ahead log and that no
+ *    peer maps (tcp), also every peer's lock (srv_recover_local);
  *  - at a peer's join (server/cluster.c): if the peer has a new
  *    incarnation, settle the peer's old transactions in this region from
  *    the peer's decision records, and release their locks;
@@ -50,6 +52,38 @@ static uint64_t held_by_node(void *arg, uint64_t lockword)
 		return w == (CC_SHARED_TAG << 56) ? 0 : w;
 	}
 	return cc_lock_holder_node(lockword) == (int)node ? 0 : lockword;
+}
+
+/* Every lock word goes (srv_recover_local, a region rebuilt from its log). */
+static uint64_t held_by_anyone(void *arg, uint64_t lockword)
+{
+	(void)arg;
+	(void)lockword;
+	return 0;
+}
+
+/*
+ * A cluster node's region rebuilt from its checkpoint and write-ahead log
+ * (not a copy that holds every write), which no peer maps: while the node
+ * was down, nobody touched it. The log is a prefix of the writes (the
+ * moment of its last flush), and on tcp its NIC thread noted the peers'
+ * lock words in it too; a peer's release is acknowledged without a sync
+ * (only a remote flush waits for one, and a commit's flush comes before
+ * its releases), so the replay can bring back a lock whose holder has
+ * finished and will never settle it: held for good. Every transaction of
+ * a peer that held a lock here either finished, or failed here (its
+ * coordinator settles it by its owner word: a lock already gone is no
+ * harm), or is still running and finds the connection it locked through
+ * broken (cc/prim.c aborts its commit); and installs of undecided ones
+ * are locked again from the log slots (st_log_relock).
+ */
+static bool region_rebuilt_alone(struct node *n)
+{
+	if (!st_region_is_wal(n->cc.region) || !n->cfg.fabric || strcmp(n->cfg.fabric, "shm") == 0)
+		return false;
+	struct st_wal_stats ws;
+	st_wal_get_stats(n->cc.region, &ws);
+	return !ws.adopted_copy;
 }
 
 /* Lock words to release: those naming one of a list of txns. */
@@ -102,10 +136,16 @@ void srv_recover_local(struct node *n)
 		st_recover_stats(n->cc.region, &live, &st);
 	} else {
 		/* Peers may be running transactions here right now (shm): only
-		 * our own dead transactions' locks go, and the free bitmaps stay
-		 * (a block a dead transaction allocated and never published
-		 * stays allocated: a leak, never a double use). */
-		st_release_locks(n->cc.region, held_by_node, (void *)(uintptr_t)self, (int)self, &st);
+		 * our own dead transactions' locks go (every lock, when the
+		 * region was rebuilt from the log and nobody maps it:
+		 * region_rebuilt_alone), and the free bitmaps stay (a block a
+		 * dead transaction allocated and never published stays
+		 * allocated: a leak, never a double use). */
+		if (region_rebuilt_alone(n))
+			st_release_locks(n->cc.region, held_by_anyone, NULL, (int)self, &st);
+		else
+			st_release_locks(n->cc.region, held_by_node, (void *)(uintptr_t)self, (int)self,
+					 &st);
 		/* Installs of other coordinators' undecided transactions stay
 		 * locked until those settle (a lost lock word would show them). */
 		relocked = st_log_relock(n->cc.region, self);
