@@ -245,7 +245,8 @@ typedef int (*fab_ctl_call_fn)(void *ctx, uint16_t node, const void *req, size_t
  *  post_rpc     queue a part of RPCs only to a direct peer (shm: its request
  *               ring); complete it with fab_part_done. Optional (then RPCs
  *               to direct peers fail with -EOPNOTSUPP). A backend's post
- *               takes parts that end in RPCs (tcp), or refuses them.
+ *               takes parts that end in RPCs (tcp, verbs: rpc_in_post), or
+ *               refuses them.
  */
 struct fab_backend {
 	const char *name;

@@ -1,14 +1,17 @@
 /*
  * verbs.c: the rdma-core fabric backend (DESIGN.md section 8): one-sided
- * READ, WRITE, CAS and FAA on RC queue pairs, for nodes with an RDMA NIC
+ * READ, WRITE, CAS and FAA on RC queue pairs, and two-sided RPC (fab_rpc)
+ * as SEND/RECV on the same queue pairs, for nodes with an RDMA NIC
  * (InfiniBand or RoCE) or Soft-RoCE.
  *
  * Objects and who owns them:
  *  - struct verbs_dev (fab->bdata): the device context, protection domain,
  *    the port's attributes (MTU, LID, GID) and the device's limits (atomic
  *    capability, queue depths), all queried at open and read-only after;
- *    the own region's memory region (MR, attach_self); and the responder
- *    QPs that answer other nodes' (and this node's) requester QPs.
+ *    the own region's memory region (MR, attach_self); the responder QPs
+ *    that answer other nodes' (and this node's) requester QPs, each with
+ *    its CQ, receive buffers and answer slots; the completion channel of
+ *    those CQs; and the calls received and not yet answered.
  *  - struct verbs_worker (fab_worker->bdata, owner thread only): a
  *    completion channel and CQ, a registered bounce area, and one endpoint
  *    per attached node, this node included (a loopback QP: NIC atomics are
@@ -16,7 +19,8 @@
  *    too, and fab_attach leaves peers[self].direct false).
  *  - struct verbs_ep: one requester RC QP connected to a responder QP on the
  *    target node, that node's rkey and region base, a bounce ring, the FIFO
- *    of parts in flight and the FIFO of parts waiting for room.
+ *    of parts in flight and the FIFO of parts waiting for room, and (from
+ *    its first call) the receives its answers land in and its calls.
  *
  * Bootstrap (verbs_worker_init -> ep_connect; target side verbs_ctl ->
  * respond): the worker creates its QP and brings it to INIT, sends
@@ -33,6 +37,23 @@
  * memory and are copied to op->buf / op->old when the part's completion is
  * polled, then fab_part_done runs. poll() is driven by the completion
  * channel's fd in the worker's epoll.
+ *
+ * RPC, initiator (rpc_in_post: fab_exec gives post() parts whose last ops
+ * are calls): each call is a SEND in the part's chain, after its one-sided
+ * prefix, so RC order runs it after them; its message (verbs_wire.h: a tag,
+ * the handler id, the reply capacity, the request) is in bounce memory.
+ * Its answer arrives in one of the receives the QP keeps posted
+ * (VERBS_EP_CALLS); the tag finds the call, the reply is copied to
+ * op->rep, the receive is posted again. The part completes (passive ack)
+ * when its chain's completion and every answer came, in either order.
+ *
+ * RPC, target: every responder QP keeps VERBS_RESP_RECV receives posted.
+ * Its CQ raises events on the device's channel, whose fd every worker
+ * watches; the worker that wakes copies each call out, posts the receive
+ * again, and hands the call to fab_rpc_deliver with the requester's worker
+ * id as the hint. The call's done (any worker) sends the answer from one of
+ * the responder's slots; a slot is free again at the SEND's completion.
+ * An idle node's CQs are all armed and its fds quiet: nothing spins.
  *
  * Invariants:
  * (1) Per endpoint, parts reach the send queue in the order post() received
@@ -59,8 +80,31 @@
  *     a completion that arrives later always makes the channel's fd
  *     readable and no completion is missed.
  * (7) The NIC only ever touches registered memory this backend owns (the
- *     region MR, bounce areas): op buffers may live anywhere (coroutine
- *     stacks, heap) and are copied.
+ *     region MR, bounce areas, receive buffers, answer slots): op buffers
+ *     may live anywhere (coroutine stacks, heap) and are copied.
+ * (8) A part posted on an endpoint holds part->resp_len = its calls + 1:
+ *     one for its chain's completion, one per call unanswered. It is
+ *     completed when that reaches 0, or by ep_fail, which sets it to 0 and
+ *     completes each part it finds once (in flight, or holding calls), so
+ *     the calls still unanswered get the error, the answered ones keep
+ *     theirs. A call holds a slot of ep->rpc->calls from post to answer,
+ *     and the QP has a receive posted for every call it holds.
+ *
+ * Responders (struct verbs_resp; all under verbs_dev.rpc_mu):
+ * (R1) A responder leaves the device's list when its requester reconnects
+ *      (a new one replaces it), its own worker stops, or the fabric
+ *      closes; its QP, CQ and buffers go then, its struct when its last
+ *      call is answered or dropped (calls count them), since a handler may
+ *      still hold one.
+ * (R2) Answers go out in the order their calls answered, each from a free
+ *      slot (reply_free); one that finds none waits in wait_head, and every
+ *      answer's completion frees its slot and sends the next.
+ * (R3) Once its QP failed, a responder answers nothing: its requester's
+ *      calls fail when the requester's QP does, or when the configuration
+ *      fences this node there.
+ * (R4) Only the holder of rpc_mu takes events off the channel, polls a
+ *      responder's CQ or re-arms it (as invariant (6)), and calls are
+ *      delivered after it let go (a done may run at once).
  *
  * Threads: open, attach_self, attach_peer and close run on the main thread
  * before workers start or after they stopped. ctl runs on the control
@@ -99,13 +143,21 @@
  * field, 7 is the most): a dead peer is noticed after about
  * (7 + 1) x 67 ms = 0.5 s. */
 #define VERBS_RETRY_CNT 7
-/* Receiver-not-ready retries: one-sided operations never consume a posted
- * receive, so an RNR NAK cannot happen; 0 turns one into an error at once
- * instead of 7, which would mean "retry forever". */
-#define VERBS_RNR_RETRY 0
-/* Minimum RNR NAK timer of a responder, IB encoding 12 = 0.64 ms. Unused
- * for the reason above, but RTR requires a value. */
-#define VERBS_MIN_RNR_TIMER 12
+/* Receiver-not-ready retries of a requester QP. One-sided ops never
+ * consume a receive, but RPC calls are SENDs, each taking a receive the
+ * target pre-posted (VERBS_RESP_RECV per responder); a burst that finds
+ * them all taken is NAKed, and the requester sends again after the
+ * responder's min_rnr_timer. 7 means "retry forever": a target that is
+ * alive re-posts its buffers at its next poll, and one that is not is
+ * fenced by the configuration (fab_fence puts the QP in error). */
+#define VERBS_RNR_RETRY_REQ 7
+/* A responder's SENDs are answers, each into a receive its requester
+ * posted before the call left (VERBS_EP_CALLS), so an RNR NAK there is a
+ * bug: 0 turns one into an error at once. */
+#define VERBS_RNR_RETRY_RESP 0
+/* The RNR NAK timer a QP asks its sender to wait, IB encoding: 7 is
+ * 0.12 ms, a few polls of a busy target's workers. */
+#define VERBS_MIN_RNR_TIMER 7
 /* RDMA READ + atomic requests a requester QP keeps outstanding (initiator
  * depth), before the device's and the responder's limits lower it. */
 #define VERBS_RD_ATOMIC_WANT 16
@@ -116,10 +168,34 @@
  * full batches in flight per endpoint. Never below FAB_BATCH_MAX (one part
  * must always fit an empty send queue). */
 #define VERBS_SQ_DEPTH_WANT (8 * FAB_BATCH_MAX)
-/* A responder QP posts nothing; the smallest queues are enough. */
-#define VERBS_RESP_SEND_WR 1
-#define VERBS_RECV_WR 1          /* no QP posts receives; 1 for providers that refuse 0 */
-#define VERBS_RESP_CQ_CQE 16     /* entries of the responders' CQ, which nothing completes on */
+/*
+ * RPC over SEND/RECV (fab_rpc). A requester QP has a receive posted for
+ * every call it may have unanswered: VERBS_EP_CALLS, as many as a part
+ * holds ops, so an empty endpoint always takes a part (a part whose calls
+ * find too few free waits, as for send-queue room: invariant (1)). Each
+ * is VERBS_MSG_BYTES (any answer fits), 4 MiB per endpoint, registered at
+ * its first call: endpoints that never carry one cost nothing.
+ */
+#define VERBS_EP_CALLS FAB_BATCH_MAX
+/*
+ * Receives a responder QP keeps posted for calls. A call is copied out of
+ * its buffer at the first poll that sees it, and the buffer posted again
+ * there, so they only need to cover what arrives between two polls of the
+ * node's workers: a part's calls in the batched cases (16 covers the
+ * largest fan-outs of the CC stages). A larger burst, or a node whose
+ * workers are all busy in long handlers, meets RNR NAKs and the requester
+ * retries (VERBS_RNR_RETRY_REQ). 16 x 64 KiB per responder, and a node has
+ * one per worker of every node.
+ */
+#define VERBS_RESP_RECV 16
+/* Answers a responder has in flight (posted, not yet acknowledged), each
+ * from a registered slot of VERBS_MSG_BYTES; more wait for a slot, in
+ * order. */
+#define VERBS_RESP_REPLY 4
+/* wr_id of a responder's answer SEND: this plus its slot (receives: the
+ * slot itself). A requester's receives are 0..VERBS_EP_CALLS-1, its sends
+ * carry a part's address (never below a page). */
+#define VERBS_WRID_ANSWER 0x10000u
 /* Bounce bytes per endpoint (a slice of the worker's registered area). A
  * part needing more gets a buffer of its own registered for its lifetime. */
 #define VERBS_EP_BOUNCE_BYTES (1u << 20)
@@ -128,12 +204,45 @@
 
 /* ---- types ---- */
 
-/* A responder QP: the target end of one requester QP. */
+struct verbs_call;
+
+/*
+ * A responder QP: the target end of one requester QP. It serves that
+ * requester's one-sided ops (the NIC alone) and its calls: its own CQ
+ * (on the device's completion channel, which every worker watches), its
+ * registered buffers: VERBS_RESP_RECV receives, then VERBS_RESP_REPLY
+ * answer slots. qp, from and worker are set before it is listed and
+ * never change; the rest is guarded by verbs_dev.rpc_mu.
+ */
 struct verbs_resp {
-	struct ibv_qp *qp;
+	struct verbs_dev *d;
+	struct ibv_qp *qp;       /* NULL once dead */
+	struct ibv_cq *cq;
 	uint16_t from;   /* requester's node */
 	uint16_t worker; /* requester's worker */
+	char *area;
+	struct ibv_mr *mr;
+	uint32_t reply_free;     /* bit per free answer slot */
+	bool armed;              /* as invariant (6), for cq */
+	bool broken;             /* its QP failed: answers are dropped (R3) */
+	bool dead;               /* unlisted (replaced, dropped): freed when calls is 0 */
+	int calls;               /* its calls not yet answered or dropped */
+	struct verbs_call *wait_head, *wait_tail; /* answers waiting for a slot (R2) */
 	struct verbs_resp *next;
+};
+
+/* A call received by a responder, on its way through fab_rpc_deliver to a
+ * worker and back (verbs_call_done). Its reply buffer (cap bytes), then its
+ * request, follow it. On the device's list of live calls (rpc_mu), so
+ * that close frees those a handler still holds. */
+struct verbs_call {
+	struct fab_rpc_call c;
+	struct verbs_resp *r;
+	uint32_t tag;
+	int32_t status;
+	uint32_t len;
+	struct verbs_call *wnext;          /* verbs_resp.wait_head */
+	struct verbs_call *lprev, *lnext;  /* verbs_dev.calls */
 };
 
 struct verbs_dev {
@@ -146,10 +255,17 @@ struct verbs_dev {
 	unsigned gid_index;
 	union ibv_gid gid;
 	char name[IBV_SYSFS_NAME_MAX];
-	struct ibv_cq *resp_cq;  /* shared by every responder QP */
-	pthread_mutex_t lock;    /* guards region_mr and resp */
+	/* The responders' CQs raise their events here; its fd is in every
+	 * worker's set (verbs_worker_fds), and whichever worker wakes polls
+	 * them under rpc_mu (resp_poll). Non-blocking. */
+	struct ibv_comp_channel *resp_ch;
+	pthread_mutex_t lock;    /* guards region_mr and resp; taken before rpc_mu */
 	struct ibv_mr *region_mr; /* own region; set by attach_self */
 	struct verbs_resp *resp;
+	/* Guards every responder's RPC state (struct verbs_resp), the list of
+	 * live calls, and the polling of resp_ch and the responders' CQs. */
+	pthread_mutex_t rpc_mu;
+	struct verbs_call *calls;
 };
 
 /* A part in flight on an endpoint. */
@@ -159,6 +275,22 @@ struct verbs_flight {
 	uint64_t consumed;       /* ring bytes to release; 0 with own_mr */
 	struct ibv_mr *own_mr;   /* private buffer of an oversize part, or NULL */
 	uint32_t nwr;            /* send-queue slots it holds */
+};
+
+/* A call of an endpoint waiting for its answer (invariant (8)). */
+struct verbs_ep_call {
+	struct fab_part *part;
+	struct fab_op *op;
+	uint32_t tag;            /* slot | generation << 8; 0: free */
+};
+
+/* An endpoint's RPC state, made at its first call (ep_rpc_setup). */
+struct verbs_ep_rpc {
+	char *area;              /* VERBS_EP_CALLS receives of VERBS_MSG_BYTES */
+	struct ibv_mr *mr;
+	struct verbs_ep_call calls[VERBS_EP_CALLS];
+	uint32_t used;           /* calls unanswered */
+	uint32_t gen;            /* tags' generation, bumped per call */
 };
 
 struct verbs_ep {
@@ -182,6 +314,7 @@ struct verbs_ep {
 	uint32_t fl_head;
 	uint32_t fl_n;
 	struct fab_part *wait_head, *wait_tail; /* invariant (1) */
+	struct verbs_ep_rpc *rpc; /* NULL until the first call */
 };
 
 struct verbs_worker {
@@ -205,6 +338,9 @@ struct verbs_worker {
 	struct ibv_sge sge[FAB_BATCH_MAX];
 	bool fence[FAB_BATCH_MAX];
 };
+
+static void resp_kill_locked(struct verbs_resp *r);
+static void call_free_locked(struct verbs_call *k);
 
 /* ibv_modify_qp and friends return a positive errno, or -1 with errno. */
 static int verbs_errno(int rc)
@@ -368,14 +504,18 @@ static void verbs_close(struct fab *f)
 	struct verbs_dev *d = f->bdata;
 	if (!d)
 		return;
+	/* The workers are gone: what their handlers still hold is freed too. */
+	pthread_mutex_lock(&d->rpc_mu);
 	struct verbs_resp *r;
 	while ((r = d->resp)) {
 		d->resp = r->next;
-		ibv_destroy_qp(r->qp);
-		free(r);
+		resp_kill_locked(r);
 	}
-	if (d->resp_cq)
-		ibv_destroy_cq(d->resp_cq);
+	while (d->calls)
+		call_free_locked(d->calls);
+	pthread_mutex_unlock(&d->rpc_mu);
+	if (d->resp_ch)
+		ibv_destroy_comp_channel(d->resp_ch);
 	if (d->region_mr)
 		ibv_dereg_mr(d->region_mr);
 	if (d->pd)
@@ -383,6 +523,7 @@ static void verbs_close(struct fab *f)
 	if (d->ctx)
 		ibv_close_device(d->ctx);
 	pthread_mutex_destroy(&d->lock);
+	pthread_mutex_destroy(&d->rpc_mu);
 	free(d);
 	f->bdata = NULL;
 }
@@ -412,6 +553,7 @@ static int verbs_open(struct fab *f, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->rpc_mu, NULL);
 	f->bdata = d;
 	snprintf(d->name, sizeof(d->name), "%s", ibv_get_device_name(dev));
 	if (dev->transport_type != IBV_TRANSPORT_IB) {
@@ -459,11 +601,12 @@ static int verbs_open(struct fab *f, char *err, size_t errlen)
 			 d->name, strerror(-rc));
 		goto fail;
 	}
-	d->resp_cq = ibv_create_cq(d->ctx, VERBS_RESP_CQ_CQE, NULL, NULL, 0);
-	if (!d->resp_cq) {
+	d->resp_ch = ibv_create_comp_channel(d->ctx);
+	int fl = d->resp_ch ? fcntl(d->resp_ch->fd, F_GETFL) : -1;
+	if (fl < 0 || fcntl(d->resp_ch->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
 		rc = -verbs_errno(-1);
-		snprintf(err, errlen, "verbs fabric: cannot create a CQ on %s: %s", d->name,
-			 strerror(-rc));
+		snprintf(err, errlen, "verbs fabric: cannot create a completion channel on %s: %s",
+			 d->name, strerror(-rc));
 		goto fail;
 	}
 	return 0;
@@ -537,14 +680,15 @@ struct verbs_far {
 	uint8_t mtu;
 };
 
-static struct ibv_qp *qp_create(struct verbs_dev *d, struct ibv_cq *cq, uint32_t send_wr)
+static struct ibv_qp *qp_create(struct verbs_dev *d, struct ibv_cq *cq, uint32_t send_wr,
+				uint32_t recv_wr)
 {
 	struct ibv_qp_init_attr ia = {
 		.send_cq = cq,
 		.recv_cq = cq,
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 0, /* invariant (2): we choose which WRs signal */
-		.cap = { .max_send_wr = send_wr, .max_recv_wr = VERBS_RECV_WR,
+		.cap = { .max_send_wr = send_wr, .max_recv_wr = recv_wr,
 			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0 },
 	};
 	return ibv_create_qp(d->pd, &ia);
@@ -566,7 +710,7 @@ static int qp_init(struct verbs_dev *d, struct ibv_qp *qp, int access)
  * Returns 0 or a positive errno.
  */
 static int qp_connect(struct verbs_dev *d, struct ibv_qp *qp, const struct verbs_far *far,
-		      uint32_t my_psn, uint8_t dest_rd_atomic, uint8_t rd_atomic)
+		      uint32_t my_psn, uint8_t dest_rd_atomic, uint8_t rd_atomic, uint8_t rnr_retry)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR,
@@ -592,46 +736,329 @@ static int qp_connect(struct verbs_dev *d, struct ibv_qp *qp, const struct verbs
 	if (rc)
 		return verbs_errno(rc);
 	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = VERBS_ACK_TIMEOUT,
-				  .retry_cnt = VERBS_RETRY_CNT, .rnr_retry = VERBS_RNR_RETRY,
+				  .retry_cnt = VERBS_RETRY_CNT, .rnr_retry = rnr_retry,
 				  .sq_psn = my_psn, .max_rd_atomic = rd_atomic };
 	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 					   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	return rc ? verbs_errno(rc) : 0;
 }
 
-/* ---- target side: the bootstrap responder ---- */
+/* ---- target side: responders and the calls they receive ---- */
 
-/* Remember r's QP as the responder of (from, worker), destroying the one a
+static char *resp_slot(const struct verbs_resp *r, uint32_t slot)
+{
+	return r->area + (size_t)slot * VERBS_MSG_BYTES;
+}
+
+static int resp_post_recv(struct verbs_resp *r, uint32_t slot)
+{
+	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)resp_slot(r, slot),
+			       .length = VERBS_MSG_BYTES, .lkey = r->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+	return ibv_post_recv(r->qp, &wr, &bad);
+}
+
+/* Free a call that is answered or dropped, and its responder if that was
+ * dead and this its last call (R1). Caller holds rpc_mu. */
+static void call_free_locked(struct verbs_call *k)
+{
+	struct verbs_dev *d = k->r->d;
+	struct verbs_resp *r = k->r;
+	if (k->lprev)
+		k->lprev->lnext = k->lnext;
+	else
+		d->calls = k->lnext;
+	if (k->lnext)
+		k->lnext->lprev = k->lprev;
+	free(k);
+	if (--r->calls == 0 && r->dead)
+		free(r);
+}
+
+static void resp_drop_answers_locked(struct verbs_resp *r)
+{
+	struct verbs_call *k;
+	while ((k = r->wait_head)) {
+		r->wait_head = k->wnext;
+		call_free_locked(k);
+	}
+	r->wait_tail = NULL;
+}
+
+/* R3: r's QP failed (or is given up): it answers nothing more; its
+ * requester's calls fail when its QP does (or the node is fenced). */
+static void resp_break_locked(struct verbs_resp *r, const char *why)
+{
+	if (r->broken)
+		return;
+	r->broken = true;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	ibv_modify_qp(r->qp, &a, IBV_QP_STATE);
+	if (why)
+		fprintf(stderr, "verbs fabric: responder for node %u worker %u failed: %s; its "
+			"calls are not answered\n", r->from, r->worker, why);
+	resp_drop_answers_locked(r);
+}
+
+/* R1: r is unlisted: its device objects go now, the struct with its last
+ * call. Caller holds rpc_mu. */
+static void resp_kill_locked(struct verbs_resp *r)
+{
+	resp_drop_answers_locked(r);
+	if (r->qp)
+		ibv_destroy_qp(r->qp);
+	if (r->cq)
+		ibv_destroy_cq(r->cq); /* every event was acknowledged in resp_poll */
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	free(r->area);
+	r->qp = NULL;
+	r->cq = NULL;
+	r->mr = NULL;
+	r->area = NULL;
+	r->dead = true;
+	if (r->calls == 0)
+		free(r);
+}
+
+/* R2: send the answers waiting for a slot, in order. Caller holds rpc_mu. */
+static void resp_answer_locked(struct verbs_resp *r)
+{
+	struct verbs_call *k;
+	while (!r->broken && r->reply_free && (k = r->wait_head)) {
+		r->wait_head = k->wnext;
+		if (!r->wait_head)
+			r->wait_tail = NULL;
+		uint32_t slot = (uint32_t)__builtin_ctz(r->reply_free);
+		uint8_t *out = (uint8_t *)resp_slot(r, VERBS_RESP_RECV + slot);
+		struct verbs_answer_hdr h = { .tag = k->tag, .status = k->status, .len = k->len };
+		verbs_answer_encode(&h, out);
+		if (k->len)
+			memcpy(out + VERBS_RPC_HDR, k->c.resp, k->len);
+		struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)out,
+				       .length = VERBS_RPC_HDR + k->len, .lkey = r->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = VERBS_WRID_ANSWER + slot, .sg_list = &sge,
+					  .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *bad = NULL;
+		call_free_locked(k);
+		int rc = ibv_post_send(r->qp, &wr, &bad);
+		if (rc) {
+			char why[96];
+			snprintf(why, sizeof(why), "ibv_post_send: %s", strerror(verbs_errno(rc)));
+			resp_break_locked(r, why);
+			return;
+		}
+		r->reply_free &= ~(1u << slot);
+	}
+}
+
+/* fab_rpc_call.done of a call a responder received: any worker's thread. */
+static void verbs_call_done(struct fab_rpc_call *c, int32_t status, uint32_t len)
+{
+	struct verbs_call *k = (struct verbs_call *)c;
+	struct verbs_resp *r = k->r;
+	pthread_mutex_lock(&r->d->rpc_mu);
+	k->status = status;
+	k->len = status >= 0 ? len : 0;
+	if (r->dead || r->broken) {
+		call_free_locked(k); /* no one to answer */
+	} else {
+		k->wnext = NULL;
+		if (r->wait_tail)
+			r->wait_tail->wnext = k;
+		else
+			r->wait_head = k;
+		r->wait_tail = k;
+		resp_answer_locked(r);
+	}
+	pthread_mutex_unlock(&r->d->rpc_mu);
+}
+
+/* A call that arrived in receive `slot`: copied out, the receive posted
+ * again, and the call appended to *deliver. Caller holds rpc_mu. */
+static void resp_call_locked(struct fab *f, struct verbs_resp *r, uint32_t slot, uint32_t bytes,
+			     struct verbs_call ***deliver)
+{
+	struct verbs_dev *d = r->d;
+	const uint8_t *msg = (const uint8_t *)resp_slot(r, slot);
+	struct verbs_call_hdr h;
+	if (verbs_call_decode(msg, bytes, &h) != 0) {
+		resp_break_locked(r, "a malformed call");
+		return;
+	}
+	/* A node the configuration took out may be a hung one that woke up:
+	 * its calls are not run (as tcp refuses its requests). */
+	struct verbs_call *k = fab_fenced(f, r->from) ? NULL
+						      : malloc(sizeof(*k) + (size_t)h.cap + h.len);
+	if (k) {
+		char *resp = (char *)(k + 1), *req = resp + h.cap;
+		memcpy(req, msg + VERBS_RPC_HDR, h.len);
+		*k = (struct verbs_call){ .r = r, .tag = h.tag, .lnext = d->calls };
+		k->c = (struct fab_rpc_call){ .from = r->from, .handler = h.handler, .len = h.len,
+					      .cap = h.cap, .req = req, .resp = resp,
+					      .done = verbs_call_done, .bctx = k };
+		if (d->calls)
+			d->calls->lprev = k;
+		d->calls = k;
+		r->calls++;
+		**deliver = k;
+		*deliver = &k->wnext;
+	} else if (!fab_fenced(f, r->from)) {
+		resp_break_locked(r, "out of memory for a call");
+		return;
+	}
+	if (resp_post_recv(r, slot) != 0)
+		resp_break_locked(r, "ibv_post_recv failed");
+}
+
+static void resp_wc_locked(struct fab *f, struct verbs_resp *r, const struct ibv_wc *wc,
+			   struct verbs_call ***deliver)
+{
+	if (wc->wr_id >= VERBS_WRID_ANSWER) {
+		r->reply_free |= 1u << (wc->wr_id - VERBS_WRID_ANSWER);
+		if (wc->status != IBV_WC_SUCCESS) {
+			char why[128];
+			snprintf(why, sizeof(why), "an answer: %s", ibv_wc_status_str(wc->status));
+			resp_break_locked(r, why);
+		}
+		resp_answer_locked(r);
+		return;
+	}
+	/* A receive that failed is a flush: the QP is in error already. */
+	if (wc->status != IBV_WC_SUCCESS)
+		resp_break_locked(r, NULL);
+	else if (!r->broken)
+		resp_call_locked(f, r, (uint32_t)wc->wr_id, wc->byte_len, deliver);
+}
+
+/* Everything on r's CQ, then re-armed as invariant (6) says. */
+static void resp_drain_locked(struct fab *f, struct verbs_resp *r, struct verbs_call ***deliver)
+{
+	for (;;) {
+		struct ibv_wc wc[VERBS_POLL_BATCH];
+		int k;
+		do {
+			k = ibv_poll_cq(r->cq, VERBS_POLL_BATCH, wc);
+			for (int i = 0; i < k; i++)
+				resp_wc_locked(f, r, &wc[i], deliver);
+		} while (k == VERBS_POLL_BATCH);
+		if (k < 0 || r->armed || ibv_req_notify_cq(r->cq, 0) != 0)
+			break;
+		r->armed = true;
+	}
+}
+
+/*
+ * The responders' side of a worker's poll (R4): whichever worker finds the
+ * device's channel readable takes its events under rpc_mu, drains the CQs
+ * they name, and hands the calls to fab_rpc_deliver (the requester's worker
+ * id picks the worker) after letting go of the lock, since a done callback
+ * may run at once (no worker: -EAGAIN). A worker that finds the lock taken
+ * leaves it to the holder: events the holder does not take keep the fd
+ * readable, so nothing is missed.
+ */
+static void resp_poll(struct fab *f, struct verbs_dev *d)
+{
+	if (pthread_mutex_trylock(&d->rpc_mu) != 0)
+		return;
+	struct verbs_call *deliver = NULL, **tail = &deliver;
+	struct ibv_cq *cq;
+	void *ctx;
+	while (ibv_get_cq_event(d->resp_ch, &cq, &ctx) == 0) {
+		struct verbs_resp *r = ctx;
+		ibv_ack_cq_events(cq, 1);
+		r->armed = false;
+		resp_drain_locked(f, r, &tail);
+	}
+	pthread_mutex_unlock(&d->rpc_mu);
+	while (deliver) {
+		struct verbs_call *k = deliver;
+		deliver = k->wnext;
+		fab_rpc_deliver(f, k->r->worker, &k->c);
+	}
+}
+
+/* Remember r as the responder of (from, worker), ending the one a
  * previous incarnation of that worker used. Caller holds d->lock. */
 static void resp_insert_locked(struct verbs_dev *d, struct verbs_resp *r)
 {
+	pthread_mutex_lock(&d->rpc_mu);
 	for (struct verbs_resp **pp = &d->resp; *pp; pp = &(*pp)->next) {
 		struct verbs_resp *o = *pp;
 		if (o->from == r->from && o->worker == r->worker) {
 			*pp = o->next;
-			ibv_destroy_qp(o->qp);
-			free(o);
+			resp_kill_locked(o);
 			break;
 		}
 	}
 	r->next = d->resp;
 	d->resp = r;
+	pthread_mutex_unlock(&d->rpc_mu);
 }
 
-/* Destroy the responder QP of (from, worker), if any (own workers' fini). */
+/* End the responder of (from, worker), if any (own workers' fini). */
 static void resp_drop(struct verbs_dev *d, uint16_t from, uint16_t worker)
 {
 	pthread_mutex_lock(&d->lock);
+	pthread_mutex_lock(&d->rpc_mu);
 	for (struct verbs_resp **pp = &d->resp; *pp; pp = &(*pp)->next) {
 		struct verbs_resp *o = *pp;
 		if (o->from == from && o->worker == worker) {
 			*pp = o->next;
-			ibv_destroy_qp(o->qp);
-			free(o);
+			resp_kill_locked(o);
 			break;
 		}
 	}
+	pthread_mutex_unlock(&d->rpc_mu);
 	pthread_mutex_unlock(&d->lock);
+}
+
+/* A responder's CQ, buffers and QP, in INIT with every receive posted and
+ * its CQ armed; NULL with a positive errno in *e. */
+static struct verbs_resp *resp_create(struct verbs_dev *d, int *e)
+{
+	struct verbs_resp *r = calloc(1, sizeof(*r));
+	if (!r) {
+		*e = ENOMEM;
+		return NULL;
+	}
+	r->d = d;
+	r->reply_free = (1u << VERBS_RESP_REPLY) - 1;
+	const size_t bytes = (size_t)(VERBS_RESP_RECV + VERBS_RESP_REPLY) * VERBS_MSG_BYTES;
+	*e = 0;
+	r->cq = ibv_create_cq(d->ctx, VERBS_RESP_RECV + VERBS_RESP_REPLY, r, d->resp_ch, 0);
+	if (!r->cq)
+		goto fail_errno;
+	if (posix_memalign((void **)&r->area, VERBS_PAGE, bytes) != 0) {
+		r->area = NULL;
+		*e = ENOMEM;
+		goto fail;
+	}
+	r->mr = ibv_reg_mr(d->pd, r->area, bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (!r->mr)
+		goto fail_errno;
+	r->qp = qp_create(d, r->cq, VERBS_RESP_REPLY, VERBS_RESP_RECV);
+	if (!r->qp)
+		goto fail_errno;
+	*e = qp_init(d, r->qp, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+				       IBV_ACCESS_REMOTE_ATOMIC);
+	for (uint32_t i = 0; !*e && i < VERBS_RESP_RECV; i++)
+		if (resp_post_recv(r, i) != 0)
+			*e = verbs_errno(-1);
+	if (!*e && ibv_req_notify_cq(r->cq, 0) != 0)
+		*e = verbs_errno(-1);
+	if (*e)
+		goto fail;
+	r->armed = true;
+	return r;
+fail_errno:
+	*e = verbs_errno(-1);
+fail:
+	pthread_mutex_lock(&d->rpc_mu);
+	resp_kill_locked(r); /* not listed, no calls: freed here */
+	pthread_mutex_unlock(&d->rpc_mu);
+	return NULL;
 }
 
 /* Create and connect the responder QP for the requester rq. */
@@ -647,37 +1074,33 @@ static void respond(struct verbs_dev *d, const struct verbs_qp_req *rq, struct v
 		rp->status = VERBS_ST_NOREGION;
 		goto out;
 	}
-	struct verbs_resp *r = calloc(1, sizeof(*r));
-	struct ibv_qp *qp = r ? qp_create(d, d->resp_cq, VERBS_RESP_SEND_WR) : NULL;
 	int e = 0;
+	struct verbs_resp *r = resp_create(d, &e);
 	uint32_t psn = random_psn();
 	uint8_t grant = min_u8(rq->rd_atomic, (unsigned)d->dattr.max_qp_rd_atom);
-	if (!qp) {
-		e = r ? verbs_errno(-1) : ENOMEM;
-	} else {
-		e = qp_init(d, qp, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-					   IBV_ACCESS_REMOTE_ATOMIC);
+	if (r) {
 		struct verbs_far far = { .lid = rq->lid, .gid = rq->gid, .qpn = rq->qpn,
 					 .psn = rq->psn, .mtu = rq->mtu };
-		if (!e)
-			e = qp_connect(d, qp, &far, psn, grant, VERBS_IDLE_RD_ATOMIC);
+		e = qp_connect(d, r->qp, &far, psn, grant, VERBS_IDLE_RD_ATOMIC,
+			       VERBS_RNR_RETRY_RESP);
+		if (e) {
+			pthread_mutex_lock(&d->rpc_mu);
+			resp_kill_locked(r);
+			pthread_mutex_unlock(&d->rpc_mu);
+		}
 	}
 	if (e) {
-		if (qp)
-			ibv_destroy_qp(qp);
-		free(r);
 		rp->status = VERBS_ST_QP;
 		rp->err = (uint32_t)e;
 		goto out;
 	}
-	r->qp = qp;
 	r->from = rq->from;
 	r->worker = rq->worker;
 	resp_insert_locked(d, r);
 	rp->status = VERBS_ST_OK;
 	rp->lid = d->pattr.lid;
 	memcpy(rp->gid, d->gid.raw, 16);
-	rp->qpn = qp->qp_num;
+	rp->qpn = r->qp->qp_num;
 	rp->psn = psn;
 	rp->mtu = (uint8_t)d->pattr.active_mtu;
 	rp->rd_atomic = grant;
@@ -744,15 +1167,34 @@ static int ep_fail(struct verbs_worker *vw, struct verbs_ep *ep, int err, const 
 				"its operations now fail with %s\n",
 				vw->fw->f->cfg.self, vw->fw->id, ep->node, why, strerror(-err));
 	}
+	/* Each part once (invariant (8)): those in flight, then those whose
+	 * calls still wait for answers. */
 	int done = 0;
 	while (ep->fl_n) {
 		struct verbs_flight fl = ep->fl[ep->fl_head];
 		ep->fl_head = (ep->fl_head + 1) % ep->sq_depth;
 		ep->fl_n--;
 		flight_release(ep, &fl);
-		fab_part_done(fl.part, err);
-		done++;
+		if (fl.part->resp_len) {
+			fl.part->resp_len = 0;
+			fab_part_done(fl.part, err);
+			done++;
+		}
 	}
+	for (int i = 0; ep->rpc && i < VERBS_EP_CALLS; i++) {
+		struct verbs_ep_call *k = &ep->rpc->calls[i];
+		if (!k->tag)
+			continue;
+		struct fab_part *p = k->part;
+		*k = (struct verbs_ep_call){ 0 };
+		if (p->resp_len) {
+			p->resp_len = 0;
+			fab_part_done(p, err); /* its calls unanswered get err */
+			done++;
+		}
+	}
+	if (ep->rpc)
+		ep->rpc->used = 0;
 	struct fab_part *p;
 	while ((p = ep->wait_head)) {
 		ep->wait_head = p->next;
@@ -761,6 +1203,74 @@ static int ep_fail(struct verbs_worker *vw, struct verbs_ep *ep, int err, const 
 	}
 	ep->wait_tail = NULL;
 	return done;
+}
+
+static int ep_post_recv(struct verbs_ep *ep, uint32_t slot)
+{
+	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)(ep->rpc->area +
+							      (size_t)slot * VERBS_MSG_BYTES),
+			       .length = VERBS_MSG_BYTES, .lkey = ep->rpc->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+	return ibv_post_recv(ep->qp, &wr, &bad);
+}
+
+/* Every receive for answers, on ep's QP (a new one: ep_qp_setup). 0 or
+ * -EIO. */
+static int ep_rpc_post_all(struct verbs_ep *ep)
+{
+	for (uint32_t i = 0; i < VERBS_EP_CALLS; i++)
+		if (ep_post_recv(ep, i) != 0)
+			return -EIO;
+	return 0;
+}
+
+/* ep's answer buffers, at its first call: 0, -ENOMEM (ep unchanged), or
+ * -EIO (posting failed: the caller breaks ep). */
+static int ep_rpc_setup(struct verbs_worker *vw, struct verbs_ep *ep)
+{
+	struct verbs_ep_rpc *rpc = calloc(1, sizeof(*rpc));
+	const size_t bytes = (size_t)VERBS_EP_CALLS * VERBS_MSG_BYTES;
+	if (!rpc)
+		return -ENOMEM;
+	if (posix_memalign((void **)&rpc->area, VERBS_PAGE, bytes) != 0) {
+		free(rpc);
+		return -ENOMEM;
+	}
+	rpc->mr = ibv_reg_mr(vw->d->pd, rpc->area, bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (!rpc->mr) {
+		free(rpc->area);
+		free(rpc);
+		return -ENOMEM;
+	}
+	ep->rpc = rpc;
+	return ep_rpc_post_all(ep);
+}
+
+static void ep_rpc_free(struct verbs_ep *ep)
+{
+	if (!ep->rpc)
+		return;
+	ibv_dereg_mr(ep->rpc->mr);
+	free(ep->rpc->area);
+	free(ep->rpc);
+	ep->rpc = NULL;
+}
+
+/* Give op a free call slot and a tag, and write its call header at msg. */
+static void ep_call_start(struct verbs_ep_rpc *rpc, struct fab_part *part, struct fab_op *op,
+			  uint8_t *msg)
+{
+	uint32_t i = 0;
+	while (rpc->calls[i].tag)
+		i++; /* ep_start checked that enough are free */
+	rpc->gen = (rpc->gen + 1) & 0xffffffu;
+	if (!rpc->gen)
+		rpc->gen = 1; /* a tag is never 0 */
+	rpc->calls[i] = (struct verbs_ep_call){ .part = part, .op = op, .tag = i | rpc->gen << 8 };
+	rpc->used++;
+	struct verbs_call_hdr h = { .tag = rpc->calls[i].tag, .handler = (uint16_t)op->off,
+				    .cap = op->rep->cap };
+	verbs_call_encode(&h, msg);
 }
 
 /*
@@ -775,6 +1285,20 @@ static int ep_start(struct verbs_worker *vw, struct verbs_ep *ep, struct fab_par
 	int n = part->n;
 	if (ep->sq_used + (uint32_t)n > ep->sq_depth)
 		return -EAGAIN;
+	uint32_t calls = 0;
+	for (int i = 0; i < n; i++)
+		calls += part->ops[i]->kind == FAB_RPC;
+	if (calls && !ep->rpc) {
+		int rc = ep_rpc_setup(vw, ep);
+		if (rc == -EIO) {
+			ep_fail(vw, ep, -EIO, "ibv_post_recv failed");
+			return -EIO;
+		}
+		if (rc)
+			return rc;
+	}
+	if (calls && ep->rpc->used + calls > VERBS_EP_CALLS)
+		return -EAGAIN; /* answers free them */
 	uint64_t need = verbs_part_bounce(part->ops, n);
 	struct verbs_flight fl = { .part = part, .nwr = (uint32_t)n };
 	uint32_t lkey;
@@ -798,9 +1322,10 @@ static int ep_start(struct verbs_worker *vw, struct verbs_ep *ep, struct fab_par
 	}
 	verbs_bounce_fill(fl.area, part->ops, n);
 	verbs_plan_fences(part->ops, n, vw->fence);
+	part->resp_len = calls + 1; /* invariant (8) */
 	char *slot = fl.area;
 	for (int i = 0; i < n; i++) {
-		const struct fab_op *op = part->ops[i];
+		struct fab_op *op = part->ops[i];
 		struct ibv_send_wr *wr = &vw->wr[i];
 		struct ibv_sge *sge = &vw->sge[i];
 		bool data = op->kind == FAB_READ || op->kind == FAB_WRITE;
@@ -811,6 +1336,11 @@ static int ep_start(struct verbs_worker *vw, struct verbs_ep *ep, struct fab_par
 					    .sg_list = sge, .num_sge = 1 };
 		uint64_t remote = ep->rbase + op->off;
 		switch (op->kind) {
+		case FAB_RPC:
+			wr->opcode = IBV_WR_SEND;
+			sge->length = VERBS_RPC_HDR + op->len;
+			ep_call_start(ep->rpc, part, op, (uint8_t *)slot);
+			break;
 		case FAB_READ:
 		case FAB_WRITE:
 			wr->opcode = op->kind == FAB_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
@@ -847,6 +1377,11 @@ static int ep_start(struct verbs_worker *vw, struct verbs_ep *ep, struct fab_par
 			ibv_dereg_mr(fl.own_mr);
 			free(fl.area);
 		}
+		for (int i = 0; calls && i < VERBS_EP_CALLS; i++)
+			if (ep->rpc->calls[i].part == part) { /* the caller completes it */
+				ep->rpc->calls[i] = (struct verbs_ep_call){ 0 };
+				ep->rpc->used--;
+			}
 		ep_fail(vw, ep, -EIO, why);
 		return -EIO;
 	}
@@ -920,11 +1455,13 @@ static int ep_qp_setup(struct verbs_worker *vw, struct verbs_ep *ep, char *err, 
 	const uint16_t node = ep->node;
 	/* Under qp_mu only the pointer: the exchange below may block, and a
 	 * fence meanwhile puts the new QP in error (then it fails to connect). */
-	struct ibv_qp *qp = qp_create(d, vw->cq, vw->sq_depth);
+	struct ibv_qp *qp = qp_create(d, vw->cq, vw->sq_depth, VERBS_EP_CALLS);
 	pthread_mutex_lock(&vw->qp_mu);
 	ep->qp = qp;
 	pthread_mutex_unlock(&vw->qp_mu);
 	int e = ep->qp ? qp_init(d, ep->qp, 0) : verbs_errno(-1);
+	if (!e && ep->rpc && ep_rpc_post_all(ep) != 0) /* a new QP after calls */
+		e = verbs_errno(-1);
 	if (e) {
 		snprintf(err, errlen, "verbs fabric: cannot create a queue pair to node %u on %s: %s",
 			 node, d->name, strerror(e));
@@ -987,7 +1524,7 @@ static int ep_qp_setup(struct verbs_worker *vw, struct verbs_ep *ep, char *err, 
 	struct verbs_far far = { .lid = rp.lid, .gid = rp.gid, .qpn = rp.qpn, .psn = rp.psn,
 				 .mtu = rp.mtu };
 	e = qp_connect(d, ep->qp, &far, rq.psn, VERBS_IDLE_RD_ATOMIC,
-		       min_u8(rq.rd_atomic, rp.rd_atomic));
+		       min_u8(rq.rd_atomic, rp.rd_atomic), VERBS_RNR_RETRY_REQ);
 	if (e) {
 		snprintf(err, errlen, "verbs fabric: cannot connect the queue pair to node %u: %s",
 			 node, strerror(e));
@@ -1014,6 +1551,7 @@ static void verbs_worker_fini(struct fab_worker *fw)
 				ep_fail(vw, ep, -ESHUTDOWN, NULL);
 			ibv_destroy_qp(ep->qp);
 		}
+		ep_rpc_free(ep);
 		free(ep->fl);
 		free(ep);
 	}
@@ -1061,16 +1599,17 @@ static int verbs_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 	if (slots > FAB_MAX_NODES)
 		slots = FAB_MAX_NODES;
 	vw->slots = slots;
-	/* Queue depths from the device's limits, invariant (5). */
+	/* Queue depths from the device's limits, invariant (5): a CQE for
+	 * every send slot and every receive for answers of every endpoint. */
 	uint32_t depth = VERBS_SQ_DEPTH_WANT;
 	if ((int)depth > d->dattr.max_qp_wr)
 		depth = (uint32_t)d->dattr.max_qp_wr;
-	if ((uint64_t)depth * (uint64_t)slots > (uint64_t)d->dattr.max_cqe)
-		depth = (uint32_t)(d->dattr.max_cqe / slots);
-	if (depth < FAB_BATCH_MAX) {
+	if ((uint64_t)(depth + VERBS_EP_CALLS) * (uint64_t)slots > (uint64_t)d->dattr.max_cqe)
+		depth = (uint32_t)(d->dattr.max_cqe / slots) - VERBS_EP_CALLS;
+	if (d->dattr.max_cqe / slots < FAB_BATCH_MAX + VERBS_EP_CALLS || depth < FAB_BATCH_MAX) {
 		snprintf(err, errlen, "verbs fabric: %s allows %d CQEs per CQ; a worker with %d "
 			 "endpoints needs %d", d->name, d->dattr.max_cqe, slots,
-			 slots * FAB_BATCH_MAX);
+			 slots * (FAB_BATCH_MAX + VERBS_EP_CALLS));
 		rc = -ENOSPC;
 		goto fail;
 	}
@@ -1083,7 +1622,8 @@ static int verbs_worker_init(struct fab_worker *fw, char *err, size_t errlen)
 	int fl = fcntl(vw->ch->fd, F_GETFL);
 	if (fl < 0 || fcntl(vw->ch->fd, F_SETFL, fl | O_NONBLOCK) != 0)
 		goto fail_errno;
-	vw->cq = ibv_create_cq(d->ctx, (int)(depth * (uint32_t)slots), vw, vw->ch, 0);
+	vw->cq = ibv_create_cq(d->ctx, (int)((depth + VERBS_EP_CALLS) * (uint32_t)slots), vw,
+			       vw->ch, 0);
 	if (!vw->cq)
 		goto fail_errno;
 	vw->bounce_bytes = (size_t)slots * VERBS_EP_BOUNCE_BYTES;
@@ -1237,6 +1777,43 @@ static struct verbs_ep *ep_of_qpn(struct verbs_worker *vw, uint32_t qpn)
 	return NULL;
 }
 
+/* An answer in receive wc->wr_id: its call's reply, the receive posted
+ * again; returns the parts completed. */
+static int ep_answer(struct verbs_worker *vw, struct verbs_ep *ep, const struct ibv_wc *wc)
+{
+	struct verbs_ep_rpc *rpc = ep->rpc;
+	const uint32_t idx = (uint32_t)wc->wr_id;
+	struct verbs_answer_hdr h;
+	if (!rpc || verbs_answer_decode(rpc->area + (size_t)idx * VERBS_MSG_BYTES, wc->byte_len,
+					&h) != 0)
+		return ep_fail(vw, ep, -EPROTO, "a malformed answer");
+	struct verbs_ep_call *k = &rpc->calls[(h.tag & 0xff) % VERBS_EP_CALLS];
+	if (!h.tag || (h.tag & 0xff) >= VERBS_EP_CALLS || k->tag != h.tag)
+		return ep_fail(vw, ep, -EPROTO, "an answer to no call of ours");
+	struct fab_rpc_reply *rep = k->op->rep;
+	if (h.status >= 0 && h.len > rep->cap) {
+		rep->status = -EMSGSIZE; /* the target checks this; a bad one does not */
+		rep->len = 0;
+	} else {
+		if (h.len)
+			memcpy(rep->buf, rpc->area + (size_t)idx * VERBS_MSG_BYTES + VERBS_RPC_HDR,
+			       h.len);
+		rep->status = h.status;
+		rep->len = h.len;
+	}
+	struct fab_part *part = k->part;
+	*k = (struct verbs_ep_call){ 0 };
+	rpc->used--;
+	int done = 0;
+	if (--part->resp_len == 0) {
+		fab_part_done(part, 0);
+		done = 1;
+	}
+	if (ep_post_recv(ep, idx) != 0)
+		done += ep_fail(vw, ep, -EIO, "ibv_post_recv failed");
+	return done;
+}
+
 /* One work completion; returns the parts it completed. */
 static int wc_handle(struct verbs_worker *vw, const struct ibv_wc *wc)
 {
@@ -1247,10 +1824,20 @@ static int wc_handle(struct verbs_worker *vw, const struct ibv_wc *wc)
 		char why[128];
 		if (fab_fenced(vw->fw->f, ep->node))
 			return ep_fail(vw, ep, -EHOSTDOWN, "the node was taken out (fenced)");
+		/* A receive's flush says only that the QP is in error; the send
+		 * queue's completions (a flushed WR completes even unsignaled,
+		 * invariant (5)) say why, if it holds any. */
+		if (wc->wr_id < VERBS_EP_CALLS && wc->status == IBV_WC_WR_FLUSH_ERR) {
+			if (ep->fl_n)
+				return 0;
+			return ep_fail(vw, ep, -EHOSTDOWN, "its queue pair went to the error state");
+		}
 		snprintf(why, sizeof(why), "%s (vendor error 0x%x)", ibv_wc_status_str(wc->status),
 			 wc->vendor_err);
 		return ep_fail(vw, ep, verbs_wc_errno(wc->status), why);
 	}
+	if (wc->wr_id < VERBS_EP_CALLS)
+		return ep_answer(vw, ep, wc);
 	struct fab_part *part = (struct fab_part *)(uintptr_t)wc->wr_id;
 	if (ep->fl_n == 0 || ep->fl[ep->fl_head].part != part) /* breaks invariant (2) */
 		return ep_fail(vw, ep, -EPROTO, "a completion out of posting order");
@@ -1259,6 +1846,8 @@ static int wc_handle(struct verbs_worker *vw, const struct ibv_wc *wc)
 	ep->fl_n--;
 	verbs_bounce_drain(fl.area, part->ops, part->n);
 	flight_release(ep, &fl);
+	if (--part->resp_len) /* invariant (8): answers to come */
+		return 0;
 	fab_part_done(part, 0);
 	return 1;
 }
@@ -1266,6 +1855,12 @@ static int wc_handle(struct verbs_worker *vw, const struct ibv_wc *wc)
 static int verbs_poll(struct fab_worker *fw)
 {
 	struct verbs_worker *vw = fw->bdata;
+	int done = 0;
+	/* A fenced node's QP was put in error (verbs_fence): its flushes wake
+	 * us, but a part that only waits for answers is failed here too. */
+	for (int i = 0; i < vw->nep; i++)
+		if (ck_pr_load_8(&vw->list[i]->fenced) && !vw->list[i]->broken && vw->list[i]->qp)
+			done += ep_fail(vw, vw->list[i], -EHOSTDOWN, NULL);
 	/* Consume the channel's events (the fd is non-blocking), invariant (6). */
 	unsigned nev = 0;
 	struct ibv_cq *ev_cq;
@@ -1276,7 +1871,6 @@ static int verbs_poll(struct fab_worker *fw)
 		ibv_ack_cq_events(vw->cq, nev);
 		vw->armed = false;
 	}
-	int done = 0;
 	for (;;) {
 		struct ibv_wc wc[VERBS_POLL_BATCH];
 		int k;
@@ -1300,6 +1894,7 @@ static int verbs_poll(struct fab_worker *fw)
 	for (int i = 0; i < vw->nep; i++)
 		if (vw->list[i]->wait_head)
 			done += ep_drain_wait(vw, vw->list[i]);
+	resp_poll(fw->f, vw->d); /* the calls it delivers run in fab_worker_poll */
 	return done;
 }
 
@@ -1309,7 +1904,10 @@ static int verbs_worker_fds(struct fab_worker *fw, int *fds, int max)
 	if (!vw || max < 1)
 		return 0;
 	fds[0] = vw->ch->fd;
-	return 1;
+	if (max < 2)
+		return 1;
+	fds[1] = vw->d->resp_ch->fd; /* the responders' calls: resp_poll */
+	return 2;
 }
 
 /*
@@ -1351,4 +1949,5 @@ const struct fab_backend fab_verbs_backend = {
 	.worker_fds = verbs_worker_fds,
 	.ctl = verbs_ctl,
 	.fence = verbs_fence,
+	.rpc_in_post = true,
 };

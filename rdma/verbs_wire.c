@@ -211,6 +211,8 @@ uint64_t verbs_op_bounce(const struct fab_op *op)
 {
 	if (op->kind == FAB_READ || op->kind == FAB_WRITE)
 		return ((uint64_t)op->len + 7) & ~(uint64_t)7;
+	if (op->kind == FAB_RPC)
+		return (VERBS_RPC_HDR + (uint64_t)op->len + 7) & ~(uint64_t)7;
 	return 8;
 }
 
@@ -228,6 +230,8 @@ void verbs_bounce_fill(char *area, struct fab_op *const *ops, int n)
 		const struct fab_op *op = ops[i];
 		if (op->kind == FAB_WRITE)
 			memcpy(area, op->buf, op->len);
+		else if (op->kind == FAB_RPC && op->len)
+			memcpy(area + VERBS_RPC_HDR, op->buf, op->len);
 		area += verbs_op_bounce(op);
 	}
 }
@@ -238,7 +242,7 @@ void verbs_bounce_drain(const char *area, struct fab_op *const *ops, int n)
 		struct fab_op *op = ops[i];
 		if (op->kind == FAB_READ)
 			memcpy(op->buf, area, op->len);
-		else if (op->kind != FAB_WRITE && op->old)
+		else if ((op->kind == FAB_CAS || op->kind == FAB_FAA) && op->old)
 			memcpy(op->old, area, 8);
 		area += verbs_op_bounce(op);
 	}
@@ -247,13 +251,23 @@ void verbs_bounce_drain(const char *area, struct fab_op *const *ops, int n)
 int verbs_plan_fences(struct fab_op *const *ops, int n, bool *fence)
 {
 	int count = 0;
+	bool rpc_fenced = false;
 	for (int i = 0; i < n; i++) {
 		fence[i] = false;
 		if (ops[i]->kind == FAB_READ)
 			continue;
+		if (ops[i]->kind == FAB_RPC) {
+			for (int j = 0; j < i && !rpc_fenced; j++)
+				if (ops[j]->kind != FAB_WRITE && ops[j]->kind != FAB_RPC) {
+					fence[i] = rpc_fenced = true;
+					count++;
+				}
+			rpc_fenced = true; /* later RPCs follow this one */
+			continue;
+		}
 		uint64_t lo = ops[i]->off, hi = lo + ops[i]->len;
 		for (int j = 0; j < i; j++) {
-			if (ops[j]->kind == FAB_WRITE)
+			if (ops[j]->kind == FAB_WRITE || ops[j]->kind == FAB_RPC)
 				continue; /* a later op never overtakes a WRITE */
 			uint64_t jlo = ops[j]->off, jhi = jlo + ops[j]->len;
 			if (lo < jhi && jlo < hi) {
@@ -264,6 +278,58 @@ int verbs_plan_fences(struct fab_op *const *ops, int n, bool *fence)
 		}
 	}
 	return count;
+}
+
+/* ---- RPC messages ---- */
+
+void verbs_call_encode(const struct verbs_call_hdr *h, uint8_t *out)
+{
+	memset(out, 0, VERBS_RPC_HDR);
+	put32(out + 0, VERBS_CALL_MAGIC);
+	put32(out + 4, h->tag);
+	put16(out + 8, h->handler);
+	put32(out + 12, h->cap);
+}
+
+void verbs_answer_encode(const struct verbs_answer_hdr *h, uint8_t *out)
+{
+	put32(out + 0, VERBS_ANSWER_MAGIC);
+	put32(out + 4, h->tag);
+	put32(out + 8, (uint32_t)h->status);
+	put32(out + 12, h->len);
+}
+
+int verbs_call_decode(const void *buf, size_t len, struct verbs_call_hdr *h)
+{
+	const uint8_t *p = buf;
+	if (len < VERBS_RPC_HDR || len - VERBS_RPC_HDR > FAB_RPC_MAX)
+		return -EMSGSIZE;
+	if (get32(p) != VERBS_CALL_MAGIC)
+		return -EBADMSG;
+	h->tag = get32(p + 4);
+	h->handler = get16(p + 8);
+	h->cap = get32(p + 12);
+	h->len = (uint32_t)(len - VERBS_RPC_HDR);
+	if (h->handler >= FAB_RPC_HANDLERS || h->cap > FAB_RPC_MAX)
+		return -ERANGE;
+	return 0;
+}
+
+int verbs_answer_decode(const void *buf, size_t len, struct verbs_answer_hdr *h)
+{
+	const uint8_t *p = buf;
+	if (len < VERBS_RPC_HDR || len - VERBS_RPC_HDR > FAB_RPC_MAX)
+		return -EMSGSIZE;
+	if (get32(p) != VERBS_ANSWER_MAGIC)
+		return -EBADMSG;
+	h->tag = get32(p + 4);
+	h->status = (int32_t)get32(p + 8);
+	h->len = get32(p + 12);
+	if (h->len != len - VERBS_RPC_HDR)
+		return -EMSGSIZE;
+	if (h->status < 0 && h->len)
+		return -ERANGE;
+	return 0;
 }
 
 /* ---- policies and parsers ---- */

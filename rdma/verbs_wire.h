@@ -33,6 +33,21 @@
  * max_rd_atomic must not exceed what the responder's QP accepts, and only
  * the responder knows its device's limit.
  *
+ * Two-sided RPC (fab_rpc) travels as SENDs on the queue pairs the
+ * one-sided ops use, each message a 16-byte header and its body, also
+ * little-endian:
+ *
+ *   call (initiator -> target)             answer (target -> initiator)
+ *    0 u32 magic  VERBS_CALL_MAGIC           0 u32 magic  VERBS_ANSWER_MAGIC
+ *    4 u32 tag    the initiator's, echoed    4 u32 tag    the call's
+ *    8 u16 handler id (< FAB_RPC_HANDLERS)   8 i32 status handler's, or -errno
+ *   10 u16 reserved (0)                     12 u32 len    body bytes (0 if
+ *   12 u32 cap    reply capacity, bytes                   status < 0)
+ *   16 request body (the message's rest)    16 reply body
+ *
+ * A body is at most FAB_RPC_MAX bytes, so a receive buffer of
+ * VERBS_MSG_BYTES holds any message.
+ *
  * Threads: every function is pure or works on caller-owned state only.
  */
 #ifndef RCKV_VERBS_WIRE_H
@@ -142,8 +157,10 @@ void verbs_ring_free(struct verbs_ring *r, uint64_t consumed);
 
 /*
  * Bounce layout of a part: op i's bytes follow op i-1's, each op taking its
- * length rounded up to 8 (READ, WRITE) or one 8-byte slot (CAS, FAA), so
- * every atomic's result slot is 8-aligned when the area is.
+ * length rounded up to 8 (READ, WRITE), one 8-byte slot (CAS, FAA), or its
+ * call message (RPC: VERBS_RPC_HDR and the request, rounded up to 8), so
+ * every atomic's result slot is 8-aligned when the area is. Fill copies an
+ * RPC's request after its header's place; the header is the caller's.
  */
 uint64_t verbs_op_bounce(const struct fab_op *op);
 uint64_t verbs_part_bounce(struct fab_op *const *ops, int n);
@@ -159,9 +176,44 @@ void verbs_bounce_drain(const char *area, struct fab_op *const *ops, int n);
  * earlier READ/atomic still has to see. fence[i] is set when op i is a
  * WRITE, CAS or FAA whose byte range overlaps the range of an earlier READ,
  * CAS or FAA of the part; operations on disjoint bytes are not held back.
+ * An RPC's handler may touch any bytes, so the first RPC after a READ, CAS
+ * or FAA of the part is fenced (the RPCs after it follow it anyway).
  * Returns the number of fences set.
  */
 int verbs_plan_fences(struct fab_op *const *ops, int n, bool *fence);
+
+/* ---- RPC messages ---- */
+
+#define VERBS_CALL_MAGIC 0x4c43564bu   /* "KVCL" on the wire */
+#define VERBS_ANSWER_MAGIC 0x4e41564bu /* "KVAN" on the wire */
+#define VERBS_RPC_HDR 16
+#define VERBS_MSG_BYTES (VERBS_RPC_HDR + FAB_RPC_MAX)
+
+struct verbs_call_hdr {
+	uint32_t tag;
+	uint16_t handler;
+	uint32_t cap;
+	uint32_t len;       /* decode: the body's bytes (the message's rest) */
+};
+
+struct verbs_answer_hdr {
+	uint32_t tag;
+	int32_t status;
+	uint32_t len;
+};
+
+/* Write h as VERBS_RPC_HDR bytes at out (h->len is not on the wire). */
+void verbs_call_encode(const struct verbs_call_hdr *h, uint8_t *out);
+void verbs_answer_encode(const struct verbs_answer_hdr *h, uint8_t *out);
+/*
+ * verbs_call_decode / verbs_answer_decode - parse a received message of
+ * `len` bytes (the completion's byte_len). Returns 0, or -EMSGSIZE (shorter
+ * than the header, a body over FAB_RPC_MAX, an answer whose len is not the
+ * body's), -EBADMSG (wrong magic), -ERANGE (a handler id, capacity or a
+ * negative status with a body out of bounds).
+ */
+int verbs_call_decode(const void *buf, size_t len, struct verbs_call_hdr *h);
+int verbs_answer_decode(const void *buf, size_t len, struct verbs_answer_hdr *h);
 
 /* ---- small policies and parsers ---- */
 

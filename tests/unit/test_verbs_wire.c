@@ -344,7 +344,60 @@ static void test_fences(void)
 	OP(3, FAB_CAS, 72, 8);
 	OP(4, FAB_WRITE, 0, 128);
 	CHECK(verbs_plan_fences(p, 5, f) == 2 && !f[0] && f[1] && !f[2] && !f[3] && f[4]);
+	/* A call after a READ or atomic of any bytes is fenced once; after
+	 * WRITEs only, not at all. */
+	OP(0, FAB_WRITE, 0, 8);
+	OP(1, FAB_RPC, 1, 16);
+	OP(2, FAB_RPC, 1, 16);
+	CHECK(verbs_plan_fences(p, 3, f) == 0);
+	OP(0, FAB_READ, 4096, 8);
+	CHECK(verbs_plan_fences(p, 3, f) == 1 && f[1] && !f[2]);
+	OP(0, FAB_FAA, 4096, 8);
+	CHECK(verbs_plan_fences(p, 3, f) == 1 && f[1] && !f[2]);
 #undef OP
+}
+
+/* The RPC messages' headers: layout, round trip, and what is refused. */
+static void test_rpc_codec(void)
+{
+	uint8_t m[VERBS_RPC_HDR + 4] = { 0 };
+	struct verbs_call_hdr c = { .tag = 0x01020304, .handler = 31, .cap = FAB_RPC_MAX }, dc;
+	verbs_call_encode(&c, m);
+	CHECK(memcmp(m, "KVCL", 4) == 0 && m[4] == 4 && m[7] == 1 && m[8] == 31 && m[10] == 0 &&
+	      m[12] == 0 && m[14] == 1);
+	CHECK(verbs_call_decode(m, VERBS_RPC_HDR + 3, &dc) == 0);
+	CHECK(dc.tag == c.tag && dc.handler == 31 && dc.cap == FAB_RPC_MAX && dc.len == 3);
+	CHECK(verbs_call_decode(m, VERBS_RPC_HDR - 1, &dc) == -EMSGSIZE);
+	CHECK(verbs_call_decode(m, VERBS_MSG_BYTES + 1, &dc) == -EMSGSIZE);
+	c.handler = FAB_RPC_HANDLERS;
+	verbs_call_encode(&c, m);
+	CHECK(verbs_call_decode(m, VERBS_RPC_HDR, &dc) == -ERANGE);
+	c = (struct verbs_call_hdr){ .cap = FAB_RPC_MAX + 1 };
+	verbs_call_encode(&c, m);
+	CHECK(verbs_call_decode(m, VERBS_RPC_HDR, &dc) == -ERANGE);
+
+	struct verbs_answer_hdr a = { .tag = 7, .status = -EPERM, .len = 0 }, da;
+	verbs_answer_encode(&a, m);
+	CHECK(memcmp(m, "KVAN", 4) == 0 && m[8] == (uint8_t)-EPERM && m[11] == 0xff);
+	CHECK(verbs_answer_decode(m, VERBS_RPC_HDR, &da) == 0 && da.tag == 7 &&
+	      da.status == -EPERM && da.len == 0);
+	CHECK(verbs_call_decode(m, VERBS_RPC_HDR, &dc) == -EBADMSG); /* an answer is no call */
+	CHECK(verbs_answer_decode(m, VERBS_RPC_HDR + 1, &da) == -EMSGSIZE); /* len says 0 */
+	a = (struct verbs_answer_hdr){ .tag = 7, .status = -EPERM, .len = 1 };
+	verbs_answer_encode(&a, m);
+	CHECK(verbs_answer_decode(m, VERBS_RPC_HDR + 1, &da) == -ERANGE); /* an error has no body */
+	a.status = 3;
+	verbs_answer_encode(&a, m);
+	CHECK(verbs_answer_decode(m, VERBS_RPC_HDR + 1, &da) == 0 && da.status == 3 && da.len == 1);
+
+	/* A call's bounce: header and request, rounded to 8; the request
+	 * copied after the header's place. */
+	char req[5] = "abcd", area[32];
+	struct fab_rpc_reply rep = { .cap = 8 };
+	struct fab_op op = { .kind = FAB_RPC, .len = 5, .buf = req, .rep = &rep }, *p = &op;
+	CHECK(verbs_op_bounce(&op) == 24);
+	verbs_bounce_fill(area, &p, 1);
+	CHECK(memcmp(area + VERBS_RPC_HDR, "abcd", 5) == 0);
 }
 
 static struct ibv_gid_entry gid_entry(uint32_t index, uint32_t type, const char *hex16)
@@ -419,10 +472,13 @@ struct fk_mr {
 	struct fk_mr *next;
 };
 
+/* A channel serves several CQs (the responders' do): each event names
+ * its CQ, one byte in the pipe per event. */
 struct fk_chan {
 	struct ibv_comp_channel ch;
 	int wfd;
-	struct ibv_cq *cq;
+	struct ibv_cq *ev[256];
+	int nev;
 };
 
 struct fk_cq {
@@ -445,12 +501,20 @@ struct fk_wr {
 	uint64_t cmp_add, swap;
 };
 
+struct fk_rwr {
+	uint64_t wr_id, addr;
+	uint32_t len, lkey;
+};
+
 struct fk_qp {
 	struct ibv_qp qp;
 	unsigned access;
-	uint32_t max_send_wr;
+	uint32_t max_send_wr, max_recv_wr;
 	struct fk_wr *sq;
 	uint32_t sq_head, sq_n;
+	struct fk_rwr *rq;
+	uint32_t rq_head, rq_n;
+	unsigned rnr_retry;
 	uint32_t dest_qpn, rq_psn, sq_psn;
 	unsigned path_mtu, max_rd_atomic, max_dest_rd_atomic;
 	struct ibv_ah_attr ah;
@@ -470,6 +534,7 @@ static struct {
 	bool fail_all;        /* every WR executed fails */
 	enum ibv_wc_status fail_status;
 	int fences, doorbells, executed;
+	int sends, recvs, rnr_naks; /* SENDs executed, receives posted, RNR NAKs */
 	bool tracing;         /* note each WR executed in trace[] */
 	int ntrace;
 	struct { uint32_t qpn; enum ibv_wr_opcode op; uint64_t raddr; uint32_t len; } trace[16];
@@ -576,6 +641,7 @@ const char *ibv_get_device_name(struct ibv_device *device)
 }
 
 static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+static int fk_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 static int fk_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 static int fk_req_notify(struct ibv_cq *cq, int solicited_only);
 
@@ -584,6 +650,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct fk_ctx *c = calloc(1, sizeof(*c));
 	c->ctx.device = device;
 	c->ctx.ops.post_send = fk_post_send;
+	c->ctx.ops.post_recv = fk_post_recv;
 	c->ctx.ops.poll_cq = fk_poll_cq;
 	c->ctx.ops.req_notify_cq = fk_req_notify;
 	c->ctx.cmd_fd = c->ctx.async_fd = -1;
@@ -772,8 +839,6 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	q->q = calloc((size_t)cqe, sizeof(*q->q));
 	q->next = fk.cqs;
 	fk.cqs = q;
-	if (channel)
-		((struct fk_chan *)channel)->cq = &q->cq;
 	fk.live_cq++;
 	return &q->cq;
 }
@@ -785,6 +850,17 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	CHECK(q->unacked == 0);
 	for (struct fk_qp *p = fk.qps; p; p = p->next)
 		CHECK(p->qp.send_cq != cq && p->qp.recv_cq != cq);
+	/* As the kernel does: its events not yet read go with it. */
+	struct fk_chan *c = (struct fk_chan *)cq->channel;
+	for (int i = 0; c && i < c->nev; i++) {
+		if (c->ev[i] != cq)
+			continue;
+		memmove(&c->ev[i], &c->ev[i + 1], sizeof(c->ev[0]) * (size_t)(c->nev - i - 1));
+		c->nev--;
+		i--;
+		char b;
+		CHECK(read(c->ch.fd, &b, 1) == 1);
+	}
 	for (struct fk_cq **pp = &fk.cqs; *pp; pp = &(*pp)->next)
 		if (*pp == q) {
 			*pp = q->next;
@@ -802,9 +878,14 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void 
 	char b;
 	if (read(c->ch.fd, &b, 1) != 1)
 		return -1;
-	*cq = c->cq;
-	*cq_context = c->cq->cq_context;
-	((struct fk_cq *)c->cq)->unacked++;
+	CHECK(c->nev > 0);
+	if (c->nev == 0)
+		return -1;
+	*cq = c->ev[0];
+	memmove(&c->ev[0], &c->ev[1], sizeof(c->ev[0]) * (size_t)(c->nev - 1));
+	c->nev--;
+	*cq_context = (*cq)->cq_context;
+	((struct fk_cq *)*cq)->unacked++;
 	return 0;
 }
 
@@ -832,9 +913,12 @@ static void fk_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc)
 	q->q[(q->head + q->n) % q->cap] = *wc;
 	q->n++;
 	if (q->armed && cq->channel) {
+		struct fk_chan *c = (struct fk_chan *)cq->channel;
 		q->armed = false;
 		char b = 1;
-		CHECK(write(((struct fk_chan *)cq->channel)->wfd, &b, 1) == 1);
+		CHECK(c->nev < 256);
+		c->ev[c->nev++] = cq;
+		CHECK(write(c->wfd, &b, 1) == 1);
 	}
 }
 
@@ -857,6 +941,8 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	q->qp.qp_type = IBV_QPT_RC;
 	q->max_send_wr = ia->cap.max_send_wr;
 	q->sq = calloc(q->max_send_wr, sizeof(*q->sq));
+	q->max_recv_wr = ia->cap.max_recv_wr;
+	q->rq = calloc(q->max_recv_wr ? q->max_recv_wr : 1, sizeof(*q->rq));
 	q->next = fk.qps;
 	fk.qps = q;
 	fk.live_qp++;
@@ -868,6 +954,21 @@ static bool has(int mask, int need)
 	return (mask & need) == need;
 }
 
+/* A QP entering the error state completes its posted receives at once
+ * with a flush error, as a real one does (its send queue is flushed as
+ * the NIC reaches each WR: fk_exec_qp). */
+static void fk_qp_error(struct fk_qp *q)
+{
+	q->qp.state = IBV_QPS_ERR;
+	while (q->rq_n) {
+		struct ibv_wc wc = { .wr_id = q->rq[q->rq_head].wr_id, .status = IBV_WC_WR_FLUSH_ERR,
+				     .qp_num = q->qp.qp_num };
+		q->rq_head = (q->rq_head + 1) % q->max_recv_wr;
+		q->rq_n--;
+		fk_cq_push(q->qp.recv_cq, &wc);
+	}
+}
+
 int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 {
 	struct fk_qp *q = (struct fk_qp *)qp;
@@ -876,7 +977,7 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	enum ibv_qp_state to = a->qp_state;
 	if (to == IBV_QPS_ERR && mask == IBV_QP_STATE) {
-		qp->state = to;
+		fk_qp_error(q);
 		return 0;
 	}
 	const char *why = NULL;
@@ -918,6 +1019,7 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 			why = "RTS attribute out of range";
 		q->sq_psn = a->sq_psn;
 		q->max_rd_atomic = a->max_rd_atomic;
+		q->rnr_retry = a->rnr_retry;
 	} else {
 		why = "transition not allowed";
 	}
@@ -939,6 +1041,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 			break;
 		}
 	free(q->sq);
+	free(q->rq);
 	free(q);
 	fk.live_qp--;
 	return 0;
@@ -962,7 +1065,9 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 		*w = (struct fk_wr){ .wr_id = wr->wr_id, .op = wr->opcode, .flags = wr->send_flags,
 				     .laddr = wr->sg_list[0].addr, .len = wr->sg_list[0].length,
 				     .lkey = wr->sg_list[0].lkey };
-		if (wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_RDMA_WRITE) {
+		if (wr->opcode == IBV_WR_SEND) {
+			/* no remote address: the peer's next receive */
+		} else if (wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_RDMA_WRITE) {
 			w->raddr = wr->wr.rdma.remote_addr;
 			w->rkey = wr->wr.rdma.rkey;
 		} else {
@@ -975,6 +1080,30 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 			fk.fences++;
 		q->sq_n++;
 	}
+	return 0;
+}
+
+static int fk_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct fk_qp *q = (struct fk_qp *)qp;
+	if (qp->state == IBV_QPS_RESET) {
+		*bad = wr;
+		return EINVAL;
+	}
+	for (; wr; wr = wr->next) {
+		if (q->rq_n == q->max_recv_wr) {
+			*bad = wr;
+			return ENOMEM;
+		}
+		CHECK(wr->num_sge == 1);
+		q->rq[(q->rq_head + q->rq_n) % q->max_recv_wr] = (struct fk_rwr){
+			.wr_id = wr->wr_id, .addr = wr->sg_list[0].addr,
+			.len = wr->sg_list[0].length, .lkey = wr->sg_list[0].lkey };
+		q->rq_n++;
+		fk.recvs++;
+	}
+	if (qp->state == IBV_QPS_ERR)
+		fk_qp_error(q);
 	return 0;
 }
 
@@ -1007,6 +1136,40 @@ static struct fk_qp *fk_peer(struct fk_qp *q)
 	return p;
 }
 
+/* Not a status: a SEND that found no receive posted, with rnr_retry 7
+ * ("retry forever"): it stays at the head of its queue, as a real NIC
+ * retries it after each RNR NAK, until the peer posts one. */
+#define FK_RNR_HOLD ((enum ibv_wc_status)-1)
+
+/* A SEND into the peer's next receive; its completion on the peer's
+ * receive CQ. */
+static enum ibv_wc_status fk_exec_send(struct fk_qp *q, struct fk_qp *p, struct fk_wr *w)
+{
+	if (p->qp.state == IBV_QPS_ERR)
+		return IBV_WC_RETRY_EXC_ERR; /* a QP in error acknowledges nothing */
+	struct fk_mr *l = fk_mr_find(w->lkey, false);
+	if (!l || l->mr.pd != q->qp.pd || !fk_mr_covers(l, w->laddr, w->len))
+		return IBV_WC_LOC_PROT_ERR;
+	struct fk_rwr *r = &p->rq[p->rq_head];
+	struct fk_mr *rm = fk_mr_find(r->lkey, false);
+	struct ibv_wc wc = { .wr_id = r->wr_id, .qp_num = p->qp.qp_num, .opcode = IBV_WC_RECV,
+			     .byte_len = w->len };
+	p->rq_head = (p->rq_head + 1) % p->max_recv_wr;
+	p->rq_n--;
+	if (w->len > r->len || !rm || rm->mr.pd != p->qp.pd || !fk_mr_covers(rm, r->addr, w->len) ||
+	    !(rm->access & IBV_ACCESS_LOCAL_WRITE)) {
+		wc.status = IBV_WC_LOC_LEN_ERR;
+		fk_cq_push(p->qp.recv_cq, &wc);
+		fk_qp_error(p);
+		return IBV_WC_REM_INV_REQ_ERR;
+	}
+	memcpy((void *)(uintptr_t)r->addr, (void *)(uintptr_t)w->laddr, w->len);
+	wc.status = IBV_WC_SUCCESS;
+	fk_cq_push(p->qp.recv_cq, &wc);
+	fk.sends++;
+	return IBV_WC_SUCCESS;
+}
+
 static enum ibv_wc_status fk_exec_one(struct fk_qp *q, struct fk_wr *w)
 {
 	struct fk_qp *p = fk_peer(q);
@@ -1014,8 +1177,14 @@ static enum ibv_wc_status fk_exec_one(struct fk_qp *q, struct fk_wr *w)
 		CHECK(!"WR on a QP that is not connected to a matching peer");
 		return IBV_WC_RETRY_EXC_ERR;
 	}
+	if (w->op == IBV_WR_SEND && p->qp.state != IBV_QPS_ERR && p->rq_n == 0) {
+		fk.rnr_naks++;
+		return q->rnr_retry == 7 ? FK_RNR_HOLD : IBV_WC_RNR_RETRY_EXC_ERR;
+	}
 	if (fk.fail_all || (fk.fail_at && --fk.fail_at == 0))
 		return fk.fail_status;
+	if (w->op == IBV_WR_SEND)
+		return fk_exec_send(q, p, w);
 	bool data = w->op == IBV_WR_RDMA_READ || w->op == IBV_WR_RDMA_WRITE;
 	struct fk_mr *l = fk_mr_find(w->lkey, false);
 	if (!l || l->mr.pd != q->qp.pd || !fk_mr_covers(l, w->laddr, w->len) ||
@@ -1060,23 +1229,25 @@ static void fk_exec_qp(struct fk_qp *q, int k)
 {
 	while (k-- > 0 && q->sq_n) {
 		struct fk_wr w = q->sq[q->sq_head];
-		q->sq_head = (q->sq_head + 1) % q->max_send_wr;
-		q->sq_n--;
 		enum ibv_wc_status st = IBV_WC_WR_FLUSH_ERR;
 		if (q->qp.state == IBV_QPS_RTS) {
 			st = fk_exec_one(q, &w);
+			if (st == FK_RNR_HOLD)
+				return; /* tried again at the next run */
 			fk.executed++;
 			if (fk.tracing && fk.ntrace < 16)
 				fk.trace[fk.ntrace++] = (typeof(fk.trace[0])){
 					.qpn = q->qp.qp_num, .op = w.op, .raddr = w.raddr, .len = w.len };
 		}
-		if (st != IBV_WC_SUCCESS)
-			q->qp.state = IBV_QPS_ERR;
+		q->sq_head = (q->sq_head + 1) % q->max_send_wr;
+		q->sq_n--;
 		if (st != IBV_WC_SUCCESS || (w.flags & IBV_SEND_SIGNALED)) {
 			struct ibv_wc wc = { .wr_id = w.wr_id, .status = st, .qp_num = q->qp.qp_num,
 					     .byte_len = w.len };
 			fk_cq_push(q->qp.send_cq, &wc);
 		}
+		if (st != IBV_WC_SUCCESS && q->qp.state != IBV_QPS_ERR)
+			fk_qp_error(q); /* the receives' flushes after the failed WR */
 	}
 }
 
@@ -1090,10 +1261,8 @@ static void fk_run_all(int k)
 static int fk_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	struct fk_cq *q = (struct fk_cq *)cq;
-	if (fk.auto_exec)
-		for (struct fk_qp *p = fk.qps; p; p = p->next)
-			if (p->qp.send_cq == cq)
-				fk_exec_qp(p, fk.exec_per_poll);
+	if (fk.auto_exec) /* every NIC runs: a target's answers too */
+		fk_run_all(fk.exec_per_poll);
 	int k = 0;
 	while (k < n && q->n) {
 		wc[k++] = q->q[q->head];
@@ -1630,6 +1799,495 @@ static void test_late_node(void)
 	printf("  late node: reached at the first operation, in a kept slot\n");
 }
 
+/* ---- two-sided RPC over SEND/RECV ---- */
+
+/*
+ * The nodes' workers in one thread: a batch's park polls every worker of
+ * the test (the target's, whose polls take the calls off its responders'
+ * CQs and run them, and the initiator's), then answers the deferred calls,
+ * then runs the test's hook. The fake's NIC runs at every CQ poll.
+ */
+struct rpc_env {
+	struct fab_worker *fw[4];
+	int polls;
+	void (*hook)(struct rpc_env *e);
+};
+static struct rpc_env env;
+
+static void *env_self(void *ctx) { return ctx; }
+static void env_unpark(void *ctx, void *h) { (void)ctx, (void)h; }
+
+static struct fab_rpc_call *later[64];
+static int nlater;
+
+static void env_park(void *ctx)
+{
+	struct rpc_env *e = ctx;
+	if (++e->polls > 200000) {
+		fprintf(stderr, "test_verbs_wire: an exec never completed\n");
+		abort();
+	}
+	for (int i = 0; i < 4; i++)
+		if (e->fw[i])
+			fab_worker_poll(e->fw[i]);
+	for (int k = 0; k < nlater; k++) {
+		struct fab_rpc_call *c = later[k];
+		memcpy(c->resp, c->req, c->len < c->cap ? c->len : c->cap);
+		fab_rpc_reply(c, 11, c->len);
+	}
+	nlater = 0;
+	if (e->hook)
+		e->hook(e);
+}
+
+static void env_batch(struct fab_batch *b, struct fab_worker *fw, struct fab_stats *st)
+{
+	fab_batch_init(b, fw, (struct fab_waiter){ .ctx = &env, .self = env_self,
+						   .park = env_park, .unpark = env_unpark },
+		       st);
+}
+
+enum { H_ADD = 1, H_FAIL = 2, H_ECHO = 3, H_LATER = 4, H_HOLD = 5, H_UNSET = 9 };
+
+struct add_req {
+	uint64_t off, add;
+};
+
+/* FAA on the target's region through its worker's fabric (the loopback
+ * QP here); replies the old value. */
+static int h_add(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg;
+	struct add_req rq;
+	if (c->len != sizeof(rq) || c->cap < 8)
+		return -EINVAL;
+	memcpy(&rq, c->req, sizeof(rq));
+	struct fab_batch b;
+	fab_batch_init(&b, c->fw, (struct fab_waiter){ 0 }, NULL);
+	uint64_t old = 0;
+	int rc = fab_faa1(&b, c->to, rq.off, rq.add, &old);
+	if (rc)
+		return rc;
+	memcpy(c->resp, &old, 8);
+	*len = 8;
+	return 0;
+}
+
+static int h_fail(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg, (void)c, (void)len;
+	return -EPERM;
+}
+
+static int h_echo(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg;
+	memcpy(c->resp, c->req, c->len < c->cap ? c->len : c->cap);
+	*len = c->len; /* more than cap: the fabric answers -EMSGSIZE */
+	return 7;
+}
+
+static int h_later(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg, (void)len;
+	if (nlater == 64)
+		return -EBUSY;
+	later[nlater++] = c;
+	return FAB_RPC_DEFER;
+}
+
+/* Never answers (a target that dies, or hangs, mid-call). */
+static int nheld;
+static int h_hold(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)arg, (void)c, (void)len;
+	nheld++;
+	return FAB_RPC_DEFER;
+}
+
+static void rpc_register(struct fab *f)
+{
+	CHECK(fab_rpc_register(f, H_ADD, "add", h_add, NULL) == 0);
+	CHECK(fab_rpc_register(f, H_FAIL, "fail", h_fail, NULL) == 0);
+	CHECK(fab_rpc_register(f, H_ECHO, "echo", h_echo, NULL) == 0);
+	CHECK(fab_rpc_register(f, H_LATER, "later", h_later, NULL) == 0);
+	CHECK(fab_rpc_register(f, H_HOLD, "hold", h_hold, NULL) == 0);
+}
+
+/* Nodes 0 (initiator) and 1 (target), each with one worker. */
+static void rpc_up(struct fab_worker **w0, struct fab_worker **w1)
+{
+	fk_reset();
+	node_start(0);
+	node_start(1);
+	node_meet(0, 1);
+	node_meet(1, 0);
+	rpc_register(nodes[0].f);
+	rpc_register(nodes[1].f);
+	*w0 = worker(0, 0);
+	*w1 = worker(1, 0);
+	env = (struct rpc_env){ .fw = { *w0, *w1 } };
+}
+
+static void rpc_down(struct fab_worker *w0, struct fab_worker *w1)
+{
+	fab_worker_destroy(w0);
+	fab_worker_destroy(w1);
+	node_stop(0);
+	node_stop(1);
+	env = (struct rpc_env){ 0 };
+	fk_reset(); /* and nothing leaked: receives' MRs, responders' CQs */
+}
+
+/* Poll until quiet, then: is any of fw's fds readable? */
+static bool fds_quiet(struct fab_worker *fw)
+{
+	for (int i = 0; i < 4; i++)
+		fab_worker_poll(fw);
+	int fds[8];
+	struct pollfd pfd[8];
+	int k = fab_worker_fds(fw, fds, 8);
+	for (int i = 0; i < k; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	return k >= 2 && poll(pfd, (nfds_t)k, 0) == 0;
+}
+
+/*
+ * The conformance test_fabric's test_rpc runs on shm and tcp, on the fake
+ * NIC: replies and their effect on the region, ordering against one-sided
+ * ops on the same QP, batching (one doorbell), failures, oversize replies,
+ * the largest messages, deferred handlers, a burst past the target's
+ * receives (RNR), the own node through the loopback, and idle workers
+ * whose fds stay quiet.
+ */
+static void test_rpc(void)
+{
+	struct fab_worker *w0, *w1;
+	rpc_up(&w0, &w1);
+	if (!w0 || !w1)
+		goto out;
+	struct fab_stats st = { 0 };
+	struct fab_batch b;
+	env_batch(&b, w0, &st);
+	char *t = nodes[1].region;
+
+	/* Idle from the start: a responder's receives are posted, its CQ
+	 * armed, and nothing wakes anyone. */
+	CHECK(fds_quiet(w0) && fds_quiet(w1));
+
+	/* A reply, and its effect on the region. */
+	*(uint64_t *)t = 40;
+	struct add_req rq = { 0, 1 };
+	uint64_t old = 0;
+	struct fab_rpc_reply rep = { .buf = &old, .cap = 8 };
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0);
+	CHECK(rep.status == 0 && rep.len == 8 && old == 40 && *(uint64_t *)t == 41);
+
+	/* Ordering on one QP: the call sees the WRITE before it (the SEND
+	 * follows the WRITE on the QP, one doorbell); the READ and CAS after
+	 * it see its effect (a second phase). */
+	uint64_t five = 5, seen = 0, cas_old = 0;
+	st = (struct fab_stats){ 0 };
+	uint64_t bells = fab_worker_doorbells(w0);
+	fk.tracing = true;
+	fk.ntrace = 0;
+	fab_write(&b, 1, 64, &five, 8);
+	rq = (struct add_req){ 64, 1 };
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	fab_read(&b, 1, 64, &seen, 8);
+	fab_cas(&b, 1, 64, 6, 100, &cas_old);
+	CHECK(fab_exec(&b) == 0);
+	fk.tracing = false;
+	CHECK(old == 5 && seen == 6 && cas_old == 6 && *(uint64_t *)(t + 64) == 100);
+	CHECK(st.verbs[FAB_RPC] == 1 && st.verbs[FAB_WRITE] == 1 && st.round_trips == 2);
+	CHECK(fab_worker_doorbells(w0) == bells + 2);
+	CHECK(fk.ntrace >= 2 && fk.trace[0].op == IBV_WR_RDMA_WRITE && fk.trace[1].op == IBV_WR_SEND &&
+	      fk.trace[0].qpn == fk.trace[1].qpn);
+
+	/* A READ before a call is fenced from it (the handler may change
+	 * what the READ still has to return). */
+	int fences = fk.fences;
+	uint64_t before = 0;
+	fab_read(&b, 1, 64, &before, 8);
+	rq = (struct add_req){ 64, 1 };
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0 && before == 100 && old == 100 && fk.fences == fences + 1);
+
+	/* Batching: 8 calls to one node in one part, one doorbell, one round
+	 * trip; each answered into its own reply. */
+	enum { NB = 8 };
+	struct add_req rqs[64];
+	uint64_t olds[64];
+	struct fab_rpc_reply reps[64];
+	st = (struct fab_stats){ 0 };
+	bells = fab_worker_doorbells(w0);
+	int sends = fk.sends;
+	for (int k = 0; k < NB; k++) {
+		rqs[k] = (struct add_req){ 128 + 8 * (uint64_t)k, (uint64_t)k + 1 };
+		reps[k] = (struct fab_rpc_reply){ .buf = &olds[k], .cap = 8 };
+		fab_rpc(&b, 1, H_ADD, &rqs[k], sizeof(rqs[k]), &reps[k]);
+	}
+	CHECK(fab_exec(&b) == 0);
+	bool all = true;
+	for (int k = 0; k < NB; k++)
+		all &= reps[k].status == 0 && reps[k].len == 8 && olds[k] == 0 &&
+		       *(uint64_t *)(t + 128 + 8 * k) == (uint64_t)k + 1;
+	CHECK(all);
+	CHECK(st.round_trips == 1 && st.verbs[FAB_RPC] == NB);
+	CHECK(fab_worker_doorbells(w0) == bells + 1);
+	CHECK(fk.sends - sends >= 2 * NB); /* the calls, their answers (and h_add's none) */
+
+	/* A burst past the target's receives (a full part of calls): the
+	 * SENDs that find none are NAKed and retried (rnr_retry 7), and every
+	 * call is answered. */
+	int naks = fk.rnr_naks;
+	fk.exec_per_poll = 100; /* the NIC outruns the target's polls */
+	for (int k = 0; k < FAB_BATCH_MAX; k++) {
+		rqs[k] = (struct add_req){ 1024 + 8 * (uint64_t)k, 1 };
+		reps[k] = (struct fab_rpc_reply){ .buf = &olds[k], .cap = 8 };
+		fab_rpc(&b, 1, H_ADD, &rqs[k], sizeof(rqs[k]), &reps[k]);
+	}
+	CHECK(fab_exec(&b) == 0);
+	all = true;
+	for (int k = 0; k < FAB_BATCH_MAX; k++)
+		all &= reps[k].status == 0 && *(uint64_t *)(t + 1024 + 8 * k) == 1;
+	CHECK(all);
+	CHECK(fk.rnr_naks > naks);
+	fk.exec_per_poll = 5;
+
+	/* A handler that fails answers its error and fails nothing else; so
+	 * does an id with no handler; a reply larger than its buffer is
+	 * refused. */
+	char echo[300], back[300];
+	for (int k = 0; k < 300; k++)
+		echo[k] = (char)k;
+	struct fab_rpc_reply rf = { .buf = back, .cap = 300 }, ru = rf, re = rf, rs = rf;
+	rq = (struct add_req){ 0, 1 };
+	fab_rpc(&b, 1, H_FAIL, NULL, 0, &rf);
+	fab_rpc(&b, 1, H_UNSET, NULL, 0, &ru);
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0);
+	CHECK(rf.status == -EPERM && ru.status == -EOPNOTSUPP && rep.status == 0 && old == 41);
+	fab_rpc(&b, 1, H_ECHO, echo, 300, &re);
+	CHECK(fab_exec(&b) == 0 && re.status == 7 && re.len == 300 && memcmp(back, echo, 300) == 0);
+	rs.cap = 100;
+	fab_rpc(&b, 1, H_ECHO, echo, 300, &rs);
+	CHECK(fab_exec(&b) == 0 && rs.status == -EMSGSIZE && rs.len == 0);
+
+	/* The largest: FAB_RPC_MAX each way, twice in one part (the target's
+	 * answer slots and the initiator's receives hold any message). */
+	char *big = malloc(FAB_RPC_MAX), *bb1 = malloc(FAB_RPC_MAX), *bb2 = malloc(FAB_RPC_MAX);
+	for (uint32_t k = 0; k < FAB_RPC_MAX; k++)
+		big[k] = (char)(k * 7);
+	struct fab_rpc_reply r1 = { .buf = bb1, .cap = FAB_RPC_MAX }, r2 = { .buf = bb2,
+									     .cap = FAB_RPC_MAX };
+	fab_rpc(&b, 1, H_ECHO, big, FAB_RPC_MAX, &r1);
+	fab_rpc(&b, 1, H_ECHO, big, FAB_RPC_MAX, &r2);
+	CHECK(fab_exec(&b) == 0 && r1.status == 7 && r1.len == FAB_RPC_MAX && r2.len == FAB_RPC_MAX &&
+	      memcmp(big, bb1, FAB_RPC_MAX) == 0 && memcmp(big, bb2, FAB_RPC_MAX) == 0);
+	free(big);
+	free(bb1);
+	free(bb2);
+
+	/* Deferred handlers answer later, after a call that answers at once. */
+	char la[3][16], lb[3][16];
+	struct fab_rpc_reply rl[3];
+	for (int k = 0; k < 3; k++) {
+		snprintf(la[k], sizeof(la[k]), "later %d", k);
+		rl[k] = (struct fab_rpc_reply){ .buf = lb[k], .cap = 16 };
+		fab_rpc(&b, 1, H_LATER, la[k], 16, &rl[k]);
+	}
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0 && rep.status == 0);
+	for (int k = 0; k < 3; k++)
+		CHECK(rl[k].status == 11 && rl[k].len == 16 && strcmp(lb[k], la[k]) == 0);
+
+	/* The own node: through the loopback QP to its own responder, run by
+	 * the calling worker. */
+	*(uint64_t *)((char *)nodes[0].region + 256) = 9;
+	rq = (struct add_req){ 256, 1 };
+	fab_rpc(&b, 0, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0 && rep.status == 0 && old == 9 &&
+	      word(0, 256) == 10);
+
+	/* Idle again: nothing left to wake anyone. */
+	CHECK(fds_quiet(w0) && fds_quiet(w1));
+out:
+	rpc_down(w0, w1);
+	printf("  rpc: replies, ordering, batching (%d calls, 1 doorbell), RNR burst, failures, "
+	       "deferred, own node, idle fds quiet\n", NB);
+}
+
+/* FAB_OP_TWOSIDED ops ride the same RPCs (twosided.c), unchanged. */
+static void test_twosided(void)
+{
+	struct fab_worker *w0, *w1;
+	rpc_up(&w0, &w1);
+	if (!w0 || !w1)
+		goto out;
+	struct fab_stats st = { 0 };
+	struct fab_batch b;
+	env_batch(&b, w0, &st);
+	char *t = nodes[1].region;
+	enum { SHIP = 3 };
+	b.twosided = 1u << SHIP;
+
+	/* Every kind in one message: one RPC, one round trip, no verb. */
+	uint64_t v = 7, got = 0;
+	char five[5] = { 'a', 'b', 'c', 'd', 'e' }, back[21] = { 0 };
+	uint64_t cas_old = 1, faa_old = 1;
+	*(uint64_t *)(t + 528) = 40;
+	int sends = fk.sends;
+	b.tag = SHIP;
+	fab_write(&b, 1, 512, &v, 8);
+	fab_write(&b, 1, 520, five, 5);
+	fab_cas(&b, 1, 512, 7, 8, &cas_old);
+	fab_faa(&b, 1, 528, 2, &faa_old);
+	fab_read(&b, 1, 512, back, 21);
+	CHECK(fab_exec(&b) == 0);
+	uint64_t w0v;
+	memcpy(&w0v, back, 8);
+	CHECK(cas_old == 7 && faa_old == 40 && w0v == 8 && memcmp(back + 8, five, 5) == 0 &&
+	      *(uint64_t *)(t + 528) == 42);
+	CHECK(st.round_trips == 1 && st.verbs[FAB_RPC] == 1 && st.verbs[FAB_CAS] == 0 &&
+	      st.verbs[FAB_READ] == 0 && st.tag_rpcs[SHIP] == 1 && st.tag_verbs[SHIP] == 0);
+	CHECK(fk.sends == sends + 2); /* the message and its answer */
+
+	/* Ordering with one-sided ops of another tag on the same QP. */
+	st = (struct fab_stats){ 0 };
+	v = 100;
+	b.tag = 0;
+	fab_write(&b, 1, 544, &v, 8);
+	b.tag = SHIP;
+	fab_cas(&b, 1, 544, 100, 101, &cas_old);
+	b.tag = 0;
+	fab_read(&b, 1, 544, &got, 8);
+	CHECK(fab_exec(&b) == 0);
+	CHECK(cas_old == 100 && got == 101);
+	CHECK(st.round_trips == 2 && st.verbs[FAB_RPC] == 1 && st.tag_verbs[0] == 2 &&
+	      st.tag_rpcs[SHIP] == 1);
+
+	/* The own node's shipped ops, through its loopback and responder. */
+	*(uint64_t *)((char *)nodes[0].region + 256) = 9;
+	b.tag = SHIP;
+	fab_faa(&b, 0, 256, 1, &faa_old);
+	CHECK(fab_exec(&b) == 0 && faa_old == 9 && word(0, 256) == 10);
+out:
+	rpc_down(w0, w1);
+	printf("  twosided: every kind in one message, ordering, own node\n");
+}
+
+/* The park hook of test_rpc_peer_death: once the held call runs on the
+ * target, the target dies (its worker and fabric go, its QPs with them),
+ * and later the configuration fences it. */
+static int die_at;
+static void die_hook(struct rpc_env *e)
+{
+	if (nheld && e->fw[1] && !die_at) {
+		fab_worker_destroy(e->fw[1]);
+		e->fw[1] = NULL;
+		node_stop(1);
+		die_at = e->polls;
+	}
+	if (die_at && e->polls == die_at + 50)
+		fab_fence(nodes[0].f, 1);
+}
+
+/* Fences the target a while after the held call runs (the calls of its
+ * part that answer have answered by then). */
+static void fence_hook(struct rpc_env *e)
+{
+	if (nheld && !die_at)
+		die_at = e->polls;
+	if (die_at && e->polls == die_at + 20)
+		fab_fence(nodes[0].f, 1);
+}
+
+/*
+ * Failures: a call whose SEND is not acknowledged (the peer stopped
+ * answering), a call held on a target that is fenced, and one on a
+ * target that dies: each fails the exec with -EHOSTDOWN and its calls get
+ * -EHOSTDOWN, not -EINPROGRESS; the endpoint reconnects after the node's
+ * HELLO and calls work again, and nothing leaks (receives, calls, QPs).
+ */
+static void test_rpc_peer_death(void)
+{
+	struct fab_worker *w0, *w1;
+	rpc_up(&w0, &w1);
+	if (!w0 || !w1)
+		goto out;
+	struct fab_batch b;
+	env_batch(&b, w0, NULL);
+	struct add_req rq = { 0, 1 };
+	uint64_t old = 0, v = 3;
+	struct fab_rpc_reply rep = { .buf = &old, .cap = 8 }, rep2 = rep;
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0 && rep.status == 0);
+	const int mrs = fk.live_mr, qps = fk.live_qp;
+
+	/* The SEND is never acknowledged: retries exhausted. */
+	fab_write(&b, 1, 8, &v, 8);
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep2);
+	fk.fail_at = 2;
+	fk.fail_status = IBV_WC_RETRY_EXC_ERR;
+	int rc = fab_exec(&b);
+	CHECK(rc == -EHOSTDOWN);
+	if (rc != -EHOSTDOWN)
+		fprintf(stderr, "lost send: exec %d, status %d %d, fail_at %d\n", rc, rep.status, rep2.status, fk.fail_at);
+	CHECK(rep.status == -EHOSTDOWN && rep2.status == -EHOSTDOWN && (b.failed & 2));
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == -EHOSTDOWN && rep.status == -EHOSTDOWN); /* until its HELLO */
+	fab_peer_back(nodes[0].f, 1);
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0 && rep.status == 0);
+	CHECK(fk.live_mr == mrs && fk.live_qp == qps);
+
+	/* A call that never answers, and the configuration fences its
+	 * target: the QP's error flushes it. Answered ones keep their status. */
+	nheld = 0;
+	die_at = 0;
+	env.hook = fence_hook;
+	struct fab_rpc_reply hrep = { .buf = &old, .cap = 8 };
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	fab_rpc(&b, 1, H_HOLD, NULL, 0, &hrep);
+	rc = fab_exec(&b);
+	CHECK(rc == -EHOSTDOWN);
+	CHECK(hrep.status == -EHOSTDOWN && rep.status == 0 && nheld == 1);
+	if (hrep.status != -EHOSTDOWN || rep.status || nheld != 1)
+		fprintf(stderr, "fenced: exec %d, held %d, add %d, nheld %d\n", rc, hrep.status,
+			rep.status, nheld);
+	env.hook = NULL;
+	fab_unfence(nodes[0].f, 1);
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0 && rep.status == 0);
+	CHECK(fk.live_qp == qps); /* the old responder went with the new one */
+
+	/* The target dies mid-call (the held call goes with its fabric), and
+	 * is fenced later. */
+	nheld = 0;
+	die_at = 0;
+	env.hook = die_hook;
+	fab_rpc(&b, 1, H_HOLD, NULL, 0, &hrep);
+	CHECK(fab_exec(&b) == -EHOSTDOWN && hrep.status == -EHOSTDOWN);
+	env.hook = NULL;
+	/* It restarts and says HELLO: calls reach it again. */
+	node_start(1);
+	node_meet(1, 0);
+	rpc_register(nodes[1].f);
+	w1 = worker(1, 0);
+	env.fw[1] = w1;
+	fab_unfence(nodes[0].f, 1);
+	*(uint64_t *)nodes[1].region = 5;
+	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
+	CHECK(fab_exec(&b) == 0 && rep.status == 0 && old == 5);
+out:
+	rpc_down(w0, w1);
+	printf("  rpc failures: lost SEND, fenced and dead targets fail their calls with "
+	       "-EHOSTDOWN; reconnects answer again\n");
+}
+
 static void test_ctl_and_refusals(void)
 {
 	fk_reset();
@@ -1689,7 +2347,7 @@ static void test_ctl_and_refusals(void)
 	/* A peer that is gone: the control plane's error. */
 	fw = fab_worker_create_err(nodes[0].f, 3, err, sizeof(err));
 	CHECK(fw == NULL && strstr(err, "queue-pair exchange with node 1 failed") != NULL);
-	CHECK(fk.live_qp == 0 && fk.live_cq == 1 && fk.live_ch == 0); /* responders' CQ only */
+	CHECK(fk.live_qp == 0 && fk.live_cq == 0 && fk.live_ch == 1); /* responders' channel only */
 	node_stop(0);
 	fk_reset();
 }
@@ -1701,6 +2359,7 @@ int main(void)
 	test_ring();
 	test_bounce_layout();
 	test_fences();
+	test_rpc_codec();
 	test_pick_gid();
 	test_parsers();
 
@@ -1709,6 +2368,9 @@ int main(void)
 	test_loopback();
 	test_two_nodes();
 	test_late_node();
+	test_rpc();
+	test_twosided();
+	test_rpc_peer_death();
 	test_ctl_and_refusals();
 
 	if (failures) {
