@@ -6,7 +6,10 @@
  * between) by one FAB_RPC op for the handler FAB_RPC_OPS, and keeps the
  * originals. On the target, ops_handler decodes the request and applies it
  * to the own region as the tcp NIC applies a frame (fab_apply_request: the
- * journal notes its writes). Back on the initiator, ship_finish copies
+ * journal notes its writes), or, where the own region is not reached by
+ * the CPU (verbs: NIC atomics are not atomic with the CPU's), through the
+ * handling worker's fabric, the NIC's loopback, as the peers' one-sided
+ * ops on the same words are. Back on the initiator, ship_finish copies
  * each reply to where the original ops said: READ data, CAS and FAA old
  * values.
  *
@@ -218,6 +221,19 @@ int fab_ship_finish(struct fab_batch *b, struct fab_ship *s)
 }
 
 /* The target's side: apply the request's ops to the own region. */
+/* The ops through c's worker's own endpoint to this node (the loopback QP
+ * on verbs), waiting for them by polling that worker: a handler cannot
+ * park, and the round trip does not leave the host. */
+static int apply_through_fabric(struct fab_rpc_call *c, struct fab_op *const *ops, int n)
+{
+	struct fab_batch b;
+	fab_batch_init(&b, c->fw, (struct fab_waiter){ 0 }, NULL);
+	for (int i = 0; i < n; i++)
+		b.ops[i] = *ops[i];
+	b.n = n;
+	return fab_exec(&b);
+}
+
 int fab_ops_handler(void *arg, struct fab_rpc_call *c, uint32_t *len)
 {
 	struct fab *f = arg;
@@ -259,7 +275,11 @@ int fab_ops_handler(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		opp[n] = op;
 		n++;
 	}
-	int rc = n ? fab_apply_request(f, opp, n) : 0;
+	int rc = 0;
+	if (n && f->peers[c->to].direct)
+		rc = fab_apply_request(f, opp, n);
+	else if (n)
+		rc = apply_through_fabric(c, opp, n);
 	if (rc)
 		return rc;
 	for (int i = 0; i < n; i++)

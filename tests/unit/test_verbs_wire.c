@@ -2139,6 +2139,8 @@ static void test_twosided(void)
 	uint64_t cas_old = 1, faa_old = 1;
 	*(uint64_t *)(t + 528) = 40;
 	int sends = fk.sends;
+	fk.tracing = true;
+	fk.ntrace = 0;
 	b.tag = SHIP;
 	fab_write(&b, 1, 512, &v, 8);
 	fab_write(&b, 1, 520, five, 5);
@@ -2153,6 +2155,17 @@ static void test_twosided(void)
 	CHECK(st.round_trips == 1 && st.verbs[FAB_RPC] == 1 && st.verbs[FAB_CAS] == 0 &&
 	      st.verbs[FAB_READ] == 0 && st.tag_rpcs[SHIP] == 1 && st.tag_verbs[SHIP] == 0);
 	CHECK(fk.sends == sends + 2); /* the message and its answer */
+	/* The target applied them through its NIC (the loopback QP), as the
+	 * peers' one-sided atomics on those words are: NIC atomics are not
+	 * atomic with the CPU's. */
+	fk.tracing = false;
+	const uint64_t tb = (uint64_t)(uintptr_t)t;
+	int nic_cas = 0, nic_faa = 0;
+	for (int i = 0; i < fk.ntrace; i++) {
+		nic_cas += fk.trace[i].op == IBV_WR_ATOMIC_CMP_AND_SWP && fk.trace[i].raddr == tb + 512;
+		nic_faa += fk.trace[i].op == IBV_WR_ATOMIC_FETCH_AND_ADD && fk.trace[i].raddr == tb + 528;
+	}
+	CHECK(nic_cas == 1 && nic_faa == 1);
 
 	/* Ordering with one-sided ops of another tag on the same QP. */
 	st = (struct fab_stats){ 0 };
