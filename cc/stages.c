@@ -110,17 +110,6 @@ void cc_stages_format(uint32_t mask, char *buf, size_t len)
 	}
 }
 
-int cc_stages_check(const struct cc_node *n, uint32_t mask, char *err, size_t errlen)
-{
-	if (mask && strcmp(fab_backend_name(n->fab), "verbs") == 0) {
-		snprintf(err, errlen,
-			 "stages over RPC need two-sided messages, which fabric verbs does not "
-			 "carry yet (SEND/RECV): use onesided there");
-		return -EINVAL;
-	}
-	return 0;
-}
-
 void cc_stages_apply(struct cc_node *n, uint32_t mask)
 {
 	ck_pr_store_32(&n->rpc_stages, mask & CC_STAGES_ALL);
@@ -128,9 +117,6 @@ void cc_stages_apply(struct cc_node *n, uint32_t mask)
 
 int cc_stages_set(struct cc_node *n, struct cc_worker *w, uint32_t mask, char *err, size_t errlen)
 {
-	int rc = cc_stages_check(n, mask, err, errlen);
-	if (rc)
-		return rc;
 	if (n->cops && n->cops->stages_all)
 		return n->cops->stages_all(n, w, mask, err, errlen);
 	cc_stages_apply(n, mask);

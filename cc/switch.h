@@ -62,13 +62,11 @@ int cc_switch(struct cc_node *n, struct cc_worker *w, const char *name, bool sha
 /*
  * cc_stages_set - make the stages in `mask` (bit per enum cc_stage, cc/node.h)
  * go two-sided on this node, or with a cluster on every node, online: no
- * quiesce, since one-sided and RPC stages mix freely (cc/stages.c). 0, or
- * -EINVAL with err filled (a mix this node cannot run), or the cluster's
- * error.
+ * quiesce, since one-sided and RPC stages mix freely (cc/stages.c). Every
+ * fabric carries them (verbs as SEND/RECV). 0, or the cluster's error,
+ * with err filled.
  */
 int cc_stages_set(struct cc_node *n, struct cc_worker *w, uint32_t mask, char *err, size_t errlen);
-/* Can this node run `mask`? 0, or -EINVAL with the reason in err. */
-int cc_stages_check(const struct cc_node *n, uint32_t mask, char *err, size_t errlen);
 /* This node only (a peer's cc_stages_set reaching it): from the next
  * transaction on. */
 void cc_stages_apply(struct cc_node *n, uint32_t mask);

@@ -716,10 +716,6 @@ static void *ctl_conn_main(void *arg)
 				break;
 			}
 			memcpy(&mask, req, sizeof(mask));
-			if (cc_stages_check(&n->cc, mask, err, sizeof(err)) != 0) {
-				status = -EINVAL;
-				break;
-			}
 			cc_stages_apply(&n->cc, mask);
 			ck_pr_store_32(&n->cfg.cc_stages, mask & CC_STAGES_ALL);
 			cc_stages_format(mask, err, sizeof(err));

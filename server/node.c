@@ -449,11 +449,6 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 				 .ctl_call = cluster_fab_bridge(), .ctl_ctx = n };
 	if (fab_open(&fc, &n->cc.fab, err, errlen) != 0)
 		goto fail_region;
-	char why[200];
-	if (cc_stages_check(&n->cc, n->cfg.cc_stages, why, sizeof(why)) != 0) {
-		snprintf(err, errlen, "bad value for 'cc-stages': %s", why);
-		goto fail_listen;
-	}
 	n->cc.rpc_stages = n->cfg.cc_stages;
 	if (fab_attach_err(n->cc.fab, fc.self, st_region_base(n->cc.region), n->cc.layout->size, err,
 			   errlen) != 0)
