@@ -437,7 +437,9 @@ void fab_flush(struct fab_batch *b, uint16_t node);
  * they must not overtake it); consecutive RPCs to one node travel in one
  * message and may run in any order. A handler that fails answers its
  * -errno in rep->status and fails nothing else; a target that dies or is
- * fenced mid-call fails the exec (-EHOSTDOWN), as for one-sided ops.
+ * fenced mid-call fails the exec (-EHOSTDOWN), as for one-sided ops (on
+ * verbs, where nothing else travels while a call runs, a target that dies
+ * is noticed when the configuration fences it).
  * Requests and replies are at most FAB_RPC_MAX bytes; on shm the RPCs of
  * one part must fit one ring together (about 128 KiB), else -ENOBUFS.
  * Other batches' ops on the endpoint are not held back by a call that
