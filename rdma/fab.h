@@ -199,7 +199,8 @@ struct fab_part {
 	int n;
 	struct fab_op *ops[FAB_BATCH_MAX];
 	struct fab_part *next;  /* endpoint FIFO (backend) */
-	uint32_t resp_len;      /* tcp: bytes of the expected response */
+	uint32_t resp_len;      /* tcp: bytes of the expected response; verbs:
+				   completions still awaited (its invariant (8)) */
 };
 
 /* Called by a backend when a posted part completed (err 0 or -errno). */
