@@ -786,6 +786,7 @@ def _drive(spec, topo, rec, events, failovers, windows):
     end = start + spec.duration
     watch = _StallWatch(rec)
     switches = 0
+    in_force = spec.protocol  # the protocol (and stages) the last switch set
     plan = []
     if spec.switch and spec.switch_every:
         count = int((spec.duration - 0.5) / spec.switch_every)
@@ -828,9 +829,16 @@ def _drive(spec, topo, rec, events, failovers, windows):
             try:
                 t0 = time.monotonic()
                 opts = protocol_opts(arg)
-                admin.execute_command("CONFIG", "SET", "cc", opts["cc"], "cc-lock-mode",
-                                      opts.get("cc-lock-mode", "exclusive"), "cc-stages",
-                                      opts["cc-stages"])
+                was = protocol_opts(in_force)
+                if (opts["cc"], opts.get("cc-lock-mode")) == (was["cc"],
+                                                              was.get("cc-lock-mode")):
+                    # The stages alone: no protocol switch (no quiesce).
+                    admin.execute_command("CONFIG", "SET", "cc-stages", opts["cc-stages"])
+                else:
+                    admin.execute_command("CONFIG", "SET", "cc", opts["cc"], "cc-lock-mode",
+                                          opts.get("cc-lock-mode", "exclusive"), "cc-stages",
+                                          opts["cc-stages"])
+                in_force = arg
                 ms = (time.monotonic() - t0) * 1000
             finally:
                 admin.close()

@@ -21,8 +21,9 @@ stays serializable), list-append on tcp3 (nothing acknowledged lost).
 
 At zipf 0.0 (uniform over the 8 keys), per protocol, a short list-append
 run on one node, on shm3 and on tcp3, with every stage by RPC (cc-stages
-rpc; `make check-serializable` also runs every protocol in rpc at zipf
-0.99, and three random stage-wise hybrids per protocol on shm3). The
+rpc), on shm3 also with three random stage-wise hybrids in turn (`make
+check-serializable` also runs every protocol in rpc at zipf 0.99, and
+three random hybrids per protocol on shm3, each a run of its own). The
 protocol list is the server's, with nowait's shared-lock variant added
 ("nowait-shared": run.py with_variants). And the bank under switches of
 protocol and of stages every 2 s, among all protocols in a random order,
@@ -64,8 +65,10 @@ CLUSTER_SWITCH_SECONDS = 5.0
 CLUSTER_NONE_SECONDS = 4.0
 CLUSTER_FAULT_SECONDS = 7.0
 CLUSTER_FAULTS = 4
-# zipf 0.0 runs, per protocol and topology (the zipf 0.99 runs are above).
+# zipf 0.0 runs, per protocol and topology (the zipf 0.99 runs are above);
+# on shm3 in cc-stages rpc and three random hybrids, a fifth of it each.
 UNIFORM_SECONDS = 2.0
+HYBRID_SECONDS = 3.0
 # Switches every SWITCH_PERIOD seconds, each protocol at least once.
 SWITCH_PERIOD = 2.0
 
@@ -280,14 +283,26 @@ def test_protocol_in_rpc_stages_is_serializable_at_zipf_0(protocol, topology, tm
                                                           checked):
     """List-append with uniform key choice (zipf 0.0) over the 8 keys, with
     every stage by RPC (cc-stages rpc: the ops a stage would post
-    one-sided, applied by a worker of the target node): the load spread
-    evenly, every key contended now and then rather than one all the time.
+    one-sided, applied by a worker of the target node), and on shm3 also
+    three random stage-wise hybrids in turn (CONFIG SET cc-stages while the
+    load runs): the load spread evenly, every key contended now and then
+    rather than one all the time.
     Serializable, strictly serializable, nothing lost; on a cluster,
     transactions span nodes (test_stages.py counts that the stages do go
     by RPC)."""
-    r = _run(runner.RunSpec("append-z0-rpc", protocol + runner.STAGES_SEP + "rpc",
-                            duration=UNIFORM_SECONDS, keys=8, zipf=0.0, topology=topology),
-             tmp_path)
+    rpc = protocol + runner.STAGES_SEP + "rpc"
+    if topology == "shm3":
+        # And three random hybrids, each for a fifth of the run (CONFIG
+        # SET cc-stages alone), then rpc again.
+        rng = random.Random()
+        cells = [rpc] + [protocol + runner.STAGES_SEP + runner.hybrid_stages(rng)
+                         for _ in range(3)]
+        r = _run(runner.RunSpec("append-z0-rpc-hybrids", rpc, duration=HYBRID_SECONDS, keys=8,
+                                zipf=0.0, topology=topology, switch=cells), tmp_path)
+        assert len([e for e in r.events if e.startswith("switch to ")]) == 4, r.events
+    else:
+        r = _run(runner.RunSpec("append-z0-rpc", rpc, duration=UNIFORM_SECONDS, keys=8,
+                                zipf=0.0, topology=topology), tmp_path)
     checked("append zipf 0 rpc %s %s" % (protocol, topology), r)
     _assert_valid(r)
     assert r.result.stats["final reads"] != "0 keys"
