@@ -850,6 +850,10 @@ int bench_run(const struct bench_config *cfg, struct bench_target *t, struct ben
 			nap = 50000000ull; /* notice finished workers and failures */
 		sleep_ns(nap ? nap : 100000);
 	}
+	/* A run shorter than a tick, or whose tick came late (a busy host),
+	 * still shows one line. */
+	if (!pg.printed)
+		progress_tick(&run, &pg, label, start, bench_now_ns());
 	rc = 0;
 stop:
 	__atomic_store_n(&run.phase, P_STOP, __ATOMIC_RELEASE);
