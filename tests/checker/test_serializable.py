@@ -67,8 +67,8 @@ CLUSTER_FAULT_SECONDS = 7.0
 CLUSTER_FAULTS = 4
 # zipf 0.0 runs, per protocol and topology (the zipf 0.99 runs are above);
 # on shm3 in cc-stages rpc and three random hybrids, a fifth of it each.
-UNIFORM_SECONDS = 2.0
-HYBRID_SECONDS = 3.0
+UNIFORM_SECONDS = 1.5
+HYBRID_SECONDS = 2.5
 # Switches every SWITCH_PERIOD seconds, each protocol at least once.
 SWITCH_PERIOD = 2.0
 

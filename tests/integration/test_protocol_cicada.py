@@ -33,7 +33,7 @@ pytestmark = pytest.mark.rckv_only
 HOLD_S = 0.8
 # The fabric delay of the pending-version tests, and when in a SET's
 # commit (from its start) its version is pending: [D, 2 D].
-DELAY_S = 0.8
+DELAY_S = 0.6
 
 
 def start(make_server, cc="cicada", **opts):
