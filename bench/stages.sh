@@ -208,12 +208,13 @@ with open(base + ".dat", "w") as d:
 for ext, term in (("png", "pngcairo size 1000,600"), ("svg", "svg size 1000,600")):
     plots = []
     for i, p in enumerate(best):
-        plots.append("'%s.dat' index %d using 1:2 with linespoints title '%s hybrids'"
-                     % (base, i, p))
-        plots.append("'%s.dat' index %d using 1:3 with lines dt 2 title '%s one-sided'"
-                     % (base, i, p))
-        plots.append("'%s.dat' index %d using 1:4 with lines dt 3 title '%s rpc'"
-                     % (base, i, p))
+        # one color per protocol: its hybrids, and its pure modes dashed
+        plots.append("'%s.dat' index %d using 1:2 with linespoints lc %d title '%s hybrids'"
+                     % (base, i, i + 1, p))
+        plots.append("'%s.dat' index %d using 1:3 with lines dt 2 lc %d title '%s one-sided'"
+                     % (base, i, i + 1, p))
+        plots.append("'%s.dat' index %d using 1:4 with lines dt 3 lc %d title '%s rpc'"
+                     % (base, i, i + 1, p))
     gp = ("set terminal %s\nset output '%s.%s'\nset xlabel 'hybrid, ranked'\n"
           "set ylabel 'txn/s'\nset key outside\n"
           "set title 'every stage-wise hybrid against the pure modes'\nplot %s\n"
