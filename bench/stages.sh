@@ -30,7 +30,9 @@
 # shm"), STAGES_HYBRID_PROTOCOLS ("mvcc sundial silo nowait": RCC's Figure
 # 14 has four protocols, and its winning hybrids were mvcc's and
 # sundial's), STAGES_HYBRID_FABRIC (shm), STAGES_HYBRID_ZIPF (0.9),
-# STAGES_RECORDS (20000), STAGES_WARMUP (0.5), STAGES_DURATION (1.5 for
+# STAGES_RECORDS (20000), STAGES_WARM (3: an unmeasured run of each
+# protocol, one-sided, before its points), STAGES_WARMUP (0.5: before
+# each point), STAGES_DURATION (1.5 for
 # the breakdown, 1 per hybrid), STAGES_CLIENTS (10), STAGES_DELAY_US (5:
 # shm's fabric-delay-us), STAGES_OUT. The short defaults take about ten
 # minutes; RCC-length runs: STAGES_DURATION=10.
@@ -50,6 +52,7 @@ DURATION=${STAGES_DURATION:-1.5}
 HYBRID_DURATION=${STAGES_DURATION:-1}
 CLIENTS=${STAGES_CLIENTS:-10}
 DELAY_US=${STAGES_DELAY_US:-5}
+WARM=${STAGES_WARM:-3}
 OUT=${STAGES_OUT:-bench/results}
 NODES=3
 
@@ -89,6 +92,16 @@ cluster() {  # FABRIC: a fresh 3-node cluster, loaded
     --quiet >"$TMP/load.out" 2>&1 || { tail -5 "$TMP/load.out" >&2; die "load failed"; }
 }
 
+warm() {  # PROTOCOL [rckv-bench options]: an unmeasured run under it, all one-sided
+  local p=$1
+  shift
+  # A switch starts the address caches over and the new protocol reshapes
+  # items (mvcc's version room): the first point after it would pay that.
+  "$BENCH" --cluster "$CONF" ycsb-t --cc "$p" --cc-stages onesided --records "$RECORDS" \
+    --threads 1 --warmup 0 --duration "$WARM" --load never --quiet "$@" >"$TMP/warm.out" 2>&1 ||
+    { tail -5 "$TMP/warm.out" >&2; die "the warm-up of $p failed"; }
+}
+
 t0=$(date +%s)
 echo "stages.sh: 3-node clusters, ycsb-t over $RECORDS records, $(nproc) cores"
 for fabric in $FABRICS; do
@@ -96,6 +109,7 @@ for fabric in $FABRICS; do
   echo "== breakdown on $fabric$([ "$fabric" = shm ] && echo " (fabric-delay-us $DELAY_US)"):" \
        "1 client, ${WARMUP}+${DURATION} s per run"
   for p in $PROTOCOLS; do
+    warm "$p" --clients 1
     "$BENCH" --cluster "$CONF" ycsb-t --cc "$p" --records "$RECORDS" --threads 1 --clients 1 \
       --warmup "$WARMUP" --duration "$DURATION" --load never --quiet \
       --sweep zipf=0.2,0.9 --sweep cc-stages=onesided,rpc --json "$TMP/one.jsonl" \
@@ -110,6 +124,7 @@ echo "== every hybrid on $HYBRID_FABRIC, zipf $HYBRID_ZIPF, $CLIENTS clients," \
      "${WARMUP}+${HYBRID_DURATION} s per hybrid"
 : >"$OUT/stages-hybrids.txt"
 for p in $HYBRID_PROTOCOLS; do
+  warm "$p" --clients "$CLIENTS" --zipf "$HYBRID_ZIPF"
   "$BENCH" --cluster "$CONF" ycsb-t --cc "$p" --records "$RECORDS" --threads 1 \
     --clients "$CLIENTS" --zipf "$HYBRID_ZIPF" --warmup "$WARMUP" --duration "$HYBRID_DURATION" \
     --load never --quiet --sweep cc-stages=all --json "$TMP/hy.jsonl" >"$TMP/hy.out" 2>&1 ||
