@@ -77,6 +77,7 @@
 #include "rdma/fab.h"
 #include "rdma/listen.h"
 #include "rdma/tcp_wire.h"
+#include "rpc_handlers.h"
 #include "storage/st.h"
 
 /* ---- failing, cleaning up, bounding time ---- */
@@ -1965,45 +1966,6 @@ static bool want(const char *only_case, const char *name)
 
 enum { RPC_ADD = 1, RPC_FAIL = 2, RPC_ECHO = 3, RPC_HOLD = 4, RPC_LATER = 5, RPC_SLEEP = 6,
        RPC_BIG = 7, RPC_WAITWORD = 8, RPC_UNSET = 9 };
-
-struct rpc_add_req {
-	uint64_t off, add;
-};
-
-/* FAA on the target's own region, through its worker's fabric (what a
- * stage's handler does: the same words as the one-sided verbs); replies
- * the old value. */
-static int h_add(void *arg, struct fab_rpc_call *c, uint32_t *len)
-{
-	(void)arg;
-	struct rpc_add_req rq;
-	if (c->len != sizeof(rq) || c->cap < 8)
-		return -EINVAL;
-	memcpy(&rq, c->req, sizeof(rq));
-	struct fab_batch b;
-	fab_batch_init(&b, c->fw, (struct fab_waiter){ 0 }, NULL);
-	uint64_t old = 0;
-	int rc = fab_faa1(&b, c->to, rq.off, rq.add, &old);
-	if (rc)
-		return rc;
-	memcpy(c->resp, &old, 8);
-	*len = 8;
-	return 0;
-}
-
-static int h_fail(void *arg, struct fab_rpc_call *c, uint32_t *len)
-{
-	(void)arg, (void)c, (void)len;
-	return -EPERM;
-}
-
-static int h_echo(void *arg, struct fab_rpc_call *c, uint32_t *len)
-{
-	(void)arg;
-	memcpy(c->resp, c->req, c->len < c->cap ? c->len : c->cap);
-	*len = c->len; /* more than cap: the fabric answers -EMSGSIZE */
-	return 7;
-}
 
 /* Never answers while the process lives (a target that dies mid-call). */
 static int h_hold(void *arg, struct fab_rpc_call *c, uint32_t *len)

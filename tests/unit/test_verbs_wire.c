@@ -37,6 +37,7 @@
 #include "rdma/fab.h"
 #include "rdma/fab_internal.h"
 #include "rdma/verbs_wire.h"
+#include "rpc_handlers.h"
 
 static int failures;
 
@@ -1849,44 +1850,6 @@ static void env_batch(struct fab_batch *b, struct fab_worker *fw, struct fab_sta
 
 enum { H_ADD = 1, H_FAIL = 2, H_ECHO = 3, H_LATER = 4, H_HOLD = 5, H_UNSET = 9 };
 
-struct add_req {
-	uint64_t off, add;
-};
-
-/* FAA on the target's region through its worker's fabric (the loopback
- * QP here); replies the old value. */
-static int h_add(void *arg, struct fab_rpc_call *c, uint32_t *len)
-{
-	(void)arg;
-	struct add_req rq;
-	if (c->len != sizeof(rq) || c->cap < 8)
-		return -EINVAL;
-	memcpy(&rq, c->req, sizeof(rq));
-	struct fab_batch b;
-	fab_batch_init(&b, c->fw, (struct fab_waiter){ 0 }, NULL);
-	uint64_t old = 0;
-	int rc = fab_faa1(&b, c->to, rq.off, rq.add, &old);
-	if (rc)
-		return rc;
-	memcpy(c->resp, &old, 8);
-	*len = 8;
-	return 0;
-}
-
-static int h_fail(void *arg, struct fab_rpc_call *c, uint32_t *len)
-{
-	(void)arg, (void)c, (void)len;
-	return -EPERM;
-}
-
-static int h_echo(void *arg, struct fab_rpc_call *c, uint32_t *len)
-{
-	(void)arg;
-	memcpy(c->resp, c->req, c->len < c->cap ? c->len : c->cap);
-	*len = c->len; /* more than cap: the fabric answers -EMSGSIZE */
-	return 7;
-}
-
 static int h_later(void *arg, struct fab_rpc_call *c, uint32_t *len)
 {
 	(void)arg, (void)len;
@@ -1977,7 +1940,7 @@ static void test_rpc(void)
 
 	/* A reply, and its effect on the region. */
 	*(uint64_t *)t = 40;
-	struct add_req rq = { 0, 1 };
+	struct rpc_add_req rq = { 0, 1 };
 	uint64_t old = 0;
 	struct fab_rpc_reply rep = { .buf = &old, .cap = 8 };
 	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
@@ -1993,7 +1956,7 @@ static void test_rpc(void)
 	fk.tracing = true;
 	fk.ntrace = 0;
 	fab_write(&b, 1, 64, &five, 8);
-	rq = (struct add_req){ 64, 1 };
+	rq = (struct rpc_add_req){ 64, 1 };
 	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
 	fab_read(&b, 1, 64, &seen, 8);
 	fab_cas(&b, 1, 64, 6, 100, &cas_old);
@@ -2010,21 +1973,21 @@ static void test_rpc(void)
 	int fences = fk.fences;
 	uint64_t before = 0;
 	fab_read(&b, 1, 64, &before, 8);
-	rq = (struct add_req){ 64, 1 };
+	rq = (struct rpc_add_req){ 64, 1 };
 	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
 	CHECK(fab_exec(&b) == 0 && before == 100 && old == 100 && fk.fences == fences + 1);
 
 	/* Batching: 8 calls to one node in one part, one doorbell, one round
 	 * trip; each answered into its own reply. */
 	enum { NB = 8 };
-	struct add_req rqs[64];
+	struct rpc_add_req rqs[64];
 	uint64_t olds[64];
 	struct fab_rpc_reply reps[64];
 	st = (struct fab_stats){ 0 };
 	bells = fab_worker_doorbells(w0);
 	int sends = fk.sends;
 	for (int k = 0; k < NB; k++) {
-		rqs[k] = (struct add_req){ 128 + 8 * (uint64_t)k, (uint64_t)k + 1 };
+		rqs[k] = (struct rpc_add_req){ 128 + 8 * (uint64_t)k, (uint64_t)k + 1 };
 		reps[k] = (struct fab_rpc_reply){ .buf = &olds[k], .cap = 8 };
 		fab_rpc(&b, 1, H_ADD, &rqs[k], sizeof(rqs[k]), &reps[k]);
 	}
@@ -2044,7 +2007,7 @@ static void test_rpc(void)
 	int naks = fk.rnr_naks;
 	fk.exec_per_poll = 100; /* the NIC outruns the target's polls */
 	for (int k = 0; k < FAB_BATCH_MAX; k++) {
-		rqs[k] = (struct add_req){ 1024 + 8 * (uint64_t)k, 1 };
+		rqs[k] = (struct rpc_add_req){ 1024 + 8 * (uint64_t)k, 1 };
 		reps[k] = (struct fab_rpc_reply){ .buf = &olds[k], .cap = 8 };
 		fab_rpc(&b, 1, H_ADD, &rqs[k], sizeof(rqs[k]), &reps[k]);
 	}
@@ -2063,7 +2026,7 @@ static void test_rpc(void)
 	for (int k = 0; k < 300; k++)
 		echo[k] = (char)k;
 	struct fab_rpc_reply rf = { .buf = back, .cap = 300 }, ru = rf, re = rf, rs = rf;
-	rq = (struct add_req){ 0, 1 };
+	rq = (struct rpc_add_req){ 0, 1 };
 	fab_rpc(&b, 1, H_FAIL, NULL, 0, &rf);
 	fab_rpc(&b, 1, H_UNSET, NULL, 0, &ru);
 	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
@@ -2106,7 +2069,7 @@ static void test_rpc(void)
 	/* The own node: through the loopback QP to its own responder, run by
 	 * the calling worker. */
 	*(uint64_t *)((char *)nodes[0].region + 256) = 9;
-	rq = (struct add_req){ 256, 1 };
+	rq = (struct rpc_add_req){ 256, 1 };
 	fab_rpc(&b, 0, H_ADD, &rq, sizeof(rq), &rep);
 	CHECK(fab_exec(&b) == 0 && rep.status == 0 && old == 9 &&
 	      word(0, 256) == 10);
@@ -2232,7 +2195,7 @@ static void test_rpc_peer_death(void)
 		goto out;
 	struct fab_batch b;
 	env_batch(&b, w0, NULL);
-	struct add_req rq = { 0, 1 };
+	struct rpc_add_req rq = { 0, 1 };
 	uint64_t old = 0, v = 3;
 	struct fab_rpc_reply rep = { .buf = &old, .cap = 8 }, rep2 = rep;
 	fab_rpc(&b, 1, H_ADD, &rq, sizeof(rq), &rep);
