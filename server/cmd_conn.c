@@ -27,9 +27,6 @@
 #include "server/strutil.h"
 #include "server/worker.h"
 
-/* The version clients see: they gate features on it (HELLO, RESP3, ...). */
-#define SRV_REDIS_VERSION "7.0.15"
-
 static bool arg_is(const struct resp_arg *a, const char *s)
 {
 	return a->len == strlen(s) && strncasecmp(a->p, s, a->len) == 0;

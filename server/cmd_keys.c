@@ -149,7 +149,7 @@ static int own_writes(struct cmd_ctx *c, struct key_list *kl, bool *flushed)
 		idx = malloc((size_t)q->argc * sizeof(*idx));
 		if (!idx)
 			return -1;
-		n = cmd_get_keys(q->def, q->argc, idx, q->argc);
+		n = cmd_get_keys(q->def, q->argc, q->argv, idx, q->argc);
 		for (j = 0; j < n && !kl->oom; j++)
 			list_key(kl, q->argv[idx[j]].p, (uint32_t)q->argv[idx[j]].len, NULL);
 		free(idx);

@@ -37,9 +37,8 @@
 #include "server/slots.h"
 #include "server/srv.h"
 #include "server/strutil.h"
+#include "server/script.h"
 #include "server/worker.h"
-
-#define SRV_REDIS_VERSION "7.0.15"
 
 static bool arg_is(const struct resp_arg *a, const char *s)
 {
@@ -293,7 +292,7 @@ static void command_getkeys(struct cmd_ctx *c, bool with_flags)
 		resp_error(c->out, "ERR Invalid command specified");
 		return;
 	}
-	if (d->first_key <= 0) {
+	if (d->first_key <= 0 && !d->getkeys) {
 		resp_error(c->out, "ERR The command has no key arguments");
 		return;
 	}
@@ -307,7 +306,7 @@ static void command_getkeys(struct cmd_ctx *c, bool with_flags)
 		resp_error(c->out, "ERR out of memory");
 		return;
 	}
-	int n = cmd_get_keys(d, argc, idx, argc);
+	int n = cmd_get_keys(d, argc, argv, idx, argc);
 	resp_array(c->out, n);
 	for (int i = 0; i < n; i++) {
 		if (with_flags) {
@@ -822,6 +821,11 @@ static void info_memory(struct info_ctx *x)
 			"memstore_human:%s\r\n"
 			"mem_allocator:libc\r\n",
 			used, h_used, rss, h_rss, total, h_total, store, h_store, store, h_store);
+	uint64_t nscripts = 0, script_bytes = 0;
+	if (x->n->scripts)
+		script_cache_stats(x->n->scripts, &nscripts, &script_bytes);
+	srv_sbuf_printf(x->b, "number_of_cached_scripts:%llu\r\nused_memory_scripts_eval:%llu\r\n",
+			(unsigned long long)nscripts, (unsigned long long)script_bytes);
 }
 
 /*

@@ -30,6 +30,7 @@
 #include "cc/txn.h"
 #include "server/command.h"
 #include "server/node.h"
+#include "server/script.h"
 #include "server/worker.h"
 
 /* Flag sets shared by many rows. */
@@ -146,6 +147,47 @@ static const struct cmd_def function_subs[] = {
 	{ .name = "function|help", .fn = cmd_function, .arity = 2,
 	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "scripting", .since = "7.0.0",
 	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow @scripting" },
+	{ .name = NULL },
+};
+
+/* EVAL and its kind: transactional commands (no CMD_NOTXN), whose keys
+ * script_getkeys finds. */
+#define F_EVAL (CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | \
+		CMD_MOVABLEKEYS)
+
+static const struct cmd_def script_subs[] = {
+	{ .name = "script|load", .fn = cmd_script, .arity = 3,
+	  .flags = CMD_NOSCRIPT | CMD_STALE | CMD_NOTXN, .group = "scripting", .since = "2.6.0",
+	  .summary = "Load the specified Lua script into the script cache.",
+	  .complexity = "O(N) with N being the length in bytes of the script body.",
+	  .acl_categories = "@slow @scripting",
+	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
+	{ .name = "script|exists", .fn = cmd_script, .arity = -3,
+	  .flags = CMD_NOSCRIPT | CMD_NOTXN, .group = "scripting", .since = "2.6.0",
+	  .summary = "Check existence of scripts in the script cache.",
+	  .complexity = "O(N) with N being the number of scripts to check (so checking a "
+			"single script is an O(1) operation).",
+	  .acl_categories = "@slow @scripting",
+	  .tips = "request_policy:all_shards response_policy:agg_logical_and" },
+	{ .name = "script|flush", .fn = cmd_script, .arity = -2,
+	  .flags = CMD_NOSCRIPT | CMD_NOTXN, .group = "scripting", .since = "2.6.0",
+	  .summary = "Remove all the scripts from the script cache.",
+	  .complexity = "O(N) with N being the number of scripts in cache",
+	  .acl_categories = "@slow @scripting",
+	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
+	{ .name = "script|kill", .fn = cmd_script, .arity = 2,
+	  .flags = CMD_NOSCRIPT | CMD_ALLOW_BUSY | CMD_NOTXN, .group = "scripting",
+	  .since = "2.6.0", .summary = "Kill the script currently in execution.",
+	  .complexity = "O(1)", .acl_categories = "@slow @scripting",
+	  .tips = "request_policy:all_shards response_policy:one_succeeded" },
+	{ .name = "script|help", .fn = cmd_script, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "scripting", .since = "5.0.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow @scripting" },
+	{ .name = "script|debug", .fn = cmd_script, .arity = 3,
+	  .flags = CMD_NOSCRIPT | CMD_NOTXN, .group = "scripting", .since = "3.2.0",
+	  .summary = "Set the debug mode for executed scripts.", .complexity = "O(1)",
 	  .acl_categories = "@slow @scripting" },
 	{ .name = NULL },
 };
@@ -416,6 +458,33 @@ static const struct cmd_def table[] = {
 	{ .name = "rckv", .fn = cmd_rckv, .arity = -2, .flags = CMD_NOTXN,
 	  .group = "cluster", .since = "rckv", .summary = "rckv's cluster layout: NODES, KEYSLOT, KEYNODE",
 	  .complexity = "Depends on subcommand.", .subcommands = rckv_subs, .acl_categories = "@slow" },
+	{ .name = "eval", .fn = cmd_eval, .arity = -3, .flags = F_EVAL, .group = "scripting",
+	  .since = "2.6.0", .summary = "Execute a Lua script server side",
+	  .complexity = "Depends on the script that is executed.",
+	  .acl_categories = "@slow @scripting", .key_flags = "RW access update",
+	  .getkeys = script_getkeys },
+	{ .name = "evalsha", .fn = cmd_evalsha, .arity = -3, .flags = F_EVAL,
+	  .group = "scripting", .since = "2.6.0", .summary = "Execute a Lua script server side",
+	  .complexity = "Depends on the script that is executed.",
+	  .acl_categories = "@slow @scripting", .key_flags = "RW access update",
+	  .getkeys = script_getkeys },
+	{ .name = "eval_ro", .fn = cmd_eval_ro, .arity = -3, .flags = F_EVAL | CMD_READONLY,
+	  .group = "scripting", .since = "7.0.0",
+	  .summary = "Execute a read-only Lua script server side",
+	  .complexity = "Depends on the script that is executed.",
+	  .acl_categories = "@slow @scripting", .key_flags = "RO access",
+	  .getkeys = script_getkeys },
+	{ .name = "evalsha_ro", .fn = cmd_evalsha_ro, .arity = -3, .flags = F_EVAL | CMD_READONLY,
+	  .group = "scripting", .since = "7.0.0",
+	  .summary = "Execute a read-only Lua script server side",
+	  .complexity = "Depends on the script that is executed.",
+	  .acl_categories = "@slow @scripting", .key_flags = "RO access",
+	  .getkeys = script_getkeys },
+	{ .name = "script", .fn = cmd_script, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "scripting", .since = "2.6.0",
+	  .summary = "A container for Lua scripts management commands",
+	  .complexity = "Depends on subcommand.", .subcommands = script_subs,
+	  .acl_categories = "@slow" },
 	{ .name = "function", .fn = cmd_function, .arity = -2, .flags = CMD_NOTXN,
 	  .group = "scripting", .since = "7.0.0", .summary = "A container for function commands",
 	  .complexity = "Depends on subcommand.", .subcommands = function_subs,
@@ -539,9 +608,11 @@ int cmd_flag_names(uint32_t flags, const char **names, int max)
 		{ CMD_WRITE, "write" },          { CMD_READONLY, "readonly" },
 		{ CMD_DENYOOM, "denyoom" },      { CMD_ADMIN, "admin" },
 		{ CMD_NOSCRIPT, "noscript" },    { CMD_LOADING, "loading" },
-		{ CMD_STALE, "stale" },          { CMD_SKIP_SLOWLOG, "skip_slowlog" },
-		{ CMD_FAST, "fast" },            { CMD_NOAUTH, "no_auth" },
-		{ CMD_NOMULTI, "no_multi" },     { CMD_ALLOW_BUSY, "allow_busy" },
+		{ CMD_STALE, "stale" },          { CMD_SKIP_MONITOR, "skip_monitor" },
+		{ CMD_SKIP_SLOWLOG, "skip_slowlog" }, { CMD_FAST, "fast" },
+		{ CMD_NOAUTH, "no_auth" },       { CMD_NO_MANDATORY_KEYS, "no_mandatory_keys" },
+		{ CMD_NOMULTI, "no_multi" },     { CMD_MOVABLEKEYS, "movablekeys" },
+		{ CMD_ALLOW_BUSY, "allow_busy" },
 	};
 	int n = 0;
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
@@ -550,8 +621,11 @@ int cmd_flag_names(uint32_t flags, const char **names, int max)
 	return n;
 }
 
-int cmd_get_keys(const struct cmd_def *d, int argc, int *idx, int max)
+int cmd_get_keys(const struct cmd_def *d, int argc, const struct resp_arg *argv, int *idx,
+		 int max)
 {
+	if (d && d->getkeys)
+		return d->getkeys(argc, argv, idx, max);
 	if (!d || d->first_key <= 0 || argc <= d->first_key)
 		return 0;
 	int last = d->last_key < 0 ? argc + d->last_key : d->last_key;
@@ -607,7 +681,7 @@ static bool key_too_big(const struct cmd_ctx *c)
 {
 	const struct cmd_def *d = cmd_lookup(c->argv[0].p, c->argv[0].len);
 	int idx[64];
-	int n = cmd_get_keys(d, c->argc, idx, 64);
+	int n = cmd_get_keys(d, c->argc, c->argv, idx, 64);
 	long long max = (long long)ck_pr_load_64((uint64_t *)&c->node->cfg.max_key_bytes);
 	for (int i = 0; i < n; i++)
 		if ((long long)c->argv[idx[i]].len > max)

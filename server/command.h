@@ -21,6 +21,11 @@
 
 #include "resp/resp.h"
 
+/* The Redis version whose commands and replies rckv follows, as clients see
+ * it (INFO, HELLO, a script's redis.REDIS_VERSION): they gate features on
+ * it (RESP3, ...). */
+#define SRV_REDIS_VERSION "7.0.15"
+
 struct node;
 struct worker;
 struct client;
@@ -61,6 +66,9 @@ enum {
 	CMD_DENYOOM = 1u << 12,     /* "denyoom": may grow memory use */
 	CMD_SKIP_SLOWLOG = 1u << 13,/* "skip_slowlog" */
 	CMD_ALLOW_BUSY = 1u << 14,  /* "allow_busy" */
+	CMD_SKIP_MONITOR = 1u << 15,/* "skip_monitor" */
+	CMD_NO_MANDATORY_KEYS = 1u << 16, /* "no_mandatory_keys" */
+	CMD_MOVABLEKEYS = 1u << 17, /* "movablekeys": keys found by getkeys */
 };
 
 struct cmd_def {
@@ -84,6 +92,9 @@ struct cmd_def {
 	 * EXISTS): dispatch answers it with reply1(c, false, ...) when the key
 	 * is absent (cc_key_absent), without running a transaction. */
 	cmd_reply1 reply1;
+	/* Keys whose positions depend on the arguments (EVAL's numkeys): used
+	 * in place of first_key..last_key when set. */
+	int (*getkeys)(int argc, const struct resp_arg *argv, int *idx, int max);
 };
 
 /* Look a command up by name (case-insensitive, not NUL-terminated). */
@@ -96,7 +107,8 @@ const struct cmd_def *cmd_table(int *count);
 int cmd_flag_names(uint32_t flags, const char **names, int max);
 
 /* Keys of a request per its def (for COMMAND GETKEYS); returns count, fills idx[]. */
-int cmd_get_keys(const struct cmd_def *d, int argc, int *idx, int max);
+int cmd_get_keys(const struct cmd_def *d, int argc, const struct resp_arg *argv, int *idx,
+		 int max);
 
 /* Reply helpers used by many handlers (exact Redis texts). */
 void cmd_reply_wrong_args(struct cmd_ctx *c);        /* ERR wrong number of arguments for '%s' command */
@@ -133,6 +145,9 @@ CMD(cmd_command); CMD(cmd_config); CMD(cmd_info); CMD(cmd_time); CMD(cmd_shutdow
 CMD(cmd_function); CMD(cmd_debug);
 /* cmd_rckv.c */
 CMD(cmd_rckv);
+/* script.c */
+CMD(cmd_eval); CMD(cmd_evalsha); CMD(cmd_eval_ro); CMD(cmd_evalsha_ro);
+CMD(cmd_script);
 /* multi.c */
 CMD(cmd_multi); CMD(cmd_exec); CMD(cmd_discard); CMD(cmd_watch); CMD(cmd_unwatch);
 #undef CMD

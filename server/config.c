@@ -120,6 +120,11 @@ static const struct opt options[] = {
 	{ "addr-cache-entries", OT_LL, true, OFF(addr_cache_entries), 1, 1LL << 30, NULL,
 	  "262144" },
 	{ "txn-timeout", OT_LL, true, OFF(txn_timeout_ms), 1, 3600000, NULL, "5000" },
+	/* scripts; lua-time-limit is Redis's older name of busy-reply-threshold */
+	{ "busy-reply-threshold", OT_LL, true, OFF(busy_reply_ms), 0, LLONG_MAX, NULL, "5000" },
+	{ "lua-time-limit", OT_LL, true, OFF(busy_reply_ms), 0, LLONG_MAX, NULL, "5000" },
+	{ "script-memory-limit", OT_MEM, true, OFF(script_memory_limit), 1LL << 20, 1LL << 40,
+	  NULL, "64mb" },
 	/* limits */
 	{ "max-key-bytes", OT_MEM, true, OFF(max_key_bytes), 1, CFG_MAX_KEY_BYTES, NULL, "64kb" },
 	{ "max-value-bytes", OT_MEM, true, OFF(max_value_bytes), 1, CFG_MAX_VALUE_BYTES, NULL,

@@ -57,6 +57,10 @@ struct srv_config {
 	int maat_list_slots;            /* maat-list-slots 4: reader/writer list slots per item */
 	long long addr_cache_entries;   /* addr-cache-entries 262144: per worker (cc/cache.h) */
 	long long txn_timeout_ms;       /* txn-timeout 5000 (mutable) */
+	long long busy_reply_ms;        /* busy-reply-threshold (lua-time-limit) 5000: a
+					   script running longer is stopped (mutable) */
+	long long script_memory_limit;  /* script-memory-limit 64mb: bytes a script's Lua
+					   heap may grow by (mutable) */
 
 	/* limits */
 	long long max_key_bytes;        /* max-key-bytes 64kb (mutable) */

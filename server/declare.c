@@ -56,6 +56,21 @@ static uint8_t access_of(const struct cmd_def *def, int argc)
 void srv_decl_command(struct srv_decl *d, const struct cmd_def *def, int argc,
 		      const struct resp_arg *argv)
 {
+	if (def && def->getkeys) {
+		int stack[SRV_DECL_STACK];
+		int *idx = argc <= SRV_DECL_STACK ? stack : malloc((size_t)argc * sizeof(int));
+		if (!idx) {
+			d->oom = true;
+			return;
+		}
+		int n = def->getkeys(argc, argv, idx, argc);
+		uint8_t access = access_of(def, argc);
+		for (int i = 0; i < n; i++)
+			srv_decl_key(d, argv[idx[i]].p, argv[idx[i]].len, access);
+		if (idx != stack)
+			free(idx);
+		return;
+	}
 	if (!def || def->first_key <= 0 || argc <= def->first_key)
 		return;
 	int last = def->last_key < 0 ? argc + def->last_key : def->last_key;

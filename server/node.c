@@ -18,6 +18,7 @@
 #include "cc/durable.h"
 #include "cc/switch.h"
 #include "server/log.h"
+#include "server/script.h"
 #include "server/membership.h"
 #include "server/recovery.h"
 #include "server/cluster.h"
@@ -486,7 +487,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 
 	n->nworkers = n->cfg.threads;
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
-	if (!n->workers) {
+	n->scripts = script_cache_create();
+	if (!n->workers || !n->scripts) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_listen;
 	}
@@ -506,6 +508,8 @@ fail_workers:
 	free(n->workers);
 	n->workers = NULL;
 fail_listen:
+	script_cache_free(n->scripts);
+	n->scripts = NULL;
 	mb_stop(n);
 	cluster_stop(n);
 	for (int i = 0; i < n->nlisten; i++)
@@ -542,6 +546,8 @@ void srv_node_stop(struct node *n)
 		worker_destroy(n->workers[i]);
 	free(n->workers);
 	n->workers = NULL;
+	script_cache_free(n->scripts);
+	n->scripts = NULL;
 	cluster_stop(n);
 	durable_stop(&n->cc); /* after the workers: nobody waits any more */
 	fab_close(n->cc.fab);

@@ -22,6 +22,7 @@ struct cc_protocol;
 struct slot_map;
 struct node;
 struct durable;
+struct script_cache;
 
 /* Cluster-wide operations (server/cluster.c); NULL on a standalone node.
  * (The protocol switch is cc's: cc_node.cops.) */
@@ -80,6 +81,7 @@ struct node {
 	int listen_fds[SRV_MAX_BIND];
 	int nlisten;
 	int log_fd;                   /* log destination (server/log.c) */
+	struct script_cache *scripts; /* EVAL's cache, shared by the workers (server/script.h) */
 	uint64_t recovered_keys;      /* live keys found at start */
 	struct st_log_stats recovery;  /* what recovery settled at start */
 	uint64_t recovery_ms;

@@ -31,6 +31,7 @@
 #include "server/client.h"
 #include "server/conn.h"
 #include "server/log.h"
+#include "server/script.h"
 
 #define HANDOFF_SLOTS 1024
 #define CORO_STACK (256 * 1024)
@@ -355,7 +356,8 @@ int worker_start(struct node *n, int id, struct worker **out, char *err, size_t 
 		return -EHOSTUNREACH;
 	ck_ring_init(&h->ring, HANDOFF_SLOTS);
 	w->ccw = cc_worker_create(&n->cc, id, w->sched, w->fw);
-	if (!w->ccw)
+	w->scripts = script_pool_create();
+	if (!w->ccw || !w->scripts)
 		return -ENOMEM;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_wake };
 	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &ev);
@@ -388,6 +390,7 @@ void worker_destroy(struct worker *w)
 {
 	if (!w)
 		return;
+	script_pool_free(w->scripts);
 	cc_worker_destroy(w->ccw);
 	fab_worker_destroy(w->fw);
 	sched_destroy(w->sched);

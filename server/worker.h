@@ -17,6 +17,7 @@ struct sched;
 struct fab_worker;
 struct cc_worker;
 struct worker_task;
+struct script_pool;
 
 struct worker {
 	struct node *node;
@@ -30,6 +31,7 @@ struct worker {
 	struct cc_worker *ccw;        /* executor state: address cache, ts clock,
 					 its transactions' stats and in-flight count */
 	struct srv_stats stats;       /* owner writes; see node.h */
+	struct script_pool *scripts;  /* Lua VMs lent to running scripts (server/script.h) */
 
 	pthread_mutex_t clients_lock; /* guards the list links for CLIENT LIST */
 	struct client *clients;       /* list of this worker's clients */
