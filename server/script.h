@@ -31,10 +31,6 @@ void script_cache_stats(struct script_cache *sc, uint64_t *count, uint64_t *byte
 struct script_pool *script_pool_create(void);
 void script_pool_free(struct script_pool *sp);
 
-/* Bytes held by the pool's Lua heaps (INFO memory). Worker's thread, or
- * any thread as an estimate. */
-uint64_t script_pool_bytes(const struct script_pool *sp);
-
 /* The key positions of an EVAL-family request: argv[3 .. 3+numkeys), or 0
  * when numkeys is not a valid count (the handler then says why). */
 int script_getkeys(int argc, const struct resp_arg *argv, int *idx, int max);
