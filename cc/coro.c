@@ -47,6 +47,34 @@ static inline void *fiber_current(void) { return NULL; }
 static inline void fiber_switch(void *f) { (void)f; }
 #endif
 
+/*
+ * AddressSanitizer must be told too (its fiber API): a longjmp on a
+ * coroutine's stack (a Lua error inside a script, server/script_vm.c)
+ * unpoisons the stack between the jump's target and the stack's top, and
+ * without the switch annotations ASan takes the thread's stack for the
+ * coroutine's, leaves the coroutine's redzones poisoned, and reports the
+ * next write there as an overflow.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define RCKV_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RCKV_ASAN_FIBERS 1
+#endif
+#endif
+#ifdef RCKV_ASAN_FIBERS
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
+				     size_t *size_old);
+#define asan_start_switch(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
+#define asan_finish_switch(save, bottom_old, size_old) \
+	__sanitizer_finish_switch_fiber(save, bottom_old, size_old)
+#else
+#define asan_start_switch(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define asan_finish_switch(save, bottom_old, size_old) \
+	((void)(save), (void)(bottom_old), (void)(size_old))
+#endif
+
 struct coro {
 	fcontext_t ctx;    /* where to jump to resume the coroutine */
 	fcontext_t caller; /* where to jump to yield back */
@@ -57,15 +85,21 @@ struct coro {
 	size_t map_len;
 	void *fiber;       /* ThreadSanitizer's fiber of this coroutine */
 	void *caller_fiber;
+	/* AddressSanitizer: the stacks on either side of a switch. */
+	const void *stack_bottom, *caller_bottom;
+	size_t stack_size, caller_size;
+	void *fake_stack, *caller_fake_stack;
 };
 
 static void coro_entry(transfer_t t)
 {
 	struct coro *co = t.data;
+	asan_finish_switch(NULL, &co->caller_bottom, &co->caller_size);
 	co->caller = t.fctx;
 	co->fn(co, co->arg);
 	co->done = true;
 	fiber_switch(co->caller_fiber);
+	asan_start_switch(NULL, co->caller_bottom, co->caller_size); /* this stack ends */
 	jump_fcontext(co->caller, NULL);
 	abort(); /* a finished coroutine is never resumed (coro.h) */
 }
@@ -88,6 +122,8 @@ struct coro *coro_create(size_t stack_size, coro_fn fn, void *arg)
 	mprotect(co->stack, page, PROT_NONE);
 	co->fn = fn;
 	co->arg = arg;
+	co->stack_bottom = (char *)co->stack + page;
+	co->stack_size = stack_size;
 	co->ctx = make_fcontext((char *)co->stack + co->map_len, stack_size, coro_entry);
 	co->fiber = fiber_create();
 	return co;
@@ -97,14 +133,18 @@ void coro_resume(struct coro *co)
 {
 	co->caller_fiber = fiber_current();
 	fiber_switch(co->fiber);
+	asan_start_switch(&co->caller_fake_stack, co->stack_bottom, co->stack_size);
 	transfer_t t = jump_fcontext(co->ctx, co);
+	asan_finish_switch(co->caller_fake_stack, NULL, NULL);
 	co->ctx = t.fctx;
 }
 
 void coro_yield(struct coro *co)
 {
 	fiber_switch(co->caller_fiber);
+	asan_start_switch(&co->fake_stack, co->caller_bottom, co->caller_size);
 	transfer_t t = jump_fcontext(co->caller, NULL);
+	asan_finish_switch(co->fake_stack, &co->caller_bottom, &co->caller_size);
 	co->caller = t.fctx;
 }
 
