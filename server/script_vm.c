@@ -26,6 +26,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <lua-cjson.h> /* after lua.h: it names lua_State */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -702,9 +703,12 @@ static int sandbox_setup(lua_State *L)
 	lua_newtable(L);
 	luaL_register(L, NULL, bit_lib);
 	lua_setfield(L, -2, "bit");
+	lua_pushcfunction(L, luaopen_cjson);
+	lua_call(L, 0, 1);
+	lua_setfield(L, -2, "cjson");
 
 	static const char *const libs[] = { "string", "math", "table", "coroutine", "redis",
-					    "bit", NULL };
+					    "bit", "cjson", NULL };
 	for (int i = 0; libs[i]; i++) {
 		lua_getfield(L, -1, libs[i]);
 		make_readonly(L);

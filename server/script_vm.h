@@ -8,7 +8,7 @@
  * worker's thread only.
  *
  * The sandbox is Redis 7's:
- *  - the base, table, string and math libraries and `bit`; no os, io,
+ *  - the base, table, string and math libraries, `bit` and `cjson`; no os, io,
  *    package, debug, print, dofile, loadfile, getfenv or setfenv;
  *  - the globals are read-only ("Attempt to modify a readonly table"), and
  *    reading an absent one is an error ("Script attempted to access

@@ -74,6 +74,9 @@ RETURNS = [
     ("return string.format('%d', 7)", bulk("7")),
     ("return bit.band(3, 1)", b":1\r\n"),
     ("return bit.tohex(255, 4)", bulk("00ff")),
+    ("return cjson.encode({1,2,'x',{a=1}})", bulk('[1,2,"x",{"a":1}]')),
+    ("return cjson.encode(cjson.decode('{\"k\":[1,2.5,null]}'))", bulk('{"k":[1,2.5,null]}')),
+    ("return cjson.decode('[1,2,{\"a\":true}]')[3].a", b":1\r\n"),
     ("return loadstring", NIL),
     ("return coroutine", b"*0\r\n"),
     ("return type(pcall)", bulk("function")),
@@ -192,7 +195,7 @@ def test_sandbox(raw):
         b"-ERR user_script:1: Script attempted to access nonexistent global variable 'x'")
     assert raw.call_raw("EVAL", "return rawget(_G, 'x')", "0") == NIL
     for s in ("a = 1", "string.foo = 1", "local s = string; s.rep = nil", "redis.call = nil",
-              "math.floor = nil", "table.insert = nil"):
+              "math.floor = nil", "table.insert = nil", "cjson.encode = nil"):
         assert raw.call_raw("EVAL", s, "0") == \
             b"-ERR user_script:1: Attempt to modify a readonly table" + where(s)
     # A failed attempt changes nothing for the next script.
