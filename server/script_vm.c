@@ -614,7 +614,12 @@ static const luaL_Reg bit_lib[] = {
 
 /* ---- the sandbox ---- */
 
-/* pcall as Redis 7 gives it: a Redis error comes back as its message. */
+/*
+ * pcall as Redis 7 gives it: a Redis error comes back as its message. A
+ * stopped script's error is raised again: no pcall, xpcall or
+ * coroutine.resume keeps a stopped script running (a loop that catches
+ * every error would otherwise never end, and never yield).
+ */
 static int sandbox_pcall(lua_State *L)
 {
 	luaL_checkany(L, 1);
@@ -624,6 +629,8 @@ static int sandbox_pcall(lua_State *L)
 		lua_insert(L, 1);
 		return lua_gettop(L);
 	}
+	if (vm_of(L)->stopped)
+		return lua_error(L);
 	if (lua_istable(L, -1)) {
 		lua_getfield(L, -1, "err");
 		if (lua_isstring(L, -1))
@@ -634,6 +641,31 @@ static int sandbox_pcall(lua_State *L)
 	lua_pushboolean(L, 0);
 	lua_insert(L, -2);
 	return 2;
+}
+
+static int sandbox_xpcall(lua_State *L)
+{
+	luaL_checkany(L, 2);
+	lua_settop(L, 2);
+	lua_insert(L, 1); /* handler f */
+	int st = lua_pcall(L, 0, LUA_MULTRET, 1);
+	if (st != 0 && vm_of(L)->stopped)
+		return lua_error(L);
+	lua_pushboolean(L, st == 0);
+	lua_replace(L, 1);
+	return lua_gettop(L);
+}
+
+/* coroutine.resume, upvalue 1 the original. */
+static int sandbox_resume(lua_State *L)
+{
+	int n = lua_gettop(L);
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, n, LUA_MULTRET);
+	if (vm_of(L)->stopped)
+		return raise_stop(L);
+	return lua_gettop(L);
 }
 
 static int readonly_newindex(lua_State *L)
@@ -698,6 +730,13 @@ static int sandbox_setup(lua_State *L)
 	}
 	lua_pushcfunction(L, sandbox_pcall);
 	lua_setfield(L, -2, "pcall");
+	lua_pushcfunction(L, sandbox_xpcall);
+	lua_setfield(L, -2, "xpcall");
+	lua_getfield(L, -1, "coroutine");
+	lua_getfield(L, -1, "resume");
+	lua_pushcclosure(L, sandbox_resume, 1);
+	lua_setfield(L, -2, "resume");
+	lua_pop(L, 1);
 	open_redis(L);
 	lua_setfield(L, -2, "redis");
 	lua_newtable(L);

@@ -81,6 +81,12 @@ RETURNS = [
     ("return coroutine", b"*0\r\n"),
     ("return type(pcall)", bulk("function")),
     ("return pcall(function() error('x') end)", NIL),
+    ("return {xpcall(function() error('x') end, function(e) return 'h:' .. e end)}",
+     b"*2\r\n$-1\r\n$18\r\nh:user_script:1: x\r\n"),
+    ("return {xpcall(function() return 7 end, function(e) return e end)}", b"*2\r\n:1\r\n:7\r\n"),
+    ("local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end) "
+     "local _, v1 = coroutine.resume(co, 1) local _, v2 = coroutine.resume(co, 10) return {v1, v2}",
+     b"*2\r\n:2\r\n:20\r\n"),
 ]
 
 
@@ -391,6 +397,13 @@ def test_busy_script_is_stopped_and_others_are_served(make_server, key):
         assert result["reply"].startswith(b"-ERR Script killed: it ran ")
         assert b"busy-reply-threshold (400 ms); nothing it wrote was kept" in result["reply"]
         assert raw.call_raw("EXISTS", key) == b":0\r\n"
+        # A script that catches every error is stopped all the same.
+        for catcher in ("pcall(function() while true do end end)",
+                        "xpcall(function() while true do end end, function(e) return e end)",
+                        "coroutine.resume(coroutine.create(function() while true do end end))"):
+            s = "redis.call('set', KEYS[1], 'w') while true do %s end" % catcher
+            assert raw.call_raw("EVAL", s, "1", key).startswith(b"-ERR Script killed: it ran ")
+            assert raw.call_raw("EXISTS", key) == b":0\r\n"
     finally:
         raw.close()
         admin.close()
