@@ -38,6 +38,7 @@
 #define REG_GLOBALS "rckv.globals"
 #define REG_FUNCS "rckv.funcs"
 #define REG_VM "rckv.vm"
+#define REG_READONLY "rckv.readonly" /* the read-only proxies, as weak keys */
 
 /* Nesting of a reply or of a returned table past which it is cut. */
 #define SVM_MAX_DEPTH 512
@@ -685,6 +686,61 @@ static int globals_index(lua_State *L)
 			  k ? k : "?");
 }
 
+static bool is_readonly(lua_State *L, int idx)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, REG_READONLY);
+	lua_pushvalue(L, idx);
+	lua_rawget(L, -2);
+	bool yes = lua_toboolean(L, -1);
+	lua_pop(L, 2);
+	return yes;
+}
+
+/* The error of rawset and setmetatable on a read-only table: no position,
+ * as Redis 7.0 raises it from inside the call. */
+static int readonly_error(lua_State *L)
+{
+	lua_pushliteral(L, "Attempt to modify a readonly table");
+	return lua_error(L);
+}
+
+/* rawset, refusing the read-only proxies: a field set in one would
+ * outlive the script, in its VM. */
+static int sandbox_rawset(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	if (is_readonly(L, 1))
+		return readonly_error(L);
+	luaL_checkany(L, 2);
+	luaL_checkany(L, 3);
+	lua_settop(L, 3);
+	lua_rawset(L, 1);
+	lua_pushvalue(L, 1);
+	return 1;
+}
+
+/* setmetatable, upvalue 1 the original. */
+static int sandbox_setmetatable(lua_State *L)
+{
+	if (lua_istable(L, 1) && is_readonly(L, 1))
+		return readonly_error(L);
+	int n = lua_gettop(L);
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, n, LUA_MULTRET);
+	return lua_gettop(L);
+}
+
+/* Enter the proxy at the top in REG_READONLY. */
+static void note_readonly(lua_State *L)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, REG_READONLY);
+	lua_pushvalue(L, -2);
+	lua_pushboolean(L, 1);
+	lua_rawset(L, -3);
+	lua_pop(L, 1);
+}
+
 /* Replace the table at the top with a read-only proxy of it. */
 static void make_readonly(lua_State *L)
 {
@@ -698,6 +754,7 @@ static void make_readonly(lua_State *L)
 	lua_setfield(L, -2, "__metatable");
 	lua_setmetatable(L, -2);       /* t proxy */
 	lua_remove(L, -2);
+	note_readonly(L);
 }
 
 static void open_lib(lua_State *L, const char *name, lua_CFunction open)
@@ -715,6 +772,12 @@ static int sandbox_setup(lua_State *L)
 	lua_setfield(L, LUA_REGISTRYINDEX, REG_VM);
 	lua_newtable(L);
 	lua_setfield(L, LUA_REGISTRYINDEX, REG_FUNCS);
+	lua_newtable(L);                    /* weak keys: { __mode = "k" } */
+	lua_newtable(L);
+	lua_pushliteral(L, "k");
+	lua_setfield(L, -2, "__mode");
+	lua_setmetatable(L, -2);
+	lua_setfield(L, LUA_REGISTRYINDEX, REG_READONLY);
 
 	open_lib(L, "", luaopen_base);
 	open_lib(L, LUA_TABLIBNAME, luaopen_table);
@@ -732,6 +795,11 @@ static int sandbox_setup(lua_State *L)
 	lua_setfield(L, -2, "pcall");
 	lua_pushcfunction(L, sandbox_xpcall);
 	lua_setfield(L, -2, "xpcall");
+	lua_pushcfunction(L, sandbox_rawset);
+	lua_setfield(L, -2, "rawset");
+	lua_getfield(L, -1, "setmetatable");
+	lua_pushcclosure(L, sandbox_setmetatable, 1);
+	lua_setfield(L, -2, "setmetatable");
 	lua_getfield(L, -1, "coroutine");
 	lua_getfield(L, -1, "resume");
 	lua_pushcclosure(L, sandbox_resume, 1);
@@ -753,6 +821,12 @@ static int sandbox_setup(lua_State *L)
 		make_readonly(L);
 		lua_setfield(L, -2, libs[i]);
 	}
+	/* Strings' methods ("x":rep(2)) through the read-only string too. */
+	lua_pushliteral(L, "");
+	lua_getmetatable(L, -1);
+	lua_getfield(L, -3, "string");
+	lua_setfield(L, -2, "__index");
+	lua_pop(L, 2);
 
 	/* The proxy P of G becomes the state's globals; G._G is P. */
 	lua_newtable(L);                    /* G P */
@@ -765,6 +839,7 @@ static int sandbox_setup(lua_State *L)
 	lua_pushliteral(L, "readonly");
 	lua_setfield(L, -2, "__metatable");
 	lua_setmetatable(L, -2);            /* G P */
+	note_readonly(L);
 	lua_pushvalue(L, -1);
 	lua_setfield(L, -3, "_G");
 	lua_pushvalue(L, -2);

@@ -204,6 +204,13 @@ def test_sandbox(raw):
               "math.floor = nil", "table.insert = nil", "cjson.encode = nil"):
         assert raw.call_raw("EVAL", s, "0") == \
             b"-ERR user_script:1: Attempt to modify a readonly table" + where(s)
+    for s in ("rawset(_G, 'evil', 1)", "rawset(string, 'evil', 1)", "setmetatable(_G, nil)"):
+        assert raw.call_raw("EVAL", s, "0") == b"-ERR Attempt to modify a readonly table" + where(s)
+    s = "getmetatable('').__index.rep = nil"
+    assert raw.call_raw("EVAL", s, "0") == \
+        b"-ERR user_script:1: Attempt to modify a readonly table" + where(s)
+    assert raw.call_raw("EVAL", "local t = {} rawset(t, 'a', 1) return t.a", "0") == b":1\r\n"
+    assert raw.call_raw("EVAL", "return ('ab'):rep(2)", "0") == bulk("abab")
     # A failed attempt changes nothing for the next script.
     assert raw.call_raw("EVAL", "return type(redis.call)", "0") == bulk("function")
     assert raw.call_raw("EVAL", "return string.rep('ab', 2)", "0") == bulk("abab")
