@@ -51,10 +51,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/txn.h"
 #include "server/client.h"
 #include "server/command.h"
+#include "server/declare.h"
 #include "server/dispatch.h"
 #include "server/log.h"
 #include "server/node.h"
@@ -379,6 +381,27 @@ static bool notxn_allowed(const struct cmd_def *def)
 	       strcmp(def->name, "time") == 0;
 }
 
+/*
+ * A command of several keys that the script did not declare (MGET, MSET,
+ * DEL of computed names) fetches them in one round, one batch per node,
+ * before it runs (RCC's further fetch round, cc_fetch_more), rather than
+ * one round per key as it reaches them. Declared keys are left as they
+ * are; a lone key is fetched when reached, in the same one round. An
+ * error other than an abort is met again by the command itself.
+ */
+static int fetch_keys(struct script_exec *x, const struct cmd_def *def, int argc,
+		      const struct resp_arg *argv)
+{
+	if (def->first_key <= 0 && !def->getkeys)
+		return CC_OK;
+	struct srv_decl d;
+	srv_decl_init(&d);
+	srv_decl_command(&d, def, argc, argv);
+	int rc = d.n >= 2 ? cc_fetch_more(x->c->txn, d.keys, d.n) : CC_OK;
+	srv_decl_free(&d);
+	return rc == CC_ABORT ? CC_ABORT : CC_OK;
+}
+
 static int host_call(void *arg, int argc, struct resp_arg *argv, struct resp_w *out)
 {
 	struct script_exec *x = arg;
@@ -408,6 +431,10 @@ static int host_call(void *arg, int argc, struct resp_arg *argv, struct resp_w *
 	if (x->readonly && (def->flags & CMD_WRITE)) {
 		resp_error(out, "ERR Write commands are not allowed from read-only scripts.");
 		return 0;
+	}
+	if (fetch_keys(x, def, argc, argv) == CC_ABORT) {
+		x->stop = STOP_ABORT;
+		return SCRIPT_STOP;
 	}
 	/* Not srv_call: its savepoint would replace EVAL's own (savepoints do
 	 * not nest, cc/txn.h), and EVAL's must undo the whole script. */
