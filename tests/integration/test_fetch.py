@@ -304,3 +304,44 @@ def test_own_region_keys_are_resolved_through_the_index(make_cluster, make_serve
         hits, misses = cache_counts(c)
         assert (hits, misses) == (3 * 7, 0)
         assert proto_line(c, "silo")["fetch_round_trips_per_txn"] == 1.0
+
+
+SCRIPT_DECLARED = ("local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3]) "
+                   "redis.call('MSET', KEYS[1], v[1] + 1, KEYS[2], v[2] + 1, KEYS[3], v[3] + 1) "
+                   "return v[1] + v[2] + v[3]")
+SCRIPT_MGET = SCRIPT_DECLARED.replace("KEYS", "ARGV")
+SCRIPT_ONE_BY_ONE = ("local t = 0 for i = 1, 3 do local v = tonumber(redis.call('GET', ARGV[i])) "
+                     "redis.call('SET', ARGV[i], v + 1) t = t + v end return t")
+
+
+@pytest.mark.parametrize("proto,trips", [("silo", 4.0), ("nowait", 3.0)])
+def test_scripts_fetch_their_keys_in_one_round(make_cluster, proto, trips):
+    """A script that reads and increments one key on each of 3 nodes, over
+    tcp once the addresses are cached: with its keys declared (KEYS), and
+    with them undeclared but reached through one MGET and one MSET (the
+    MGET fetches all three in one round, server/script.c fetch_keys), it
+    takes the round trips of the same MULTI block (silo 4, nowait 3: one
+    fetch round, then the commit). Reached one GET at a time, at least one
+    more round per key after the first (4 more, measured)."""
+    cl = make_cluster("tcp", opts={"cc": proto})
+    keys = cl.keys_on(1, "s1:", 1) + cl.keys_on(2, "s2:", 1) + cl.keys_on(3, "s3:", 1)
+    runs = [("declared", SCRIPT_DECLARED, keys, []), ("mget", SCRIPT_MGET, [], keys),
+            ("one by one", SCRIPT_ONE_BY_ONE, [], keys)]
+    with cl.raw(1) as c:
+        assert c.call("MSET", *[x for k in keys for x in (k, "0")]) == "OK"
+        total = 0
+        per_txn = {}
+        for name, script, declared, args in runs:
+            argv = ["EVAL", script, str(len(declared))] + declared + args
+            assert c.call(*argv) == total  # learns the addresses
+            total += 3
+            assert c.call("CONFIG", "RESETSTAT") == "OK"
+            for _ in range(10):
+                assert c.call(*argv) == total
+                total += 3
+            p = proto_line(c, proto)
+            assert p["commits"] == 10 and p["aborts"] == 0, (name, p)
+            per_txn[name] = p["round_trips_per_txn"]
+    assert per_txn["declared"] == trips, per_txn
+    assert per_txn["mget"] == trips, per_txn
+    assert per_txn["one by one"] >= trips + 2, per_txn
