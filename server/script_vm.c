@@ -378,8 +378,9 @@ static int redis_pcall(lua_State *L)
 	return redis_command(L, false);
 }
 
-/* redis.error_reply / status_reply: {err=} or {ok=}. An error given as
- * "-CODE message" keeps its code, one without a dash gets "ERR ". */
+/* redis.error_reply / status_reply: {err=} or {ok=}. As Redis 7.0 reads
+ * the text: a leading dash is dropped; then a text with a space has its
+ * code (its first word, even an empty one), one without gets "ERR ". */
 static int redis_error_reply(lua_State *L)
 {
 	if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
@@ -387,13 +388,12 @@ static int redis_error_reply(lua_State *L)
 	size_t len;
 	const char *s = lua_tolstring(L, 1, &len);
 	if (len && s[0] == '-') {
-		const char *sp = memchr(s, ' ', len);
-		if (sp) {
-			push_error_table(L, s + 1, len - 1);
-			return 1;
-		}
 		s++;
 		len--;
+	}
+	if (memchr(s, ' ', len)) {
+		push_error_table(L, s, len);
+		return 1;
 	}
 	lua_newtable(L);
 	lua_pushliteral(L, "ERR ");
