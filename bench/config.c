@@ -59,7 +59,8 @@ void bench_usage(FILE *f)
 "  --zipf-head N          Zipf ranks drawn exactly (default 256; 2 = YCSB's generator)\n"
 "  --ops N                operations per transaction (ycsb-t, default 10)\n"
 "  --write-ratio F        fraction of SETs in a transaction (ycsb-t, default 0.2)\n"
-"  --nodes-per-txn N      nodes each transaction touches (ycsb-t, bank: default 2)\n"
+"  --nodes-per-txn N      nodes each transaction touches (ycsb-t, bank: default 2 where\n"
+"                         the target has 2 or more nodes, else 1)\n"
 "  --scan-max N           longest SCAN COUNT (ycsb-e, default 100)\n"
 "\n"
 "client:\n"
@@ -389,6 +390,8 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 				return -1;
 			if (c == O_ZIPF)
 				zipf_set = true;
+			if (c == O_NODES_PER_TXN)
+				cfg->nodes_per_txn_set = true;
 			if (c == O_OPS || c == O_WRITE_RATIO)
 				not_bank = optname(c);
 			break;

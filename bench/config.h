@@ -71,7 +71,9 @@ struct bench_config {
 	int zipf_head;        /* ranks drawn exactly (zipf.h) */
 	uint64_t records;
 	int value_size;
-	int nodes_per_txn;    /* ycsb-t */
+	int nodes_per_txn;    /* ycsb-t, bank */
+	bool nodes_per_txn_set; /* given on the command line; else main picks it
+				 * from the target (2 where it has 2+ nodes, else 1) */
 	int scan_max;         /* ycsb-e: scan lengths are uniform in 1..scan_max */
 	bool balances;        /* load: every value is BENCH_BANK_BALANCE (bank's load) */
 

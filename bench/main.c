@@ -352,6 +352,13 @@ int main(int argc, char **argv)
 		describe("B", &targets[1]);
 	}
 	if (bench_config_is_txn(&cfg)) {
+		/* the default runs as it is against whatever target is given */
+		if (!cfg.nodes_per_txn_set) {
+			cfg.nodes_per_txn = targets[0].map.nnodes >= 2 ? 2 : 1;
+			fprintf(stderr, "A: --nodes-per-txn %d (the default for a target of %d node%s)\n",
+				cfg.nodes_per_txn, targets[0].map.nnodes,
+				targets[0].map.nnodes == 1 ? "" : "s");
+		}
 		for (int i = 0; i < ntargets; i++)
 			if (!targets[i].is_rckv)
 				fprintf(stderr, "%s: %s is a standalone server: %s runs there on "

@@ -88,10 +88,24 @@ def test_ycsb_t_json_has_every_field(make_server, tmp_path):
 
 @pytest.mark.rckv_only
 @pytest.mark.time_limit(60)
+def test_nodes_per_txn_defaults_to_what_the_target_has(make_server):
+    s = make_server()
+    # no --nodes-per-txn against one node: 1, said on stderr, and the run works
+    p = bench("--port", s.port, "ycsb-t", *SMALL)
+    assert p.returncode == 0, p.stderr
+    assert "--nodes-per-txn 1 (the default for a target of 1 node)" in p.stderr, p.stderr
+    assert "throughput (txn/s)" in p.stdout
+    r = s.client()
+    r.flushall()
+    r.close()
+
+
+@pytest.mark.rckv_only
+@pytest.mark.time_limit(60)
 def test_nodes_per_txn_beyond_the_map_fails_clearly(make_server):
     s = make_server()
-    # default --nodes-per-txn is 2; a one-node map cannot give two nodes
-    p = bench("--port", s.port, "ycsb-t", *SMALL)
+    # an explicit 2 on a one-node map cannot give two nodes
+    p = bench("--port", s.port, "ycsb-t", "--nodes-per-txn", 2, *SMALL)
     assert p.returncode == 1
     assert "--nodes-per-txn 2" in p.stderr and "1 node" in p.stderr, p.stderr
     # refused before loading anything, and with no table
