@@ -22,6 +22,7 @@ static const struct {
 	{ "load", BW_LOAD },       { "ycsb-t", BW_YCSB_T }, { "ycsb-a", BW_YCSB_A },
 	{ "ycsb-b", BW_YCSB_B },   { "ycsb-c", BW_YCSB_C }, { "ycsb-d", BW_YCSB_D },
 	{ "ycsb-e", BW_YCSB_E },   { "ycsb-f", BW_YCSB_F }, { "bank", BW_BANK },
+	{ "smallbank", BW_SMALLBANK }, { "tpcc", BW_TPCC }, { "tatp", BW_TATP },
 };
 #define NWORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
 
@@ -43,6 +44,14 @@ void bench_usage(FILE *f)
 "             --nodes-per-txn nodes; the total is checked before and after\n"
 "  load       populate --records keys with pipelined MSET\n"
 "\n"
+"OLTP workloads (Lua scripts: SCRIPT LOAD, EVALSHA; a load starts with FLUSHALL):\n"
+"  smallbank  the six SmallBank transactions, mix 15/15/15/25/15/15; checks the\n"
+"             total of the balances against the committed deltas\n"
+"  tpcc       TPC-C: NewOrder, Payment, OrderStatus, Delivery, StockLevel, mix\n"
+"             45/43/4/4/4; checks consistency conditions 1-4\n"
+"  tatp       the seven TATP transactions, mix 35/10/35/2/14/2/2; checks the\n"
+"             count of call-forwarding rows against the committed inserts and deletes\n"
+"\n"
 "target:\n"
 "  --host H, --port P     server (default 127.0.0.1:6379)\n"
 "  --cluster FILE         rckv cluster file: node addresses; connections spread over nodes\n"
@@ -62,6 +71,13 @@ void bench_usage(FILE *f)
 "  --nodes-per-txn N      nodes each transaction touches (ycsb-t, bank: default 2 where\n"
 "                         the target has 2 or more nodes, else 1)\n"
 "  --scan-max N           longest SCAN COUNT (ycsb-e, default 100)\n"
+"  --accounts N           smallbank: customers (default 100k)\n"
+"  --hot-accounts N       smallbank: the hot set (default 4% of the accounts)\n"
+"  --hot-pct P            smallbank: percent of accounts drawn from it (default 90)\n"
+"  --warehouses N         tpcc: warehouses, spread over the nodes (default 1)\n"
+"  --items N              tpcc: items and stock rows per warehouse (default 10000)\n"
+"  --customers N          tpcc: customers (and initial orders) per district (default 300)\n"
+"  --subscribers N        tatp: subscribers (default 10000)\n"
 "\n"
 "client:\n"
 "  --threads N            client threads (default 1)\n"
@@ -274,7 +290,8 @@ enum {
 	O_HOST = 256, O_PORT, O_CLUSTER, O_COMPARE, O_CC, O_RECORDS, O_VALUE_SIZE, O_ZIPF,
 	O_ZIPF_HEAD, O_OPS, O_WRITE_RATIO, O_NODES_PER_TXN, O_SCAN_MAX, O_THREADS, O_CLIENTS,
 	O_PIPELINE, O_WARMUP, O_DURATION, O_ROUNDS, O_SEED, O_LOAD, O_BATCH, O_LOAD_PIPELINE,
-	O_JSON, O_SWEEP, O_QUIET, O_TIMEOUT, O_CC_STAGES,
+	O_JSON, O_SWEEP, O_QUIET, O_TIMEOUT, O_CC_STAGES, O_ACCOUNTS, O_HOT_ACCOUNTS, O_HOT_PCT,
+	O_WAREHOUSES, O_ITEMS, O_CUSTOMERS, O_SUBSCRIBERS,
 };
 
 static const struct option longopts[] = {
@@ -307,6 +324,13 @@ static const struct option longopts[] = {
 	{ "sweep", required_argument, 0, O_SWEEP },
 	{ "quiet", no_argument, 0, O_QUIET },
 	{ "timeout", required_argument, 0, O_TIMEOUT },
+	{ "accounts", required_argument, 0, O_ACCOUNTS },
+	{ "hot-accounts", required_argument, 0, O_HOT_ACCOUNTS },
+	{ "hot-pct", required_argument, 0, O_HOT_PCT },
+	{ "warehouses", required_argument, 0, O_WAREHOUSES },
+	{ "items", required_argument, 0, O_ITEMS },
+	{ "customers", required_argument, 0, O_CUSTOMERS },
+	{ "subscribers", required_argument, 0, O_SUBSCRIBERS },
 	{ "help", no_argument, 0, 'h' },
 	{ 0, 0, 0, 0 },
 };
@@ -346,6 +370,12 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 	cfg->batch = 100;
 	cfg->load_pipeline = 4;
 	cfg->timeout_ms = 10000;
+	cfg->accounts = 100000;
+	cfg->hot_pct = 90;
+	cfg->warehouses = 1;
+	cfg->items = 10000;
+	cfg->customers = 300;
+	cfg->subscribers = 10000;
 
 	optind = 1;
 	opterr = 0;
@@ -454,6 +484,27 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 		case O_TIMEOUT:
 			bad = parse_int(a, 1, 3600000, &cfg->timeout_ms);
 			break;
+		case O_ACCOUNTS:
+			bad = parse_count(a, 2, 100000000, &cfg->accounts);
+			break;
+		case O_HOT_ACCOUNTS:
+			bad = parse_count(a, 1, 100000000, &cfg->hot_accounts);
+			break;
+		case O_HOT_PCT:
+			bad = parse_double(a, 0, 100, &cfg->hot_pct);
+			break;
+		case O_WAREHOUSES:
+			bad = parse_int(a, 1, 1000, &cfg->warehouses);
+			break;
+		case O_ITEMS:
+			bad = parse_int(a, 100, 1000000, &cfg->items);
+			break;
+		case O_CUSTOMERS:
+			bad = parse_int(a, 10, 100000, &cfg->customers);
+			break;
+		case O_SUBSCRIBERS:
+			bad = parse_count(a, 1, 100000000, &cfg->subscribers);
+			break;
 		case ':':
 			snprintf(err, errlen, "option %s needs a value", argv[optind - 1]);
 			return -1;
@@ -467,7 +518,7 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 		}
 	}
 	if (optind >= argc) {
-		snprintf(err, errlen, "no workload given (ycsb-t, ycsb-a .. ycsb-f, bank or load; see --help)");
+		snprintf(err, errlen, "no workload given (ycsb-t, ycsb-a .. ycsb-f, bank, smallbank, tpcc, tatp or load; see --help)");
 		return -1;
 	}
 	if (optind + 1 < argc) {
@@ -482,7 +533,7 @@ int bench_config_parse(struct bench_config *cfg, int argc, char **argv, char *er
 		}
 	}
 	if (!cfg->workload_name) {
-		snprintf(err, errlen, "unknown workload '%s' (ycsb-t, ycsb-a .. ycsb-f, bank or load)",
+		snprintf(err, errlen, "unknown workload '%s' (ycsb-t, ycsb-a .. ycsb-f, bank, smallbank, tpcc, tatp or load)",
 			 argv[optind]);
 		return -1;
 	}
@@ -562,5 +613,16 @@ void bench_config_json(const struct bench_config *cfg, struct bench_json *j, con
 	bench_json_int(j, "batch", cfg->batch);
 	bench_json_int(j, "load_pipeline", cfg->load_pipeline);
 	bench_json_int(j, "timeout_ms", cfg->timeout_ms);
+	if (cfg->workload == BW_SMALLBANK) {
+		bench_json_uint(j, "accounts", cfg->accounts);
+		bench_json_uint(j, "hot_accounts", cfg->hot_accounts);
+		bench_json_num(j, "hot_pct", cfg->hot_pct);
+	} else if (cfg->workload == BW_TPCC) {
+		bench_json_int(j, "warehouses", cfg->warehouses);
+		bench_json_int(j, "items", cfg->items);
+		bench_json_int(j, "customers", cfg->customers);
+	} else if (cfg->workload == BW_TATP) {
+		bench_json_uint(j, "subscribers", cfg->subscribers);
+	}
 	bench_json_end_obj(j);
 }

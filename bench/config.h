@@ -25,6 +25,9 @@ enum bench_workload {
 	BW_YCSB_E,
 	BW_YCSB_F,
 	BW_BANK,
+	BW_SMALLBANK, /* the OLTP workloads: Lua scripts (oltp.h) */
+	BW_TPCC,
+	BW_TATP,
 };
 
 /* bank: every account's balance at load, and the largest transfer. */
@@ -77,6 +80,15 @@ struct bench_config {
 	int scan_max;         /* ycsb-e: scan lengths are uniform in 1..scan_max */
 	bool balances;        /* load: every value is BENCH_BANK_BALANCE (bank's load) */
 
+	/* the OLTP workloads (oltp.h) */
+	uint64_t accounts;     /* smallbank: customers */
+	uint64_t hot_accounts; /* smallbank: the hot set; 0 for 4% of the accounts */
+	double hot_pct;        /* smallbank: percent of accounts drawn from the hot set */
+	int warehouses;        /* tpcc */
+	int items;             /* tpcc: items (and stock rows per warehouse) */
+	int customers;         /* tpcc: customers per district (and initial orders) */
+	uint64_t subscribers;  /* tatp */
+
 	/* measurement */
 	double warmup;        /* seconds */
 	double duration;      /* seconds; used when operations == 0 */
@@ -128,6 +140,13 @@ int bench_config_set(struct bench_config *cfg, const char *name, const char *val
 static inline bool bench_config_is_txn(const struct bench_config *cfg)
 {
 	return cfg->workload == BW_YCSB_T || cfg->workload == BW_BANK;
+}
+
+/* Whether the workload runs Lua scripts (smallbank, tpcc, tatp). */
+static inline bool bench_config_is_oltp(const struct bench_config *cfg)
+{
+	return cfg->workload == BW_SMALLBANK || cfg->workload == BW_TPCC ||
+	       cfg->workload == BW_TATP;
 }
 
 /* Write the configuration as a JSON object under key. */

@@ -21,6 +21,7 @@
 
 #include "bench/config.h"
 #include "bench/fabric.h"
+#include "bench/oltp.h"
 #include "bench/report.h"
 #include "bench/run.h"
 #include "bench/target.h"
@@ -83,6 +84,41 @@ static int load(const struct bench_config *cfg, struct bench_target *t, const ch
 	}
 	bench_result_free(&r);
 	return rc;
+}
+
+/* OLTP: the workload's database, loaded unless it is there already (its
+ * marker says so) or --load never. */
+static int load_oltp(const struct bench_config *cfg, struct bench_target *t, const char *tag)
+{
+	char err[1024];
+
+	if (bench_target_prepare(t, cfg, err, sizeof(err))) {
+		fprintf(stderr, "rckv-bench: %s\n", err);
+		return -1;
+	}
+	if (cfg->load == BL_NEVER)
+		return 0;
+	if (cfg->load == BL_AUTO) {
+		int loaded = bench_oltp_loaded(t, cfg, err, sizeof(err));
+		if (loaded < 0) {
+			fprintf(stderr, "rckv-bench: %s\n", err);
+			return -1;
+		}
+		if (loaded) {
+			fprintf(stderr, "%s: %s already holds the %s database\n", tag, t->name,
+				cfg->workload_name);
+			return 0;
+		}
+	}
+	fprintf(stderr, "%s: loading the %s database into %s (FLUSHALL first)\n", tag,
+		cfg->workload_name, t->name);
+	uint64_t t0 = bench_now_ns();
+	if (bench_oltp_load(t, cfg, err, sizeof(err))) {
+		fprintf(stderr, "rckv-bench: %s\n", err);
+		return -1;
+	}
+	fprintf(stderr, "%s: loaded in %.1f s\n", tag, (double)(bench_now_ns() - t0) / 1e9);
+	return 0;
 }
 
 /* The sweep point with index p: values of each swept parameter, the first
@@ -169,6 +205,11 @@ static int run_point(const struct bench_config *cfg, int ntargets, FILE *json,
 		}
 	if (bank_totals(cfg, ntargets, before))
 		goto out;
+	for (int i = 0; i < ntargets && bench_config_is_oltp(cfg); i++)
+		if (bench_oltp_check_begin(&targets[i], cfg, err, sizeof(err))) {
+			fprintf(stderr, "rckv-bench: %s\n", err);
+			goto out;
+		}
 	for (int round = 0; round < cfg->rounds; round++) {
 		for (int k = 0; k < ntargets; k++) {
 			/* alternate who goes first: A B, B A, A B, ... */
@@ -180,6 +221,13 @@ static int run_point(const struct bench_config *cfg, int ntargets, FILE *json,
 				snprintf(label, sizeof(label), "%s", cfg->workload_name);
 			if (bench_run(cfg, &targets[i], &res[i], label, err, sizeof(err))) {
 				fprintf(stderr, "rckv-bench: %s: %s\n", targets[i].name, err);
+				/* transactions in flight on a lost connection may or
+				 * may not have committed: their deltas are unknown */
+				if (bench_config_is_oltp(cfg) && bench_oltp_of(cfg)->check_end)
+					printf("%s: %s: consistency check INCONCLUSIVE: the run "
+					       "failed (%s), so some transactions' outcomes are "
+					       "unknown\n",
+					       cfg->workload_name, targets[i].name, err);
 				goto out;
 			}
 		}
@@ -205,6 +253,17 @@ static int run_point(const struct bench_config *cfg, int ntargets, FILE *json,
 				targets[i].name, before[i], after[i]);
 			goto out;
 		}
+	}
+	for (int i = 0; i < ntargets && bench_config_is_oltp(cfg); i++) {
+		int crc = bench_oltp_check_end(&targets[i], cfg, &res[i].oltp, stdout, err,
+					       sizeof(err));
+		if (crc < 0)
+			fprintf(stderr, "rckv-bench: %s\n", err);
+		else if (crc > 0)
+			fprintf(stderr, "rckv-bench: %s: the %s consistency check failed\n",
+				targets[i].name, cfg->workload_name);
+		if (crc)
+			goto out;
 	}
 	fflush(stdout);
 	if (cfg->nsweeps) {
@@ -377,6 +436,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ntargets; i++) {
 		const char *tag = i ? "B" : "A";
 		int loaded = 0;
+		if (bench_config_is_oltp(&cfg)) {
+			if (load_oltp(&cfg, &targets[i], tag))
+				goto out;
+			continue;
+		}
 		if (cfg.load == BL_NEVER)
 			continue;
 		if (cfg.load == BL_AUTO) {

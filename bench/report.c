@@ -11,6 +11,7 @@ void bench_figures(const struct bench_config *cfg, const struct bench_result *r,
 {
 	const struct bench_info *i = &r->info;
 	bool txn = bench_config_is_txn(cfg);
+	bool oltp = bench_config_is_oltp(cfg);
 
 	f->throughput = r->seconds > 0 ? (double)r->ops / r->seconds : NAN;
 	f->p50 = (double)bench_hist_percentile(r->hist, 50) / 1e3;
@@ -25,6 +26,12 @@ void bench_figures(const struct bench_config *cfg, const struct bench_result *r,
 		f->commits = (double)i->txn_committed;
 		f->aborts = (double)i->txn_aborts;
 		f->retries = (double)i->txn_retries;
+	} else if (oltp) {
+		/* a user abort is the workload's own outcome, not a CC abort */
+		f->commits_from_info = false;
+		f->commits = (double)(r->ops - r->errors - r->user_aborts);
+		f->aborts = (double)r->errors;
+		f->retries = NAN;
 	} else {
 		f->commits_from_info = false;
 		f->commits = (double)(r->ops - (txn ? r->failed : r->errors));
@@ -59,7 +66,9 @@ void bench_figures(const struct bench_config *cfg, const struct bench_result *r,
 
 static const char *unit(const struct bench_config *cfg)
 {
-	return cfg->workload == BW_LOAD ? "mset" : bench_config_is_txn(cfg) ? "txn" : "op";
+	if (cfg->workload == BW_LOAD)
+		return "mset";
+	return bench_config_is_txn(cfg) || bench_config_is_oltp(cfg) ? "txn" : "op";
 }
 
 static void server_desc(const struct bench_target *t, char *buf, size_t cap)
@@ -124,6 +133,23 @@ void bench_report_table(FILE *out, const struct bench_config *cfg, const struct 
 			(unsigned long long)cfg->records, cfg->value_size, cfg->batch, cfg->threads,
 			cfg->threads == 1 ? "" : "s", cfg->clients, cfg->clients == 1 ? "" : "s",
 			cfg->load_pipeline);
+	} else if (bench_config_is_oltp(cfg)) {
+		fprintf(out, "%s: ", cfg->workload_name);
+		if (cfg->workload == BW_SMALLBANK)
+			fprintf(out, "%llu accounts, hot %llu (%g%% of picks), ",
+				(unsigned long long)cfg->accounts,
+				(unsigned long long)(cfg->hot_accounts ? cfg->hot_accounts
+								       : (cfg->accounts * 4 + 99) / 100),
+				cfg->hot_pct);
+		else if (cfg->workload == BW_TPCC)
+			fprintf(out, "%d warehouse%s, %d items, %d customers per district, ",
+				cfg->warehouses, cfg->warehouses == 1 ? "" : "s", cfg->items,
+				cfg->customers);
+		else
+			fprintf(out, "%llu subscribers, ", (unsigned long long)cfg->subscribers);
+		fprintf(out, "%d thread%s x %d connection%s x pipeline %d, seed %llu\n", cfg->threads,
+			cfg->threads == 1 ? "" : "s", cfg->clients, cfg->clients == 1 ? "" : "s",
+			cfg->pipeline, (unsigned long long)cfg->seed);
 	} else {
 		fprintf(out, "%s: ", cfg->workload_name);
 		if (bench_config_is_txn(cfg))
@@ -169,6 +195,9 @@ void bench_report_table(FILE *out, const struct bench_config *cfg, const struct 
 		if (bench_config_is_txn(cfg))
 			row(out, "failed EXEC (client)", (double)ra->failed,
 			    two ? (double)rb->failed : 0, two, 0, true);
+		if (bench_config_is_oltp(cfg))
+			row(out, "user aborts (client)", (double)ra->user_aborts,
+			    two ? (double)rb->user_aborts : 0, two, 0, true);
 		row(out, "error replies", (double)ra->errors, two ? (double)rb->errors : 0, two, 0,
 		    true);
 		row(out, "verbs per txn", fa.verbs_per_txn, fb.verbs_per_txn, two, 2, true);
@@ -191,6 +220,12 @@ void bench_report_table(FILE *out, const struct bench_config *cfg, const struct 
 	}
 	row(out, "server CPU (s)", fa.cpu_s, fb.cpu_s, two, 2, true);
 	row(out, "server CPU (% of a core)", fa.cpu_percent, fb.cpu_percent, two, 1, true);
+	const struct bench_oltp_ops *ops = bench_oltp_of(cfg);
+	if (ops) {
+		bench_oltp_report_table(out, ops, two ? "(A)" : NULL, &ra->oltp, ra->seconds);
+		if (two)
+			bench_oltp_report_table(out, ops, "(B)", &rb->oltp, rb->seconds);
+	}
 	if (ra->first_error[0])
 		fprintf(out, "  first error (A): %s\n", ra->first_error);
 	if (two && rb->first_error[0])
@@ -259,12 +294,16 @@ static void figures_json(struct bench_json *j, const struct bench_config *cfg,
 	bench_json_num(j, "seconds", f.cpu_s);
 	bench_json_num(j, "percent", f.cpu_percent);
 	bench_json_end_obj(j);
+	if (bench_oltp_of(cfg))
+		bench_oltp_report_json(j, bench_oltp_of(cfg), &r->oltp, r->seconds);
 	bench_json_obj(j, "mix");
 	bench_json_uint(j, "reads", r->reads);
 	bench_json_uint(j, "updates", r->updates);
 	bench_json_uint(j, "inserts", r->inserts);
 	bench_json_uint(j, "scans", r->scans);
 	bench_json_uint(j, "read_modify_writes", r->rmws);
+	bench_json_uint(j, "scripts", r->scripts);
+	bench_json_uint(j, "user_aborts", r->user_aborts);
 	bench_json_end_obj(j);
 	if (cfg->workload == BW_LOAD)
 		bench_json_uint(j, "keys", r->keys);

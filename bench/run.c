@@ -32,10 +32,11 @@
 #include <hiredis/sds.h>
 
 #include "bench/keys.h"
+#include "bench/oltp.h"
 #include "bench/rng.h"
 
 enum { P_CONNECT, P_WARMUP, P_MEASURE, P_STOP };
-enum { K_READ, K_UPDATE, K_INSERT, K_SCAN, K_RMW, K_TXN, K_MSET };
+enum { K_READ, K_UPDATE, K_INSERT, K_SCAN, K_RMW, K_TXN, K_MSET, K_SCRIPT, K_NKINDS };
 
 #define POLL_MS 20          /* how soon a worker notices a phase change */
 #define READ_CHUNK 65536
@@ -66,12 +67,14 @@ struct pending {
 	uint8_t measured;  /* operations/load mode: issued inside the measured phase */
 	uint8_t error;     /* an error reply (not EXEC's) */
 	uint8_t failed;    /* ycsb-t: EXEC answered null or an error */
+	uint8_t eval;      /* K_SCRIPT: sent as EVAL after a NOSCRIPT */
 };
 
 struct wconn {
 	redisContext *c;
 	struct bench_addr *addr;
 	struct pending *q;  /* ring of cap entries */
+	struct bench_oltp_call *calls; /* K_SCRIPT: the call of q[i] in calls[i] */
 	int cap, head, len;
 	int outstanding;    /* operations in flight */
 	struct bench_rng rng;
@@ -102,7 +105,9 @@ struct worker {
 	struct bench_hist *ihist; /* since the last progress line */
 	uint64_t done;            /* operations completed (atomic, for progress) */
 	uint64_t done_keys;       /* load: keys written (atomic, for progress) */
-	uint64_t m_ops, m_keys, m_errors, m_failed, m_kind[K_MSET + 1];
+	uint64_t m_ops, m_keys, m_errors, m_failed, m_kind[K_NKINDS];
+	const struct bench_oltp_ops *oltp; /* the OLTP workload, or NULL */
+	struct bench_oltp_stats ost;       /* its per-type counts */
 	uint64_t last_ns;         /* completion of the last measured operation */
 	char first_error[256];
 	char errmsg[512];         /* fatal error, read by main after join */
@@ -315,6 +320,16 @@ static void issue(struct worker *w, struct wconn *wc, uint8_t measured)
 			p->kind = K_INSERT;
 		}
 		break;
+	case BW_SMALLBANK:
+	case BW_TPCC:
+	case BW_TATP: {
+		/* the call lives in the slot of its pending entry, for NOSCRIPT */
+		struct bench_oltp_call *call = &wc->calls[p - wc->q];
+		bench_oltp_next(t, cfg, &wc->rng, call);
+		bench_oltp_append(t, call, wc->c, false);
+		p->kind = K_SCRIPT;
+		break;
+	}
 	case BW_YCSB_F:
 		p->id = bench_zipf_next(&w->zipf, &wc->rng);
 		bench_key(key, p->id);
@@ -368,6 +383,17 @@ static void complete(struct worker *w, struct wconn *wc, const struct pending *p
 		__atomic_add_fetch(&w->done_keys, p->id, __ATOMIC_RELAXED);
 	if (!measured)
 		return;
+	if (p->kind == K_SCRIPT) {
+		const struct bench_oltp_call *call = &wc->calls[p - wc->q];
+		w->ost.txns[call->type]++;
+		if (p->error)
+			w->ost.errors[call->type]++;
+		else if (p->failed)
+			w->ost.user_aborts[call->type]++;
+		else
+			w->ost.commits[call->type]++;
+		bench_hist_record(w->ost.hist[call->type], lat);
+	}
 	bench_hist_record(w->hist, lat);
 	w->m_ops++;
 	w->m_kind[p->kind]++;
@@ -376,6 +402,59 @@ static void complete(struct worker *w, struct wconn *wc, const struct pending *p
 	if (p->kind == K_MSET)
 		w->m_keys += p->id;
 	w->last_ns = now;
+}
+
+static void complete(struct worker *w, struct wconn *wc, const struct pending *p, uint64_t now);
+
+/*
+ * A script's reply (oltp.h): a commit adds its delta in every phase (the
+ * check sums them all); a NOSCRIPT reruns the same call as EVAL, as the
+ * same operation; a user abort or an error did not commit.
+ */
+static int on_script_reply(struct worker *w, struct wconn *wc, const redisReply *r,
+			   uint64_t now)
+{
+	struct pending *p = &wc->q[wc->head];
+	const struct bench_oltp_call *call = &wc->calls[wc->head];
+	int64_t delta;
+
+	switch (bench_oltp_classify(r, &delta)) {
+	case BO_NOSCRIPT:
+		if (!p->eval) {
+			struct pending done = *p;
+			int from = wc->head;
+			wc->head = (wc->head + 1) % wc->cap;
+			wc->len--;
+			struct pending *q = ring_push(wc);
+			int to = (int)(q - wc->q);
+			*q = done;
+			q->eval = 1;
+			if (to != from)
+				wc->calls[to] = wc->calls[from];
+			bench_oltp_append(w->run->t, &wc->calls[to], wc->c, true);
+			w->ost.noscript++;
+			return 0;
+		}
+		/* EVAL cannot answer NOSCRIPT: count it as the error it is */
+		/* fall through */
+	case BO_ERROR:
+		if (!w->first_error[0])
+			snprintf(w->first_error, sizeof(w->first_error), "%s", r->str);
+		p->error = 1;
+		break;
+	case BO_USER_ABORT:
+		p->failed = 1;
+		break;
+	case BO_COMMIT:
+		if (w->oltp->delta_counts[call->type])
+			w->ost.delta += delta;
+		break;
+	}
+	/* complete() finds the call through the entry's slot: pop after it */
+	complete(w, wc, p, now);
+	wc->head = (wc->head + 1) % wc->cap;
+	wc->len--;
+	return 0;
 }
 
 static int on_reply(struct worker *w, struct wconn *wc, const redisReply *r, uint64_t now)
@@ -387,6 +466,8 @@ static int on_reply(struct worker *w, struct wconn *wc, const redisReply *r, uin
 		return -1;
 	}
 	p = &wc->q[wc->head];
+	if (p->kind == K_SCRIPT)
+		return on_script_reply(w, wc, r, now);
 	p->replies--;
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (!w->first_error[0])
@@ -481,7 +562,9 @@ static int worker_connect(struct worker *w)
 		wc->addr = &t->addrs[k];
 		wc->cap = depth;
 		wc->q = calloc((size_t)depth, sizeof(struct pending));
-		if (!wc->q) {
+		if (w->oltp)
+			wc->calls = calloc((size_t)depth, sizeof(struct bench_oltp_call));
+		if (!wc->q || (w->oltp && !wc->calls)) {
 			wfail(w, "out of memory");
 			return -1;
 		}
@@ -576,7 +659,9 @@ static void worker_free(struct worker *w)
 		if (w->conns[i].c)
 			redisFree(w->conns[i].c);
 		free(w->conns[i].q);
+		free(w->conns[i].calls);
 	}
+	bench_oltp_stats_free(&w->ost);
 	free(w->conns);
 	free(w->pfds);
 	free(w->value);
@@ -618,7 +703,10 @@ static int worker_init(struct worker *w, struct run *run, int index)
 	bench_rng_seed(&vr, cfg->seed, 0xfa1000u + (uint64_t)index);
 	for (int i = 0; i < cfg->value_size; i++)
 		w->value[i] = (char)('a' + bench_rng_below(&vr, 26));
-	if (cfg->workload != BW_LOAD && !bench_config_is_txn(cfg))
+	w->oltp = bench_oltp_of(cfg);
+	if (w->oltp && bench_oltp_stats_init(&w->ost, w->oltp->ntypes))
+		return -1;
+	if (cfg->workload != BW_LOAD && !bench_config_is_txn(cfg) && !w->oltp)
 		w->zipf = run->t->zipf;
 	return 0;
 }
@@ -690,7 +778,7 @@ static void progress_tick(struct run *run, struct progress *pg, const char *labe
 			snprintf(ab, sizeof(ab), "  aborts     -");
 		snprintf(line, sizeof(line), "%s %6.1fs  %-7s %9.0f %s/s  p50 %8.1f us  p99 %8.1f us%s",
 			 label, (double)(now - start) / 1e9, ph == P_WARMUP ? "warmup" : "run", rate,
-			 bench_config_is_txn(cfg) ? "txn" : "ops",
+			 bench_config_is_txn(cfg) || bench_config_is_oltp(cfg) ? "txn" : "ops",
 			 bench_hist_percentile(pg->h, 50) / 1e3,
 			 bench_hist_percentile(pg->h, 99) / 1e3, ab);
 	}
@@ -709,6 +797,7 @@ reset:
 
 void bench_result_free(struct bench_result *r)
 {
+	bench_oltp_stats_free(&r->oltp);
 	free(r->hist);
 	memset(r, 0, sizeof(*r));
 }
@@ -732,6 +821,9 @@ void bench_result_merge(struct bench_result *dst, const struct bench_result *src
 	dst->inserts += src->inserts;
 	dst->scans += src->scans;
 	dst->rmws += src->rmws;
+	dst->scripts += src->scripts;
+	dst->user_aborts += src->user_aborts;
+	bench_oltp_stats_merge(&dst->oltp, &src->oltp);
 	if (!dst->first_error[0])
 		memcpy(dst->first_error, src->first_error, sizeof(dst->first_error));
 	bench_hist_merge(dst->hist, src->hist);
@@ -889,6 +981,13 @@ stop:
 			r.inserts += w->m_kind[K_INSERT];
 			r.scans += w->m_kind[K_SCAN];
 			r.rmws += w->m_kind[K_RMW];
+			r.scripts += w->m_kind[K_SCRIPT];
+			if (w->oltp && bench_oltp_stats_merge(&r.oltp, &w->ost)) {
+				snprintf(err, errlen, "out of memory");
+				rc = -1;
+			}
+			for (int k = 0; w->oltp && k < w->oltp->ntypes; k++)
+				r.user_aborts += w->ost.user_aborts[k];
 			if (!r.first_error[0] && w->first_error[0])
 				snprintf(r.first_error, sizeof(r.first_error), "%s", w->first_error);
 			if (w->last_ns > last)

@@ -35,6 +35,7 @@
 #include "bench/config.h"
 #include "bench/hist.h"
 #include "bench/info.h"
+#include "bench/oltp.h"
 #include "bench/target.h"
 
 struct bench_result {
@@ -44,6 +45,9 @@ struct bench_result {
 	uint64_t errors;       /* operations that got an error reply */
 	uint64_t failed;       /* ycsb-t: EXEC answered null or an error */
 	uint64_t reads, updates, inserts, scans, rmws; /* operations by kind */
+	uint64_t scripts;      /* OLTP transactions (scripts) */
+	uint64_t user_aborts;  /* OLTP: transactions that rolled themselves back */
+	struct bench_oltp_stats oltp; /* OLTP: per transaction type, and the delta */
 	char first_error[256]; /* the first error reply seen, for the user */
 	struct bench_hist *hist; /* measured latencies, ns */
 	bool have_info;        /* INFO deltas below are valid */

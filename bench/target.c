@@ -3,6 +3,8 @@
  */
 #include "bench/target.h"
 
+#include "bench/oltp.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@ void bench_target_close(struct bench_target *t)
 			redisFree(t->ctl[i]);
 	if (t->have_keyspace)
 		bench_keyspace_free(&t->ks);
+	bench_oltp_free(t);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -230,6 +233,9 @@ int bench_target_prepare(struct bench_target *t, const struct bench_config *cfg,
 			snprintf(err, errlen, "%s: %s", t->name, why);
 			return -1;
 		}
+	} else if (bench_config_is_oltp(cfg)) {
+		if (bench_oltp_prepare(t, cfg, err, errlen))
+			return -1;
 	} else if (cfg->workload != BW_LOAD) {
 		rc = bench_zipf_init(&t->zipf, cfg->records, cfg->zipf, cfg->zipf_head);
 		if (rc) {

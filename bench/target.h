@@ -35,6 +35,8 @@ struct bench_addr {
 	int port;
 };
 
+struct bench_oltp;
+
 struct bench_target {
 	char name[300];          /* "host:port", or the cluster file's path */
 	bool is_rckv;            /* RCKV NODES answered */
@@ -54,6 +56,7 @@ struct bench_target {
 	struct bench_zipf zipf;   /* other workloads: over all records */
 	uint64_t next_insert;     /* ycsb-d/e: next new record id (atomic) */
 	int nodes_per_txn;        /* ycsb-t as run: 1 for a standalone Redis */
+	struct bench_oltp *oltp;  /* OLTP workloads: placement, script digests (oltp.h) */
 };
 
 /*
