@@ -48,7 +48,7 @@ void bench_usage(FILE *f)
 "  smallbank  the six SmallBank transactions, mix 15/15/15/25/15/15; checks the\n"
 "             total of the balances against the committed deltas\n"
 "  tpcc       TPC-C: NewOrder, Payment, OrderStatus, Delivery, StockLevel, mix\n"
-"             45/43/4/4/4; checks consistency conditions 1-4\n"
+"             45/43/4/4/4; checks consistency conditions 1-5\n"
 "  tatp       the seven TATP transactions, mix 35/10/35/2/14/2/2; checks the\n"
 "             count of call-forwarding rows against the committed inserts and deletes\n"
 "\n"

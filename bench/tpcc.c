@@ -59,12 +59,16 @@
  *   StockLevel   the district; reads the last 20 orders' lines and their
  *                stock. Replies the count under the threshold.
  *
- * Consistency check, TPC-C 3.3.2 conditions 1-4, for every warehouse and
+ * Consistency check, TPC-C 3.3.2 conditions 1-5, for every warehouse and
  * district, over the database after the runs:
  *   1. W_YTD = sum of D_YTD;
  *   2. D_NEXT_O_ID - 1 = max O_ID = max NO_O_ID;
  *   3. max NO_O_ID - min NO_O_ID + 1 = the number of NEW-ORDER rows;
  *   4. sum of O_OL_CNT = the number of ORDER-LINE rows;
+ *   5. O_CARRIER_ID is null iff the order has a NEW-ORDER row;
+ * what the layout adds: the NEW-ORDER rows are exactly the orders from
+ * Delivery's cursor to D_NEXT_O_ID - 1 (this catches a lost new-order row
+ * after Delivery has emptied the initial ones, which 2 and 3 cannot);
  * and, from the replies, the sum of W_YTD grew by the committed Payments.
  * Orders are found by reading every id up to past D_NEXT_O_ID.
  */
@@ -861,11 +865,12 @@ static int tp_check_begin(void *stp, const struct bench_config *cfg, redisContex
 /* Conditions 2-4 for district d of warehouse w; *bad counts failures,
  * printed to out. */
 static int check_district(const struct tp_state *st, redisContext *c, int w, int d,
-			  long long next_o, FILE *out, int *bad, char *err, size_t errlen)
+			  long long next_o, long long cursor, FILE *out, int *bad, char *err,
+			  size_t errlen)
 {
 	const char *T = st->tags[w];
 	long long top = next_o - 1 + TP_PROBE, max_o = 0, max_no = 0, min_no = 0, count_no = 0;
-	long long ol_sum = 0, ol_rows = 0;
+	long long ol_sum = 0, ol_rows = 0, carrier_bad = 0, cursor_bad = 0;
 	struct keyset ko = { 0 }, kl = { 0 };
 	char **vo = NULL, **vl = NULL;
 	int rc = -1;
@@ -890,6 +895,12 @@ static int check_district(const struct tp_state *st, redisContext *c, int w, int
 				min_no = o;
 			max_no = o;
 		}
+		/* 5: O_CARRIER_ID is null (0) iff a NEW-ORDER row exists */
+		if (ord && (field(ord, 3) == 0) != (no != NULL))
+			carrier_bad++;
+		/* the cursor: new orders are exactly [cursor, D_NEXT_O_ID) */
+		if ((no != NULL) != (o >= cursor && o < next_o))
+			cursor_bad++;
 	}
 	if (!(vl = ks_read(c, &kl, err, errlen)))
 		goto out;
@@ -905,6 +916,18 @@ static int check_district(const struct tp_state *st, redisContext *c, int w, int
 		fprintf(out, "tpcc: condition 3 FAILED at %s district %d: max(NO_O_ID) - "
 			     "min(NO_O_ID) + 1 = %lld, new-order rows = %lld\n",
 			T, d, max_no - min_no + 1, count_no);
+		(*bad)++;
+	}
+	if (carrier_bad) {
+		fprintf(out, "tpcc: condition 5 FAILED at %s district %d: %lld orders whose "
+			     "O_CARRIER_ID is null without a new-order row or set with one\n",
+			T, d, carrier_bad);
+		(*bad)++;
+	}
+	if (cursor_bad) {
+		fprintf(out, "tpcc: the new-order rows of %s district %d are not exactly the "
+			     "orders %lld to %lld (Delivery's cursor to D_NEXT_O_ID - 1): %lld differ\n",
+			T, d, cursor, next_o - 1, cursor_bad);
 		(*bad)++;
 	}
 	if (ol_sum != ol_rows) {
@@ -940,8 +963,9 @@ static int tp_check_end(void *stp, const struct bench_config *cfg, redisContext 
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		for (int d = 1; d <= TP_DISTRICTS; d++)
-			if (ks_add(&k, "%s:d:%d", st->tags[w], d)) {
+		for (int d = 1; d <= 2 * TP_DISTRICTS; d++)
+			if (ks_add(&k, d <= TP_DISTRICTS ? "%s:d:%d" : "%s:dn:%d", st->tags[w],
+				   d <= TP_DISTRICTS ? d : d - TP_DISTRICTS)) {
 				ks_free(&k);
 				snprintf(err, errlen, "out of memory");
 				return -1;
@@ -960,7 +984,9 @@ static int tp_check_end(void *stp, const struct bench_config *cfg, redisContext 
 			}
 		for (int d = 1; d <= TP_DISTRICTS && !rc; d++) {
 			d_ytd += field(v[d], 8);
-			rc = check_district(st, c, w, d, field(v[d], 9), out, &bad, err, errlen);
+			rc = check_district(st, c, w, d, field(v[d], 9),
+					    strtoll(v[TP_DISTRICTS + d], NULL, 10), out, &bad, err,
+					    errlen);
 			districts++;
 		}
 		if (!rc && field(v[0], 8) != d_ytd) {
@@ -975,7 +1001,7 @@ static int tp_check_end(void *stp, const struct bench_config *cfg, redisContext 
 	}
 	if (ytd_sum(st, c, &after, err, errlen))
 		return -1;
-	fprintf(out, "tpcc: conditions 1-4 over %d warehouse%s and %d districts: %d failure%s\n",
+	fprintf(out, "tpcc: conditions 1-5 over %d warehouse%s and %d districts: %d failure%s\n",
 		st->warehouses, st->warehouses == 1 ? "" : "s", districts, bad, bad == 1 ? "" : "s");
 	fprintf(out, "tpcc: W_YTD summed %lld before and %lld after; the committed Payments paid "
 		     "%lld%s\n",
@@ -997,7 +1023,8 @@ const struct bench_oltp_ops bench_tpcc = {
 	.setup = tp_setup,
 	.load = tp_load,
 	.next = tp_next,
-	.check_desc = "TPC-C consistency conditions 1-4 and the Payments against W_YTD",
+	.check_desc = "TPC-C consistency conditions 1-5, Delivery's cursor, and the Payments "
+		      "against W_YTD",
 	.check_begin = tp_check_begin,
 	.check_end = tp_check_end,
 };
