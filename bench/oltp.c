@@ -17,7 +17,10 @@
  * signature (setup). */
 #define OLTP_MARKER "rckv-bench:oltp-loaded"
 #define LOAD_BATCH 64      /* keys per MSET */
-#define LOAD_IN_FLIGHT 16  /* MSETs in flight */
+#define LOAD_IN_FLIGHT 8   /* MSETs in flight per connection */
+#define LOAD_CONNS 8       /* connections, over the target's addresses: a
+			    * server runs one connection's commands in order,
+			    * so several keep every node's workers busy */
 #define MGET_BATCH 512     /* keys per MGET in the checks */
 #define MGET_IN_FLIGHT 8
 
@@ -145,24 +148,25 @@ enum bench_oltp_outcome bench_oltp_classify(const redisReply *r, int64_t *delta)
 /* --- loading --------------------------------------------------------- */
 
 struct bench_oltp_loader {
-	redisContext *c;
+	redisContext *c[LOAD_CONNS];
+	int next;              /* the connection the next batch goes to */
 	int n;                 /* keys queued in the batch */
-	int in_flight;         /* MSETs sent, replies due */
+	int in_flight[LOAD_CONNS]; /* MSETs sent, replies due */
 	uint64_t keys;         /* keys loaded */
 	char *kv[2 * LOAD_BATCH];
 	size_t len[2 * LOAD_BATCH];
 	char err[512];
 };
 
-static int loader_reply(struct bench_oltp_loader *l)
+static int loader_reply(struct bench_oltp_loader *l, int k)
 {
 	redisReply *r = NULL;
 
-	if (redisGetReply(l->c, (void **)&r) != REDIS_OK || !r) {
-		snprintf(l->err, sizeof(l->err), "MSET: %s", l->c->errstr);
+	if (redisGetReply(l->c[k], (void **)&r) != REDIS_OK || !r) {
+		snprintf(l->err, sizeof(l->err), "MSET: %s", l->c[k]->errstr);
 		return -1;
 	}
-	l->in_flight--;
+	l->in_flight[k]--;
 	if (r->type == REDIS_REPLY_ERROR) {
 		snprintf(l->err, sizeof(l->err), "MSET: %s", r->str);
 		freeReplyObject(r);
@@ -183,14 +187,17 @@ static int loader_send(struct bench_oltp_loader *l)
 		argv[1 + i] = l->kv[i];
 		len[1 + i] = l->len[i];
 	}
-	redisAppendCommandArgv(l->c, 1 + 2 * l->n, argv, len);
+	int k = l->next;
+	l->next = (l->next + 1) % LOAD_CONNS;
+	redisAppendCommandArgv(l->c[k], 1 + 2 * l->n, argv, len);
 	for (int i = 0; i < 2 * l->n; i++)
 		free(l->kv[i]);
 	l->keys += (uint64_t)l->n;
 	l->n = 0;
-	l->in_flight++;
-	while (l->in_flight >= LOAD_IN_FLIGHT)
-		if (loader_reply(l))
+	l->in_flight[k]++;
+	/* redisGetReply writes what is queued before it waits */
+	while (l->in_flight[k] >= LOAD_IN_FLIGHT)
+		if (loader_reply(l, k))
 			return -1;
 	return 0;
 }
@@ -229,8 +236,9 @@ int bench_oltp_putf(struct bench_oltp_loader *l, const char *val, const char *ke
 static int loader_finish(struct bench_oltp_loader *l)
 {
 	if (!l->err[0] && loader_send(l) == 0)
-		while (l->in_flight > 0 && loader_reply(l) == 0)
-			;
+		for (int k = 0; k < LOAD_CONNS && !l->err[0]; k++)
+			while (l->in_flight[k] > 0 && loader_reply(l, k) == 0)
+				;
 	for (int i = 0; i < 2 * l->n; i++)
 		free(l->kv[i]);
 	l->n = 0;
@@ -286,15 +294,17 @@ int bench_oltp_load(struct bench_target *t, const struct bench_config *cfg, char
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	l->c = rckv_connect(t->addrs[0].host, t->addrs[0].port, t->timeout_ms * 10, why,
-			    sizeof(why));
-	if (!l->c) {
-		snprintf(err, errlen, "%s", why);
-		goto out;
+	for (int k = 0; k < LOAD_CONNS; k++) {
+		const struct bench_addr *a = &t->addrs[k % t->naddrs];
+		l->c[k] = rckv_connect(a->host, a->port, t->timeout_ms * 10, why, sizeof(why));
+		if (!l->c[k]) {
+			snprintf(err, errlen, "%s", why);
+			goto out;
+		}
 	}
 	/* a TPC-C database with orders past a fresh load's would break its
 	 * own checks: a load starts from an empty store */
-	redisReply *r = command_ok(l->c, why, sizeof(why), "FLUSHALL");
+	redisReply *r = command_ok(l->c[0], why, sizeof(why), "FLUSHALL");
 	if (!r) {
 		snprintf(err, errlen, "%s: FLUSHALL: %s", t->name, why);
 		goto out;
@@ -305,7 +315,7 @@ int bench_oltp_load(struct bench_target *t, const struct bench_config *cfg, char
 			 l->err[0] ? l->err : why);
 		goto out;
 	}
-	r = command_ok(l->c, why, sizeof(why), "SET %s %s", OLTP_MARKER, o->sig);
+	r = command_ok(l->c[0], why, sizeof(why), "SET %s %s", OLTP_MARKER, o->sig);
 	if (!r) {
 		snprintf(err, errlen, "%s: SET %s: %s", t->name, OLTP_MARKER, why);
 		goto out;
@@ -314,8 +324,9 @@ int bench_oltp_load(struct bench_target *t, const struct bench_config *cfg, char
 	rc = 0;
 out:
 	loader_finish(l);
-	if (l->c)
-		redisFree(l->c);
+	for (int k = 0; k < LOAD_CONNS; k++)
+		if (l->c[k])
+			redisFree(l->c[k]);
 	free(l);
 	return rc;
 }
@@ -521,6 +532,8 @@ int bench_oltp_stats_merge(struct bench_oltp_stats *dst, const struct bench_oltp
 		dst->commits[i] += src->commits[i];
 		dst->user_aborts[i] += src->user_aborts[i];
 		dst->errors[i] += src->errors[i];
+		if (!dst->first_error[i][0])
+			memcpy(dst->first_error[i], src->first_error[i], sizeof(dst->first_error[i]));
 		if (!src->hist[i])
 			continue;
 		if (!dst->hist[i] && !(dst->hist[i] = bench_hist_new()))
@@ -572,6 +585,7 @@ void bench_oltp_report_json(struct bench_json *j, const struct bench_oltp_ops *o
 		bench_json_uint(j, "errors", s->errors[i]);
 		bench_json_num(j, "p50_us", h ? (double)bench_hist_percentile(h, 50) / 1e3 : 0.0);
 		bench_json_num(j, "p99_us", h ? (double)bench_hist_percentile(h, 99) / 1e3 : 0.0);
+		bench_json_str(j, "first_error", s->first_error[i][0] ? s->first_error[i] : NULL);
 		bench_json_end_obj(j);
 	}
 	bench_json_end_obj(j);

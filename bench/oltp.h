@@ -131,6 +131,7 @@ struct bench_oltp_stats {
 	uint64_t user_aborts[BENCH_OLTP_MAX_TYPES];
 	uint64_t errors[BENCH_OLTP_MAX_TYPES];
 	struct bench_hist *hist[BENCH_OLTP_MAX_TYPES]; /* measured latency, ns */
+	char first_error[BENCH_OLTP_MAX_TYPES][128];   /* the type's first error reply */
 	int64_t delta;     /* committed deltas of every phase (see above) */
 	uint64_t noscript; /* EVALSHA answered NOSCRIPT: rerun as EVAL */
 };

@@ -274,6 +274,8 @@ static void figures_json(struct bench_json *j, const struct bench_config *cfg,
 	bench_json_num(j, "retries", f.retries);
 	bench_json_uint(j, "failed", r->failed);
 	bench_json_uint(j, "errors", r->errors);
+	if (bench_config_is_oltp(cfg))
+		bench_json_uint(j, "user_aborts", r->user_aborts);
 	bench_json_str(j, "first_error", r->first_error[0] ? r->first_error : NULL);
 	bench_json_num(j, "verbs_per_txn", f.verbs_per_txn);
 	bench_json_num(j, "round_trips_per_txn", f.round_trips_per_txn);
@@ -303,7 +305,6 @@ static void figures_json(struct bench_json *j, const struct bench_config *cfg,
 	bench_json_uint(j, "scans", r->scans);
 	bench_json_uint(j, "read_modify_writes", r->rmws);
 	bench_json_uint(j, "scripts", r->scripts);
-	bench_json_uint(j, "user_aborts", r->user_aborts);
 	bench_json_end_obj(j);
 	if (cfg->workload == BW_LOAD)
 		bench_json_uint(j, "keys", r->keys);

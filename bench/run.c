@@ -440,6 +440,9 @@ static int on_script_reply(struct worker *w, struct wconn *wc, const redisReply 
 	case BO_ERROR:
 		if (!w->first_error[0])
 			snprintf(w->first_error, sizeof(w->first_error), "%s", r->str);
+		if (!w->ost.first_error[call->type][0])
+			snprintf(w->ost.first_error[call->type], sizeof(w->ost.first_error[0]), "%s",
+				 r->str);
 		p->error = 1;
 		break;
 	case BO_USER_ABORT:
