@@ -38,8 +38,10 @@ check-serializable: build
 # Redis's append-only file, ycsb-t under power and recovery with a long
 # write-ahead log (bench/power.sh, about 8 minutes); replicas 1, 2 and 3
 # (bench/replicas.sh, about 40 minutes), and the failover time under kill -9
-# with replicas 2 (bench/failover.sh, about 5 minutes); all under
-# bench/results/.
+# with replicas 2 (bench/failover.sh, about 5 minutes), and the OLTP
+# workloads SmallBank, TPC-C (1 and 3 warehouses) and TATP as Lua scripts,
+# rckv against redis-server on one node and every protocol on a 3-node shm
+# cluster (bench/oltp.sh, a few minutes); all under bench/results/.
 bench: build
 	@./bench/redis-compare.sh
 	@./bench/sweep.sh
@@ -48,6 +50,7 @@ bench: build
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/power.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/replicas.sh
 	@RCKV_SERVER=$(abspath $(BUILD))/rckv-server ./bench/failover.sh
+	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/oltp.sh
 
 clean:
 	rm -rf $(BUILD)
