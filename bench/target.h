@@ -12,8 +12,9 @@
  * that address (every rckv node serves every key).
  *
  * Threads: opened, prepared and snapshotted by the main thread only;
- * workers read the map, keyspace and generators (read-only during a run)
- * and bump next_insert atomically.
+ * workers read the map, keyspace, generators and the OLTP state (its
+ * placement and script digests; all read-only during a run) and bump
+ * next_insert atomically.
  */
 #ifndef RCKV_BENCH_TARGET_H
 #define RCKV_BENCH_TARGET_H

@@ -335,7 +335,9 @@ def test_bad_command_lines_exit_2():
     for args in (["ycsb-q"], [], ["ycsb-t", "--zipf", "1.5"], ["ycsb-t", "--nope"],
                  ["ycsb-t", "--sweep", "records=1,2"], ["bank", "--ops", "3"],
                  ["ycsb-t", "--sweep", "cc-stages=0101"], ["ycsb-t", "--cc-stages", "12"],
-                 ["bank", "--value-size", "8"], ["bank", "--sweep", "write-ratio=0.1,0.2"]):
+                 ["bank", "--value-size", "8"], ["bank", "--sweep", "write-ratio=0.1,0.2"],
+                 ["tpcc", "--warehouses", "0"], ["tpcc", "--items", "10"],
+                 ["smallbank", "--hot-pct", "101"], ["tatp", "--subscribers", "0"]):
         p = bench(*args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         assert p.stderr.startswith("rckv-bench: "), p.stderr
