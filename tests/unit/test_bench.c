@@ -10,7 +10,10 @@
  *    and the clear refusals;
  *  - librckv: CRC16 slots equal the server's, RCKV NODES replies, the
  *    cluster file parser;
- *  - INFO parsing, the option parser and the JSON writer.
+ *  - INFO parsing, the option parser and the JSON writer;
+ *  - the OLTP workloads: their mixes, the calls they draw (KEYS and ARGV
+ *    as the scripts read them, TPC-C's warehouses one per node and its
+ *    remote shares), and how a script's reply is classified.
  */
 #include <errno.h>
 #include <math.h>
@@ -26,6 +29,7 @@
 #include "bench/info.h"
 #include "bench/json.h"
 #include "bench/keys.h"
+#include "bench/oltp.h"
 #include "bench/rng.h"
 #include "bench/zipf.h"
 #include "client/rckv.h"
@@ -683,6 +687,130 @@ static void test_json(void)
 	free(buf);
 }
 
+/* ---- OLTP workloads ---- */
+
+static struct bench_oltp_call oltp_call;
+
+static const char *call_key(int i)
+{
+	static char buf[BENCH_OLTP_BUF];
+	memcpy(buf, oltp_call.buf + oltp_call.koff[i], oltp_call.klen[i]);
+	buf[oltp_call.klen[i]] = '\0';
+	return buf;
+}
+
+/* Two buffers in turn: two results may meet in one strcmp. */
+static const char *call_arg(int i)
+{
+	static char bufs[2][BENCH_OLTP_BUF];
+	static int turn;
+	char *buf = bufs[turn ^= 1];
+	memcpy(buf, oltp_call.buf + oltp_call.aoff[i], oltp_call.alen[i]);
+	buf[oltp_call.alen[i]] = '\0';
+	return buf;
+}
+
+static void draw(const struct bench_oltp_ops *ops, const void *st,
+		 const struct bench_config *cfg, struct bench_rng *r, int type)
+{
+	memset(&oltp_call, 0, sizeof(oltp_call));
+	oltp_call.type = type;
+	ops->next(st, cfg, r, 1700000000L, &oltp_call);
+}
+
+static void test_oltp(void)
+{
+	const struct bench_oltp_ops *all[3] = { &bench_smallbank, &bench_tpcc, &bench_tatp };
+	struct bench_config cfg;
+	struct rckv_map m;
+	struct bench_rng r;
+	char sig[512], err[256];
+
+	for (int w = 0; w < 3; w++) {
+		int sum = 0;
+		CHECK(all[w]->ntypes <= BENCH_OLTP_MAX_TYPES);
+		for (int t = 0; t < all[w]->ntypes; t++) {
+			sum += all[w]->mix[t];
+			CHECK(all[w]->scripts[t] && strstr(all[w]->scripts[t], "return"));
+			/* Redis's sandbox: no globals */
+			CHECK(!strstr(all[w]->scripts[t], "\nfunction "));
+		}
+		CHECK(sum == 100);
+	}
+
+	/* replies */
+	redisReply rep = { 0 };
+	int64_t delta;
+	rep.type = REDIS_REPLY_INTEGER;
+	rep.integer = -7;
+	CHECK(bench_oltp_classify(&rep, &delta) == BO_COMMIT && delta == -7);
+	rep.type = REDIS_REPLY_ERROR;
+	rep.str = (char *)"USERABORT smallbank: insufficient funds";
+	CHECK(bench_oltp_classify(&rep, &delta) == BO_USER_ABORT && delta == 0);
+	rep.str = (char *)"NOSCRIPT No matching script. Please use EVAL.";
+	CHECK(bench_oltp_classify(&rep, &delta) == BO_NOSCRIPT);
+	rep.str = (char *)"ERR tpcc: no such stock";
+	CHECK(bench_oltp_classify(&rep, &delta) == BO_ERROR);
+	rep.type = REDIS_REPLY_STATUS;
+	rep.str = (char *)"OK";
+	CHECK(bench_oltp_classify(&rep, &delta) == BO_COMMIT && delta == 0);
+
+	/* TPC-C on 3 nodes, 3 warehouses: one per node */
+	const char *argv[] = { "rckv-bench", "tpcc", "--warehouses", "3", "--items", "1000",
+			       "--customers", "30" };
+	CHECK(bench_config_parse(&cfg, 8, (char **)argv, err, sizeof(err)) == 0);
+	make_map(&m, 3);
+	void *st = calloc(1, bench_tpcc.state_size);
+	CHECK(st && bench_tpcc.setup(st, &cfg, &m, sig, sizeof(sig), err, sizeof(err)) == 0);
+	bench_rng_seed(&r, 9, 1);
+	int owner_seen[3] = { 0 };
+	long lines = 0, remote_lines = 0, payments = 0, remote_payments = 0, rollbacks = 0;
+	for (int i = 0; i < 20000; i++) {
+		draw(&bench_tpcc, st, &cfg, &r, 0); /* NewOrder */
+		int n = atoi(call_arg(4));
+		CHECK(n >= 5 && n <= 15);
+		CHECK(oltp_call.nkeys == 3 + 2 * n && oltp_call.nargs == 7 + 3 * n);
+		const char *home = call_arg(0);
+		owner_seen[rckv_map_node_of(&m, home, strlen(home))] = 1;
+		for (int k = 0; k < n; k++) {
+			lines++;
+			remote_lines += strcmp(call_arg(8 + 3 * k), call_arg(1)) != 0;
+		}
+		rollbacks += atoi(call_arg(7 + 3 * (n - 1))) == 1001;
+		draw(&bench_tpcc, st, &cfg, &r, 1); /* Payment */
+		CHECK(oltp_call.nkeys == 4 && oltp_call.nargs == 9);
+		payments++;
+		remote_payments += strcmp(call_arg(1), call_arg(3)) != 0;
+	}
+	CHECK(owner_seen[0] && owner_seen[1] && owner_seen[2]);
+	/* TPC-C: 1% of lines and 15% of payments remote, 1% of NewOrders roll back */
+	CHECK(fabs((double)remote_lines / lines - 0.01) < 0.002);
+	CHECK(fabs((double)remote_payments / payments - 0.15) < 0.01);
+	CHECK(rollbacks > 100 && rollbacks < 300);
+	draw(&bench_tpcc, st, &cfg, &r, 3); /* Delivery: the ten cursors */
+	CHECK(oltp_call.nkeys == 10 && strstr(call_key(9), ":dn:10"));
+	free(st);
+
+	/* SmallBank: two distinct accounts; hot ones 90% of the time */
+	const char *sargv[] = { "rckv-bench", "smallbank", "--accounts", "1000" };
+	CHECK(bench_config_parse(&cfg, 4, (char **)sargv, err, sizeof(err)) == 0);
+	st = calloc(1, bench_smallbank.state_size);
+	CHECK(st && bench_smallbank.setup(st, &cfg, &m, sig, sizeof(sig), err, sizeof(err)) == 0);
+	long hot = 0, same = 0;
+	for (int i = 0; i < 20000; i++) {
+		draw(&bench_smallbank, st, &cfg, &r, 3); /* SendPayment */
+		CHECK(oltp_call.nkeys == 2 && oltp_call.nargs == 1);
+		char a[BENCH_OLTP_BUF];
+		snprintf(a, sizeof(a), "%s", call_key(0));
+		same += !strcmp(a, call_key(1));
+		hot += atoi(a + 2) < 40; /* "{a<id>}:c", the first 4% */
+	}
+	CHECK(same == 0);
+	CHECK(fabs(hot / 20000.0 - (0.9 + 0.1 * 0.04)) < 0.01);
+	free(st);
+	rckv_map_single(&m, "127.0.0.1", 1);
+}
+
 int main(void)
 {
 	test_zipf_chisq();
@@ -695,6 +823,7 @@ int main(void)
 	test_info();
 	test_config();
 	test_json();
+	test_oltp();
 	if (failures) {
 		fprintf(stderr, "test_bench: %d check(s) failed\n", failures);
 		return 1;
