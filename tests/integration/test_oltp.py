@@ -28,7 +28,7 @@ import rckvtest
 from cluster import cluster, fabric, track_cluster  # noqa: F401 (fixtures)
 from rckvtest import REPO
 
-SHORT = ["--warmup", 0.3, "--duration", 1.5, "--threads", 1, "--clients", 6, "--quiet",
+SHORT = ["--warmup", 0.2, "--duration", 1, "--threads", 1, "--clients", 6, "--quiet",
          "--seed", 5]
 # on a cluster, shorter: 3 nodes of 2 workers share this machine's cores
 SHORT_CLUSTER = ["--warmup", 0.2, "--duration", 1, "--threads", 1, "--clients", 6, "--quiet",
@@ -123,15 +123,24 @@ def test_tpcc_on_three_nodes(cluster, tmp_path):
 
 @pytest.mark.time_limit(60)
 def test_each_workload_passes_its_check_on_one_server(make_server, tmp_path):
-    s = make_server()
+    s, s2 = make_server(), make_server()
     for workload, extra, types in (
             ("smallbank", ["--accounts", 300], SMALLBANK_TYPES),
             ("tpcc", TPCC_SMALL, TPCC_TYPES),
             ("tatp", ["--subscribers", 300], TATP_TYPES)):
         out = tmp_path / (workload + ".json")
-        p = bench("--port", s.port, workload, "--json", out, *extra, *SHORT)
+        # smallbank side by side with a second server (--compare): each
+        # server's check counts its own transactions
+        compare = (["--compare", "127.0.0.1:%d" % s2.port, "--rounds", 1]
+                   if workload == "smallbank" else [])
+        p = bench("--port", s.port, workload, "--json", out, *compare, *extra, *SHORT)
         passed(p, workload)
-        check_json(out, types)
+        d = check_json(out, types)
+        if compare:
+            assert p.stdout.count("consistency check passed") == 2, p.stdout
+            assert "per transaction (B):" in p.stdout
+            b = d["compare"]
+            assert list(b["transactions"]) == types and b["operations"] > 0
 
 
 @pytest.mark.time_limit(60)
