@@ -54,7 +54,7 @@ import checker  # noqa: E402
 import cluster  # noqa: E402  (tests/integration/cluster.py)
 import rckvtest  # noqa: E402
 from history import Recorder  # noqa: E402
-from workload import AppendWorkload, BankWorkload, Context, KeySpace  # noqa: E402
+from workload import AppendWorkload, BankWorkload, Context, EvalWorkload, KeySpace  # noqa: E402
 
 # Used only if the server's reply to a bogus `CONFIG SET cc` cannot be
 # parsed (the only place a protocol list is written down here).
@@ -482,14 +482,17 @@ class RunSpec:
     serve its keys, then restarting it (ClusterTopology.shutdown).
     switch_every: instead of one pass through `switch` evenly spread, a
     switch every this many seconds, in a random order (rounds of every
-    protocol of `switch`, shuffled with the seed, never twice in a row)."""
+    protocol of `switch`, shuffled with the seed, never twice in a row).
+    workload: "append" (MULTI/EXEC), "eval" (the same transactions as Lua
+    scripts, workload.EvalWorkload) or "bank". torn: with eval, one script
+    per op, broken on purpose: the checker must find anomalies."""
 
     def __init__(self, name, protocol, workload="append", duration=10.0, clients=None,
                  keys=8, zipf=0.99, max_ops=4, max_writes=64, switch=None, faults=0,
                  fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
                  realtime=True, seed=None, topology="single", accounts=8,
                  switch_every=None, persistence=None, power_cuts=0, replicas=1,
-                 failovers=0, pauses=0, shutdowns=0):
+                 failovers=0, pauses=0, shutdowns=0, torn=False):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         if self.seed is None:
@@ -501,7 +504,7 @@ class RunSpec:
     def describe(self):
         s = "%s: %s on %s, %s workload, %.0f s, %d clients" % (
             self.name, self.protocol, self.topology, self.workload, self.duration, self.clients)
-        if self.workload == "append":
+        if self.workload in ("append", "eval"):
             s += ", %d keys zipf %.2f" % (self.keys, self.zipf)
         else:
             s += ", %d accounts" % self.accounts
@@ -520,6 +523,8 @@ class RunSpec:
             s += ", %d SIGTERM" % self.shutdowns
         if self.power_cuts:
             s += ", %d power cut" % self.power_cuts
+        if self.torn:
+            s += ", torn (one script per op: must find anomalies)"
         if self.persistence:
             s += ", persistence %s" % self.persistence
         if self.replicas > 1:
@@ -605,11 +610,14 @@ def run(spec, history_path):
         topo.start()
         ctx = Context(topo.endpoints(), rec, spec.seed)
         rec.meta(run=spec.describe(), protocol=spec.protocol, topology=spec.topology)
-        if spec.workload == "append":
+        if spec.workload in ("append", "eval"):
             prefix = "la%d:" % spec.seed
             keys = KeySpace(prefix, spec.keys, spec.zipf, spec.max_writes,
                             tags=topo.spread(prefix, spec.keys))
-            wl = AppendWorkload(keys, max_ops=spec.max_ops)
+            if spec.workload == "eval":
+                wl = EvalWorkload(keys, max_ops=spec.max_ops, torn=spec.torn)
+            else:
+                wl = AppendWorkload(keys, max_ops=spec.max_ops)
             placement = keys.tags
         else:
             prefix = "acct%d:" % spec.seed
@@ -952,15 +960,20 @@ class Suite:
       hybrids: on shm3, this many list-append runs per protocol, each with
         a random stage-wise hybrid (hybrid_stages, seeded by the run's seed
         and the protocol);
+      eval: an eval run (the list-append transactions as Lua scripts with
+        undeclared keys, zipf 0.99, 8 keys), duration / 2;
     Per topology:
       switch_rounds: a list-append run that switches through every protocol
         this many times (when there are two or more);
       none, bank_none: a list-append / bank run under `none`, which must
-        find anomalies (min(duration, 15) s each; not with --no-none)."""
+        find anomalies (min(duration, 15) s each; not with --no-none);
+      eval_checks: (with eval) an eval run with kill -9 faults under the
+        first protocol, and one of torn scripts (one script per op), which
+        must find anomalies (not with --no-none), duration / 2 each."""
 
     def __init__(self, duration, cells, bank=True, nodelay=False, fault=None,
                  bank_fault=None, switch_rounds=1, none=True, bank_none=False, failover=None,
-                 rpc=False, hybrids=0):
+                 rpc=False, hybrids=0, eval=False, eval_checks=False):
         self.__dict__.update(locals())
         del self.__dict__["self"]
 
@@ -977,10 +990,10 @@ class Suite:
 SUITES = {
     "short": Suite(10.0, cells=((0.99, 8),)),
     "quick": Suite(6.0, cells=((0.99, 8), (0.0, 64)), fault=(1, 3, 1.0), bank_none=True,
-                   rpc=True, hybrids=1),
+                   rpc=True, hybrids=1, eval=True),
     "long": Suite(30.0, cells=((0.0, 8), (0.0, 64), (0.99, 8), (0.99, 64)), nodelay=True,
                   fault=(2, 6, 1.0), bank_fault=(1, 4, 0.5), switch_rounds=3, bank_none=True,
-                  failover=(3, 1.0), rpc=True, hybrids=3),
+                  failover=(3, 1.0), rpc=True, hybrids=3, eval=True, eval_checks=True),
 }
 
 
@@ -1018,6 +1031,9 @@ def suite(protocols, duration, kind="short", topology="single", with_none=True, 
         if su.rpc:
             specs.append(RunSpec("append-rpc", p + STAGES_SEP + "rpc", duration=duration / 2,
                                  **t))
+        if su.eval:
+            specs.append(RunSpec("eval-z0.99-k8", p, workload="eval", duration=duration / 2,
+                                 **t))
         if su.hybrids and topology == "shm3":
             rng = random.Random("%s:%s" % (seed, p))
             for i in range(su.hybrids):
@@ -1030,6 +1046,12 @@ def suite(protocols, duration, kind="short", topology="single", with_none=True, 
     if with_none and su.none:
         specs.append(RunSpec("must-find-anomalies", BROKEN_PROTOCOL,
                              duration=min(duration, 15.0), **t))
+    if su.eval_checks and protocols:
+        specs.append(RunSpec("eval-fault-kill9", protocols[0], workload="eval",
+                             duration=duration / 2, faults=3 if on_cluster else 1, **t))
+        if with_none:
+            specs.append(RunSpec("eval-torn-must-find-anomalies", protocols[0],
+                                 workload="eval", duration=duration / 2, torn=True, **t))
     if with_none and su.bank_none:
         specs.append(RunSpec("bank-must-find-anomalies", BROKEN_PROTOCOL, workload="bank",
                              duration=min(duration, 15.0), **t))
@@ -1054,20 +1076,25 @@ def main(argv=None):
                     default="short",
                     help="the full matrix of `make check-serializable` (about 2 hours), on "
                          "every topology unless --topology is given: every protocol x zipf "
-                         "0.0/0.99 x 8/64 keys, with and without fabric delay, bank, kill -9 "
-                         "faults, a switch run, and `none` (which must fail)")
+                         "0.0/0.99 x 8/64 keys, with and without fabric delay, bank, eval "
+                         "(Lua scripts), kill -9 faults, a switch run, and `none` and torn "
+                         "scripts (which must fail)")
     ap.add_argument("--quick", dest="suite", action="store_const", const="quick",
                     help="--long cut to about 15 minutes: every protocol on every topology "
                          "unless --topology is given, zipf 0.99 over 8 keys and zipf 0.0 over "
-                         "64, bank, a kill -9 run per protocol, a switch run, and `none` "
+                         "64, bank, eval, a kill -9 run per protocol, a switch run, and `none` "
                          "(list-append and bank, which must fail); 6 s per run")
     ap.add_argument("--duration", type=float, default=None,
                     help="seconds per run (default 10, or 30 with --long)")
     ap.add_argument("--protocol", action="append",
                     help="run only this protocol (repeatable); default: every protocol the "
                          "server offers")
-    ap.add_argument("--workload", choices=("append", "bank"), default=None,
+    ap.add_argument("--workload", choices=("append", "eval", "bank"), default=None,
                     help="a single run of this workload instead of a suite")
+    ap.add_argument("--torn", action="store_true",
+                    help="with --workload eval: one script per op, recorded as one "
+                         "transaction (broken on purpose: the run passes when the checker "
+                         "finds anomalies)")
     ap.add_argument("--keys", type=int, default=8, help="hot keys (single run)")
     ap.add_argument("--zipf", type=float, default=0.99, help="zipf exponent (single run)")
     ap.add_argument("--clients", type=int, default=None,
@@ -1148,7 +1175,7 @@ def main(argv=None):
                           switch_every=args.switch_every if args.switch else None,
                           faults=args.fault, power_cuts=args.power_cut,
                           failovers=args.failover, pauses=args.pause,
-                          shutdowns=args.shutdown,
+                          shutdowns=args.shutdown, torn=args.torn,
                           fabric_delay_us=DEFAULT_FABRIC_DELAY_US
                           if args.fabric_delay_us is None else args.fabric_delay_us,
                           realtime=not args.no_realtime, seed=args.seed, topology=topo)
@@ -1244,7 +1271,7 @@ def _run_and_report(spec, path, keep):
             print("   history so far kept: %s (replay: /usr/bin/python3 %s %s --realtime)"
                   % (path, os.path.join(HERE, "checker.py"), path), flush=True)
         return None, True
-    expect_anomalies = spec.protocol == BROKEN_PROTOCOL
+    expect_anomalies = spec.protocol == BROKEN_PROTOCOL or spec.torn
     bad = (r.result.valid() == expect_anomalies) or bool(r.client_errors)
     print("   %s  [%.1f s%s]" % (r.line(), r.elapsed,
                                  "; " + ", ".join(r.events) if r.events else ""),
@@ -1263,8 +1290,9 @@ def _run_and_report(spec, path, keep):
         print("   client error: %s" % e)
     if bad:
         if expect_anomalies:
-            print("   FAIL: `none` has no concurrency control, yet the checker found "
-                  "nothing: the checker is blind or the load too gentle")
+            print("   FAIL: %s, yet the checker found nothing: the checker is blind or "
+                  "the load too gentle" % ("the scripts were torn on purpose" if spec.torn
+                                           else "`none` has no concurrency control"))
         else:
             print(r.result.report())
         print("   history kept: %s, the servers' logs in %s (replay: /usr/bin/python3 %s %s%s)"
@@ -1275,7 +1303,8 @@ def _run_and_report(spec, path, keep):
         if cyc:
             print("   %d of the %d dependency cycles kept as examples span nodes"
                   % (cyc[1], cyc[0]))
-        print("   (expected) first anomaly under `none`:")
+        print("   (expected) first anomaly %s:" % ("of the torn scripts" if spec.torn
+                                                  else "under `none`"))
         kinds = [k for k in checker.CYCLE_KINDS if k in r.result.details]
         kind = (kinds or sorted(r.result.details))[0]
         print("   " + r.result.details[kind][0]["text"].replace("\n", "\n   "))

@@ -275,3 +275,46 @@ def test_large_valid_history_is_fast(n):
     h.append(final(n + 1, **lists))
     res = run(h, realtime=True)
     assert res.valid(), res.report()
+
+
+# ------------------------------------------------- the eval workload's records
+
+def test_eval_reply_is_recorded_op_by_op():
+    """EvalWorkload reads a script's reply back into the history's ops: a
+    read's value, and the candidate a "c" op appended to (the index the
+    script returned); a reply of another shape is an error, not a guess."""
+    from workload import EvalWorkload, KeySpace
+    wl = EvalWorkload(KeySpace("k", 4, 0.0, 64))
+    ops = [["r", "k0:0"], ["append", "k1:0", "1-1-1"], ["c", "k1:0", ["k2:0", "k3:0"], "1-1-2"]]
+    got = wl.recorded(ops, [b",0-1-0", b"", b",0-2-0,1-1-1", b"2"])
+    assert got == [["r", "k0:0", ["0-1-0"]], ["append", "k1:0", "1-1-1"],
+                   ["r", "k1:0", ["0-2-0", "1-1-1"]], ["append", "k3:0", "1-1-2"]]
+    for bad in ([b"", b""], [b"", b"", b"", b"2", b"x"], [b"", b"", b"", b"3"], b"OK"):
+        with pytest.raises(RuntimeError):
+            wl.recorded(ops, bad)
+
+
+def test_eval_unknown_script_is_placed_by_the_final_reads(tmp_path):
+    """A script whose outcome is unknown appended, if it committed, to a
+    candidate nobody knew: its record waits for the final reads and names
+    the candidate holding its element; the checker then sees it committed
+    (a read saw it), or not (no read did)."""
+    from workload import Context, EvalWorkload, KeySpace
+    path = str(tmp_path / "h.jsonl")
+    wl = EvalWorkload(KeySpace("k", 4, 0.0, 64))
+    with Recorder(path) as rec:
+        ctx = Context([], rec, 1)
+        rec.record(rec.new_id(), 0, 1000, 2000, "ok", [["append", "k0:0", "0-1-0"]])
+        for seq, cands in ((2, ["k1:0", "k2:0"]), (3, ["k3:0", "k2:0"])):
+            wl._record_unsure(ctx, rec.new_id(), 1, 3000, "info",
+                              [["c", "k0:0", cands, "1-%d-0" % seq]], "link down")
+        wl.final_lists = {"k0:0": ["0-1-0"], "k1:0": [], "k2:0": ["1-2-0"], "k3:0": []}
+        rec.record(rec.new_id(), 9, 5000, 6000, "ok",
+                   [["r", k, v] for k, v in sorted(wl.final_lists.items())], final=True)
+        wl.record_pending(ctx)
+    txns = {t["id"]: t for t in load(path)[0]}
+    assert txns[2]["ops"] == [["r", "k0:0", None], ["append", "k2:0", "1-2-0"]]
+    assert txns[3]["ops"] == [["r", "k0:0", None], ["append", "k3:0", "1-3-0"]]
+    res = checker.check(list(txns.values()))
+    assert res.valid(), res.report()
+    assert res.stats["unknown"] == "2 (1 seen committed)", res.stats

@@ -1,5 +1,6 @@
-"""Client workloads that record histories (history.py): list-append and
-bank transfers, run by redis-py connections in threads.
+"""Client workloads that record histories (history.py): list-append, the
+same as Lua scripts (eval), and bank transfers, run by redis-py
+connections in threads.
 
 Each client thread owns one connection and runs one transaction at a time.
 A transaction is MULTI, its commands, EXEC sent in one write; its outcome
@@ -15,12 +16,14 @@ server under it) and carries on until the run's stop event is set.
 """
 
 import bisect
+import hashlib
 import random
 import threading
 import time
 
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -198,6 +201,7 @@ class AppendWorkload:
     def __init__(self, keys, max_ops=4):
         self.keys = keys
         self.max_ops = max_ops
+        self.final_lists = {}  # key -> its final read's elements (final_reads)
 
     def plan(self, rnd):
         ops = []
@@ -298,13 +302,247 @@ class AppendWorkload:
                     time.sleep(0.1)
                     continue
                 t1 = time.monotonic_ns()
+                lists = [parse_list(v) for v in reply]
+                self.final_lists.update(zip(part, lists))
                 ctx.rec.record(tid, cid, t0, t1, OK,
-                               [["r", k, parse_list(v)] for k, v in zip(part, reply)],
-                               final=True)
+                               [["r", k, L] for k, L in zip(part, lists)], final=True)
                 break
         if conn is not None:
             _drop_link(conn)
         return len(keys)
+
+
+# ------------------------------------------------------------------ eval
+
+# The eval workload's script (Lua 5.1, Redis's EVAL semantics). ARGV is a
+# program of ops read left to right, each replying one or two strings:
+#   r <ref>                   GET the key: its value ('' if absent)
+#   a <ref> <elem>            APPEND ','..elem to the key: ''
+#   c <ref> <elem> <m> <ref1> .. <refm>
+#                             GET the key, count its elements n, APPEND
+#                             ','..elem to ref(n mod m + 1): the value read
+#                             and that index
+# A ref is K<i> (KEYS[i], a declared key) or U<base>#<gen>, an undeclared
+# key whose name <base>:<gen> the script builds; c's target is chosen by
+# what the script read, so no client could declare it.
+EVAL_SCRIPT = """
+local function key(ref)
+  if string.sub(ref, 1, 1) == 'K' then
+    return KEYS[tonumber(string.sub(ref, 2))]
+  end
+  local base, gen = string.match(ref, '^U(.*)#(%d+)$')
+  return base .. ':' .. gen
+end
+local out, i = {}, 1
+while i <= #ARGV do
+  local op = ARGV[i]
+  if op == 'r' then
+    out[#out + 1] = redis.call('GET', key(ARGV[i + 1])) or ''
+    i = i + 2
+  elseif op == 'a' then
+    redis.call('APPEND', key(ARGV[i + 1]), ',' .. ARGV[i + 2])
+    out[#out + 1] = ''
+    i = i + 3
+  elseif op == 'c' then
+    local v = redis.call('GET', key(ARGV[i + 1])) or ''
+    local _, n = string.gsub(v, ',', ',')
+    local m = tonumber(ARGV[i + 3])
+    local pick = n % m + 1
+    redis.call('APPEND', key(ARGV[i + 3 + pick]), ',' .. ARGV[i + 2])
+    out[#out + 1] = v
+    out[#out + 1] = tostring(pick)
+    i = i + 4 + m
+  else
+    return redis.error_reply('bad op ' .. tostring(op))
+  end
+end
+return out
+"""
+EVAL_SHA = hashlib.sha1(EVAL_SCRIPT.encode()).hexdigest()
+
+
+class EvalWorkload(AppendWorkload):
+    """List-append transactions as Lua scripts: each transaction is one
+    EVAL (or EVALSHA of the same script, falling back to EVAL on NOSCRIPT)
+    of EVAL_SCRIPT with the transaction's ops in ARGV, and its reply is
+    every read's value, so the history holds every read and write exactly
+    as AppendWorkload's does and the same checker judges it.
+
+    Half of the keys a transaction touches are passed in KEYS, the others
+    are undeclared (names the script builds); and a third of the
+    transactions also make a "c" op: read a key, then append to one of 2
+    or 3 candidate keys chosen by the length of what was read (a key set
+    that depends on data: calvin's OLLP must restart when it changed).
+
+    A "c" op of a transaction whose outcome is unknown appended to a key
+    nobody knows yet: its record waits for the final reads, which show
+    which candidate (if any) holds the element (final_reads)."""
+
+    name = "eval"
+
+    def __init__(self, keys, max_ops=4, cond_ratio=0.3, declare_ratio=0.5, torn=False):
+        # torn: broken on purpose, for the checker's own test. Each op is
+        # a script of its own (one EVAL per op) while the history records
+        # them as one transaction: atomicity is gone, and at high
+        # contention the checker must say so.
+        super().__init__(keys, max_ops=max_ops)
+        self.cond_ratio = cond_ratio
+        self.declare_ratio = declare_ratio
+        self.torn = torn
+        self._pending = []  # unknown outcomes with "c" ops: recorded at the end
+        self._lock = threading.Lock()
+
+    def plan(self, rnd):
+        ops = super().plan(rnd)
+        if rnd.random() < self.cond_ratio:
+            slots = rnd.sample(range(len(self.keys.gen)), rnd.randint(2, 3))
+            op = ["c", self.keys.read_key(self.keys.pick(rnd)),
+                  [self.keys.read_key(s) for s in slots]]
+            ops.insert(rnd.randint(0, len(ops)), op)
+        return ops
+
+    def command(self, ops, rnd):
+        """(KEYS, ARGV) of a transaction's ops (values already labelled)."""
+        declared, argv = [], []
+
+        def ref(k, may_declare=True):
+            if may_declare and (k in declared or rnd.random() < self.declare_ratio):
+                if k not in declared:
+                    declared.append(k)
+                return "K%d" % (declared.index(k) + 1)
+            base, _, gen = k.rpartition(":")
+            return "U%s#%s" % (base, gen)
+
+        for op in ops:
+            if op[0] == "r":
+                argv += ["r", ref(op[1])]
+            elif op[0] == "append":
+                argv += ["a", ref(op[1]), op[2]]
+            else:
+                argv += ["c", ref(op[1]), op[3], str(len(op[2]))] + \
+                    [ref(k, may_declare=False) for k in op[2]]
+        return declared, argv
+
+    @staticmethod
+    def _eval(conn, keys, argv, rnd):
+        """EVALSHA half the time (EVAL when the server answers NOSCRIPT,
+        which ran nothing), else EVAL. Returns the reply; raises as
+        run_txn does."""
+        if rnd.random() < 0.5:
+            conn.send_command("EVALSHA", EVAL_SHA, len(keys), *(keys + argv))
+            try:
+                return conn.read_response()
+            except NoScriptError:
+                pass  # (redis-py strips the NOSCRIPT code from the message)
+        conn.send_command("EVAL", EVAL_SCRIPT, len(keys), *(keys + argv))
+        return conn.read_response()
+
+    def recorded(self, ops, reply):
+        """The history ops of a committed script: its reply read op by op.
+        Raises RuntimeError when the reply does not have the script's
+        shape (a server that returned something else)."""
+        if not isinstance(reply, list) or any(isinstance(v, ResponseError) for v in reply):
+            raise RuntimeError("EVAL replied %r, want an array of strings" % (reply,))
+        vals = iter(reply)
+        done = []
+        try:
+            for op in ops:
+                if op[0] == "r":
+                    done.append(["r", op[1], parse_list(next(vals))])
+                elif op[0] == "append":
+                    next(vals)
+                    done.append(op)
+                else:
+                    done.append(["r", op[1], parse_list(next(vals))])
+                    pick = int(next(vals))
+                    done.append(["append", op[2][pick - 1], op[3]])
+        except (StopIteration, ValueError, IndexError):
+            raise RuntimeError("EVAL replied %r to ops %r" % (reply, ops)) from None
+        if next(vals, None) is not None:
+            raise RuntimeError("EVAL replied %r to ops %r: too many values" % (reply, ops))
+        return done
+
+    @staticmethod
+    def unknown(ops):
+        """History ops of a script whose outcome is not ok: reads unknown;
+        a "c" op's append on its first candidate (a failed script wrote
+        nothing, so where does not matter; unknown ones are resolved by
+        final_reads)."""
+        out = []
+        for op in ops:
+            if op[0] == "c":
+                out += [["r", op[1], None], ["append", op[2][0], op[3]]]
+            else:
+                out.append(op if op[0] == "append" else ["r", op[1], None])
+        return out
+
+    def client(self, cid, ctx):
+        rnd = random.Random(ctx.seed * 6151 + cid)
+        endpoint = ctx.endpoints[cid % len(ctx.endpoints)]
+        conn = None
+        seq = 0
+        while not ctx.stop.is_set():
+            if conn is None:
+                conn = connect(endpoint, stop=ctx.stop)
+                if conn is None:
+                    break
+            seq += 1
+            ops = self.plan(rnd)
+            for j, op in enumerate(ops):
+                if op[0] in ("append", "c"):
+                    op.append("%d-%d-%d" % (cid, seq, j))
+            tid = ctx.rec.new_id()
+            t0 = time.monotonic_ns()
+            try:
+                if self.torn:
+                    reply = []
+                    for op in ops:
+                        reply += self._eval(conn, *self.command([op], rnd), rnd)
+                else:
+                    reply = self._eval(conn, *self.command(ops, rnd), rnd)
+            except ResponseError as e:
+                outcome = error_outcome(e)
+                self._record_unsure(ctx, tid, cid, t0, outcome, ops, e)
+                continue
+            except LINK_ERRORS as e:
+                self._record_unsure(ctx, tid, cid, t0, INFO, ops, repr(e))
+                _drop_link(conn)
+                conn = None
+                ctx.note_reconnect()
+                continue
+            t1 = time.monotonic_ns()
+            ctx.rec.record(tid, cid, t0, t1, OK, self.recorded(ops, reply))
+        if conn is not None:
+            _drop_link(conn)
+
+    def _record_unsure(self, ctx, tid, cid, t0, outcome, ops, error):
+        if outcome == INFO and any(op[0] == "c" for op in ops):
+            with self._lock:
+                self._pending.append((tid, cid, t0, ops, error))
+            return
+        ctx.rec.record(tid, cid, t0, time.monotonic_ns() if outcome == FAIL else None,
+                       outcome, self.unknown(ops), error=error)
+
+    def final_reads(self, ctx, endpoint, deadline, batch=64):
+        """AppendWorkload's, then the unknown scripts with "c" ops, each
+        append placed on the candidate whose final list holds its element
+        (on the first candidate when none does: it never took effect)."""
+        n = super().final_reads(ctx, endpoint, deadline, batch)
+        self.record_pending(ctx)
+        return n
+
+    def record_pending(self, ctx):
+        """Record the unknown scripts with "c" ops, by self.final_lists."""
+        for tid, cid, t0, ops, error in self._pending:
+            out = []
+            for op in ops:
+                if op[0] != "c":
+                    out.append(op if op[0] == "append" else ["r", op[1], None])
+                    continue
+                where = [k for k in op[2] if op[3] in self.final_lists.get(k, ())]
+                out += [["r", op[1], None], ["append", (where or op[2])[0], op[3]]]
+            ctx.rec.record(tid, cid, t0, None, INFO, out, error=error)
+        self._pending = []
 
 
 def _failing_alone(conn, keys, budget=20.0):
