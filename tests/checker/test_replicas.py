@@ -9,7 +9,7 @@ touched has the same version and value on each node of its replica set
 families per cell; `run.py --replicas 2` runs any protocol, workload and
 topology.
 
-With failover (server/membership.h): a node killed every 10 s, or hung
+With failover (server/membership.h): a node killed every 7 s, or hung
 for 10 s, is taken out, its keys served by their backups, then restarted
 (or woken) and copied back, while the load goes on; the checker finds no
 anomaly and no client of a live node waits longer than MAX_WAIT_S.
@@ -23,8 +23,13 @@ import test_serializable as ts
 pytestmark = pytest.mark.rckv_only
 
 SECONDS = 6.0
-# The issue's schedule: a kill -9 every 10 s, ten times.
-FAILOVER_EVERY = 10.0
+# The issue's ten kills. Each failover is waited out to its end (the
+# others serve the dead node's keys, it restarts, copies its slots back
+# and is "up" again) before the next: 5 to 6 s measured on shm3, so kills
+# 7 s apart still leave the bank running between two failovers. (The
+# issue's 10 s apart: run.py --topology shm3 --workload bank --failover 10
+# --duration 110 --replicas 2.)
+FAILOVER_EVERY = 7.0
 FAILOVERS = 10
 # The bound on a live node's client, failovers included: its transaction
 # waits for a lease at most txn-timeout (5 s) and gives up with an error
@@ -83,8 +88,8 @@ def test_replicated_power_cut(tmp_path, checked):
 
 @pytest.mark.time_limit(420)
 @pytest.mark.parametrize("topology,proto", [("shm3", "silo"), ("tcp3", "mvcc")])
-def test_failover_every_10s(topology, proto, tmp_path, checked):
-    """The bank while a random node is killed every 10 s, ten times: each
+def test_failover_every_7s(topology, proto, tmp_path, checked):
+    """The bank while a random node is killed every 7 s, ten times: each
     time the others take it out and serve its keys (on shm its region is
     still mapped, and untouched from then on), then it restarts, empties
     its region, copies its slots back and takes its primaries back. Nothing
