@@ -395,7 +395,8 @@ class EvalWorkload(AppendWorkload):
     def plan(self, rnd):
         ops = super().plan(rnd)
         if rnd.random() < self.cond_ratio:
-            slots = rnd.sample(range(len(self.keys.gen)), rnd.randint(2, 3))
+            nkeys = len(self.keys.gen)
+            slots = rnd.sample(range(nkeys), min(nkeys, rnd.randint(2, 3)))
             op = ["c", self.keys.read_key(self.keys.pick(rnd)),
                   [self.keys.read_key(s) for s in slots]]
             ops.insert(rnd.randint(0, len(ops)), op)
