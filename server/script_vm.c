@@ -51,6 +51,7 @@ struct script_vm {
 	/* The run in progress (svm_run), for the C functions: */
 	const struct script_host *host;
 	bool stopped;         /* host->call or ->tick said SCRIPT_STOP */
+	size_t mem_limit;     /* the run's script-memory-limit */
 	struct resp_w reply;  /* a command's reply, before it is converted */
 };
 
@@ -80,6 +81,17 @@ static struct script_vm *vm_of(lua_State *L)
 
 /* ---- errors ---- */
 
+/* Push t[name] of the table at idx without metamethods: a script's
+ * table may carry an __index that raises or loops, and this runs outside
+ * the script's pcall and hook. */
+static void raw_field(lua_State *L, int idx, const char *name)
+{
+	if (idx < 0 && idx > LUA_REGISTRYINDEX)
+		idx = lua_gettop(L) + idx + 1;
+	lua_pushstring(L, name);
+	lua_rawget(L, idx);
+}
+
 /* Push {err = msg}. */
 static void push_error_table(lua_State *L, const char *msg, size_t len)
 {
@@ -100,11 +112,14 @@ static int raise_error(lua_State *L, const char *msg)
 
 /* An argument error of redis.error_reply or status_reply: Redis 7.0
  * reports it without the script's location. */
+static char unplaced_key; /* its address: a table key no script can name */
+
 static int raise_error_unplaced(lua_State *L, const char *msg)
 {
 	push_error_table(L, msg, strlen(msg));
+	lua_pushlightuserdata(L, &unplaced_key);
 	lua_pushboolean(L, 1);
-	lua_setfield(L, -2, "unplaced");
+	lua_rawset(L, -3);
 	return lua_error(L);
 }
 
@@ -122,15 +137,22 @@ static int raise_stop(lua_State *L)
 static int err_handler(lua_State *L)
 {
 	lua_Debug ar;
-	bool where = lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar);
-	if (where && strcmp(ar.what, "C") == 0)
-		where = lua_getstack(L, 2, &ar) && lua_getinfo(L, "Sl", &ar);
+	bool where = false;
+	for (int level = 1; level < 8; level++) { /* the first Lua function up */
+		if (!lua_getstack(L, level, &ar) || !lua_getinfo(L, "Sl", &ar))
+			break;
+		if (strcmp(ar.what, "C") != 0) {
+			where = true;
+			break;
+		}
+	}
 
 	if (lua_istable(L, 1)) {
-		lua_getfield(L, 1, "err");
+		raw_field(L, 1, "err");
 		bool has_err = lua_isstring(L, -1);
 		lua_pop(L, 1);
-		lua_getfield(L, 1, "unplaced");
+		lua_pushlightuserdata(L, &unplaced_key);
+		lua_rawget(L, 1);
 		if (lua_toboolean(L, -1))
 			where = false;
 		lua_pop(L, 1);
@@ -262,13 +284,71 @@ static void reply_line(struct resp_w *out, char kind, const char *s, size_t len)
 	resp_w_raw(out, "\r\n", 2);
 }
 
-/* The string field `name` of the table at idx, or NULL (left popped). */
+/* The string field `name` of the table at idx (read raw), or NULL (left
+ * popped). */
 static const char *table_string(lua_State *L, int idx, const char *name, size_t *len)
 {
-	lua_getfield(L, idx, name);
+	raw_field(L, idx, name);
 	const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, len) : NULL;
 	lua_pop(L, 1); /* s stays valid: the table still holds it */
 	return s;
+}
+
+static void to_resp(lua_State *L, int idx, struct resp_w *out, int depth);
+
+/*
+ * The RESP3-shaped tables of Redis 7: {double = n}, {big_number = "..."},
+ * {map = {k = v}}, {set = {k = true}}, written in the client's protocol
+ * (RESP2: a bulk string, a flat array of keys and values, an array of
+ * keys). False when the table is none of these.
+ */
+static bool resp3_shaped(lua_State *L, int idx, struct resp_w *out, int depth)
+{
+	raw_field(L, idx, "double");
+	if (lua_type(L, -1) == LUA_TNUMBER) {
+		resp_double(out, (double)lua_tonumber(L, -1));
+		lua_pop(L, 1);
+		return true;
+	}
+	lua_pop(L, 1);
+	size_t len;
+	const char *s = table_string(L, idx, "big_number", &len);
+	if (s) {
+		resp_bulk(out, s, len); /* RESP3's ( is not written: clients read it as a bulk */
+		return true;
+	}
+	bool is_map = false;
+	raw_field(L, idx, "map");
+	if (lua_istable(L, -1)) {
+		is_map = true;
+	} else {
+		lua_pop(L, 1);
+		raw_field(L, idx, "set");
+		if (!lua_istable(L, -1)) {
+			lua_pop(L, 1);
+			return false;
+		}
+	}
+	int t = lua_gettop(L);
+	long n = 0;
+	lua_pushnil(L);
+	while (lua_next(L, t)) {
+		n++;
+		lua_pop(L, 1);
+	}
+	if (is_map)
+		resp_map(out, n);
+	else
+		resp_set(out, n);
+	lua_pushnil(L);
+	while (lua_next(L, t)) {
+		to_resp(L, -2, out, depth + 1);
+		if (is_map)
+			to_resp(L, -1, out, depth + 1);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return true;
 }
 
 static void to_resp(lua_State *L, int idx, struct resp_w *out, int depth)
@@ -302,10 +382,12 @@ static void to_resp(lua_State *L, int idx, struct resp_w *out, int depth)
 			reply_line(out, '+', s, len);
 			return;
 		}
-		if (depth >= SVM_MAX_DEPTH || !lua_checkstack(L, 2)) {
+		if (depth >= SVM_MAX_DEPTH || !lua_checkstack(L, 4)) {
 			resp_error(out, "ERR reached lua stack limit");
 			return;
 		}
+		if (resp3_shaped(L, idx, out, depth))
+			return;
 		/* An array up to its first nil, as Redis converts it. */
 		int n = 0;
 		for (;; n++) {
@@ -347,8 +429,15 @@ static int redis_command(lua_State *L, bool raise)
 		if (t != LUA_TSTRING && t != LUA_TNUMBER)
 			return raise_error(L, "Lua redis lib command arguments must be strings or "
 					      "integers");
+		if (t == LUA_TNUMBER) {
+			/* "%.17g", as Redis 7.0 prints a number argument (Lua's
+			 * own "%.14g" would store 123456789012345 as 1.2345678901234e+14). */
+			char num[64];
+			snprintf(num, sizeof(num), "%.17g", (double)lua_tonumber(L, i + 1));
+			lua_pushstring(L, num);
+			lua_replace(L, i + 1); /* anchored in the argument's slot */
+		}
 		size_t len;
-		/* A number becomes its string in place ("%.14g"), as in Redis. */
 		argv[i].p = (char *)lua_tolstring(L, i + 1, &len); /* handlers only read it */
 		argv[i].len = len;
 	}
@@ -590,7 +679,7 @@ static int bit_bswap(lua_State *L)
 static int bit_tohex(lua_State *L)
 {
 	uint32_t v = bit_arg(L, 1);
-	int n = lua_isnone(L, 2) ? 8 : (int)bit_arg(L, 2);
+	long long n = lua_isnone(L, 2) ? 8 : (int32_t)bit_arg(L, 2);
 	const char *digits = "0123456789abcdef";
 	if (n < 0) {
 		n = -n;
@@ -599,7 +688,7 @@ static int bit_tohex(lua_State *L)
 	if (n > 8)
 		n = 8;
 	char buf[8];
-	for (int i = n - 1; i >= 0; i--, v >>= 4)
+	for (int i = (int)n - 1; i >= 0; i--, v >>= 4)
 		buf[i] = digits[v & 15];
 	lua_pushlstring(L, buf, (size_t)n);
 	return 1;
@@ -612,6 +701,111 @@ static const luaL_Reg bit_lib[] = {
 	{ "ror", bit_ror },     { "bswap", bit_bswap }, { "tohex", bit_tohex },
 	{ NULL, NULL },
 };
+
+/* ---- cjson ---- */
+
+/* Nodes a size estimate visits before it gives up (a table that holds
+ * itself would otherwise be walked without end). */
+#define JSON_WALK_MAX 4000000
+/* The longest string encode takes: with the text bounded by 1 GB, its
+ * 6 * 128 MB reservation keeps cjson's int sizes below 2 GB. */
+#define JSON_STRING_MAX (128u << 20)
+
+/* Add to *bytes an upper bound of the JSON text of the value at idx; -1
+ * once it passes limit or the walk is too long. Raw access only. */
+static int json_bound(lua_State *L, int idx, int depth, size_t *bytes, size_t *nodes, size_t limit)
+{
+	if (++*nodes > JSON_WALK_MAX)
+		return -1;
+	if (lua_type(L, idx) == LUA_TSTRING) {
+		/* cjson escapes control bytes as \u00XX, quotes, backslashes
+		 * and slashes with a backslash */
+		size_t len;
+		const unsigned char *s = (const unsigned char *)lua_tolstring(L, idx, &len);
+		if (len > JSON_STRING_MAX)
+			return -1; /* cjson reserves len * 6 + 2 bytes, in an int */
+		*bytes += len + 2;
+		for (size_t i = 0; i < len; i++)
+			*bytes += s[i] < 0x20 ? 5 : s[i] == '"' || s[i] == '\\' || s[i] == '/';
+	} else if (lua_type(L, idx) == LUA_TTABLE && depth < 1000 && lua_checkstack(L, 3)) {
+		if (idx < 0)
+			idx = lua_gettop(L) + idx + 1;
+		*bytes += 2;
+		lua_pushnil(L);
+		while (lua_next(L, idx)) {
+			if (json_bound(L, -2, depth + 1, bytes, nodes, limit) != 0 ||
+			    json_bound(L, -1, depth + 1, bytes, nodes, limit) != 0) {
+				lua_pop(L, 2);
+				return -1;
+			}
+			lua_pop(L, 1);
+		}
+	} else {
+		*bytes += 32;
+	}
+	return *bytes > limit ? -1 : 0;
+}
+
+/*
+ * cjson.encode, upvalue 1 the library's: lua-cjson 2.1.0 sizes its buffer
+ * in int, so a text past 2 GB overflows it (CVE-2022-24834, which Redis
+ * patched in its copy and Debian's has not), and the buffer is malloc'd
+ * beside the Lua heap, out of script-memory-limit's sight. A value whose
+ * text could pass the script's memory limit (or 1 GB) is refused first.
+ */
+static int cjson_encode_bounded(lua_State *L)
+{
+	luaL_checkany(L, 1);
+	lua_settop(L, 1);
+	size_t limit = vm_of(L)->mem_limit;
+	if (!limit || limit > (1u << 30))
+		limit = 1u << 30;
+	size_t bytes = 0, nodes = 0;
+	if (json_bound(L, 1, 0, &bytes, &nodes, limit) != 0)
+		return luaL_error(L, "cjson.encode: the JSON text could exceed script-memory-limit "
+				     "(%d bytes)", (int)limit);
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	if (lua_pcall(L, 1, 1, 0) != 0) {
+		/* Its error where the script called encode, as when called direct. */
+		if (lua_isstring(L, -1)) {
+			luaL_where(L, 1);
+			lua_insert(L, -2);
+			lua_concat(L, 2);
+		}
+		return lua_error(L);
+	}
+	return 1;
+}
+
+/*
+ * The cjson table scripts see: encode (bounded), decode and null. The
+ * library's settings (decode_max_depth, encode_number_precision, ...) are
+ * left out: a VM serves many scripts, and one script's setting would
+ * change the next one's results (or let it recurse past the stack).
+ */
+static void open_cjson(lua_State *L)
+{
+	lua_pushcfunction(L, luaopen_cjson);
+	lua_call(L, 0, 1);                 /* T */
+	lua_getfield(L, -1, "encode_keep_buffer");
+	if (lua_isfunction(L, -1)) {       /* free the text's buffer after each encode */
+		lua_pushboolean(L, 0);
+		lua_call(L, 1, 0);
+	} else {
+		lua_pop(L, 1);
+	}
+	lua_newtable(L);                   /* T C */
+	lua_getfield(L, -2, "encode");
+	lua_pushcclosure(L, cjson_encode_bounded, 1);
+	lua_setfield(L, -2, "encode");
+	static const char *const kept[] = { "decode", "null", "_NAME", "_VERSION", NULL };
+	for (int i = 0; kept[i]; i++) {
+		lua_getfield(L, -2, kept[i]);
+		lua_setfield(L, -2, kept[i]);
+	}
+	lua_remove(L, -2);                 /* C */
+}
 
 /* ---- the sandbox ---- */
 
@@ -633,7 +827,7 @@ static int sandbox_pcall(lua_State *L)
 	if (vm_of(L)->stopped)
 		return lua_error(L);
 	if (lua_istable(L, -1)) {
-		lua_getfield(L, -1, "err");
+		raw_field(L, -1, "err");
 		if (lua_isstring(L, -1))
 			lua_replace(L, -2);
 		else
@@ -655,6 +849,56 @@ static int sandbox_xpcall(lua_State *L)
 	lua_pushboolean(L, st == 0);
 	lua_replace(L, 1);
 	return lua_gettop(L);
+}
+
+/* loadstring and load, refusing precompiled chunks (svm_compile says
+ * why). load's reader is drained into one text first. */
+static int sandbox_loadstring(lua_State *L)
+{
+	size_t len;
+	const char *s = luaL_checklstring(L, 1, &len);
+	const char *name = luaL_optstring(L, 2, s);
+	if (len && s[0] == LUA_SIGNATURE[0]) {
+		lua_pushnil(L);
+		lua_pushliteral(L, "binary chunks are not allowed in scripts");
+		return 2;
+	}
+	if (luaL_loadbuffer(L, s, len, name) == 0)
+		return 1;
+	lua_pushnil(L);
+	lua_insert(L, -2);
+	return 2;
+}
+
+static int sandbox_load(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	const char *name = luaL_optstring(L, 2, "=(load)");
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	for (;;) {
+		lua_pushvalue(L, 1);
+		lua_call(L, 0, 1);
+		if (lua_isnil(L, -1)) {
+			lua_pop(L, 1);
+			break;
+		}
+		if (!lua_isstring(L, -1))
+			return luaL_error(L, "reader function must return a string");
+		size_t n;
+		lua_tolstring(L, -1, &n);
+		if (n == 0) {
+			lua_pop(L, 1);
+			break;
+		}
+		luaL_addvalue(&b);
+	}
+	luaL_pushresult(&b);
+	lua_pushcfunction(L, sandbox_loadstring);
+	lua_insert(L, -2);
+	lua_pushstring(L, name);
+	lua_call(L, 2, 2);
+	return 2;
 }
 
 /* coroutine.resume, upvalue 1 the original. */
@@ -797,6 +1041,10 @@ static int sandbox_setup(lua_State *L)
 	lua_setfield(L, -2, "xpcall");
 	lua_pushcfunction(L, sandbox_rawset);
 	lua_setfield(L, -2, "rawset");
+	lua_pushcfunction(L, sandbox_loadstring);
+	lua_setfield(L, -2, "loadstring");
+	lua_pushcfunction(L, sandbox_load);
+	lua_setfield(L, -2, "load");
 	lua_getfield(L, -1, "setmetatable");
 	lua_pushcclosure(L, sandbox_setmetatable, 1);
 	lua_setfield(L, -2, "setmetatable");
@@ -810,8 +1058,7 @@ static int sandbox_setup(lua_State *L)
 	lua_newtable(L);
 	luaL_register(L, NULL, bit_lib);
 	lua_setfield(L, -2, "bit");
-	lua_pushcfunction(L, luaopen_cjson);
-	lua_call(L, 0, 1);
+	open_cjson(L);
 	lua_setfield(L, -2, "cjson");
 
 	static const char *const libs[] = { "string", "math", "table", "coroutine", "redis",
@@ -821,11 +1068,17 @@ static int sandbox_setup(lua_State *L)
 		make_readonly(L);
 		lua_setfield(L, -2, libs[i]);
 	}
-	/* Strings' methods ("x":rep(2)) through the read-only string too. */
+	/* Strings' methods ("x":rep(2)) through the read-only string too,
+	 * and the strings' metatable itself read-only: getmetatable("")
+	 * gives its proxy (a method planted there would run inside every
+	 * later script of the VM). */
 	lua_pushliteral(L, "");
-	lua_getmetatable(L, -1);
+	lua_getmetatable(L, -1);           /* "" mt */
 	lua_getfield(L, -3, "string");
 	lua_setfield(L, -2, "__index");
+	lua_pushvalue(L, -1);
+	make_readonly(L);                  /* "" mt proxy */
+	lua_setfield(L, -2, "__metatable");
 	lua_pop(L, 2);
 
 	/* The proxy P of G becomes the state's globals; G._G is P. */
@@ -945,6 +1198,13 @@ int svm_compile(struct script_vm *vm, const char *sha, const char *body, size_t 
 	lua_State *L = vm->L;
 	if (svm_compiled(vm, sha))
 		return 0;
+	if (len && body[0] == LUA_SIGNATURE[0]) {
+		/* Lua 5.1 runs precompiled chunks unverified: crafted bytecode
+		 * reads and writes memory at will. Redis's Lua refuses them too. */
+		snprintf(err, errlen, "ERR Error compiling script (new function): user_script:1: "
+			 "unexpected symbol near 'char(27)'");
+		return -1;
+	}
 	struct chunk c = { .body = body, .len = len };
 	if (lua_load(L, chunk_read, &c, "@user_script") != 0) {
 		const char *msg = lua_tostring(L, -1);
@@ -996,7 +1256,7 @@ static void error_reply(lua_State *L, const char *sha, struct resp_w *out)
 	msg = table_string(L, -1, "err", &len);
 	size_t slen;
 	const char *source = table_string(L, -1, "source", &slen);
-	lua_getfield(L, -1, "line");
+	raw_field(L, -1, "line");
 	int line = (int)lua_tointeger(L, -1);
 	lua_pop(L, 1);
 	luaL_Buffer b;
@@ -1027,6 +1287,7 @@ int svm_run(struct script_vm *vm, const char *sha, const struct resp_arg *keys, 
 	lua_pushcfunction(L, err_handler);
 	push_func(L, sha);
 	vm->cap = vm->used + mem_limit;
+	vm->mem_limit = mem_limit;
 	lua_sethook(L, count_hook, LUA_MASKCOUNT, SCRIPT_TICK_INSNS);
 	int st = lua_pcall(L, 0, 1, base + 1);
 	lua_sethook(L, NULL, 0, 0);

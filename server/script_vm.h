@@ -8,7 +8,8 @@
  * worker's thread only.
  *
  * The sandbox is Redis 7's:
- *  - the base, table, string and math libraries, `bit` and `cjson`; no os, io,
+ *  - the base, table, string and math libraries, `bit` and `cjson` (encode,
+ *    decode and null: its settings would outlive a script); no os, io,
  *    package, debug, print, dofile, loadfile, getfenv or setfenv;
  *  - the globals are read-only ("Attempt to modify a readonly table"), and
  *    reading an absent one is an error ("Script attempted to access
@@ -17,7 +18,11 @@
  *    log, setresp, set_repl, replicate_commands, breakpoint, debug and
  *    their constants;
  *  - `pcall` returns the message of a Redis error (a table with an `err`
- *    field) as a string, as Redis 7 does.
+ *    field) as a string, as Redis 7 does;
+ *  - no precompiled chunks (EVAL, loadstring, load): Lua 5.1 runs bytecode
+ *    unverified.
+ * A script's values are read raw (no metamethods) once it returned, since
+ * that runs outside its pcall and its time limit.
  */
 #ifndef RCKV_SRV_SCRIPT_VM_H
 #define RCKV_SRV_SCRIPT_VM_H

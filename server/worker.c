@@ -34,7 +34,11 @@
 #include "server/script.h"
 
 #define HANDOFF_SLOTS 1024
-#define CORO_STACK (256 * 1024)
+/* 8 MB, as a thread's: a Lua script recurses in C where Lua does not
+ * bound it (its pattern matcher, cjson's decoder), as deep as Redis's
+ * main thread allows. Mapped with MAP_NORESERVE (cc/coro.c), so only the
+ * pages a coroutine touched take memory. */
+#define CORO_STACK (8 * 1024 * 1024)
 
 /* epoll tags that are not clients */
 static char tag_wake, tag_fab, tag_listen[SRV_MAX_BIND];
