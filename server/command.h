@@ -69,6 +69,8 @@ enum {
 	CMD_SKIP_MONITOR = 1u << 15,/* "skip_monitor" */
 	CMD_NO_MANDATORY_KEYS = 1u << 16, /* "no_mandatory_keys" */
 	CMD_MOVABLEKEYS = 1u << 17, /* "movablekeys": keys found by getkeys */
+	CMD_SCRIPT_NOTXN = 1u << 18,/* CMD_NOTXN, yet a script may call it: it reads
+				       nothing of the keyspace (PING, ECHO, TIME) */
 };
 
 struct cmd_def {

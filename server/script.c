@@ -292,6 +292,8 @@ static int parse_shebang(const char *body, size_t len, uint32_t *flags, struct r
 		return 0;
 	const char *eol = memchr(body, '\n', len);
 	size_t llen = eol ? (size_t)(eol - body) : len;
+	if (llen && body[llen - 1] == '\r')
+		llen--;
 	const char *p = body, *end = body + llen;
 	const char *sp = memchr(p, ' ', llen);
 	const char *engine_end = sp ? sp : end;
@@ -314,11 +316,12 @@ static int parse_shebang(const char *body, size_t len, uint32_t *flags, struct r
 				    (int)(wl < 128 ? wl : 128), w);
 			return -1;
 		}
-		for (const char *f = w + 6; f < p;) {
+		/* flags= alone sets none; an empty flag between commas is an error */
+		for (const char *f = w + 6; f < p || (f == p && f > w + 6 && f[-1] == ',');) {
 			const char *comma = memchr(f, ',', (size_t)(p - f));
 			const char *fe = comma ? comma : p;
 			size_t fl = (size_t)(fe - f);
-			bool known = fl == 0;
+			bool known = false;
 			for (size_t i = 0; !known && i < sizeof(names) / sizeof(names[0]); i++)
 				if (strlen(names[i].name) == fl && memcmp(names[i].name, f, fl) == 0) {
 					*flags |= names[i].flag;
@@ -373,14 +376,6 @@ static int host_tick(void *arg)
 	return 0;
 }
 
-/* Commands that run outside transactions but may be called from a
- * script: they read nothing of the keyspace. */
-static bool notxn_allowed(const struct cmd_def *def)
-{
-	return strcmp(def->name, "ping") == 0 || strcmp(def->name, "echo") == 0 ||
-	       strcmp(def->name, "time") == 0;
-}
-
 /*
  * A command of several keys that the script did not declare (MGET, MSET,
  * DEL of computed names) fetches them in one round, one batch per node,
@@ -423,7 +418,7 @@ static int host_call(void *arg, int argc, struct resp_arg *argv, struct resp_w *
 		resp_error(out, "ERR This Redis command is not allowed from script");
 		return 0;
 	}
-	if ((def->flags & CMD_NOTXN) && !notxn_allowed(def)) {
+	if ((def->flags & CMD_NOTXN) && !(def->flags & CMD_SCRIPT_NOTXN)) {
 		resp_errorf(out, "ERR This Redis command is not allowed from script in rckv: "
 			    "'%s' does not run inside the script's transaction", def->name);
 		return 0;

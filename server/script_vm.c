@@ -150,6 +150,12 @@ static int err_handler(lua_State *L)
 	if (lua_istable(L, 1)) {
 		raw_field(L, 1, "err");
 		bool has_err = lua_isstring(L, -1);
+		if (lua_type(L, -1) == LUA_TNUMBER) { /* error({err = 5}): "5" */
+			lua_pushliteral(L, "err");
+			lua_pushvalue(L, -2);
+			lua_tostring(L, -1);
+			lua_rawset(L, 1);
+		}
 		lua_pop(L, 1);
 		lua_pushlightuserdata(L, &unplaced_key);
 		lua_rawget(L, 1);
@@ -167,8 +173,10 @@ static int err_handler(lua_State *L)
 		lua_pushliteral(L, "ERR ");
 		if (s)
 			lua_pushlstring(L, s, len);
+		else if (lua_isboolean(L, 1)) /* as tostring() would say */
+			lua_pushstring(L, lua_toboolean(L, 1) ? "true" : "false");
 		else
-			lua_pushliteral(L, "unknown error");
+			lua_pushstring(L, luaL_typename(L, 1));
 		lua_concat(L, 2);
 		lua_setfield(L, -2, "err");
 	}
@@ -480,6 +488,8 @@ static int redis_error_reply(lua_State *L)
 		s++;
 		len--;
 	}
+	while (len && (s[len - 1] == '\r' || s[len - 1] == '\n'))
+		len--; /* as Redis trims its ready-made error texts */
 	if (memchr(s, ' ', len)) {
 		push_error_table(L, s, len);
 		return 1;

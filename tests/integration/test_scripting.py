@@ -160,6 +160,13 @@ def test_runtime_errors(raw, key):
     assert raw.call_raw("EVAL", s, "0") == b"-ERR user_script:1: boom" + where(s)
     s = "error({err='X y'})"
     assert raw.call_raw("EVAL", s, "0") == b"-X y" + where(s)
+    s = "error({err=5})"
+    assert raw.call_raw("EVAL", s, "0") == b"-5" + where(s)
+    s = "error(nil)"
+    assert raw.call_raw("EVAL", s, "0") == b"-ERR nil" + where(s)
+    s = "error(true)"
+    assert raw.call_raw("EVAL", s, "0") == b"-ERR true" + where(s)
+    assert raw.call_raw("EVAL", "return redis.error_reply('-ERR x\\r\\n')", "0") == b"-ERR x\r\n"
     s = "error('a\\nb')"
     assert raw.call_raw("EVAL", s, "0") == b"-ERR user_script:1: a b" + where(s)
     raw.call_raw("SET", key, "abc")
@@ -299,6 +306,11 @@ def test_shebang(raw):
         b"-ERR Unexpected engine in script shebang: #!python\r\n"
     assert raw.call_raw("EVAL", "#!lua name=x\nreturn 1", "0") == \
         b"-ERR Unknown lua shebang option: name=x\r\n"
+    assert raw.call_raw("EVAL", "#!lua\r\nreturn 1", "0") == b":1\r\n"
+    assert raw.call_raw("EVAL", "#!lua flags=\nreturn 1", "0") == b":1\r\n"
+    assert raw.call_raw("EVAL", "#!lua  flags=no-writes,allow-oom\nreturn 1", "0") == b":1\r\n"
+    for s in ("#!lua flags=no-writes,,\nreturn 1", "#!lua flags=no-writes,\nreturn 1"):
+        assert raw.call_raw("EVAL", s, "0") == b"-ERR Unexpected flag in script shebang: \r\n"
 
 
 def test_eval_in_multi(raw, key):
@@ -475,6 +487,15 @@ def test_script_kill_stops_a_script_that_wrote(server, raw, key):
     assert killed == OK
     assert result["reply"].startswith(b"-ERR Script killed by user with SCRIPT KILL")
     assert raw.call_raw("EXISTS", key) == b":0\r\n"
+
+
+@pytest.mark.rckv_only
+def test_commands_outside_transactions_are_refused(raw):
+    for call in ("'keys', '*'", "'config', 'get', 'cc'", "'flushall'", "'dbsize'"):
+        s = "return redis.call(%s)" % call
+        assert b"not allowed from script" in raw.call_raw("EVAL", s, "0")
+    assert raw.call_raw("EVAL", "return redis.call('echo', 'x')", "0") == bulk("x")
+    assert raw.call_raw("EVAL", "return #redis.call('time')", "0") == b":2\r\n"
 
 
 @pytest.mark.rckv_only
