@@ -397,6 +397,42 @@ int bench_oltp_mget(redisContext *c, char **keys, size_t n, char **vals, char *e
 	return rc;
 }
 
+void bench_oltp_read_free(struct bench_oltp_read *rd)
+{
+	if (rd->vals)
+		bench_oltp_free_vals(rd->vals, rd->n);
+	for (size_t i = 0; rd->keys && i < rd->n; i++)
+		free(rd->keys[i]);
+	free(rd->keys);
+	free(rd->vals);
+	memset(rd, 0, sizeof(*rd));
+}
+
+int bench_oltp_read_named(redisContext *c, size_t n,
+			  void (*name)(const void *st, size_t i, char *buf, size_t cap),
+			  const void *st, struct bench_oltp_read *rd, char *err, size_t errlen)
+{
+	rd->n = n;
+	rd->keys = calloc(n, sizeof(*rd->keys));
+	rd->vals = calloc(n, sizeof(*rd->vals));
+	for (size_t i = 0; rd->keys && i < n; i++) {
+		rd->keys[i] = malloc(BENCH_OLTP_KEY_MAX);
+		if (!rd->keys[i])
+			break;
+		name(st, i, rd->keys[i], BENCH_OLTP_KEY_MAX);
+	}
+	if (!rd->keys || !rd->vals || (n && !rd->keys[n - 1])) {
+		snprintf(err, errlen, "out of memory");
+		bench_oltp_read_free(rd);
+		return -1;
+	}
+	if (bench_oltp_mget(c, rd->keys, n, rd->vals, err, errlen)) {
+		bench_oltp_read_free(rd);
+		return -1;
+	}
+	return 0;
+}
+
 /* --- per target -------------------------------------------------------- */
 
 void bench_oltp_free(struct bench_target *t)

@@ -92,6 +92,18 @@ int bench_oltp_mget(redisContext *c, char **keys, size_t n, char **vals, char *e
 		    size_t errlen);
 void bench_oltp_free_vals(char **vals, size_t n);
 
+/* n keys named by name(st, i, buf, cap) (at most BENCH_OLTP_KEY_MAX bytes
+ * each), read with bench_oltp_mget: what a check sums or counts. */
+#define BENCH_OLTP_KEY_MAX 64
+struct bench_oltp_read {
+	size_t n;
+	char **keys, **vals;            /* vals[i]: the value, or NULL if absent */
+};
+int bench_oltp_read_named(redisContext *c, size_t n,
+			  void (*name)(const void *st, size_t i, char *buf, size_t cap),
+			  const void *st, struct bench_oltp_read *rd, char *err, size_t errlen);
+void bench_oltp_read_free(struct bench_oltp_read *rd);
+
 struct bench_oltp_ops {
 	const char *name;
 	int ntypes;

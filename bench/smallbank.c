@@ -221,50 +221,39 @@ static void sb_next(const void *stp, const struct bench_config *cfg, struct benc
 	}
 }
 
+/* Account i / 2's savings (even i) or checking (odd i) key. */
+static void sb_balance_key(const void *st, size_t i, char *buf, size_t cap)
+{
+	(void)st;
+	snprintf(buf, cap, "{a%llu}:%c", (unsigned long long)(i / 2), i % 2 ? 'c' : 's');
+}
+
 /* The sum of every balance. */
 static int sb_total(const struct sb_state *st, redisContext *c, int64_t *total, char *err,
 		    size_t errlen)
 {
-	size_t n = (size_t)st->accounts * 2;
-	char **keys = calloc(n, sizeof(*keys)), **vals = calloc(n, sizeof(*vals));
-	int rc = -1;
-
-	if (!keys || !vals) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		keys[i] = malloc(32);
-		if (!keys[i]) {
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		snprintf(keys[i], 32, "{a%llu}:%c", (unsigned long long)(i / 2), i % 2 ? 'c' : 's');
-	}
-	if (bench_oltp_mget(c, keys, n, vals, err, errlen))
-		goto out;
+	struct bench_oltp_read rd;
+	if (bench_oltp_read_named(c, (size_t)st->accounts * 2, sb_balance_key, st, &rd, err,
+				  errlen))
+		return -1;
+	int rc = 0;
 	*total = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < rd.n && rc == 0; i++) {
 		char *end;
-		if (!vals[i]) {
-			snprintf(err, errlen, "%s is missing (load again with --load always)", keys[i]);
-			goto out;
+		if (!rd.vals[i]) {
+			snprintf(err, errlen, "%s is missing (load again with --load always)",
+				 rd.keys[i]);
+			rc = -1;
+			break;
 		}
-		long long v = strtoll(vals[i], &end, 10);
-		if (*end || end == vals[i]) {
-			snprintf(err, errlen, "%s holds '%s', not a balance", keys[i], vals[i]);
-			goto out;
+		long long v = strtoll(rd.vals[i], &end, 10);
+		if (*end || end == rd.vals[i]) {
+			snprintf(err, errlen, "%s holds '%s', not a balance", rd.keys[i], rd.vals[i]);
+			rc = -1;
 		}
 		*total += v;
 	}
-	rc = 0;
-out:
-	if (vals)
-		bench_oltp_free_vals(vals, n);
-	for (size_t i = 0; keys && i < n; i++)
-		free(keys[i]);
-	free(keys);
-	free(vals);
+	bench_oltp_read_free(&rd);
 	return rc;
 }
 

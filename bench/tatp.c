@@ -296,41 +296,28 @@ static void ta_next(const void *stp, const struct bench_config *cfg, struct benc
 	}
 }
 
+/* Subscriber 1 + i / 12's call-forwarding row of type 1 + (i % 12) / 3
+ * starting at 8 * (i % 3). */
+static void ta_cf_key(const void *st, size_t i, char *buf, size_t cap)
+{
+	(void)st;
+	snprintf(buf, cap, "t:{%015llu}:cf:%d:%d", (unsigned long long)(1 + i / 12),
+		 1 + (int)(i % 12) / 3, 8 * (int)(i % 3));
+}
+
 /* The call-forwarding rows: every possible key, read with MGET. */
 static int ta_count(const struct ta_state *st, redisContext *c, int64_t *count, char *err,
 		    size_t errlen)
 {
-	size_t n = (size_t)st->subscribers * 12;
-	char **keys = calloc(n, sizeof(*keys)), **vals = calloc(n, sizeof(*vals));
-	int rc = -1;
-
-	if (!keys || !vals) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		keys[i] = malloc(48);
-		if (!keys[i]) {
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		snprintf(keys[i], 48, "t:{%015llu}:cf:%d:%d", (unsigned long long)(1 + i / 12),
-			 1 + (int)(i % 12) / 3, 8 * (int)(i % 3));
-	}
-	if (bench_oltp_mget(c, keys, n, vals, err, errlen))
-		goto out;
+	struct bench_oltp_read rd;
+	if (bench_oltp_read_named(c, (size_t)st->subscribers * 12, ta_cf_key, st, &rd, err,
+				  errlen))
+		return -1;
 	*count = 0;
-	for (size_t i = 0; i < n; i++)
-		*count += vals[i] != NULL;
-	rc = 0;
-out:
-	if (vals)
-		bench_oltp_free_vals(vals, n);
-	for (size_t i = 0; keys && i < n; i++)
-		free(keys[i]);
-	free(keys);
-	free(vals);
-	return rc;
+	for (size_t i = 0; i < rd.n; i++)
+		*count += rd.vals[i] != NULL;
+	bench_oltp_read_free(&rd);
+	return 0;
 }
 
 static int ta_check_begin(void *stp, const struct bench_config *cfg, redisContext *c,
