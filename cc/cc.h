@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cc/exec.h"
 #include "cc/txn.h"
 #include "rdma/fab.h"
 #include "storage/st.h"
@@ -245,6 +246,13 @@ struct txn_undo {
 	uint64_t zero;
 };
 
+/* Keys a transaction reached beyond its declaration, for its next attempt
+ * (calvin's OLLP): each p is malloc'd, freed by cc_run. */
+struct cc_ollp {
+	struct cc_key *keys;
+	int n, cap;
+};
+
 struct txn {
 	struct cc_node *node;
 	struct cc_worker *ccw;
@@ -287,6 +295,13 @@ struct txn {
 	uint32_t sp_gen;          /* current savepoint generation, 0 = none */
 	struct cc_access **tab;   /* open hash by key hash, tab_mask+1 chains */
 	uint32_t tab_mask;
+
+	/* The declaration cc_run runs (its keys: calvin's lock set), and the
+	 * keys OLLP learned in earlier attempts (cc/protocols/calvin.c), kept
+	 * across attempts; pdata is the protocol's for one attempt. */
+	const struct cc_txn *decl;
+	struct cc_ollp *ollp;
+	void *pdata;
 
 	struct txn_undo undo;     /* the undo log of the commit (cc/undo.c) */
 	uint64_t ring_epoch;      /* durable_epoch at the commit's start: a peer
@@ -678,6 +693,7 @@ extern const struct cc_protocol cc_occ;
 extern const struct cc_protocol cc_sundial;
 extern const struct cc_protocol cc_cicada;
 extern const struct cc_protocol cc_maat;
+extern const struct cc_protocol cc_calvin;
 extern const struct cc_protocol cc_none;
 
 #endif

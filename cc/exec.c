@@ -347,6 +347,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->single_read = false;
 	t->single_write = false;
 	t->sp_gen = 0;
+	t->pdata = NULL;
 	t->undo.slot = -1;
 	t->undo.phase = UNDO_NONE;
 	t->undo.nodes = 0;
@@ -467,7 +468,7 @@ static bool wait_config(struct cc_worker *ccw, uint64_t config, uint64_t *deadli
 	return true;
 }
 
-int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
+static int run(struct cc_worker *ccw, const struct cc_txn *tx, struct cc_ollp *ollp)
 {
 	struct cc_node *n = ccw->node;
 	struct cc_stats *st = &ccw->stats;
@@ -508,6 +509,8 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 		new_owner = false;
 		t.owner = cc_owner_word(fab_self(n->fab), prio_ts);
 		t.attempt = attempt;
+		t.decl = tx;
+		t.ollp = ollp;
 		int pi = cc_protocol_index(t.proto);
 		rc = t.proto->begin ? t.proto->begin(&t) : CC_OK;
 		struct cc_proto_stats *ps = &st->proto[pi];
@@ -593,6 +596,8 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 			return CC_ETIMEOUT;
 		}
 		st->txn_retries++;
+		if (t.cause == CC_CAUSE_OLLP)
+			continue; /* no conflict to spread out from: rerun at once */
 		/* Randomized exponential backoff: half fixed, half jitter, so
 		 * conflicting coroutines spread out instead of colliding again.
 		 * Exponential in the attempt's own length too: transactions
@@ -612,4 +617,14 @@ int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
 		if (backoff_ns < 1000000)
 			backoff_ns *= 2;
 	}
+}
+
+int cc_run(struct cc_worker *ccw, const struct cc_txn *tx)
+{
+	struct cc_ollp ollp = { 0 };
+	int rc = run(ccw, tx, &ollp);
+	for (int i = 0; i < ollp.n; i++)
+		free((void *)ollp.keys[i].p);
+	free(ollp.keys);
+	return rc;
 }

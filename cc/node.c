@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc/calvin.h"
 #include "cc/exec_internal.h"
 
 int cc_node_init(struct cc_node *n, uint16_t id, struct pl_map *first)
@@ -22,11 +23,18 @@ int cc_node_init(struct cc_node *n, uint16_t id, struct pl_map *first)
 		pthread_mutex_destroy(&n->switch_lock);
 		return -ENOMEM;
 	}
+	n->limits.calvin_epoch_us = CALVIN_EPOCH_US_DEFAULT;
+	if (calvin_create(n) != 0) {
+		pl_table_destroy(&n->place);
+		pthread_mutex_destroy(&n->switch_lock);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 void cc_node_destroy(struct cc_node *n)
 {
+	calvin_destroy(n);
 	pl_table_destroy(&n->place);
 	pthread_mutex_destroy(&n->switch_lock);
 }

@@ -23,6 +23,7 @@ struct cc_node;
 struct cc_worker;
 struct cc_protocol;
 struct durable;
+struct calvin;
 
 /* Entries for transactions whose locks a failed node may still hold
  * (cc_node.lock_pending): about one per transaction in flight when a node
@@ -44,6 +45,8 @@ struct cc_limits {
 					its writer list, each (0: the default, 4) */
 	uint64_t addr_cache_entries; /* each worker's address cache (cc/cache.h) */
 	uint64_t testing;            /* 1: testing-only protocols may be chosen */
+	uint64_t calvin_epoch_us;    /* calvin: how long an epoch stays open */
+	uint64_t calvin_trace;       /* calvin: log each epoch's order (notice) */
 };
 
 /* Counters of one protocol (cc/protocols/registry.c order). */
@@ -148,6 +151,9 @@ struct cc_node {
 	uint32_t config_refuse;
 
 	const struct cc_cluster_ops *cops; /* NULL: standalone */
+	/* calvin's sequencer and lock manager (cc/calvin.h): made with the
+	 * node, its RPC handlers registered once the fabric is open. */
+	struct calvin *calvin;
 	struct cc_limits limits;
 
 	/* Logging: one line, no newline; NULL logs to stderr. */

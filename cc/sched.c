@@ -34,6 +34,7 @@ struct sched {
 	struct slot *sleepers; /* ascending deadline */
 	struct slot *current;  /* the slot running now, or NULL */
 	int busy;              /* slots not FREE */
+	int reserve;           /* slots only sched_spawn_reserved takes */
 };
 
 uint64_t sched_now_ns(void)
@@ -116,6 +117,18 @@ void sched_destroy(struct sched *s)
 
 int sched_spawn(struct sched *s, sched_fn fn, void *arg)
 {
+	if (s->n - s->busy <= s->reserve)
+		return -EAGAIN;
+	return sched_spawn_reserved(s, fn, arg);
+}
+
+void sched_reserve(struct sched *s, int k)
+{
+	s->reserve = k < 0 ? 0 : k;
+}
+
+int sched_spawn_reserved(struct sched *s, sched_fn fn, void *arg)
+{
 	struct slot *sl = s->free;
 	if (!sl)
 		return -EAGAIN;
@@ -185,7 +198,11 @@ int64_t sched_timeout_ns(struct sched *s)
 
 bool sched_idle(struct sched *s) { return s->busy == 0; }
 
-int sched_free_count(struct sched *s) { return s->n - s->busy; }
+int sched_free_count(struct sched *s)
+{
+	int k = s->n - s->busy - s->reserve;
+	return k > 0 ? k : 0;
+}
 
 bool sched_in_coro(struct sched *s) { return s->current != NULL; }
 

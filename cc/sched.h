@@ -26,6 +26,15 @@ void sched_destroy(struct sched *s);
  */
 int sched_spawn(struct sched *s, sched_fn fn, void *arg);
 
+/*
+ * sched_reserve - keep k coroutines of the pool out of sched_spawn's reach
+ * (and out of sched_free_count): sched_spawn_reserved alone takes them,
+ * for work that must find a coroutine when every other one waits for it
+ * (calvin's grant notifier, cc/calvin.c).
+ */
+void sched_reserve(struct sched *s, int k);
+int sched_spawn_reserved(struct sched *s, sched_fn fn, void *arg);
+
 /* Run every ready coroutine until each yields or finishes; wake sleepers
  * whose time has come first. Returns the number of coroutines run. */
 int sched_run(struct sched *s);

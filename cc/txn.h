@@ -58,7 +58,8 @@ struct txn;
 	X(RENEW, "renew", "sundial: a read's lease could not be renewed")                \
 	X(NEWER, "newer", "cicada: a version newer than the one read, or a later read")  \
 	X(INTERVAL, "interval", "maat: the timestamp interval became empty (lb > ub)")   \
-	X(LIST_FULL, "list_full", "maat: an item's reader or writer list was full")
+	X(LIST_FULL, "list_full", "maat: an item's reader or writer list was full")     \
+	X(OLLP, "ollp", "calvin: a key outside the declared set (rerun with it declared)")
 
 #define CC_CAUSE_ENUM(sym, name, what) CC_CAUSE_##sym,
 enum cc_cause { CC_CAUSE_TABLE(CC_CAUSE_ENUM) CC_CAUSES };

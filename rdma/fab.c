@@ -417,6 +417,15 @@ void fab_worker_inbox_push(struct fab_worker *fw, struct fab_rpc_call *c)
 	fab_worker_wake(fw);
 }
 
+void fab_worker_post_call(struct fab_worker *fw, struct fab_rpc_call *c)
+{
+	c->fw = fw;
+	c->from = c->to = fw->f->cfg.self;
+	fab_worker_inbox_push(fw, c);
+}
+
+int fab_worker_id(const struct fab_worker *fw) { return fw->id; }
+
 void fab_worker_wake(struct fab_worker *fw)
 {
 	ck_pr_inc_64(&fw->inbox_pushed); /* before the write: run_inbox */

@@ -492,6 +492,16 @@ void fab_worker_set_rpc_runner(struct fab_worker *fw,
 			       void (*run)(void *ctx, struct fab_rpc_call *c), void *ctx);
 /* Run c's handler and send its reply; c is gone afterwards. */
 void fab_rpc_run(struct fab_rpc_call *c);
+/*
+ * fab_worker_post_call - a hand-off between the node's own workers: c's
+ * handler (c->handler, registered here) runs on fw's thread at its next
+ * poll, as a request would; any thread may post. The handler answers
+ * FAB_RPC_DEFER, since no initiator waits for a reply. c stays the
+ * caller's, and must not be posted again before its handler ran.
+ */
+void fab_worker_post_call(struct fab_worker *fw, struct fab_rpc_call *c);
+/* The worker id fw was created with. */
+int fab_worker_id(const struct fab_worker *fw);
 
 /*
  * fab_exec - post every queued operation and wait until all completed.

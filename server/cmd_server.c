@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cc/calvin.h"
 #include "cc/cc.h"
 #include "cc/durable.h"
 #include "cc/sched.h"
@@ -1137,6 +1138,22 @@ static void info_cc(struct info_ctx *x)
 			ratio(s->fab.verbs[FAB_RPC], s->fab_txns),
 			(unsigned long long)s->addr_cache_hits, (unsigned long long)s->addr_cache_misses);
 	pthread_mutex_unlock(&n->cfg_lock);
+	struct calvin_stats cs;
+	uint64_t digest;
+	calvin_stats_get(&n->cc, &cs, &digest);
+	srv_sbuf_printf(x->b,
+			"calvin_epoch:%llu\r\n"
+			"calvin_epochs_closed:%llu\r\n"
+			"calvin_epochs_processed:%llu\r\n"
+			"calvin_txns_sequenced:%llu\r\n"
+			"calvin_txns_scheduled:%llu\r\n"
+			"calvin_lock_waits:%llu\r\n"
+			"calvin_cancelled:%llu\r\n"
+			"calvin_order_digest:%016llx\r\n",
+			(unsigned long long)cs.epoch, (unsigned long long)cs.epochs_closed,
+			(unsigned long long)cs.epochs_processed, (unsigned long long)cs.txns_sequenced,
+			(unsigned long long)cs.txns_scheduled, (unsigned long long)cs.lock_waits,
+			(unsigned long long)cs.cancelled, (unsigned long long)digest);
 	info_cc_protocols(x, p);
 	info_cc_stages(x, p);
 }

@@ -55,6 +55,8 @@ struct srv_config {
 					   enum cc_stage (mutable, cluster-wide) */
 	int mvcc_versions;              /* mvcc-versions 4: version slots per item (mvcc) */
 	int maat_list_slots;            /* maat-list-slots 4: reader/writer list slots per item */
+	long long calvin_epoch_us;      /* calvin-epoch-us 5000 (mutable): an epoch's length */
+	bool calvin_trace;              /* calvin-trace no (mutable): log each epoch's order */
 	long long addr_cache_entries;   /* addr-cache-entries 262144: per worker (cc/cache.h) */
 	long long txn_timeout_ms;       /* txn-timeout 5000 (mutable) */
 	long long busy_reply_ms;        /* busy-reply-threshold (lua-time-limit) 5000: a

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cc/calvin.h"
 #include "cc/cc.h"
 #include "cc/durable.h"
 #include "cc/switch.h"
@@ -270,6 +271,8 @@ void srv_node_limits(struct node *n)
 	ck_pr_store_64(&l->txn_timeout_ms, (uint64_t)n->cfg.txn_timeout_ms);
 	ck_pr_store_64(&l->mvcc_versions, (uint64_t)n->cfg.mvcc_versions);
 	ck_pr_store_64(&l->maat_list_slots, (uint64_t)n->cfg.maat_list_slots);
+	ck_pr_store_64(&l->calvin_epoch_us, (uint64_t)n->cfg.calvin_epoch_us);
+	ck_pr_store_64(&l->calvin_trace, n->cfg.calvin_trace ? 1 : 0);
 	ck_pr_store_64(&l->addr_cache_entries, (uint64_t)n->cfg.addr_cache_entries);
 	ck_pr_store_64(&l->testing, n->cfg.testing ? 1 : 0);
 }
@@ -451,6 +454,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	if (fab_open(&fc, &n->cc.fab, err, errlen) != 0)
 		goto fail_region;
 	n->cc.rpc_stages = n->cfg.cc_stages;
+	if (calvin_attach(&n->cc, err, errlen) != 0)
+		goto fail_listen;
 	if (fab_attach_err(n->cc.fab, fc.self, st_region_base(n->cc.region), n->cc.layout->size, err,
 			   errlen) != 0)
 		goto fail_listen;

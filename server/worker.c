@@ -350,7 +350,12 @@ int worker_start(struct node *n, int id, struct worker **out, char *err, size_t 
 	w->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	struct handoff *h = calloc(1, sizeof(*h));
 	w->handoff = h;
-	w->sched = sched_create(n->cfg.coroutines, CORO_STACK);
+	/* One coroutine more than clients may take: calvin's grant notifier
+	 * must find one when every client's coroutine waits for a grant
+	 * (cc/calvin.c). */
+	w->sched = sched_create(n->cfg.coroutines + 1, CORO_STACK);
+	if (w->sched)
+		sched_reserve(w->sched, 1);
 	if (w->epfd < 0 || w->wakefd < 0 || !h || !w->sched) {
 		snprintf(err, errlen, "worker %d: out of memory or file descriptors", id);
 		return -ENOMEM;

@@ -22,6 +22,7 @@ static const struct cc_protocol *const protocols[] = {
 	&cc_sundial,
 	&cc_cicada,
 	&cc_maat,
+	&cc_calvin,
 	&cc_none,
 	NULL,
 };

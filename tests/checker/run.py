@@ -578,6 +578,8 @@ class RunResult:
         st = self.result.stats
         sv = self.server_stats
         abort = " server abort rate %s" % sv["abort_rate"] if "abort_rate" in sv else ""
+        if sv.get("by_cause"):
+            abort += " (%s)" % ", ".join("%s %d" % kv for kv in sorted(sv["by_cause"].items()))
         span = ""
         if self.span.get("committed"):
             span = " %d%% cross-node" % (100 * self.span["cross"] // self.span["committed"])

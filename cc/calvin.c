@@ -1,0 +1,1158 @@
+/*
+ * calvin.c: Calvin's sequencer and deterministic lock manager (calvin.h
+ * has the design).
+ *
+ * A participant's state per epoch e (struct epoch, in a ring):
+ *   OPEN      --an ACQUIRE, a RELEASE or a local part of e arrives: counted
+ *   KNOWN     --DELIVER(e): how many parts each coordinator sends here
+ *   COMPLETE  every part arrived and e - 1 is processed
+ *   PROCESSED --process(): the parts, sorted by (node, seq), queue their
+ *               locks; the slot is free again
+ * A part (one transaction's locks on this node):
+ *   ARRIVED   --process()--> QUEUED --every lock granted--> GRANTED
+ *             (the coordinator's coroutine is woken, or its ACQUIRE
+ *             answered) --RELEASE--> freed, the queues behind it granted
+ *   ARRIVED   --RELEASE before processing--> CANCELLED (skipped, freed by
+ *               process())
+ *
+ * Invariants:
+ *  (1) Every node queues the parts of epoch e only after every part of
+ *      every epoch before e, and those of e in (node, seq) order: the
+ *      queues of every key hold transactions in one global order, so a
+ *      transaction waits only for earlier ones, and none deadlocks.
+ *  (2) An epoch's labels are fixed once: a node closes each epoch number
+ *      once (close_local), and the counts it answered for it are kept
+ *      (hist), so concurrent initiators of one epoch deliver the same
+ *      counts.
+ *  (3) A coroutine is unparked only if it parked for calvin (mine.parked
+ *      under the mutex), on its own worker's thread: no stray unpark
+ *      reaches a later fabric wait.
+ */
+#include "cc/calvin.h"
+
+#include <ck_pr.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc/cc.h"
+#include "cc/exec_internal.h"
+#include "cc/node.h"
+#include "cc/sched.h"
+
+#define RING 1024u          /* epochs a node keeps state for */
+#define QBUCKETS 65536u     /* lock table chains */
+#define PBUCKETS 16384u     /* parts by id */
+#define MAX_WORKERS 256
+
+struct part;
+
+/* A lock request in its key's queue. */
+struct qent {
+	struct part *p;
+	uint64_t h;
+	bool x, granted;
+	struct qent *next;
+};
+
+struct queue {
+	uint64_t h;
+	struct qent *head, *tail;
+	struct queue *next;
+};
+
+struct part {
+	uint64_t e;
+	uint16_t src;
+	uint32_t seq;
+	int nlocks;
+	struct qent *ents;
+	int waiting;                /* locks not granted yet */
+	bool cancelled, queued;
+	int worker;                 /* a remote part: the worker whose notifier
+				       tells its coordinator (src) of the grant */
+	struct calvin_mine *mine;   /* a local part: the coordinator's transaction */
+	struct part *hnext;         /* by id */
+	struct part *enext;         /* its epoch's */
+};
+
+struct epoch {
+	uint64_t e;
+	bool known;
+	uint32_t need, arrived;
+	struct part *parts;
+};
+
+struct hist {
+	uint64_t e;
+	uint16_t cnt[FAB_MAX_NODES];
+};
+
+/* A grant to tell a remote coordinator of. */
+struct grant {
+	uint64_t e;
+	uint32_t seq;
+	uint16_t to;
+	struct grant *next;
+};
+
+/* A worker's mailbox: coroutines to wake and grants to send, handed to its
+ * thread (fab_worker_post_call); its notifier coroutine sends the grants. */
+struct mbox {
+	struct fab_rpc_call wake;   /* handed to the worker's inbox */
+	bool posted;
+	bool notifying;             /* its notifier coroutine runs */
+	struct grant *grants, *grants_tail;
+	struct calvin_mine *wakes;
+};
+
+struct calvin {
+	struct cc_node *n;
+	pthread_mutex_t mu;
+	uint64_t closed;            /* the last epoch closed here */
+	uint64_t processed;         /* the last epoch queued here */
+	uint64_t open_since;        /* first submission of the open epoch (ns), 0: none */
+	struct calvin_mine *open_head, *open_tail;
+	struct hist *hist;
+	struct epoch *ep;
+	struct queue **qtab;
+	struct part **ptab;
+	struct calvin_mine **mtab;  /* this node's labeled transactions, by (e, seq) */
+	struct mbox mbox[MAX_WORKERS];
+	struct calvin_stats st;
+	uint64_t digest;            /* of the queued order (calvin_order_digest) */
+};
+
+/* The wire. */
+struct close_req {
+	uint64_t e;
+};
+struct close_rep {
+	uint64_t closed_before;
+	uint16_t cnt[FAB_MAX_NODES];
+};
+struct deliver_req {
+	uint64_t e;
+	uint16_t need[FAB_MAX_NODES];
+};
+struct acquire_hdr {
+	uint64_t e;
+	uint32_t seq;
+	uint32_t nlocks; /* then nlocks hashes (u64), then nlocks exclusive flags (u8) */
+};
+struct release_req {
+	uint64_t e;
+	uint32_t seq;
+	uint32_t pad;
+};
+/* GRANT: an array of these, the parts granted (the sender is the node). */
+struct grant_msg {
+	uint64_t e;
+	uint32_t seq;
+	uint32_t pad;
+};
+#define GRANT_MAX (FAB_RPC_MAX / sizeof(struct grant_msg))
+
+#define ACQUIRE_MAX_LOCKS ((FAB_RPC_MAX - sizeof(struct acquire_hdr)) / 9)
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
+}
+
+/* ---- mailboxes: hand a grant or a label to a worker's thread ---- */
+
+static void mbox_post(struct calvin *cv, int w)
+{
+	struct mbox *mb = &cv->mbox[w];
+	if (mb->posted)
+		return;
+	struct cc_worker *ccw = ck_pr_load_ptr(&cv->n->workers[w]);
+	if (!ccw)
+		return;
+	mb->posted = true;
+	memset(&mb->wake, 0, sizeof(mb->wake));
+	mb->wake.handler = CALVIN_RPC_WAKE;
+	fab_worker_post_call(ccw->fw, &mb->wake);
+}
+
+/* Under the mutex: wake m's coroutine if it waits for calvin. */
+static void wake_mine(struct calvin *cv, struct calvin_mine *m)
+{
+	if (!m->parked)
+		return;
+	m->parked = false;
+	struct mbox *mb = &cv->mbox[m->worker];
+	m->next = mb->wakes;
+	mb->wakes = m;
+	mbox_post(cv, m->worker);
+}
+
+static void notifier(struct sched *s, void *arg);
+
+static struct calvin_mine **mine_slot(struct calvin *cv, uint64_t e, uint32_t seq)
+{
+	struct calvin_mine **b = &cv->mtab[mix(e * 0x9e3779b97f4a7c15ull ^ seq) & (PBUCKETS - 1)];
+	while (*b && !((*b)->epoch == e && (*b)->seq == seq))
+		b = &(*b)->hnext;
+	return b;
+}
+
+/* A remote coordinator's part is granted: its worker's notifier says so. */
+static void grant_later(struct calvin *cv, const struct part *p)
+{
+	struct grant *g = malloc(sizeof(*g));
+	if (!g) {
+		cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory for a grant");
+		return;
+	}
+	*g = (struct grant){ .e = p->e, .seq = p->seq, .to = p->src };
+	struct mbox *mb = &cv->mbox[p->worker];
+	if (mb->grants_tail)
+		mb->grants_tail->next = g;
+	else
+		mb->grants = g;
+	mb->grants_tail = g;
+	if (!mb->notifying)
+		mbox_post(cv, p->worker);
+}
+
+static int h_wake(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	(void)len;
+	struct calvin *cv = arg;
+	struct mbox *mb = (struct mbox *)((char *)c - offsetof(struct mbox, wake));
+	int w = (int)(mb - cv->mbox);
+	struct cc_worker *ccw = cv->n->workers[w];
+	pthread_mutex_lock(&cv->mu);
+	struct calvin_mine *m = mb->wakes;
+	mb->wakes = NULL;
+	mb->posted = false;
+	if (mb->grants && !mb->notifying) {
+		/* The reserved coroutine (sched_reserve) when every other one
+		 * waits for a grant; without a reserve, a free one, else the
+		 * mailbox tries again at the next poll. */
+		if (sched_spawn_reserved(ccw->sched, notifier, ccw) == 0)
+			mb->notifying = true;
+		else
+			mbox_post(cv, w);
+	}
+	pthread_mutex_unlock(&cv->mu);
+	while (m) {
+		struct calvin_mine *next = m->next;
+		sched_unpark(ccw->sched, m->handle);
+		m = next;
+	}
+	return FAB_RPC_DEFER; /* a mailbox, not a call: nothing to answer */
+}
+
+/*
+ * A worker's notifier: sends the grants of its mailbox to their
+ * coordinators (GRANT, one message per node), until none is left. A
+ * grant goes by a call of its own, never as the reply to the ACQUIRE,
+ * because a reply held back would hold back every later reply on its
+ * connection (tcp answers a connection's requests in order), among them
+ * the ones the transaction before it needs to finish.
+ */
+static void notifier(struct sched *s, void *arg)
+{
+	(void)s;
+	struct cc_worker *ccw = arg;
+	struct calvin *cv = ccw->node->calvin;
+	struct mbox *mb = &cv->mbox[ccw->worker_id];
+	struct fab_stats fst = { 0 };
+	struct fab_batch b;
+	cc_batch_init(&b, ccw, &fst);
+	for (;;) {
+		pthread_mutex_lock(&cv->mu);
+		struct grant *g = mb->grants;
+		mb->grants = mb->grants_tail = NULL;
+		if (!g)
+			mb->notifying = false;
+		pthread_mutex_unlock(&cv->mu);
+		if (!g)
+			return;
+		/* Per coordinator node, an array of (e, seq). */
+		struct grant_msg *msg[FAB_MAX_NODES] = { 0 };
+		uint32_t cnt[FAB_MAX_NODES] = { 0 }, cap[FAB_MAX_NODES] = { 0 };
+		struct fab_rpc_reply rr[FAB_MAX_NODES];
+		while (g) {
+			struct grant *next = g->next;
+			uint16_t to = g->to;
+			if (cnt[to] == cap[to] && cnt[to] < GRANT_MAX) {
+				uint32_t nc = cap[to] ? 2 * cap[to] : 16;
+				struct grant_msg *nm = realloc(msg[to], nc * sizeof(*nm));
+				if (nm) {
+					msg[to] = nm;
+					cap[to] = nc;
+				}
+			}
+			if (cnt[to] < cap[to])
+				msg[to][cnt[to]++] = (struct grant_msg){ .e = g->e, .seq = g->seq };
+			else
+				cc_log(cv->n, CC_LOG_WARNING, "calvin: a grant to node %u lost", to);
+			free(g);
+			g = next;
+		}
+		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+			if (cnt[nd]) {
+				rr[nd] = (struct fab_rpc_reply){ 0 };
+				fab_rpc(&b, (uint16_t)nd, CALVIN_RPC_GRANT, msg[nd],
+					cnt[nd] * (uint32_t)sizeof(struct grant_msg), &rr[nd]);
+			}
+		(void)fab_exec(&b); /* a coordinator that died needs no grant */
+		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+			free(msg[nd]);
+	}
+}
+
+/* ---- the lock table ---- */
+
+static struct queue *queue_get(struct calvin *cv, uint64_t h, bool create)
+{
+	struct queue **b = &cv->qtab[mix(h) & (QBUCKETS - 1)];
+	for (struct queue *q = *b; q; q = q->next)
+		if (q->h == h)
+			return q;
+	if (!create)
+		return NULL;
+	struct queue *q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->h = h;
+	q->next = *b;
+	*b = q;
+	return q;
+}
+
+static void queue_free_if_empty(struct calvin *cv, struct queue *q)
+{
+	if (q->head)
+		return;
+	struct queue **b = &cv->qtab[mix(q->h) & (QBUCKETS - 1)];
+	while (*b != q)
+		b = &(*b)->next;
+	*b = q->next;
+	free(q);
+}
+
+static void mine_granted(struct calvin *cv, struct calvin_mine *m, uint16_t node)
+{
+	m->granted |= 1ull << node;
+	if (m->granted == m->nodes)
+		wake_mine(cv, m);
+}
+
+static void part_granted(struct calvin *cv, struct part *p)
+{
+	if (p->mine)
+		mine_granted(cv, p->mine, fab_self(cv->n->fab));
+	else
+		grant_later(cv, p);
+}
+
+static void grant(struct calvin *cv, struct qent *q)
+{
+	q->granted = true;
+	if (--q->p->waiting == 0)
+		part_granted(cv, q->p);
+}
+
+/* Grant what the head of q allows: the first exclusive request, or the
+ * shared ones up to the first exclusive. */
+static void queue_grant(struct calvin *cv, struct queue *q)
+{
+	struct qent *e = q->head;
+	if (!e)
+		return;
+	if (e->x) {
+		if (!e->granted)
+			grant(cv, e);
+		return;
+	}
+	for (; e && !e->x; e = e->next)
+		if (!e->granted)
+			grant(cv, e);
+}
+
+/* Queue p's locks (invariant (1)). Out of memory leaves the lock out:
+ * logged, since the transaction then runs without it. */
+static void part_queue(struct calvin *cv, struct part *p)
+{
+	p->queued = true;
+	p->waiting = p->nlocks + 1; /* held until the loop is done */
+	for (int i = 0; i < p->nlocks; i++) {
+		struct qent *e = &p->ents[i];
+		e->p = p;
+		struct queue *q = queue_get(cv, e->h, true);
+		if (!q) {
+			cc_log(cv->n, CC_LOG_WARNING, "calvin: lock table out of memory");
+			e->granted = true;
+			p->waiting--;
+			continue;
+		}
+		bool first = !q->head;
+		e->next = NULL;
+		if (q->tail)
+			q->tail->next = e;
+		else
+			q->head = e;
+		q->tail = e;
+		if (first) {
+			grant(cv, e);
+		} else if (!e->x) {
+			bool ok = true;
+			for (struct qent *o = q->head; o != e; o = o->next)
+				if (o->x) {
+					ok = false;
+					break;
+				}
+			if (ok)
+				grant(cv, e);
+		}
+	}
+	if (p->waiting > 1)
+		cv->st.lock_waits++;
+	if (--p->waiting == 0)
+		part_granted(cv, p);
+	cv->st.txns_scheduled++;
+	cv->digest = mix(cv->digest ^ (p->e * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)p->src << 48) ^
+			 p->seq);
+}
+
+static void part_unqueue(struct calvin *cv, struct part *p)
+{
+	for (int i = 0; i < p->nlocks; i++) {
+		struct qent *e = &p->ents[i];
+		struct queue *q = queue_get(cv, e->h, false);
+		if (!q)
+			continue; /* left out (part_queue) */
+		struct qent **pp = &q->head, *prev = NULL;
+		while (*pp && *pp != e) {
+			prev = *pp;
+			pp = &(*pp)->next;
+		}
+		if (!*pp)
+			continue;
+		*pp = e->next;
+		if (q->tail == e)
+			q->tail = prev;
+		if (!q->head) {
+			queue_free_if_empty(cv, q);
+			continue;
+		}
+		queue_grant(cv, q);
+	}
+}
+
+/* ---- parts and epochs ---- */
+
+static struct part **part_slot(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq)
+{
+	uint64_t k = mix(e ^ ((uint64_t)src << 32) ^ ((uint64_t)seq << 40) ^ seq);
+	struct part **b = &cv->ptab[k & (PBUCKETS - 1)];
+	while (*b && !((*b)->e == e && (*b)->src == src && (*b)->seq == seq))
+		b = &(*b)->hnext;
+	return b;
+}
+
+static struct epoch *epoch_get(struct calvin *cv, uint64_t e)
+{
+	struct epoch *ep = &cv->ep[e % RING];
+	if (ep->e != e) {
+		/* The slot's last epoch was processed (RING epochs ago). */
+		ep->e = e;
+		ep->known = false;
+		ep->need = ep->arrived = 0;
+		ep->parts = NULL;
+	}
+	return ep;
+}
+
+static struct part *part_new(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq,
+			     int nlocks)
+{
+	struct part *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->ents = nlocks ? calloc((size_t)nlocks, sizeof(*p->ents)) : NULL;
+	if (nlocks && !p->ents) {
+		free(p);
+		return NULL;
+	}
+	p->e = e;
+	p->src = src;
+	p->seq = seq;
+	p->nlocks = nlocks;
+	struct part **b = part_slot(cv, e, src, seq);
+	p->hnext = NULL;
+	*b = p;
+	struct epoch *ep = epoch_get(cv, e);
+	ep->arrived++;
+	p->enext = ep->parts;
+	ep->parts = p;
+	return p;
+}
+
+static void part_forget(struct calvin *cv, struct part *p)
+{
+	struct part **b = part_slot(cv, p->e, p->src, p->seq);
+	if (*b == p)
+		*b = p->hnext;
+	free(p->ents);
+	free(p);
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+	const struct part *x = *(struct part *const *)a, *y = *(struct part *const *)b;
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Queue every complete epoch, in order (invariant (1)). */
+static void process(struct calvin *cv)
+{
+	for (;;) {
+		uint64_t e = cv->processed + 1;
+		struct epoch *ep = &cv->ep[e % RING];
+		if (ep->e != e || !ep->known || ep->arrived < ep->need)
+			return;
+		uint32_t k = 0;
+		for (struct part *p = ep->parts; p; p = p->enext)
+			k++;
+		struct part *one[64];
+		struct part **v = k <= 64 ? one : malloc(k * sizeof(*v));
+		if (!v) {
+			cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory, epoch %" PRIu64 " waits",
+			       e);
+			return;
+		}
+		k = 0;
+		for (struct part *p = ep->parts; p; p = p->enext)
+			v[k++] = p;
+		qsort(v, k, sizeof(*v), part_cmp);
+		ep->parts = NULL;
+		cv->processed = e;
+		cv->st.epochs_processed++;
+		for (uint32_t i = 0; i < k; i++) {
+			if (v[i]->cancelled)
+				part_forget(cv, v[i]);
+			else
+				part_queue(cv, v[i]);
+		}
+		if (k > 0 && cv->n->limits.calvin_trace) {
+			char line[400];
+			int off = snprintf(line, sizeof(line), "calvin: epoch %" PRIu64 " order", e);
+			for (uint32_t i = 0; i < k && off < (int)sizeof(line) - 24; i++)
+				off += snprintf(line + off, sizeof(line) - (size_t)off, " %u.%u",
+						v[i]->src, v[i]->seq);
+			cc_log(cv->n, CC_LOG_NOTICE, "%s", line);
+		}
+		if (v != one)
+			free(v);
+	}
+}
+
+/* Close the open epoch as e: label its transactions, count their parts
+ * per node (cnt), queue the local parts' arrival. Under the mutex. */
+static void close_local(struct calvin *cv, uint64_t e, uint16_t cnt[FAB_MAX_NODES])
+{
+	const uint16_t self = fab_self(cv->n->fab);
+	memset(cnt, 0, FAB_MAX_NODES * sizeof(cnt[0]));
+	uint32_t seq = 0;
+	for (struct calvin_mine *m = cv->open_head; m;) {
+		struct calvin_mine *next = m->next;
+		m->next = NULL;
+		m->epoch = e;
+		m->seq = seq++;
+		m->labeled = true;
+		struct calvin_mine **slot = mine_slot(cv, e, m->seq);
+		m->hnext = NULL;
+		*slot = m;
+		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+			if (m->nodes & (1ull << nd))
+				cnt[nd]++;
+		if (m->nodes & (1ull << self)) {
+			int nl = 0;
+			for (int i = 0; i < m->nlocks; i++)
+				nl += m->locks[i].node == self;
+			struct part *p = part_new(cv, e, self, m->seq, nl);
+			if (p) {
+				p->mine = m;
+				nl = 0;
+				for (int i = 0; i < m->nlocks; i++)
+					if (m->locks[i].node == self) {
+						p->ents[nl].h = m->locks[i].h;
+						p->ents[nl].x = m->locks[i].x;
+						nl++;
+					}
+			} else {
+				cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory for a part");
+				m->granted |= 1ull << self; /* runs unlocked here rather than hang */
+			}
+		}
+		wake_mine(cv, m);
+		m = next;
+	}
+	cv->st.txns_sequenced += seq;
+	cv->open_head = cv->open_tail = NULL;
+	cv->open_since = 0;
+	cv->closed = e;
+	cv->st.epoch = e;
+	struct hist *h = &cv->hist[e % RING];
+	h->e = e;
+	memcpy(h->cnt, cnt, sizeof(h->cnt));
+}
+
+/* What this node answered for epoch e (zeros: it had nothing there). */
+static void counts_of(struct calvin *cv, uint64_t e, uint16_t cnt[FAB_MAX_NODES])
+{
+	const struct hist *h = &cv->hist[e % RING];
+	if (h->e == e)
+		memcpy(cnt, h->cnt, sizeof(h->cnt));
+	else
+		memset(cnt, 0, FAB_MAX_NODES * sizeof(cnt[0]));
+}
+
+/* A node that missed epochs (it restarted, or was out of the
+ * configuration) takes up the cluster's numbering at e: nothing of the
+ * epochs it missed was meant for it. */
+static void catch_up(struct calvin *cv, uint64_t e)
+{
+	if (cv->closed + 1 >= e)
+		return;
+	/* Skipping numbers is harmless: the epochs skipped hold nothing of
+	 * ours (counts_of answers zeros for them). A CLOSE may overtake an
+	 * earlier one on its way here, so the epochs before e may still
+	 * come, and only a node that never saw one (it just started) skips
+	 * processing them too. */
+	const bool fresh = cv->closed == 0 && cv->processed == 0;
+	cv->closed = e - 1;
+	if (fresh)
+		cv->processed = e - 1;
+}
+
+static void deliver_local(struct calvin *cv, uint64_t e, const uint16_t need[FAB_MAX_NODES])
+{
+	if (e <= cv->processed)
+		return;
+	struct epoch *ep = epoch_get(cv, e);
+	if (!ep->known) {
+		ep->known = true;
+		uint32_t sum = 0;
+		for (int i = 0; i < FAB_MAX_NODES; i++)
+			sum += need[i];
+		ep->need = sum;
+	}
+	process(cv);
+}
+
+/* RELEASE of (e, src, seq): under the mutex. */
+static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq)
+{
+	struct part **b = part_slot(cv, e, src, seq);
+	struct part *p = *b;
+	if (!p) {
+		/* Before its ACQUIRE (which then finds it cancelled), or after
+		 * its epoch was processed without it. */
+		if (e > cv->processed && (p = part_new(cv, e, src, seq, 0)) != NULL) {
+			p->cancelled = true;
+			cv->st.cancelled++;
+			process(cv);
+		}
+		return;
+	}
+	if (p->queued) {
+		*b = p->hnext;
+		part_unqueue(cv, p);
+		free(p->ents);
+		free(p);
+		return;
+	}
+	p->cancelled = true; /* process() drops it */
+	cv->st.cancelled++;
+}
+
+/* ---- RPC handlers (any worker's thread) ---- */
+
+static int h_close(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	struct calvin *cv = arg;
+	struct close_req rq;
+	struct close_rep *rp = c->resp;
+	if (c->len < sizeof(rq) || c->cap < sizeof(*rp))
+		return -EINVAL;
+	memcpy(&rq, c->req, sizeof(rq));
+	pthread_mutex_lock(&cv->mu);
+	rp->closed_before = cv->closed;
+	if (cv->closed < rq.e) {
+		catch_up(cv, rq.e);
+		close_local(cv, rq.e, rp->cnt);
+	} else {
+		counts_of(cv, rq.e, rp->cnt);
+	}
+	pthread_mutex_unlock(&cv->mu);
+	*len = sizeof(*rp);
+	return 0;
+}
+
+static int h_deliver(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	struct calvin *cv = arg;
+	struct deliver_req rq;
+	if (c->len < sizeof(rq))
+		return -EINVAL;
+	memcpy(&rq, c->req, sizeof(rq));
+	pthread_mutex_lock(&cv->mu);
+	deliver_local(cv, rq.e, rq.need);
+	pthread_mutex_unlock(&cv->mu);
+	*len = 0;
+	return 0;
+}
+
+static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	struct calvin *cv = arg;
+	struct acquire_hdr hd;
+	*len = 0;
+	if (c->len < sizeof(hd))
+		return -EINVAL;
+	memcpy(&hd, c->req, sizeof(hd));
+	if (hd.nlocks > ACQUIRE_MAX_LOCKS || c->len < sizeof(hd) + (size_t)hd.nlocks * 9)
+		return -EINVAL;
+	const char *hs = (const char *)c->req + sizeof(hd);
+	const uint8_t *xs = (const uint8_t *)hs + (size_t)hd.nlocks * 8;
+	pthread_mutex_lock(&cv->mu);
+	if (hd.e <= cv->processed) {
+		/* Its epoch went by without it: its coordinator's counts did not
+		 * reach the initiator (a failure), so it runs nowhere. */
+		pthread_mutex_unlock(&cv->mu);
+		return -ESTALE;
+	}
+	struct part *p = *part_slot(cv, hd.e, c->from, hd.seq);
+	if (p) { /* released already */
+		pthread_mutex_unlock(&cv->mu);
+		return -ECANCELED;
+	}
+	p = part_new(cv, hd.e, c->from, hd.seq, (int)hd.nlocks);
+	if (!p) {
+		pthread_mutex_unlock(&cv->mu);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < hd.nlocks; i++) {
+		memcpy(&p->ents[i].h, hs + (size_t)i * 8, 8);
+		p->ents[i].x = xs[i] != 0;
+	}
+	p->worker = fab_worker_id(c->fw);
+	process(cv);
+	pthread_mutex_unlock(&cv->mu);
+	return 0; /* queued: the grant comes by GRANT */
+}
+
+static int h_grant(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	struct calvin *cv = arg;
+	*len = 0;
+	const uint32_t k = c->len / (uint32_t)sizeof(struct grant_msg);
+	pthread_mutex_lock(&cv->mu);
+	for (uint32_t i = 0; i < k; i++) {
+		struct grant_msg g;
+		memcpy(&g, (const char *)c->req + (size_t)i * sizeof(g), sizeof(g));
+		struct calvin_mine *m = *mine_slot(cv, g.e, g.seq);
+		if (m) /* else released already (a failure elsewhere) */
+			mine_granted(cv, m, c->from);
+	}
+	pthread_mutex_unlock(&cv->mu);
+	return 0;
+}
+
+static int h_release(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	struct calvin *cv = arg;
+	struct release_req rq;
+	*len = 0;
+	if (c->len < sizeof(rq))
+		return -EINVAL;
+	memcpy(&rq, c->req, sizeof(rq));
+	pthread_mutex_lock(&cv->mu);
+	release_part(cv, rq.e, c->from, rq.seq);
+	pthread_mutex_unlock(&cv->mu);
+	return 0;
+}
+
+/* ---- node state ---- */
+
+int calvin_create(struct cc_node *n)
+{
+	struct calvin *cv = calloc(1, sizeof(*cv));
+	if (!cv)
+		return -ENOMEM;
+	cv->n = n;
+	cv->hist = calloc(RING, sizeof(*cv->hist));
+	cv->ep = calloc(RING, sizeof(*cv->ep));
+	cv->qtab = calloc(QBUCKETS, sizeof(*cv->qtab));
+	cv->ptab = calloc(PBUCKETS, sizeof(*cv->ptab));
+	cv->mtab = calloc(PBUCKETS, sizeof(*cv->mtab));
+	if (!cv->hist || !cv->ep || !cv->qtab || !cv->ptab || !cv->mtab) {
+		free(cv->mtab);
+		free(cv->hist);
+		free(cv->ep);
+		free(cv->qtab);
+		free(cv->ptab);
+		free(cv);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < RING; i++)
+		cv->ep[i].e = cv->hist[i].e = UINT64_MAX;
+	pthread_mutex_init(&cv->mu, NULL);
+	n->calvin = cv;
+	return 0;
+}
+
+void calvin_destroy(struct cc_node *n)
+{
+	struct calvin *cv = n->calvin;
+	if (!cv)
+		return;
+	for (unsigned i = 0; i < QBUCKETS; i++)
+		for (struct queue *q = cv->qtab[i], *nx; q; q = nx) {
+			nx = q->next;
+			free(q);
+		}
+	for (unsigned i = 0; i < PBUCKETS; i++)
+		for (struct part *p = cv->ptab[i], *nx; p; p = nx) {
+			nx = p->hnext;
+			free(p->ents);
+			free(p);
+		}
+	for (int w = 0; w < MAX_WORKERS; w++)
+		for (struct grant *g = cv->mbox[w].grants, *nx; g; g = nx) {
+			nx = g->next;
+			free(g);
+		}
+	pthread_mutex_destroy(&cv->mu);
+	free(cv->hist);
+	free(cv->ep);
+	free(cv->qtab);
+	free(cv->ptab);
+	free(cv->mtab);
+	free(cv);
+	n->calvin = NULL;
+}
+
+int calvin_attach(struct cc_node *n, char *err, size_t errlen)
+{
+	static const struct {
+		uint16_t id;
+		const char *name;
+		fab_rpc_fn fn;
+	} h[] = {
+		{ CALVIN_RPC_CLOSE, "calvin-close", h_close },
+		{ CALVIN_RPC_DELIVER, "calvin-deliver", h_deliver },
+		{ CALVIN_RPC_ACQUIRE, "calvin-acquire", h_acquire },
+		{ CALVIN_RPC_RELEASE, "calvin-release", h_release },
+		{ CALVIN_RPC_GRANT, "calvin-grant", h_grant },
+		{ CALVIN_RPC_WAKE, "calvin-wake", h_wake },
+	};
+	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+		if (fab_rpc_register(n->fab, h[i].id, h[i].name, h[i].fn, n->calvin) != 0) {
+			snprintf(err, errlen, "calvin: cannot register RPC handler %s", h[i].name);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *digest)
+{
+	struct calvin *cv = n->calvin;
+	memset(out, 0, sizeof(*out));
+	*digest = 0;
+	if (!cv)
+		return;
+	pthread_mutex_lock(&cv->mu);
+	*out = cv->st;
+	*digest = cv->digest;
+	pthread_mutex_unlock(&cv->mu);
+}
+
+/* ---- the coordinator's side (on the transaction's coroutine) ---- */
+
+static bool labeled(const struct calvin_mine *m) { return m->labeled; }
+static bool granted_all(const struct calvin_mine *m) { return m->granted == m->nodes; }
+
+/* Park until cond(m) holds (under the mutex; invariant (3)). */
+static void park_until(struct calvin *cv, struct txn *t, struct calvin_mine *m,
+		       bool (*cond)(const struct calvin_mine *))
+{
+	pthread_mutex_lock(&cv->mu);
+	while (!cond(m)) {
+		m->parked = true;
+		pthread_mutex_unlock(&cv->mu);
+		sched_park(t->ccw->sched);
+		pthread_mutex_lock(&cv->mu);
+	}
+	m->parked = false;
+	pthread_mutex_unlock(&cv->mu);
+}
+
+/* The members of the configuration, ascending. */
+static int members(struct txn *t, uint16_t *out)
+{
+	const struct pl_map *map = ck_pr_load_ptr(&t->node->place.cur);
+	int k = map->nnodes;
+	memcpy(out, map->nodes, (size_t)k * sizeof(out[0]));
+	return k;
+}
+
+/*
+ * The initiator's rounds (calvin.h, step 2): CLOSE(e) everywhere, then
+ * DELIVER(e). A member that does not answer is left out of the epoch: its
+ * transactions of e (if it closed e) find their epoch gone and fail
+ * (ACQUIRE: -ESTALE), and nothing waits for its parts.
+ */
+static void close_round(struct calvin *cv, struct txn *t)
+{
+	const uint16_t self = fab_self(t->node->fab);
+	uint16_t mem[PL_MAX_NODES];
+	int nm = members(t, mem);
+	struct close_rep *rep = calloc((size_t)nm, sizeof(*rep));
+	struct fab_rpc_reply *rr = calloc((size_t)nm, sizeof(*rr));
+	struct deliver_req *dl = calloc((size_t)nm, sizeof(*dl));
+	if (!rep || !rr || !dl) {
+		free(rep);
+		free(rr);
+		free(dl);
+		return;
+	}
+	for (int tries = 0; tries < 3; tries++) {
+		pthread_mutex_lock(&cv->mu);
+		struct close_req rq = { .e = cv->closed + 1 };
+		bool open = cv->open_head != NULL;
+		pthread_mutex_unlock(&cv->mu);
+		if (!open)
+			break; /* another initiator closed ours */
+		int others = 0;
+		prim_stage(t, CC_STAGE_READ);
+		for (int i = 0; i < nm; i++) {
+			if (mem[i] == self)
+				continue;
+			rr[i] = (struct fab_rpc_reply){ .buf = &rep[i], .cap = sizeof(rep[i]) };
+			fab_rpc(&t->batch, mem[i], CALVIN_RPC_CLOSE, &rq, sizeof(rq), &rr[i]);
+			others++;
+		}
+		if (others)
+			(void)fab_exec(&t->batch); /* each reply's status says */
+		/* Every other member closed e long ago (this node restarted):
+		 * take up the cluster's numbering and close the next one. */
+		int stale = 0, ok = 0;
+		uint64_t maxc = 0;
+		for (int i = 0; i < nm; i++) {
+			if (mem[i] == self || rr[i].status < 0 || rr[i].len < sizeof(rep[i]))
+				continue;
+			ok++;
+			if (rep[i].closed_before >= rq.e) {
+				stale++;
+				if (rep[i].closed_before > maxc)
+					maxc = rep[i].closed_before;
+			}
+		}
+		if (ok > 0 && stale == ok) {
+			pthread_mutex_lock(&cv->mu);
+			catch_up(cv, maxc + 1);
+			pthread_mutex_unlock(&cv->mu);
+			continue;
+		}
+		if (stale)
+			cc_log(t->node, CC_LOG_WARNING,
+			       "calvin: epoch %" PRIu64 " was closed without this node by some members",
+			       rq.e);
+		uint16_t mine[FAB_MAX_NODES];
+		pthread_mutex_lock(&cv->mu);
+		if (cv->closed < rq.e)
+			close_local(cv, rq.e, mine);
+		else
+			counts_of(cv, rq.e, mine);
+		cv->st.epochs_closed++;
+		pthread_mutex_unlock(&cv->mu);
+		/* The counts each member expects, by coordinator. */
+		for (int j = 0; j < nm; j++) {
+			dl[j].e = rq.e;
+			memset(dl[j].need, 0, sizeof(dl[j].need));
+			for (int i = 0; i < nm; i++) {
+				const uint16_t *cnt;
+				if (mem[i] == self)
+					cnt = mine;
+				else if (rr[i].status >= 0 && rr[i].len >= sizeof(rep[i]))
+					cnt = rep[i].cnt;
+				else
+					continue;
+				dl[j].need[mem[i]] = cnt[mem[j]];
+			}
+		}
+		int self_j = -1;
+		for (int j = 0; j < nm; j++) {
+			if (mem[j] == self) {
+				self_j = j;
+				continue;
+			}
+			if (rr[j].status < 0)
+				continue;
+			rr[j] = (struct fab_rpc_reply){ 0 };
+			fab_rpc(&t->batch, mem[j], CALVIN_RPC_DELIVER, &dl[j], sizeof(dl[j]), &rr[j]);
+		}
+		(void)fab_exec(&t->batch);
+		if (self_j >= 0) {
+			pthread_mutex_lock(&cv->mu);
+			deliver_local(cv, rq.e, dl[self_j].need);
+			pthread_mutex_unlock(&cv->mu);
+		}
+		break;
+	}
+	free(rep);
+	free(rr);
+	free(dl);
+}
+
+int calvin_sequence(struct txn *t, struct calvin_mine *m)
+{
+	struct cc_node *n = t->node;
+	struct calvin *cv = n->calvin;
+	const uint16_t self = fab_self(n->fab);
+	m->worker = t->ccw->worker_id;
+	m->handle = sched_self(t->ccw->sched);
+	m->next = NULL;
+
+	/* 1. Submit. */
+	uint64_t epoch_ns = ck_pr_load_64(&n->limits.calvin_epoch_us) * 1000ull;
+	pthread_mutex_lock(&cv->mu);
+	bool initiator = cv->open_since == 0;
+	if (initiator)
+		cv->open_since = sched_now_ns();
+	const uint64_t due = cv->open_since + epoch_ns;
+	if (cv->open_tail)
+		cv->open_tail->next = m;
+	else
+		cv->open_head = m;
+	cv->open_tail = m;
+	pthread_mutex_unlock(&cv->mu);
+
+	/* 2. Close: the initiator when the epoch is due, unless another
+	 * node's CLOSE came first; the others wait for their label. */
+	if (initiator) {
+		bool labeled = false;
+		for (;;) {
+			pthread_mutex_lock(&cv->mu);
+			labeled = m->labeled;
+			pthread_mutex_unlock(&cv->mu);
+			uint64_t now = sched_now_ns();
+			if (labeled || now >= due)
+				break;
+			uint64_t left = due - now;
+			sched_sleep(t->ccw->sched, left < 500000 ? left : 500000);
+		}
+		if (!labeled)
+			close_round(cv, t);
+	}
+	park_until(cv, t, m, labeled);
+
+	/* 3. Acquire: remote parts by RPC, all in flight together. */
+	struct fab_rpc_reply rr[FAB_MAX_NODES];
+	char *bufs[FAB_MAX_NODES] = { 0 };
+	int rc = CC_OK;
+	prim_stage(t, CC_STAGE_LOCK);
+	for (int i = 0; i < m->nlocks;) {
+		uint16_t nd = m->locks[i].node;
+		int j = i;
+		while (j < m->nlocks && m->locks[j].node == nd)
+			j++;
+		if (nd != self) {
+			uint32_t k = (uint32_t)(j - i);
+			struct acquire_hdr hd = { .e = m->epoch, .seq = m->seq, .nlocks = k };
+			size_t len = sizeof(hd) + (size_t)k * 9;
+			char *b = malloc(len);
+			if (!b || k > ACQUIRE_MAX_LOCKS) {
+				free(b);
+				rc = k > ACQUIRE_MAX_LOCKS ? CC_ETXNLOG : CC_EINTERNAL;
+				break;
+			}
+			memcpy(b, &hd, sizeof(hd));
+			for (uint32_t x = 0; x < k; x++) {
+				memcpy(b + sizeof(hd) + (size_t)x * 8, &m->locks[i + (int)x].h, 8);
+				b[sizeof(hd) + (size_t)k * 8 + x] = (char)m->locks[i + (int)x].x;
+			}
+			bufs[nd] = b;
+			rr[nd] = (struct fab_rpc_reply){ 0 };
+			fab_rpc(&t->batch, nd, CALVIN_RPC_ACQUIRE, b, (uint32_t)len, &rr[nd]);
+			m->sent |= 1ull << nd;
+		}
+		i = j;
+	}
+	if (m->sent) {
+		int xr = fab_exec(&t->batch);
+		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+			if ((m->sent & (1ull << nd)) && rr[nd].status < 0 && rc == CC_OK)
+				rc = CC_EFAB;
+		if (xr && rc == CC_OK)
+			rc = CC_EFAB;
+	}
+	for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+		free(bufs[nd]);
+	if (rc == CC_EFAB)
+		t->fatal = CC_EFAB;
+	if (rc != CC_OK)
+		return rc;
+	park_until(cv, t, m, granted_all);
+	return CC_OK;
+}
+
+void calvin_release(struct txn *t, struct calvin_mine *m)
+{
+	struct calvin *cv = t->node->calvin;
+	const uint16_t self = fab_self(t->node->fab);
+	pthread_mutex_lock(&cv->mu);
+	if (!m->labeled) {
+		/* Still in the open epoch (never happens: sequence returns
+		 * labeled), taken out so nothing names it. */
+		struct calvin_mine **pp = &cv->open_head, *prev = NULL;
+		while (*pp && *pp != m) {
+			prev = *pp;
+			pp = &(*pp)->next;
+		}
+		if (*pp) {
+			*pp = m->next;
+			if (cv->open_tail == m)
+				cv->open_tail = prev;
+		}
+		pthread_mutex_unlock(&cv->mu);
+		return;
+	}
+	struct calvin_mine **slot = mine_slot(cv, m->epoch, m->seq);
+	if (*slot == m)
+		*slot = m->hnext;
+	if (m->nodes & (1ull << self))
+		release_part(cv, m->epoch, self, m->seq);
+	pthread_mutex_unlock(&cv->mu);
+	/* Every participant counted a part of m, sent or not (an ACQUIRE
+	 * that never went out must not hold its epoch up). */
+	const uint64_t remote = m->nodes & ~(1ull << self);
+	if (!remote)
+		return;
+	struct release_req rq = { .e = m->epoch, .seq = m->seq };
+	struct fab_rpc_reply rr[FAB_MAX_NODES];
+	prim_stage(t, CC_STAGE_RELEASE);
+	for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+		if (remote & (1ull << nd)) {
+			rr[nd] = (struct fab_rpc_reply){ 0 };
+			fab_rpc(&t->batch, (uint16_t)nd, CALVIN_RPC_RELEASE, &rq, sizeof(rq), &rr[nd]);
+		}
+	(void)fab_exec(&t->batch);
+	m->sent = 0;
+}

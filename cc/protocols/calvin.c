@@ -1,0 +1,276 @@
+/*
+ * calvin.c: deterministic transactions in epochs (RCBench 6.2.4, RCC 4.6;
+ * notes-rcbench.md A.4, notes-rcc.md 5.6). The sequencer and the
+ * deterministic lock manager are node-wide (cc/calvin.h); this file is
+ * what a transaction does with them, stage by stage:
+ *
+ *   SEQUENCE --begin: the declared keys (and those OLLP learned) become
+ *              the lock set; calvin_sequence returns once every
+ *              participant granted it, in the epoch's global order
+ *   FETCH    --read_post/read_done: one batch per node, all in flight:
+ *              a key locked exclusive gets its item latched (CAS) and read
+ *              behind the latch (FORD's hitchhiking), a shared one is read.
+ *              The latch never waits: the deterministic lock already
+ *              excludes every other calvin writer of the key
+ *   EXECUTE  --the body, on the fetched images
+ *   COMMIT   --prim_commit_writes (undo records, installs, the decision:
+ *              whole on every node or on none, as for every protocol),
+ *              then RELEASE on every participant
+ *   ABORT    --only OLLP (below) or a failure: latches released, RELEASE
+ *
+ * No transaction aborts for a conflict: the lock order is the same on
+ * every node (cc/calvin.c invariant (1)).
+ *
+ * What Calvin cannot know up front, OLLP (Calvin 3.2.1): a key the body
+ * reaches outside the lock set (a script's computed key), or a write to a
+ * key locked shared, aborts the attempt with cause "ollp" after noting the
+ * key in the transaction's OLLP set (struct cc_ollp, kept across
+ * attempts); the next attempt declares it. The aborted attempt was the
+ * reconnaissance read: it wrote nothing. An attempt whose keys depend on
+ * values that changed meanwhile reaches another new key and goes round
+ * again, within txn-timeout. WATCH needs nothing of its own: the watched
+ * keys are declared reads, and EXEC compares their versions inside the
+ * deterministic transaction.
+ *
+ * Why the coordinator executes, and not every active participant as in
+ * Calvin: rckv replicates no transaction input (the replication issue),
+ * so a participant that died after its peers applied their parts would
+ * leave the transaction torn. The shared commit path keeps it whole or
+ * absent on every node (the dead node's undo log or decision settles it),
+ * and values reach the executor by the fetch stage's batched reads.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cc/calvin.h"
+#include "cc/cc.h"
+#include "cc/cache.h"
+#include "cc/exec_internal.h"
+
+static int lock_cmp(const void *a, const void *b)
+{
+	const struct calvin_lock *x = a, *y = b;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->h < y->h ? -1 : x->h > y->h;
+}
+
+static void add_key(struct txn *t, struct calvin_lock *out, int *k, const char *p, uint32_t len,
+		    bool x)
+{
+	if (txn_key_too_big(t, len))
+		return; /* it cannot exist, and writing it is an error */
+	out[*k] = (struct calvin_lock){ .h = st_hash(p, len),
+					.node = cc_key_node(t->ccw, p, len),
+					.x = x };
+	(*k)++;
+}
+
+static struct calvin_lock *lock_of(const struct txn *t, const struct cc_access *a)
+{
+	const struct calvin_mine *m = t->pdata;
+	if (!m)
+		return NULL;
+	struct calvin_lock key = { .h = a->hash, .node = a->node };
+	return bsearch(&key, m->locks, (size_t)m->nlocks, sizeof(key), lock_cmp);
+}
+
+static int calvin_begin(struct txn *t)
+{
+	const struct cc_txn *d = t->decl;
+	const struct cc_ollp *o = t->ollp;
+	const int cap = (d ? d->nkeys : 0) + (o ? o->n : 0);
+	t->pdata = NULL;
+	if (cap == 0)
+		return CC_OK; /* keyless: nothing to order */
+	struct calvin_mine *m = calloc(1, sizeof(*m));
+	struct calvin_lock *lk = malloc((size_t)cap * sizeof(*lk));
+	if (!m || !lk) {
+		free(m);
+		free(lk);
+		return CC_EINTERNAL;
+	}
+	int k = 0;
+	for (int i = 0; d && i < d->nkeys; i++)
+		add_key(t, lk, &k, d->keys[i].p, d->keys[i].len,
+			(d->keys[i].access & CC_KEY_WRITE) != 0);
+	for (int i = 0; o && i < o->n; i++)
+		add_key(t, lk, &k, o->keys[i].p, o->keys[i].len,
+			(o->keys[i].access & CC_KEY_WRITE) != 0);
+	qsort(lk, (size_t)k, sizeof(*lk), lock_cmp);
+	int u = 0; /* one lock per key, exclusive if any access writes */
+	for (int i = 0; i < k; i++) {
+		if (u > 0 && lk[u - 1].node == lk[i].node && lk[u - 1].h == lk[i].h)
+			lk[u - 1].x |= lk[i].x;
+		else
+			lk[u++] = lk[i];
+	}
+	m->locks = lk;
+	m->nlocks = u;
+	for (int i = 0; i < u; i++)
+		m->nodes |= 1ull << lk[i].node;
+	t->pdata = m;
+	if (u == 0)
+		return CC_OK;
+	return calvin_sequence(t, m);
+}
+
+static void mine_free(struct txn *t)
+{
+	struct calvin_mine *m = t->pdata;
+	if (!m)
+		return;
+	calvin_release(t, m);
+	free(m->locks);
+	free(m);
+	t->pdata = NULL;
+}
+
+/* OLLP: remember the key for the next attempt. */
+static int ollp(struct txn *t, const struct cc_access *a)
+{
+	struct cc_ollp *o = t->ollp;
+	if (!o)
+		return cc_abort_with(t, CC_CAUSE_OLLP);
+	for (int i = 0; i < o->n; i++)
+		if (o->keys[i].len == a->klen && memcmp(o->keys[i].p, a->key, a->klen) == 0) {
+			o->keys[i].access |= CC_KEY_WRITE;
+			return cc_abort_with(t, CC_CAUSE_OLLP);
+		}
+	if (o->n == o->cap) {
+		int nc = o->cap ? 2 * o->cap : 8;
+		struct cc_key *nk = realloc(o->keys, (size_t)nc * sizeof(*nk));
+		if (!nk)
+			return CC_EINTERNAL;
+		o->keys = nk;
+		o->cap = nc;
+	}
+	char *p = malloc(a->klen ? a->klen : 1);
+	if (!p)
+		return CC_EINTERNAL;
+	memcpy(p, a->key, a->klen);
+	/* Exclusive even for a read: a script that reads a key it did not
+	 * declare mostly writes it next, and another OLLP round costs more
+	 * than the concurrency a shared lock would keep. */
+	o->keys[o->n++] = (struct cc_key){ .p = p, .len = a->klen,
+					   .access = CC_KEY_READ | CC_KEY_WRITE };
+	return cc_abort_with(t, CC_CAUSE_OLLP);
+}
+
+/* The item latch of a key locked exclusive: free but for a latch of
+ * another protocol's cleanup (none runs under calvin), so a busy one is
+ * waited for, never a reason to abort. */
+static int latch(struct txn *t, struct cc_access *a)
+{
+	for (int round = 0;; round++) {
+		uint64_t old = ~0ull;
+		int rc = prim_lock_and_read(t, a, 0, &old);
+		if (rc)
+			return rc;
+		if (old == 0)
+			return prim_lock_won(t, a);
+		if ((rc = prim_check_block(t, a)))
+			return rc; /* a stale address: resolved again */
+		if ((rc = cc_wait(t, round)))
+			return rc;
+	}
+}
+
+/* A read found a's cached address stale (the item moved since this worker
+ * cached it): the key resolved again through its node's index. Under the
+ * key's deterministic lock nothing moves it meanwhile, so this is no
+ * conflict and no reason to abort. */
+static int reresolve(struct txn *t, struct cc_access *a)
+{
+	cc_cache_drop(t->ccw->cache, a->key, a->klen, a->hash);
+	int rc = txn_acc_create(t, a, !fab_node_near(t->node->fab, a->node));
+	if (rc == CC_EFAB)
+		return rc;
+	return rc ? cc_abort_with(t, CC_CAUSE_STALE) : CC_OK;
+}
+
+static int read_once(struct txn *t, struct cc_access *a, const struct calvin_lock *lk)
+{
+	if (lk->x)
+		return latch(t, a);
+	prim_post_read_block(t, a);
+	int rc = prim_exec(t);
+	return rc ? rc : prim_check_block(t, a);
+}
+
+static int calvin_read(struct txn *t, struct cc_access *a)
+{
+	const struct calvin_lock *lk = lock_of(t, a);
+	if (!lk)
+		return ollp(t, a);
+	if (acc_locked(a))
+		return CC_OK;
+	for (int tries = 0;; tries++) {
+		int rc = read_once(t, a, lk);
+		if (rc != CC_ABORT || t->cause != CC_CAUSE_STALE || tries == 3)
+			return rc;
+		if ((rc = reresolve(t, a)))
+			return rc;
+	}
+}
+
+static bool calvin_read_post(struct txn *t, struct cc_access *a)
+{
+	const struct calvin_lock *lk = lock_of(t, a);
+	if (!lk || acc_locked(a))
+		return false;
+	a->p[0] = lk->x;
+	if (lk->x) {
+		a->stage[2] = ~0ull;
+		prim_stage(t, CC_STAGE_LOCK);
+		prim_post_cas_item(t, a, W_LOCK, 0, t->owner, &a->stage[2]);
+	}
+	prim_post_read_block(t, a); /* behind the CAS, if any */
+	return true;
+}
+
+/* A stale address (STALE) or a busy latch: calvin_read, alone, resolves
+ * the key again or waits for the latch. */
+static int calvin_read_done(struct txn *t, struct cc_access *a)
+{
+	if (a->p[0] && a->stage[2] != 0)
+		return CC_RETRY;
+	int rc = a->p[0] ? prim_lock_won(t, a) : prim_check_block(t, a);
+	return rc == CC_ABORT && t->cause == CC_CAUSE_STALE ? CC_RETRY : rc;
+}
+
+static int calvin_write(struct txn *t, struct cc_access *a)
+{
+	const struct calvin_lock *lk = lock_of(t, a);
+	if (!lk || !lk->x)
+		return ollp(t, a);
+	return acc_locked(a) ? CC_OK : calvin_read(t, a);
+}
+
+static int calvin_commit(struct txn *t)
+{
+	t->cts = cc_ts_next(t);
+	int rc = prim_commit_writes(t, t->cts);
+	if (rc == CC_OK)
+		mine_free(t);
+	return rc;
+}
+
+static void calvin_abort(struct txn *t)
+{
+	prim_release_locks(t);
+	mine_free(t);
+}
+
+const struct cc_protocol cc_calvin = {
+	.name = "calvin",
+	.fetch_locks_writes = true,
+	.read_stage = CC_STAGE_READ,
+	.begin = calvin_begin,
+	.read = calvin_read,
+	.read_post = calvin_read_post,
+	.read_done = calvin_read_done,
+	.write = calvin_write,
+	.commit = calvin_commit,
+	.abort = calvin_abort,
+};
