@@ -82,7 +82,8 @@ struct part {
 struct epoch {
 	uint64_t e;
 	bool known;
-	uint32_t need, arrived;
+	uint32_t need, arrived;     /* totals of the two below */
+	uint16_t need_from[FAB_MAX_NODES], arrived_from[FAB_MAX_NODES];
 	struct part *parts;
 };
 
@@ -121,6 +122,7 @@ struct calvin {
 	struct queue **qtab;
 	struct part **ptab;
 	struct calvin_mine **mtab;  /* this node's labeled transactions, by (e, seq) */
+	uint64_t purged_through[FAB_MAX_NODES]; /* purge(): epochs of a node's dropped */
 	struct mbox mbox[MAX_WORKERS];
 	struct calvin_stats st;
 	uint64_t digest;            /* of the queued order (calvin_order_digest) */
@@ -136,6 +138,7 @@ struct close_rep {
 };
 struct deliver_req {
 	uint64_t e;
+	uint64_t gone;             /* members that did not answer CLOSE(e) */
 	uint16_t need[FAB_MAX_NODES];
 };
 struct acquire_hdr {
@@ -195,6 +198,7 @@ static void wake_mine(struct calvin *cv, struct calvin_mine *m)
 }
 
 static void notifier(struct sched *s, void *arg);
+static void purge(struct calvin *cv, uint16_t node);
 
 static struct calvin_mine **mine_slot(struct calvin *cv, uint64_t e, uint32_t seq)
 {
@@ -306,9 +310,17 @@ static void notifier(struct sched *s, void *arg)
 				fab_rpc(&b, (uint16_t)nd, CALVIN_RPC_GRANT, msg[nd],
 					cnt[nd] * (uint32_t)sizeof(struct grant_msg), &rr[nd]);
 			}
-		(void)fab_exec(&b); /* a coordinator that died needs no grant */
-		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+		(void)fab_exec(&b);
+		for (int nd = 0; nd < FAB_MAX_NODES; nd++) {
+			if (cnt[nd] && rr[nd].status < 0) {
+				/* The coordinator died: it needs no grant, and what
+				 * it holds here is released (purge). */
+				pthread_mutex_lock(&cv->mu);
+				purge(cv, (uint16_t)nd);
+				pthread_mutex_unlock(&cv->mu);
+			}
 			free(msg[nd]);
+		}
 	}
 }
 
@@ -470,6 +482,8 @@ static struct epoch *epoch_get(struct calvin *cv, uint64_t e)
 		ep->e = e;
 		ep->known = false;
 		ep->need = ep->arrived = 0;
+		memset(ep->need_from, 0, sizeof(ep->need_from));
+		memset(ep->arrived_from, 0, sizeof(ep->arrived_from));
 		ep->parts = NULL;
 	}
 	return ep;
@@ -495,6 +509,7 @@ static struct part *part_new(struct calvin *cv, uint64_t e, uint16_t src, uint32
 	*b = p;
 	struct epoch *ep = epoch_get(cv, e);
 	ep->arrived++;
+	ep->arrived_from[src]++;
 	p->enext = ep->parts;
 	ep->parts = p;
 	return p;
@@ -640,18 +655,81 @@ static void catch_up(struct calvin *cv, uint64_t e)
 		cv->processed = e - 1;
 }
 
-static void deliver_local(struct calvin *cv, uint64_t e, const uint16_t need[FAB_MAX_NODES])
+/* What epoch e waits for from src: what DELIVER said, unless src was
+ * purged after it closed e (then only what arrived, all cancelled). */
+static void epoch_need(struct calvin *cv, struct epoch *ep)
 {
+	uint32_t sum = 0;
+	for (int i = 0; i < FAB_MAX_NODES; i++) {
+		if (cv->purged_through[i] >= ep->e && ep->need_from[i] > ep->arrived_from[i])
+			ep->need_from[i] = ep->arrived_from[i];
+		sum += ep->need_from[i];
+	}
+	ep->need = sum;
+}
+
+static void deliver_local(struct calvin *cv, uint64_t e, const uint16_t need[FAB_MAX_NODES],
+			  uint64_t gone)
+{
+	for (int i = 0; i < FAB_MAX_NODES; i++)
+		if ((gone & (1ull << i)) && i != fab_self(cv->n->fab))
+			purge(cv, (uint16_t)i);
 	if (e <= cv->processed)
 		return;
 	struct epoch *ep = epoch_get(cv, e);
 	if (!ep->known) {
 		ep->known = true;
-		uint32_t sum = 0;
-		for (int i = 0; i < FAB_MAX_NODES; i++)
-			sum += need[i];
-		ep->need = sum;
+		memcpy(ep->need_from, need, sizeof(ep->need_from));
 	}
+	epoch_need(cv, ep);
+	process(cv);
+}
+
+/*
+ * A node failed (or restarted): no transaction it coordinated will
+ * release its locks here, nor send the parts it counted, nor grant what
+ * this node's transactions wait for. Under the mutex: its queued parts
+ * are released, its others cancelled, the epochs it left open stop
+ * waiting for it, and this node's transactions that wait for its grant
+ * fail (their coordinator answers an error; nothing was written).
+ */
+static void purge(struct calvin *cv, uint16_t node)
+{
+	if (cv->purged_through[node] >= cv->closed && cv->purged_through[node] != 0)
+		return; /* nothing new since the last purge */
+	cv->purged_through[node] = cv->closed;
+	cv->st.purges++;
+	for (unsigned b = 0; b < PBUCKETS; b++) {
+		struct part **pp = &cv->ptab[b];
+		while (*pp) {
+			struct part *p = *pp;
+			if (p->src != node) {
+				pp = &p->hnext;
+				continue;
+			}
+			if (p->queued) {
+				*pp = p->hnext;
+				part_unqueue(cv, p);
+				free(p->ents);
+				free(p);
+			} else {
+				p->cancelled = true;
+				pp = &p->hnext;
+			}
+		}
+		for (struct calvin_mine *m = cv->mtab[b]; m; m = m->hnext)
+			if ((m->nodes & (1ull << node)) && !(m->granted & (1ull << node))) {
+				m->failed = true;
+				wake_mine(cv, m);
+			}
+	}
+	for (uint64_t e = cv->processed + 1; e <= cv->closed; e++) {
+		struct epoch *ep = &cv->ep[e % RING];
+		if (ep->e == e && ep->known)
+			epoch_need(cv, ep);
+	}
+	cc_log(cv->n, CC_LOG_NOTICE, "calvin: node %u failed or restarted: its transactions "
+	       "through epoch %" PRIu64 " are dropped here", node, cv->closed);
 	process(cv);
 }
 
@@ -712,7 +790,7 @@ static int h_deliver(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		return -EINVAL;
 	memcpy(&rq, c->req, sizeof(rq));
 	pthread_mutex_lock(&cv->mu);
-	deliver_local(cv, rq.e, rq.need);
+	deliver_local(cv, rq.e, rq.need, rq.gone);
 	pthread_mutex_unlock(&cv->mu);
 	*len = 0;
 	return 0;
@@ -731,7 +809,7 @@ static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	const char *hs = (const char *)c->req + sizeof(hd);
 	const uint8_t *xs = (const uint8_t *)hs + (size_t)hd.nlocks * 8;
 	pthread_mutex_lock(&cv->mu);
-	if (hd.e <= cv->processed) {
+	if (hd.e <= cv->processed || hd.e <= cv->purged_through[c->from]) {
 		/* Its epoch went by without it: its coordinator's counts did not
 		 * reach the initiator (a failure), so it runs nowhere. */
 		pthread_mutex_unlock(&cv->mu);
@@ -870,6 +948,16 @@ int calvin_attach(struct cc_node *n, char *err, size_t errlen)
 	return 0;
 }
 
+void calvin_peer_failed(struct cc_node *n, uint16_t peer)
+{
+	struct calvin *cv = n->calvin;
+	if (!cv || peer >= FAB_MAX_NODES || peer == fab_self(n->fab))
+		return;
+	pthread_mutex_lock(&cv->mu);
+	purge(cv, peer);
+	pthread_mutex_unlock(&cv->mu);
+}
+
 void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *digest)
 {
 	struct calvin *cv = n->calvin;
@@ -885,24 +973,6 @@ void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *dig
 
 /* ---- the coordinator's side (on the transaction's coroutine) ---- */
 
-static bool labeled(const struct calvin_mine *m) { return m->labeled; }
-static bool granted_all(const struct calvin_mine *m) { return m->granted == m->nodes; }
-
-/* Park until cond(m) holds (under the mutex; invariant (3)). */
-static void park_until(struct calvin *cv, struct txn *t, struct calvin_mine *m,
-		       bool (*cond)(const struct calvin_mine *))
-{
-	pthread_mutex_lock(&cv->mu);
-	while (!cond(m)) {
-		m->parked = true;
-		pthread_mutex_unlock(&cv->mu);
-		sched_park(t->ccw->sched);
-		pthread_mutex_lock(&cv->mu);
-	}
-	m->parked = false;
-	pthread_mutex_unlock(&cv->mu);
-}
-
 /* The members of the configuration, ascending. */
 static int members(struct txn *t, uint16_t *out)
 {
@@ -914,11 +984,14 @@ static int members(struct txn *t, uint16_t *out)
 
 /*
  * The initiator's rounds (calvin.h, step 2): CLOSE(e) everywhere, then
- * DELIVER(e). A member that does not answer is left out of the epoch: its
- * transactions of e (if it closed e) find their epoch gone and fail
- * (ACQUIRE: -ESTALE), and nothing waits for its parts.
+ * DELIVER(e). With again != 0, epoch `again` is closed again (a waiting
+ * transaction found it stuck: its initiator died between the rounds, or a
+ * coordinator of it died before its ACQUIREs went out): every member
+ * answers the counts it gave for it, and the DELIVER tells everyone which
+ * members are gone. A member that does not answer CLOSE is gone: left out
+ * of the epoch, and purged everywhere (purge), so nothing waits for it.
  */
-static void close_round(struct calvin *cv, struct txn *t)
+static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 {
 	const uint16_t self = fab_self(t->node->fab);
 	uint16_t mem[PL_MAX_NODES];
@@ -934,13 +1007,13 @@ static void close_round(struct calvin *cv, struct txn *t)
 	}
 	for (int tries = 0; tries < 3; tries++) {
 		pthread_mutex_lock(&cv->mu);
-		struct close_req rq = { .e = cv->closed + 1 };
+		struct close_req rq = { .e = again ? again : cv->closed + 1 };
 		bool open = cv->open_head != NULL;
 		pthread_mutex_unlock(&cv->mu);
-		if (!open)
+		if (!again && !open)
 			break; /* another initiator closed ours */
-		int others = 0;
 		prim_stage(t, CC_STAGE_READ);
+		int others = 0;
 		for (int i = 0; i < nm; i++) {
 			if (mem[i] == self)
 				continue;
@@ -950,13 +1023,15 @@ static void close_round(struct calvin *cv, struct txn *t)
 		}
 		if (others)
 			(void)fab_exec(&t->batch); /* each reply's status says */
-		/* Every other member closed e long ago (this node restarted):
-		 * take up the cluster's numbering and close the next one. */
 		int stale = 0, ok = 0;
-		uint64_t maxc = 0;
+		uint64_t maxc = 0, gone = 0;
 		for (int i = 0; i < nm; i++) {
-			if (mem[i] == self || rr[i].status < 0 || rr[i].len < sizeof(rep[i]))
+			if (mem[i] == self)
 				continue;
+			if (rr[i].status < 0 || rr[i].len < sizeof(rep[i])) {
+				gone |= 1ull << mem[i];
+				continue;
+			}
 			ok++;
 			if (rep[i].closed_before >= rq.e) {
 				stale++;
@@ -964,33 +1039,35 @@ static void close_round(struct calvin *cv, struct txn *t)
 					maxc = rep[i].closed_before;
 			}
 		}
-		if (ok > 0 && stale == ok) {
+		/* Every other member closed e long ago (this node restarted):
+		 * take up the cluster's numbering and close the next one. */
+		if (!again && ok > 0 && stale == ok) {
 			pthread_mutex_lock(&cv->mu);
 			catch_up(cv, maxc + 1);
 			pthread_mutex_unlock(&cv->mu);
 			continue;
 		}
-		if (stale)
-			cc_log(t->node, CC_LOG_WARNING,
-			       "calvin: epoch %" PRIu64 " was closed without this node by some members",
-			       rq.e);
 		uint16_t mine[FAB_MAX_NODES];
 		pthread_mutex_lock(&cv->mu);
 		if (cv->closed < rq.e)
 			close_local(cv, rq.e, mine);
 		else
 			counts_of(cv, rq.e, mine);
-		cv->st.epochs_closed++;
+		if (again)
+			cv->st.reinitiated++;
+		else
+			cv->st.epochs_closed++;
 		pthread_mutex_unlock(&cv->mu);
 		/* The counts each member expects, by coordinator. */
 		for (int j = 0; j < nm; j++) {
 			dl[j].e = rq.e;
+			dl[j].gone = gone;
 			memset(dl[j].need, 0, sizeof(dl[j].need));
 			for (int i = 0; i < nm; i++) {
 				const uint16_t *cnt;
 				if (mem[i] == self)
 					cnt = mine;
-				else if (rr[i].status >= 0 && rr[i].len >= sizeof(rep[i]))
+				else if (!(gone & (1ull << mem[i])))
 					cnt = rep[i].cnt;
 				else
 					continue;
@@ -1003,7 +1080,7 @@ static void close_round(struct calvin *cv, struct txn *t)
 				self_j = j;
 				continue;
 			}
-			if (rr[j].status < 0)
+			if (gone & (1ull << mem[j]))
 				continue;
 			rr[j] = (struct fab_rpc_reply){ 0 };
 			fab_rpc(&t->batch, mem[j], CALVIN_RPC_DELIVER, &dl[j], sizeof(dl[j]), &rr[j]);
@@ -1011,7 +1088,7 @@ static void close_round(struct calvin *cv, struct txn *t)
 		(void)fab_exec(&t->batch);
 		if (self_j >= 0) {
 			pthread_mutex_lock(&cv->mu);
-			deliver_local(cv, rq.e, dl[self_j].need);
+			deliver_local(cv, rq.e, dl[self_j].need, gone);
 			pthread_mutex_unlock(&cv->mu);
 		}
 		break;
@@ -1021,13 +1098,50 @@ static void close_round(struct calvin *cv, struct txn *t)
 	free(dl);
 }
 
+/* How long a labeled transaction waits for its grants before it suspects
+ * a failure and closes its epoch again: grants behind long transactions
+ * take a while, so this is generous. */
+static uint64_t stuck_ns(const struct cc_node *n)
+{
+	return 4 * ck_pr_load_64(&n->limits.calvin_epoch_us) * 1000ull + 50ull * 1000 * 1000;
+}
+
+static bool labeled(const struct calvin_mine *m) { return m->labeled || m->failed; }
+static bool granted_all(const struct calvin_mine *m) { return m->granted == m->nodes || m->failed; }
+
+/* Park until cond(m) holds (under the mutex; invariant (3)). With
+ * timeout_ns, false once it passed (cond still false). */
+static bool park_until(struct calvin *cv, struct txn *t, struct calvin_mine *m,
+		       bool (*cond)(const struct calvin_mine *), uint64_t timeout_ns)
+{
+	const uint64_t end = timeout_ns ? sched_now_ns() + timeout_ns : 0;
+	pthread_mutex_lock(&cv->mu);
+	while (!cond(m)) {
+		uint64_t now = sched_now_ns();
+		if (end && now >= end) {
+			pthread_mutex_unlock(&cv->mu);
+			return false;
+		}
+		m->parked = true;
+		m->handle = sched_self(t->ccw->sched);
+		pthread_mutex_unlock(&cv->mu);
+		if (end)
+			(void)sched_park_timeout(t->ccw->sched, end - now);
+		else
+			sched_park(t->ccw->sched);
+		pthread_mutex_lock(&cv->mu);
+		m->parked = false;
+	}
+	pthread_mutex_unlock(&cv->mu);
+	return true;
+}
+
 int calvin_sequence(struct txn *t, struct calvin_mine *m)
 {
 	struct cc_node *n = t->node;
 	struct calvin *cv = n->calvin;
 	const uint16_t self = fab_self(n->fab);
 	m->worker = t->ccw->worker_id;
-	m->handle = sched_self(t->ccw->sched);
 	m->next = NULL;
 
 	/* 1. Submit. */
@@ -1047,21 +1161,17 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 	/* 2. Close: the initiator when the epoch is due, unless another
 	 * node's CLOSE came first; the others wait for their label. */
 	if (initiator) {
-		bool labeled = false;
 		for (;;) {
-			pthread_mutex_lock(&cv->mu);
-			labeled = m->labeled;
-			pthread_mutex_unlock(&cv->mu);
 			uint64_t now = sched_now_ns();
-			if (labeled || now >= due)
+			if (now >= due || !park_until(cv, t, m, labeled, due - now))
 				break;
-			uint64_t left = due - now;
-			sched_sleep(t->ccw->sched, left < 500000 ? left : 500000);
+			if (m->labeled)
+				break;
 		}
-		if (!labeled)
-			close_round(cv, t);
+		if (!m->labeled)
+			close_round(cv, t, 0);
 	}
-	park_until(cv, t, m, labeled);
+	park_until(cv, t, m, labeled, 0);
 
 	/* 3. Acquire: remote parts by RPC, all in flight together. */
 	struct fab_rpc_reply rr[FAB_MAX_NODES];
@@ -1077,9 +1187,8 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 			uint32_t k = (uint32_t)(j - i);
 			struct acquire_hdr hd = { .e = m->epoch, .seq = m->seq, .nlocks = k };
 			size_t len = sizeof(hd) + (size_t)k * 9;
-			char *b = malloc(len);
-			if (!b || k > ACQUIRE_MAX_LOCKS) {
-				free(b);
+			char *b = k > ACQUIRE_MAX_LOCKS ? NULL : malloc(len);
+			if (!b) {
 				rc = k > ACQUIRE_MAX_LOCKS ? CC_ETXNLOG : CC_EINTERNAL;
 				break;
 			}
@@ -1095,21 +1204,51 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 		}
 		i = j;
 	}
+	uint64_t failed = 0;
 	if (m->sent) {
-		int xr = fab_exec(&t->batch);
+		(void)fab_exec(&t->batch);
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
-			if ((m->sent & (1ull << nd)) && rr[nd].status < 0 && rc == CC_OK)
-				rc = CC_EFAB;
-		if (xr && rc == CC_OK)
-			rc = CC_EFAB;
+			if ((m->sent & (1ull << nd)) && rr[nd].status < 0)
+				failed |= 1ull << nd;
 	}
 	for (int nd = 0; nd < FAB_MAX_NODES; nd++)
 		free(bufs[nd]);
+	if (failed) {
+		/* A participant is gone: its queues went with it, and what the
+		 * others hold for it must not wait for it (purge). One that
+		 * answered that the epoch went by without this transaction (a
+		 * failure excluded this node from it) holds nothing of it:
+		 * the transaction runs again in a later epoch. */
+		bool gone = false;
+		pthread_mutex_lock(&cv->mu);
+		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+			if ((failed & (1ull << nd)) && rr[nd].status != -ESTALE) {
+				purge(cv, (uint16_t)nd);
+				gone = true;
+			}
+		pthread_mutex_unlock(&cv->mu);
+		if (rc == CC_OK)
+			rc = gone ? CC_EFAB : cc_abort_with(t, CC_CAUSE_OTHER);
+	}
 	if (rc == CC_EFAB)
 		t->fatal = CC_EFAB;
 	if (rc != CC_OK)
 		return rc;
-	park_until(cv, t, m, granted_all);
+
+	/* Wait for every grant. A wait far beyond the epoch's length may be
+	 * an epoch that cannot complete (its initiator or a coordinator died
+	 * mid-way): close it again, which finds out and purges the dead. */
+	while (!park_until(cv, t, m, granted_all, stuck_ns(n))) {
+		pthread_mutex_lock(&cv->mu);
+		bool stuck = cv->processed < m->epoch;
+		pthread_mutex_unlock(&cv->mu);
+		if (stuck)
+			close_round(cv, t, m->epoch);
+	}
+	if (m->failed) {
+		t->fatal = CC_EFAB;
+		return CC_EFAB;
+	}
 	return CC_OK;
 }
 

@@ -84,6 +84,7 @@ struct calvin_mine {
 	uint32_t seq;
 	bool labeled;
 	bool parked;               /* waiting to be woken (label, grants) */
+	bool failed;               /* a participant failed: it waits no more */
 	uint64_t granted;          /* participants that granted their part */
 	uint64_t sent;             /* nodes it sent ACQUIRE to */
 	struct calvin_mine *next;  /* the open epoch's list; the mailbox's */
@@ -98,6 +99,8 @@ struct calvin_stats {
 	uint64_t txns_scheduled;   /* participant parts queued here */
 	uint64_t lock_waits;       /* parts not granted at once */
 	uint64_t cancelled;        /* parts released before they were granted */
+	uint64_t purges;           /* failed or restarted nodes dropped (calvin_peer_failed) */
+	uint64_t reinitiated;      /* epochs closed again by a waiting transaction */
 	uint64_t epoch;            /* the last epoch closed here */
 };
 
@@ -106,6 +109,9 @@ struct calvin_stats {
 int calvin_create(struct cc_node *n);
 void calvin_destroy(struct cc_node *n);
 int calvin_attach(struct cc_node *n, char *err, size_t errlen);
+/* Node `peer` failed or restarted: what it coordinated is dropped here,
+ * and what waits for it fails (calvin.c, purge). Any thread. */
+void calvin_peer_failed(struct cc_node *n, uint16_t peer);
 /* The counters, and a digest of the order in which this node queued
  * transactions (equal on two nodes that queued the same ones). */
 void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *digest);

@@ -41,6 +41,7 @@ void cc_node_destroy(struct cc_node *n)
 
 unsigned cc_peer_restarted(struct cc_node *n, uint16_t peer)
 {
+	calvin_peer_failed(n, peer); /* whatever the protocol: its queues may still hold some */
 	const struct cc_protocol *p = ck_pr_load_ptr(&n->proto);
 	return p && p->peer_restarted ? p->peer_restarted(n, peer) : 0;
 }

@@ -13,7 +13,14 @@
 
 #include "cc/coro.h"
 
-enum slot_state { SLOT_FREE, SLOT_READY, SLOT_RUNNING, SLOT_SLEEPING, SLOT_PARKED };
+enum slot_state {
+	SLOT_FREE,
+	SLOT_READY,
+	SLOT_RUNNING,
+	SLOT_SLEEPING,
+	SLOT_PARKED,
+	SLOT_PARKED_TIMED, /* parked, and on the sleep list for its deadline */
+};
 
 struct slot {
 	struct coro *co;
@@ -23,6 +30,7 @@ struct slot {
 	void *arg;
 	uint64_t deadline;     /* SLOT_SLEEPING: wake time, ns */
 	bool unparked;         /* an unpark arrived before the park */
+	bool timed_out;        /* SLOT_PARKED_TIMED: the deadline woke it */
 	struct slot *next;     /* ready queue, sleep list or free list */
 };
 
@@ -145,6 +153,7 @@ static void wake_due(struct sched *s, uint64_t now)
 	while (s->sleepers && s->sleepers->deadline <= now) {
 		struct slot *sl = s->sleepers;
 		s->sleepers = sl->next;
+		sl->timed_out = sl->state == SLOT_PARKED_TIMED;
 		push_ready(s, sl);
 	}
 }
@@ -206,6 +215,16 @@ int sched_free_count(struct sched *s)
 
 bool sched_in_coro(struct sched *s) { return s->current != NULL; }
 
+static void sleep_insert(struct sched *s, struct slot *sl, uint64_t ns)
+{
+	sl->deadline = sched_now_ns() + ns;
+	struct slot **pp = &s->sleepers;
+	while (*pp && (*pp)->deadline <= sl->deadline)
+		pp = &(*pp)->next;
+	sl->next = *pp;
+	*pp = sl;
+}
+
 void sched_sleep(struct sched *s, uint64_t ns)
 {
 	struct slot *sl = s->current;
@@ -213,12 +232,7 @@ void sched_sleep(struct sched *s, uint64_t ns)
 		push_ready(s, sl);
 	} else {
 		sl->state = SLOT_SLEEPING;
-		sl->deadline = sched_now_ns() + ns;
-		struct slot **pp = &s->sleepers;
-		while (*pp && (*pp)->deadline <= sl->deadline)
-			pp = &(*pp)->next;
-		sl->next = *pp;
-		*pp = sl;
+		sleep_insert(s, sl, ns);
 	}
 	coro_yield(sl->co);
 }
@@ -240,11 +254,33 @@ void sched_park(struct sched *s)
 	coro_yield(sl->co);
 }
 
+bool sched_park_timeout(struct sched *s, uint64_t ns)
+{
+	struct slot *sl = s->current;
+	if (sl->unparked) {
+		sl->unparked = false;
+		return true;
+	}
+	sl->state = SLOT_PARKED_TIMED;
+	sl->timed_out = false;
+	sleep_insert(s, sl, ns);
+	coro_yield(sl->co);
+	return !sl->timed_out;
+}
+
 void sched_unpark(struct sched *s, void *handle)
 {
 	struct slot *sl = handle;
-	if (sl->state == SLOT_PARKED)
+	if (sl->state == SLOT_PARKED_TIMED) {
+		struct slot **pp = &s->sleepers;
+		while (*pp != sl)
+			pp = &(*pp)->next;
+		*pp = sl->next;
+		sl->timed_out = false;
 		push_ready(s, sl);
-	else
+	} else if (sl->state == SLOT_PARKED) {
+		push_ready(s, sl);
+	} else {
 		sl->unparked = true;
+	}
 }

@@ -66,6 +66,9 @@ bool sched_in_coro(struct sched *s);
 void *sched_self(struct sched *s);
 void sched_park(struct sched *s);
 void sched_unpark(struct sched *s, void *handle);
+/* sched_park, for at most ns nanoseconds: true if unparked, false if the
+ * time ran out first. */
+bool sched_park_timeout(struct sched *s, uint64_t ns);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t sched_now_ns(void);
