@@ -1,0 +1,334 @@
+"""calvin (cc/protocols/calvin.c, cc/calvin.c): deterministic transactions
+in epochs, on one node and on 3-node clusters over shm and tcp.
+
+What a user would notice, each asserted:
+- `CONFIG SET cc calvin` switches online and back; calvin-epoch-us is a
+  mutable option with a range;
+- no transaction aborts for a conflict: many clients incrementing the same
+  keys across nodes lose no increment, and INFO counts no abort at all;
+- every node queues the transactions it shares with another in the same
+  order (INFO calvin_order_digest, and the calvin-trace log lines);
+- WATCH fails EXEC when a watched key changed, as in Redis;
+- a script that reaches keys it did not declare runs (OLLP: the attempt
+  that found the key aborts with cause ollp and the next declares it),
+  even when its keys depend on values other clients change meanwhile;
+- an idle calvin cluster uses no CPU and closes no epoch;
+- with a node killed, the other nodes serve what does not touch it, and a
+  transaction that does gets an error, never a hang.
+
+The serializability checker runs calvin like every protocol
+(tests/checker/test_serializable.py: list-append, bank, kill -9, switches).
+"""
+
+import os
+import re
+import threading
+import time
+
+import pytest
+import redis
+
+from cluster import fabric, make_cluster, track_cluster  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.rckv_only
+
+CPU_IDLE_MAX = 0.06  # seconds of CPU for 3 nodes in 3 s (test_cluster.py's bound)
+
+
+def cpu_seconds(pid):
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def calvin_info(c):
+    info = c.info("cc")
+    return {k: v for k, v in info.items() if k.startswith("calvin_") or k.startswith("cc_aborts")}
+
+
+def keys_on_each(cl, prefix):
+    return {i: cl.key_on(i, "%s%d:" % (prefix, i)) for i in (1, 2, 3)}
+
+
+# ------------------------------------------------------------ one node
+
+def test_switch_online_and_options(make_server, key):
+    s = make_server(opts={"cc": "silo"})
+    with s.client() as c:
+        c.set(key + "a", 1)
+        assert c.config_set("cc", "calvin")
+        assert c.config_get("cc") == {"cc": "calvin"}
+        assert c.incr(key + "a") == 2
+        p = c.pipeline(transaction=True)
+        p.incr(key + "a")
+        p.set(key + "b", "x")
+        p.get(key + "b")
+        assert p.execute() == [3, True, b"x"]
+        assert c.info("cc")["calvin_txns_sequenced"] >= 2
+        assert c.config_get("calvin-epoch-us") == {"calvin-epoch-us": "5000"}
+        assert c.config_set("calvin-epoch-us", 1000)
+        assert c.config_get("calvin-epoch-us") == {"calvin-epoch-us": "1000"}
+        for bad in ("0", "5", "1000001", "abc"):
+            with pytest.raises(redis.ResponseError, match="calvin-epoch-us"):
+                c.config_set("calvin-epoch-us", bad)
+        assert c.incr(key + "a") == 4
+        assert c.config_set("cc", "silo")
+        assert c.incr(key + "a") == 5
+
+
+def test_single_node_no_conflict_aborts(make_server, key):
+    """16 clients, every transaction increments the same 3 keys: under
+    calvin none aborts (silo or nowait abort many here), and none is lost."""
+    s = make_server(opts={"cc": "calvin", "calvin-epoch-us": 1000})
+    keys = [key + x for x in "abc"]
+    n, per = 16, 40
+
+    def work():
+        with s.client() as c:
+            for _ in range(per):
+                p = c.pipeline(transaction=True)
+                for k in keys:
+                    p.incr(k)
+                p.execute()
+
+    th = [threading.Thread(target=work) for _ in range(n)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    with s.client() as c:
+        assert [int(v) for v in c.mget(keys)] == [n * per] * 3
+        info = c.info("cc")
+        assert info["cc_aborts"] == 0, calvin_info(c)
+        assert info["calvin_lock_waits"] > 0  # they did queue behind each other
+
+
+def test_ollp_scripts(make_server, key):
+    """A script increments a key whose name it reads from another key, not
+    declared; meanwhile other clients change that name. Every increment
+    lands on the key named at the script's own moment: the total over all
+    candidates is the number of scripts."""
+    s = make_server(opts={"cc": "calvin", "calvin-epoch-us": 500})
+    script = ("local t = redis.call('GET', KEYS[1]) "
+              "return redis.call('INCR', t)")
+    ptr = key + "ptr"
+    cands = [key + "c%d" % i for i in range(3)]
+    with s.client() as c:
+        c.set(ptr, cands[0])
+    stop = threading.Event()
+
+    def mover():
+        with s.client() as c:
+            i = 0
+            while not stop.is_set():
+                i += 1
+                c.set(ptr, cands[i % 3])
+
+    def runner(out):
+        with s.client() as c:
+            for _ in range(30):
+                out.append(c.eval(script, 1, ptr))
+
+    m = threading.Thread(target=mover)
+    m.start()
+    outs = [[] for _ in range(4)]
+    th = [threading.Thread(target=runner, args=(o,)) for o in outs]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    stop.set()
+    m.join()
+    with s.client() as c:
+        total = sum(int(c.get(k) or 0) for k in cands)
+        assert total == 4 * 30
+        info = c.info("cc")
+        assert info["cc_aborts_ollp"] >= 1  # the first run of each found its key
+        conflict = {k: v for k, v in info.items()
+                    if k.startswith("cc_aborts_") and k != "cc_aborts_ollp" and v}
+        assert conflict == {}
+
+
+# ------------------------------------------------------------ clusters
+
+@pytest.fixture
+def calvin3(make_cluster, fabric):
+    return make_cluster(fabric, opts={"cc": "calvin", "calvin-epoch-us": 2000})
+
+
+def test_cluster_contention_no_aborts(calvin3, key):
+    """Clients on every node increment one key per node in each MULTI:
+    every increment lands and no node counts an abort."""
+    cl = calvin3
+    k = keys_on_each(cl, key)
+    n, per = 9, 25
+
+    def work(i):
+        with cl.client(1 + i % 3) as c:
+            for _ in range(per):
+                p = c.pipeline(transaction=True)
+                for j in (1, 2, 3):
+                    p.incr(k[j])
+                p.execute()
+
+    th = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    with cl.client(2) as c:
+        assert [int(v) for v in c.mget([k[1], k[2], k[3]])] == [n * per] * 3
+    for i in (1, 2, 3):
+        with cl.client(i) as c:
+            info = c.info("cc")
+            assert info["cc_aborts"] == 0, (i, calvin_info(c))
+
+
+def test_cluster_same_order_everywhere(make_cluster, fabric, key):
+    """Every transaction spans the three nodes, sent to all three at once:
+    each node queues all of them, and in the same order, so their order
+    digests are equal (a node that queued one more, or two swapped, would
+    differ), and the calvin-trace lines of an epoch are identical. Then one
+    transaction on node 1 alone: its digest moves and the others' do not,
+    which shows the digest sees what a node queued."""
+    cl = make_cluster(fabric, opts={"cc": "silo", "calvin-epoch-us": 2000,
+                                    "calvin-trace": "yes"})
+    k = keys_on_each(cl, key)
+    with cl.client(1) as c:
+        assert c.config_set("cc", "calvin")
+
+    def work(i):
+        with cl.client(1 + i % 3) as c:
+            for j in range(20):
+                p = c.pipeline(transaction=True)
+                p.incr(k[1])
+                p.set(k[2], "%d-%d" % (i, j))
+                p.get(k[3])
+                p.execute()
+
+    th = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    infos = {}
+    for i in (1, 2, 3):
+        with cl.client(i) as c:
+            infos[i] = c.info("cc")
+    assert {infos[i]["calvin_txns_scheduled"] for i in (1, 2, 3)} == {120}
+    assert len({infos[i]["calvin_order_digest"] for i in (1, 2, 3)}) == 1, infos
+    # The trace: each epoch's order line, by epoch, the same on every node.
+    orders = []
+    for nd in cl.nodes:
+        lines = re.findall(r"calvin: epoch (\d+) order ((?:\d+\.\d+ ?)+)", nd.log_text())
+        orders.append({e: o.split() for e, o in lines})
+    assert orders[0] and orders[0] == orders[1] == orders[2]
+    with cl.client(1) as c:
+        c.incr(k[1])
+    after = {}
+    for i in (1, 2, 3):
+        with cl.client(i) as c:
+            after[i] = c.info("cc")["calvin_order_digest"]
+    assert after[1] != infos[1]["calvin_order_digest"]
+    assert after[2] == infos[2]["calvin_order_digest"] == after[3]
+
+
+def test_cluster_watch(calvin3, key):
+    """WATCH of a key on another node: unchanged, EXEC runs; changed by
+    another client (through a third node) in between, EXEC returns null."""
+    cl = calvin3
+    k = keys_on_each(cl, key)
+    with cl.client(1) as a, cl.client(3) as b:
+        a.set(k[2], "v0")
+        p = a.pipeline(transaction=True)
+        p.watch(k[2])
+        assert p.get(k[2]) == b"v0"
+        p.multi()
+        p.set(k[3], "ran")
+        assert p.execute() == [True]
+        p = a.pipeline(transaction=True)
+        p.watch(k[2])
+        p.get(k[2])
+        b.set(k[2], "changed")
+        p.multi()
+        p.set(k[3], "must-not-run")
+        with pytest.raises(redis.WatchError):
+            p.execute()
+        assert a.get(k[3]) == b"ran"
+
+
+def test_idle_cluster_sleeps(calvin3, key):
+    """After a burst of cross-node transactions, the three idle nodes use
+    under 2% of a core, and close no epoch while idle: an empty epoch costs
+    nothing (DESIGN.md principle 6)."""
+    cl = calvin3
+    k = keys_on_each(cl, key)
+    for i in (1, 2, 3):
+        with cl.client(i) as c:
+            for _ in range(20):
+                p = c.pipeline(transaction=True)
+                for j in (1, 2, 3):
+                    p.incr(k[j])
+                p.execute()
+    time.sleep(0.3)
+    epochs = []
+    for i in (1, 2, 3):
+        with cl.client(i) as c:
+            epochs.append(c.info("cc")["calvin_epoch"])
+    pids = [nd.proc.pid for nd in cl.nodes]
+    before = sum(cpu_seconds(p) for p in pids)
+    time.sleep(3)
+    used = sum(cpu_seconds(p) for p in pids) - before
+    assert used < CPU_IDLE_MAX, "3 idle calvin nodes used %.2f s of CPU in 3 s" % used
+    for i in (1, 2, 3):
+        with cl.client(i) as c:
+            assert c.info("cc")["calvin_epoch"] == epochs[i - 1]
+
+
+def test_node_killed(calvin3, key):
+    """kill -9 of node 3 under load: transactions between nodes 1 and 2 go
+    on (within seconds, not forever), one that touches node 3 gets an error,
+    and once node 3 is back everything commits again."""
+    cl = calvin3
+    k = keys_on_each(cl, key)
+    stop = threading.Event()
+    errors = []
+
+    def load(i):
+        with cl.client(1 + i % 2, socket_timeout=20) as c:
+            while not stop.is_set():
+                p = c.pipeline(transaction=True)
+                for j in (1, 2, 3):
+                    p.incr(k[j])
+                try:
+                    p.execute()
+                except redis.RedisError as e:
+                    errors.append(e)
+                except OSError as e:
+                    errors.append(e)
+
+    th = [threading.Thread(target=load, args=(i,)) for i in range(4)]
+    [t.start() for t in th]
+    time.sleep(1.0)
+    cl.node(3).kill9()
+    time.sleep(0.5)
+    try:
+        with cl.client(1, socket_timeout=20) as c:
+            t0 = time.time()
+            p = c.pipeline(transaction=True)
+            p.incr(k[1])
+            p.incr(k[2])
+            p.execute()  # nodes 1 and 2 only: it commits
+            with pytest.raises(redis.RedisError):
+                p = c.pipeline(transaction=True)
+                p.incr(k[1])
+                p.incr(k[3])
+                p.execute()
+            assert time.time() - t0 < 15
+    finally:
+        stop.set()
+        [t.join() for t in th]
+    cl.node(3).start()
+    with cl.client(2) as c:
+        deadline = time.time() + 20
+        while True:
+            try:
+                p = c.pipeline(transaction=True)
+                for j in (1, 2, 3):
+                    p.incr(k[j])
+                p.execute()
+                break
+            except redis.RedisError:
+                assert time.time() < deadline
+                time.sleep(0.2)
