@@ -42,7 +42,8 @@ check-serializable: build
 # with replicas 2 (bench/failover.sh, about 5 minutes), and the OLTP
 # workloads SmallBank, TPC-C (1 and 3 warehouses) and TATP as Lua scripts,
 # rckv against redis-server on one node and every protocol on a 3-node shm
-# cluster (bench/oltp.sh, a few minutes); all under bench/results/.
+# cluster (bench/oltp.sh, a few minutes); calvin against its coroutines on
+# shm and tcp (bench/calvin.sh, about 5 minutes); all under bench/results/.
 bench: build
 	@./bench/redis-compare.sh
 	@./bench/sweep.sh
@@ -52,6 +53,7 @@ bench: build
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/replicas.sh
 	@RCKV_SERVER=$(abspath $(BUILD))/rckv-server ./bench/failover.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/oltp.sh
+	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/calvin.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -43,7 +43,7 @@
 # RCKV_SERVER (default build/rckv-server; use a Release build for
 # meaningful numbers), RCKV_BENCH (default: rckv-bench next to the server),
 # PROTO_PROTOCOLS ("nowait nowait-shared waitdie woundwait timestamp mvcc
-# silo occ sundial cicada maat"), PROTO_ZIPFS ("0.2 0.9"), PROTO_RECORDS (100000), PROTO_VALUE_SIZE
+# silo occ sundial cicada maat calvin"), PROTO_ZIPFS ("0.2 0.9"), PROTO_RECORDS (100000), PROTO_VALUE_SIZE
 # (1000), PROTO_OPS (10), PROTO_WRITE_RATIO (0.2), PROTO_NODES_PER_TXN (2),
 # PROTO_WARMUP (2), PROTO_WARMUP_MAX (60), PROTO_DURATION (5), PROTO_THREADS (1,
 # rckv-bench's), PROTO_SERVER_THREADS (auto: each node's workers; on 2
@@ -64,7 +64,7 @@ cd "$(dirname "$0")/.."
 
 RCKV=${RCKV_SERVER:-build/rckv-server}
 BENCH=${RCKV_BENCH:-$(dirname "$RCKV")/rckv-bench}
-PROTOCOLS=${PROTO_PROTOCOLS:-nowait nowait-shared waitdie woundwait timestamp mvcc silo occ sundial cicada maat}
+PROTOCOLS=${PROTO_PROTOCOLS:-nowait nowait-shared waitdie woundwait timestamp mvcc silo occ sundial cicada maat calvin}
 ZIPFS=${PROTO_ZIPFS:-0.2 0.9}
 RECORDS=${PROTO_RECORDS:-100000}
 VALUE_SIZE=${PROTO_VALUE_SIZE:-1000}
@@ -323,7 +323,7 @@ jsonl, out, rckv, records, vsize, ops, wr, npt, warm, dur, thr, cli, fabric, wor
 # transaction, and the abort rate, YCSB zipf 0.2, 10 ops, 20% writes, theta 2.
 RCBENCH = {"nowait": (23.5, "0.0%"), "waitdie": (30.2, "0.8%"), "woundwait": (31.2, "0.0%"),
            "timestamp": (25.4, "0.5%"), "mvcc": (22.8, "0.3%"), "silo": (17.7, "0.3%"),
-           "cicada": (32.2, "0.3%"), "maat": (51.3, "0.0%")}
+           "cicada": (32.2, "0.3%"), "maat": (51.3, "0.0%"), "calvin": (None, "0.0%")}
 rows = [json.loads(l) for l in open(jsonl, encoding="utf-8") if l.strip()]
 lines = []
 if workload == "bank":
