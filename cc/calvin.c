@@ -71,6 +71,8 @@ struct part {
 	int nlocks;
 	struct qent *ents;
 	int waiting;                /* locks not granted yet */
+	uint32_t got;               /* locks received so far (ACQUIRE comes in chunks) */
+	bool arrived;               /* counted in its epoch (every chunk, or cancelled) */
 	bool cancelled, queued;
 	int worker;                 /* a remote part: the worker whose notifier
 				       tells its coordinator (src) of the grant */
@@ -141,10 +143,12 @@ struct deliver_req {
 	uint64_t gone;             /* members that did not answer CLOSE(e) */
 	uint16_t need[FAB_MAX_NODES];
 };
+/* A chunk of a part's locks: locks off .. off + count of nlocks. */
 struct acquire_hdr {
 	uint64_t e;
 	uint32_t seq;
-	uint32_t nlocks; /* then nlocks hashes (u64), then nlocks exclusive flags (u8) */
+	uint32_t nlocks;
+	uint32_t off, count; /* then count hashes (u64), then count exclusive flags (u8) */
 };
 struct release_req {
 	uint64_t e;
@@ -507,12 +511,20 @@ static struct part *part_new(struct calvin *cv, uint64_t e, uint16_t src, uint32
 	struct part **b = part_slot(cv, e, src, seq);
 	p->hnext = NULL;
 	*b = p;
-	struct epoch *ep = epoch_get(cv, e);
+	return p;
+}
+
+/* p is whole (or cancelled): its epoch counts it. */
+static void part_arrive(struct calvin *cv, struct part *p)
+{
+	if (p->arrived)
+		return;
+	p->arrived = true;
+	struct epoch *ep = epoch_get(cv, p->e);
 	ep->arrived++;
-	ep->arrived_from[src]++;
+	ep->arrived_from[p->src]++;
 	p->enext = ep->parts;
 	ep->parts = p;
-	return p;
 }
 
 static void part_forget(struct calvin *cv, struct part *p)
@@ -609,6 +621,7 @@ static void close_local(struct calvin *cv, uint64_t e, uint16_t cnt[FAB_MAX_NODE
 						p->ents[nl].x = m->locks[i].x;
 						nl++;
 					}
+				part_arrive(cv, p);
 			} else {
 				cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory for a part");
 				m->granted |= 1ull << self; /* runs unlocked here rather than hang */
@@ -714,6 +727,7 @@ static void purge(struct calvin *cv, uint16_t node)
 				free(p);
 			} else {
 				p->cancelled = true;
+				part_arrive(cv, p);
 				pp = &p->hnext;
 			}
 		}
@@ -744,6 +758,7 @@ static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t s
 		if (e > cv->processed && (p = part_new(cv, e, src, seq, 0)) != NULL) {
 			p->cancelled = true;
 			cv->st.cancelled++;
+			part_arrive(cv, p);
 			process(cv);
 		}
 		return;
@@ -757,6 +772,8 @@ static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t s
 	}
 	p->cancelled = true; /* process() drops it */
 	cv->st.cancelled++;
+	part_arrive(cv, p); /* its last chunks will not come */
+	process(cv);
 }
 
 /* ---- RPC handlers (any worker's thread) ---- */
@@ -804,10 +821,11 @@ static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	if (c->len < sizeof(hd))
 		return -EINVAL;
 	memcpy(&hd, c->req, sizeof(hd));
-	if (hd.nlocks > ACQUIRE_MAX_LOCKS || c->len < sizeof(hd) + (size_t)hd.nlocks * 9)
+	if (hd.count > ACQUIRE_MAX_LOCKS || hd.off > hd.nlocks || hd.count > hd.nlocks - hd.off ||
+	    hd.nlocks > INT32_MAX || c->len < sizeof(hd) + (size_t)hd.count * 9)
 		return -EINVAL;
 	const char *hs = (const char *)c->req + sizeof(hd);
-	const uint8_t *xs = (const uint8_t *)hs + (size_t)hd.nlocks * 8;
+	const uint8_t *xs = (const uint8_t *)hs + (size_t)hd.count * 8;
 	pthread_mutex_lock(&cv->mu);
 	if (hd.e <= cv->processed || hd.e <= cv->purged_through[c->from]) {
 		/* Its epoch went by without it: its coordinator's counts did not
@@ -816,21 +834,24 @@ static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		return -ESTALE;
 	}
 	struct part *p = *part_slot(cv, hd.e, c->from, hd.seq);
-	if (p) { /* released already */
+	if (p && (p->cancelled || p->arrived || (uint32_t)p->nlocks != hd.nlocks)) {
 		pthread_mutex_unlock(&cv->mu);
-		return -ECANCELED;
+		return p->cancelled ? -ECANCELED : -EINVAL; /* released already, or a duplicate */
 	}
-	p = part_new(cv, hd.e, c->from, hd.seq, (int)hd.nlocks);
-	if (!p) {
+	if (!p && !(p = part_new(cv, hd.e, c->from, hd.seq, (int)hd.nlocks))) {
 		pthread_mutex_unlock(&cv->mu);
 		return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < hd.nlocks; i++) {
-		memcpy(&p->ents[i].h, hs + (size_t)i * 8, 8);
-		p->ents[i].x = xs[i] != 0;
+	for (uint32_t i = 0; i < hd.count; i++) {
+		memcpy(&p->ents[hd.off + i].h, hs + (size_t)i * 8, 8);
+		p->ents[hd.off + i].x = xs[i] != 0;
 	}
-	p->worker = fab_worker_id(c->fw);
-	process(cv);
+	p->got += hd.count;
+	if (p->got >= p->nlocks) {
+		p->worker = fab_worker_id(c->fw);
+		part_arrive(cv, p);
+		process(cv);
+	}
 	pthread_mutex_unlock(&cv->mu);
 	return 0; /* queued: the grant comes by GRANT */
 }
@@ -1173,43 +1194,62 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 	}
 	park_until(cv, t, m, labeled, 0);
 
-	/* 3. Acquire: remote parts by RPC, all in flight together. */
+	/* 3. Acquire: remote parts by RPC, all in flight together; a part
+	 * bigger than a call goes in chunks, one per node per round (shm's
+	 * rings take about 128 KiB of calls per node at once). */
 	struct fab_rpc_reply rr[FAB_MAX_NODES];
 	char *bufs[FAB_MAX_NODES] = { 0 };
-	int rc = CC_OK;
-	prim_stage(t, CC_STAGE_LOCK);
-	for (int i = 0; i < m->nlocks;) {
+	int first[FAB_MAX_NODES], count[FAB_MAX_NODES];
+	uint32_t done[FAB_MAX_NODES] = { 0 };
+	memset(count, 0, sizeof(count));
+	for (int i = 0; i < m->nlocks; i++) {
 		uint16_t nd = m->locks[i].node;
-		int j = i;
-		while (j < m->nlocks && m->locks[j].node == nd)
-			j++;
-		if (nd != self) {
-			uint32_t k = (uint32_t)(j - i);
-			struct acquire_hdr hd = { .e = m->epoch, .seq = m->seq, .nlocks = k };
-			size_t len = sizeof(hd) + (size_t)k * 9;
-			char *b = k > ACQUIRE_MAX_LOCKS ? NULL : malloc(len);
-			if (!b) {
-				rc = k > ACQUIRE_MAX_LOCKS ? CC_ETXNLOG : CC_EINTERNAL;
-				break;
-			}
-			memcpy(b, &hd, sizeof(hd));
-			for (uint32_t x = 0; x < k; x++) {
-				memcpy(b + sizeof(hd) + (size_t)x * 8, &m->locks[i + (int)x].h, 8);
-				b[sizeof(hd) + (size_t)k * 8 + x] = (char)m->locks[i + (int)x].x;
-			}
-			bufs[nd] = b;
-			rr[nd] = (struct fab_rpc_reply){ 0 };
-			fab_rpc(&t->batch, nd, CALVIN_RPC_ACQUIRE, b, (uint32_t)len, &rr[nd]);
-			m->sent |= 1ull << nd;
-		}
-		i = j;
+		if (nd == self)
+			continue;
+		if (!count[nd]++)
+			first[nd] = i;
 	}
 	uint64_t failed = 0;
-	if (m->sent) {
+	int rc = CC_OK;
+	prim_stage(t, CC_STAGE_LOCK);
+	for (;;) {
+		bool posted = false;
+		for (int nd = 0; nd < FAB_MAX_NODES; nd++) {
+			if (!count[nd] || done[nd] == (uint32_t)count[nd] || (failed & (1ull << nd)))
+				continue;
+			uint32_t k = (uint32_t)count[nd] - done[nd];
+			if (k > ACQUIRE_MAX_LOCKS)
+				k = ACQUIRE_MAX_LOCKS;
+			struct acquire_hdr hd = { .e = m->epoch, .seq = m->seq,
+						  .nlocks = (uint32_t)count[nd], .off = done[nd],
+						  .count = k };
+			size_t len = sizeof(hd) + (size_t)k * 9;
+			char *b = realloc(bufs[nd], len);
+			if (!b) {
+				rc = CC_EINTERNAL;
+				break;
+			}
+			bufs[nd] = b;
+			memcpy(b, &hd, sizeof(hd));
+			const struct calvin_lock *lk = &m->locks[first[nd] + (int)done[nd]];
+			for (uint32_t x = 0; x < k; x++) {
+				memcpy(b + sizeof(hd) + (size_t)x * 8, &lk[x].h, 8);
+				b[sizeof(hd) + (size_t)k * 8 + x] = (char)lk[x].x;
+			}
+			done[nd] += k;
+			rr[nd] = (struct fab_rpc_reply){ 0 };
+			fab_rpc(&t->batch, (uint16_t)nd, CALVIN_RPC_ACQUIRE, b, (uint32_t)len, &rr[nd]);
+			m->sent |= 1ull << nd;
+			posted = true;
+		}
+		if (!posted)
+			break;
 		(void)fab_exec(&t->batch);
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
-			if ((m->sent & (1ull << nd)) && rr[nd].status < 0)
+			if (count[nd] && (m->sent & (1ull << nd)) && rr[nd].status < 0)
 				failed |= 1ull << nd;
+		if (rc != CC_OK)
+			break;
 	}
 	for (int nd = 0; nd < FAB_MAX_NODES; nd++)
 		free(bufs[nd]);
