@@ -711,7 +711,7 @@ static void purge(struct calvin *cv, uint16_t node)
 	if (cv->purged_through[node] >= cv->closed && cv->purged_through[node] != 0)
 		return; /* nothing new since the last purge */
 	cv->purged_through[node] = cv->closed;
-	cv->st.purges++;
+	unsigned dropped = 0, failed = 0;
 	for (unsigned b = 0; b < PBUCKETS; b++) {
 		struct part **pp = &cv->ptab[b];
 		while (*pp) {
@@ -720,6 +720,7 @@ static void purge(struct calvin *cv, uint16_t node)
 				pp = &p->hnext;
 				continue;
 			}
+			dropped++;
 			if (p->queued) {
 				*pp = p->hnext;
 				part_unqueue(cv, p);
@@ -735,6 +736,7 @@ static void purge(struct calvin *cv, uint16_t node)
 			if ((m->nodes & (1ull << node)) && !(m->granted & (1ull << node))) {
 				m->failed = true;
 				wake_mine(cv, m);
+				failed++;
 			}
 	}
 	for (uint64_t e = cv->processed + 1; e <= cv->closed; e++) {
@@ -742,8 +744,13 @@ static void purge(struct calvin *cv, uint16_t node)
 		if (ep->e == e && ep->known)
 			epoch_need(cv, ep);
 	}
-	cc_log(cv->n, CC_LOG_NOTICE, "calvin: node %u failed or restarted: its transactions "
-	       "through epoch %" PRIu64 " are dropped here", node, cv->closed);
+	if (dropped || failed) {
+		cv->st.purges++;
+		cc_log(cv->n, CC_LOG_NOTICE,
+		       "calvin: node %u failed or restarted: %u of its transactions' locks dropped "
+		       "here, %u transactions of this node that wait for it fail", node, dropped,
+		       failed);
+	}
 	process(cv);
 }
 

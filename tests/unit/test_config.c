@@ -483,11 +483,12 @@ static void test_glob(void)
 	CHECK_STR(match(&c, "max*"), "maxclients max-key-bytes max-value-bytes");
 	CHECK_STR(match(&c, "*bytes"), "max-key-bytes max-value-bytes");
 	CHECK_STR(match(&c, "t?meout"), "timeout");
-	CHECK_STR(match(&c, "[ct]*s"), "threads coroutines cc-stages");
+	CHECK_STR(match(&c, "[ct]*s"), "threads coroutines cc-stages calvin-epoch-us");
 	CHECK_STR(match(&c, "[^a-s]*"), "tcp-backlog timeout threads txn-timeout testing");
 	CHECK_STR(match(&c, "[a-c]?"), "cc");
 	CHECK_STR(match(&c, "no\\de"), "node");
-	CHECK_STR(match(&c, "*-*-*"), "busy-poll-us cc-lock-mode maat-list-slots addr-cache-entries "
+	CHECK_STR(match(&c, "*-*-*"), "busy-poll-us cc-lock-mode maat-list-slots calvin-epoch-us "
+				      "addr-cache-entries "
 				      "busy-reply-threshold lua-time-limit script-memory-limit "
 				      "max-key-bytes max-value-bytes "
 				      "client-query-buffer-limit "
@@ -500,7 +501,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 45);
+	CHECK(all.n == 47);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
