@@ -43,7 +43,10 @@
 #include "cc/node.h"
 #include "cc/sched.h"
 
-#define RING 1024u          /* epochs a node keeps state for */
+#define RING 4096u          /* epochs a node keeps state for */
+/* An initiator waits while its node has this many epochs closed and not
+ * processed (a participant behind): the ring never wraps onto one. */
+#define BEHIND_MAX (RING / 4)
 #define QBUCKETS 65536u     /* lock table chains */
 #define PBUCKETS 16384u     /* parts by id */
 #define MAX_WORKERS 256
@@ -85,13 +88,13 @@ struct epoch {
 	uint64_t e;
 	bool known;
 	uint32_t need, arrived;     /* totals of the two below */
-	uint16_t need_from[FAB_MAX_NODES], arrived_from[FAB_MAX_NODES];
+	uint32_t need_from[FAB_MAX_NODES], arrived_from[FAB_MAX_NODES];
 	struct part *parts;
 };
 
 struct hist {
 	uint64_t e;
-	uint16_t cnt[FAB_MAX_NODES];
+	uint32_t cnt[FAB_MAX_NODES];
 };
 
 /* A grant to tell a remote coordinator of. */
@@ -136,12 +139,12 @@ struct close_req {
 };
 struct close_rep {
 	uint64_t closed_before;
-	uint16_t cnt[FAB_MAX_NODES];
+	uint32_t cnt[FAB_MAX_NODES];
 };
 struct deliver_req {
 	uint64_t e;
 	uint64_t gone;             /* members that did not answer CLOSE(e) */
-	uint16_t need[FAB_MAX_NODES];
+	uint32_t need[FAB_MAX_NODES];
 };
 /* A chunk of a part's locks: locks off .. off + count of nlocks. */
 struct acquire_hdr {
@@ -175,6 +178,14 @@ static uint64_t mix(uint64_t h)
 
 /* ---- mailboxes: hand a grant or a label to a worker's thread ---- */
 
+/* The fabric answers a call left in an inbox at shutdown: nothing to do. */
+static void mbox_done(struct fab_rpc_call *c, int32_t status, uint32_t len)
+{
+	(void)c;
+	(void)status;
+	(void)len;
+}
+
 static void mbox_post(struct calvin *cv, int w)
 {
 	struct mbox *mb = &cv->mbox[w];
@@ -186,19 +197,35 @@ static void mbox_post(struct calvin *cv, int w)
 	mb->posted = true;
 	memset(&mb->wake, 0, sizeof(mb->wake));
 	mb->wake.handler = CALVIN_RPC_WAKE;
+	mb->wake.done = mbox_done;
 	fab_worker_post_call(ccw->fw, &mb->wake);
 }
 
 /* Under the mutex: wake m's coroutine if it waits for calvin. */
 static void wake_mine(struct calvin *cv, struct calvin_mine *m)
 {
-	if (!m->parked)
+	if (!m->parked || m->in_mbox)
 		return;
-	m->parked = false;
 	struct mbox *mb = &cv->mbox[m->worker];
-	m->next = mb->wakes;
+	m->in_mbox = true;
+	m->wnext = mb->wakes;
 	mb->wakes = m;
 	mbox_post(cv, m->worker);
+}
+
+/* Under the mutex, by m's coroutine once its wait ended (a timed one may
+ * end while a wake is on its way): m leaves its mailbox, so nothing names
+ * it after the coroutine moved on (invariant (3)). */
+static void mbox_unlink(struct calvin *cv, struct calvin_mine *m)
+{
+	if (!m->in_mbox)
+		return;
+	struct calvin_mine **pp = &cv->mbox[m->worker].wakes;
+	while (*pp && *pp != m)
+		pp = &(*pp)->wnext;
+	if (*pp)
+		*pp = m->wnext;
+	m->in_mbox = false;
 }
 
 static void notifier(struct sched *s, void *arg);
@@ -239,7 +266,13 @@ static int h_wake(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	int w = (int)(mb - cv->mbox);
 	struct cc_worker *ccw = cv->n->workers[w];
 	pthread_mutex_lock(&cv->mu);
-	struct calvin_mine *m = mb->wakes;
+	/* Unparked under the mutex: every coroutine on the list is parked
+	 * (it unlinks itself under the mutex before it moves on), and runs
+	 * on this thread, so none can be between the two. */
+	for (struct calvin_mine *m = mb->wakes; m; m = m->wnext) {
+		m->in_mbox = false;
+		sched_unpark(ccw->sched, m->handle);
+	}
 	mb->wakes = NULL;
 	mb->posted = false;
 	if (mb->grants && !mb->notifying) {
@@ -252,11 +285,6 @@ static int h_wake(void *arg, struct fab_rpc_call *c, uint32_t *len)
 			mbox_post(cv, w);
 	}
 	pthread_mutex_unlock(&cv->mu);
-	while (m) {
-		struct calvin_mine *next = m->next;
-		sched_unpark(ccw->sched, m->handle);
-		m = next;
-	}
 	return FAB_RPC_DEFER; /* a mailbox, not a call: nothing to answer */
 }
 
@@ -290,6 +318,7 @@ static void notifier(struct sched *s, void *arg)
 		struct grant_msg *msg[FAB_MAX_NODES] = { 0 };
 		uint32_t cnt[FAB_MAX_NODES] = { 0 }, cap[FAB_MAX_NODES] = { 0 };
 		struct fab_rpc_reply rr[FAB_MAX_NODES];
+		struct grant *left = NULL, *left_tail = NULL; /* for the next round */
 		while (g) {
 			struct grant *next = g->next;
 			uint16_t to = g->to;
@@ -301,12 +330,26 @@ static void notifier(struct sched *s, void *arg)
 					cap[to] = nc;
 				}
 			}
-			if (cnt[to] < cap[to])
+			if (cnt[to] < cap[to]) {
 				msg[to][cnt[to]++] = (struct grant_msg){ .e = g->e, .seq = g->seq };
-			else
-				cc_log(cv->n, CC_LOG_WARNING, "calvin: a grant to node %u lost", to);
-			free(g);
+				free(g);
+			} else { /* a full message (or no memory): next round */
+				g->next = NULL;
+				if (left_tail)
+					left_tail->next = g;
+				else
+					left = g;
+				left_tail = g;
+			}
 			g = next;
+		}
+		if (left) {
+			pthread_mutex_lock(&cv->mu);
+			left_tail->next = mb->grants;
+			if (!mb->grants)
+				mb->grants_tail = left_tail;
+			mb->grants = left;
+			pthread_mutex_unlock(&cv->mu);
 		}
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
 			if (cnt[nd]) {
@@ -316,7 +359,7 @@ static void notifier(struct sched *s, void *arg)
 			}
 		(void)fab_exec(&b);
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++) {
-			if (cnt[nd] && rr[nd].status < 0) {
+			if (cnt[nd] && rr[nd].status == -EHOSTDOWN) {
 				/* The coordinator died: it needs no grant, and what
 				 * it holds here is released (purge). */
 				pthread_mutex_lock(&cv->mu);
@@ -552,6 +595,11 @@ static void process(struct calvin *cv)
 		struct epoch *ep = &cv->ep[e % RING];
 		if (ep->e != e || !ep->known || ep->arrived < ep->need)
 			return;
+		bool all = true; /* from every coordinator: totals could hide one */
+		for (int i = 0; i < FAB_MAX_NODES && all; i++)
+			all = ep->arrived_from[i] >= ep->need_from[i];
+		if (!all)
+			return;
 		uint32_t k = 0;
 		for (struct part *p = ep->parts; p; p = p->enext)
 			k++;
@@ -590,7 +638,7 @@ static void process(struct calvin *cv)
 
 /* Close the open epoch as e: label its transactions, count their parts
  * per node (cnt), queue the local parts' arrival. Under the mutex. */
-static void close_local(struct calvin *cv, uint64_t e, uint16_t cnt[FAB_MAX_NODES])
+static void close_local(struct calvin *cv, uint64_t e, uint32_t cnt[FAB_MAX_NODES])
 {
 	const uint16_t self = fab_self(cv->n->fab);
 	memset(cnt, 0, FAB_MAX_NODES * sizeof(cnt[0]));
@@ -641,7 +689,7 @@ static void close_local(struct calvin *cv, uint64_t e, uint16_t cnt[FAB_MAX_NODE
 }
 
 /* What this node answered for epoch e (zeros: it had nothing there). */
-static void counts_of(struct calvin *cv, uint64_t e, uint16_t cnt[FAB_MAX_NODES])
+static void counts_of(struct calvin *cv, uint64_t e, uint32_t cnt[FAB_MAX_NODES])
 {
 	const struct hist *h = &cv->hist[e % RING];
 	if (h->e == e)
@@ -681,7 +729,7 @@ static void epoch_need(struct calvin *cv, struct epoch *ep)
 	ep->need = sum;
 }
 
-static void deliver_local(struct calvin *cv, uint64_t e, const uint16_t need[FAB_MAX_NODES],
+static void deliver_local(struct calvin *cv, uint64_t e, const uint32_t need[FAB_MAX_NODES],
 			  uint64_t gone)
 {
 	for (int i = 0; i < FAB_MAX_NODES; i++)
@@ -689,6 +737,11 @@ static void deliver_local(struct calvin *cv, uint64_t e, const uint16_t need[FAB
 			purge(cv, (uint16_t)i);
 	if (e <= cv->processed)
 		return;
+	if (e - cv->processed >= RING) {
+		cc_log(cv->n, CC_LOG_WARNING, "calvin: epoch %" PRIu64 " delivered while this node "
+		       "is still at %" PRIu64 ": dropped", e, cv->processed + 1);
+		return;
+	}
 	struct epoch *ep = epoch_get(cv, e);
 	if (!ep->known) {
 		ep->known = true;
@@ -710,6 +763,11 @@ static void purge(struct calvin *cv, uint16_t node)
 {
 	if (cv->purged_through[node] >= cv->closed && cv->purged_through[node] != 0)
 		return; /* nothing new since the last purge */
+	/* A node whose own lease lapsed sees every peer fail (fab_set_lease):
+	 * they are not gone, it is. */
+	const uint64_t lease = ck_pr_load_64(&cv->n->lease_until_ns);
+	if (lease && sched_now_ns() >= lease)
+		return;
 	cv->purged_through[node] = cv->closed;
 	unsigned dropped = 0, failed = 0;
 	for (unsigned b = 0; b < PBUCKETS; b++) {
@@ -743,6 +801,21 @@ static void purge(struct calvin *cv, uint16_t node)
 		struct epoch *ep = &cv->ep[e % RING];
 		if (ep->e == e && ep->known)
 			epoch_need(cv, ep);
+	}
+	for (int w = 0; w < MAX_WORKERS; w++) { /* grants it will not need */
+		struct mbox *mb = &cv->mbox[w];
+		struct grant **gp = &mb->grants, *last = NULL;
+		while (*gp) {
+			struct grant *g = *gp;
+			if (g->to == node) {
+				*gp = g->next;
+				free(g);
+			} else {
+				last = g;
+				gp = &g->next;
+			}
+		}
+		mb->grants_tail = last;
 	}
 	if (dropped || failed) {
 		cv->st.purges++;
@@ -839,6 +912,10 @@ static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		 * reach the initiator (a failure), so it runs nowhere. */
 		pthread_mutex_unlock(&cv->mu);
 		return -ESTALE;
+	}
+	if (hd.e - cv->processed >= RING) { /* this node is that far behind */
+		pthread_mutex_unlock(&cv->mu);
+		return -EBUSY;
 	}
 	struct part *p = *part_slot(cv, hd.e, c->from, hd.seq);
 	if (p && (p->cancelled || p->arrived || (uint32_t)p->nlocks != hd.nlocks)) {
@@ -1052,12 +1129,18 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 		if (others)
 			(void)fab_exec(&t->batch); /* each reply's status says */
 		int stale = 0, ok = 0;
-		uint64_t maxc = 0, gone = 0;
+		uint64_t maxc = 0, gone = 0, mute = 0;
 		for (int i = 0; i < nm; i++) {
 			if (mem[i] == self)
 				continue;
 			if (rr[i].status < 0 || rr[i].len < sizeof(rep[i])) {
-				gone |= 1ull << mem[i];
+				/* Down: purged everywhere. Any other failure: its
+				 * counts are unknown, so nothing waits for its parts
+				 * (one that comes late is queued if its epoch is still
+				 * open there, refused after: its transaction reruns). */
+				mute |= 1ull << mem[i];
+				if (rr[i].status == -EHOSTDOWN)
+					gone |= 1ull << mem[i];
 				continue;
 			}
 			ok++;
@@ -1069,13 +1152,13 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 		}
 		/* Every other member closed e long ago (this node restarted):
 		 * take up the cluster's numbering and close the next one. */
-		if (!again && ok > 0 && stale == ok) {
+		if (!again && ok > 0 && stale == ok && tries < 2) {
 			pthread_mutex_lock(&cv->mu);
 			catch_up(cv, maxc + 1);
 			pthread_mutex_unlock(&cv->mu);
 			continue;
 		}
-		uint16_t mine[FAB_MAX_NODES];
+		uint32_t mine[FAB_MAX_NODES];
 		pthread_mutex_lock(&cv->mu);
 		if (cv->closed < rq.e)
 			close_local(cv, rq.e, mine);
@@ -1092,10 +1175,10 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 			dl[j].gone = gone;
 			memset(dl[j].need, 0, sizeof(dl[j].need));
 			for (int i = 0; i < nm; i++) {
-				const uint16_t *cnt;
+				const uint32_t *cnt;
 				if (mem[i] == self)
 					cnt = mine;
-				else if (!(gone & (1ull << mem[i])))
+				else if (!(mute & (1ull << mem[i])))
 					cnt = rep[i].cnt;
 				else
 					continue;
@@ -1135,6 +1218,29 @@ static uint64_t stuck_ns(const struct cc_node *n)
 }
 
 static bool labeled(const struct calvin_mine *m) { return m->labeled || m->failed; }
+
+static bool is_labeled(struct calvin *cv, const struct calvin_mine *m)
+{
+	pthread_mutex_lock(&cv->mu);
+	bool l = m->labeled;
+	pthread_mutex_unlock(&cv->mu);
+	return l;
+}
+
+/* Close the open epoch, once this node is not too far behind the ones it
+ * closed (its ring of epochs, BEHIND_MAX). */
+static void initiate(struct calvin *cv, struct txn *t, uint64_t limit)
+{
+	for (;;) {
+		pthread_mutex_lock(&cv->mu);
+		bool behind = cv->closed - cv->processed >= BEHIND_MAX;
+		pthread_mutex_unlock(&cv->mu);
+		if (!behind || sched_now_ns() >= limit)
+			break;
+		sched_sleep(t->ccw->sched, 1000000);
+	}
+	close_round(cv, t, 0);
+}
 static bool granted_all(const struct calvin_mine *m) { return m->granted == m->nodes || m->failed; }
 
 /* Park until cond(m) holds (under the mutex; invariant (3)). With
@@ -1147,6 +1253,7 @@ static bool park_until(struct calvin *cv, struct txn *t, struct calvin_mine *m,
 	while (!cond(m)) {
 		uint64_t now = sched_now_ns();
 		if (end && now >= end) {
+			mbox_unlink(cv, m);
 			pthread_mutex_unlock(&cv->mu);
 			return false;
 		}
@@ -1159,6 +1266,7 @@ static bool park_until(struct calvin *cv, struct txn *t, struct calvin_mine *m,
 			sched_park(t->ccw->sched);
 		pthread_mutex_lock(&cv->mu);
 		m->parked = false;
+		mbox_unlink(cv, m);
 	}
 	pthread_mutex_unlock(&cv->mu);
 	return true;
@@ -1187,19 +1295,23 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 	pthread_mutex_unlock(&cv->mu);
 
 	/* 2. Close: the initiator when the epoch is due, unless another
-	 * node's CLOSE came first; the others wait for their label. */
+	 * node's CLOSE came first; the others wait for their label, and
+	 * close the epoch themselves if its initiator's round failed. Every
+	 * wait ends at txn-timeout (the abort hook then takes m out). */
+	const uint64_t limit = sched_now_ns() +
+			       ck_pr_load_64(&n->limits.txn_timeout_ms) * 1000000ull;
 	if (initiator) {
-		for (;;) {
-			uint64_t now = sched_now_ns();
-			if (now >= due || !park_until(cv, t, m, labeled, due - now))
-				break;
-			if (m->labeled)
-				break;
-		}
-		if (!m->labeled)
-			close_round(cv, t, 0);
+		uint64_t now = sched_now_ns();
+		if (now < due)
+			(void)park_until(cv, t, m, labeled, due - now);
+		if (!is_labeled(cv, m))
+			initiate(cv, t, limit);
 	}
-	park_until(cv, t, m, labeled, 0);
+	while (!park_until(cv, t, m, labeled, stuck_ns(n))) {
+		if (sched_now_ns() >= limit)
+			return CC_ETIMEOUT;
+		initiate(cv, t, limit);
+	}
 
 	/* 3. Acquire: remote parts by RPC, all in flight together; a part
 	 * bigger than a call goes in chunks, one per node per round (shm's
@@ -1264,13 +1376,16 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 		/* A participant is gone: its queues went with it, and what the
 		 * others hold for it must not wait for it (purge). One that
 		 * answered that the epoch went by without this transaction (a
-		 * failure excluded this node from it) holds nothing of it:
-		 * the transaction runs again in a later epoch. */
+		 * failure excluded this node from it), or that it is too far
+		 * behind to take it, holds nothing of it: the transaction runs
+		 * again in a later epoch. */
 		bool gone = false;
 		pthread_mutex_lock(&cv->mu);
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
-			if ((failed & (1ull << nd)) && rr[nd].status != -ESTALE) {
-				purge(cv, (uint16_t)nd);
+			if ((failed & (1ull << nd)) && rr[nd].status != -ESTALE &&
+			    rr[nd].status != -EBUSY) {
+				if (rr[nd].status == -EHOSTDOWN)
+					purge(cv, (uint16_t)nd);
 				gone = true;
 			}
 		pthread_mutex_unlock(&cv->mu);
@@ -1286,11 +1401,14 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 	 * an epoch that cannot complete (its initiator or a coordinator died
 	 * mid-way): close it again, which finds out and purges the dead. */
 	while (!park_until(cv, t, m, granted_all, stuck_ns(n))) {
+		if (sched_now_ns() >= limit)
+			return CC_ETIMEOUT;
+		/* Its own node behind: the oldest epoch it waits for; else
+		 * its epoch, whose round finds a participant that is gone. */
 		pthread_mutex_lock(&cv->mu);
-		bool stuck = cv->processed < m->epoch;
+		uint64_t e = cv->processed < m->epoch ? cv->processed + 1 : m->epoch;
 		pthread_mutex_unlock(&cv->mu);
-		if (stuck)
-			close_round(cv, t, m->epoch);
+		close_round(cv, t, e);
 	}
 	if (m->failed) {
 		t->fatal = CC_EFAB;

@@ -85,9 +85,11 @@ struct calvin_mine {
 	bool labeled;
 	bool parked;               /* waiting to be woken (label, grants) */
 	bool failed;               /* a participant failed: it waits no more */
+	bool in_mbox;              /* on its worker's mailbox, to be unparked */
+	struct calvin_mine *wnext; /* the mailbox's list */
 	uint64_t granted;          /* participants that granted their part */
 	uint64_t sent;             /* nodes it sent ACQUIRE to */
-	struct calvin_mine *next;  /* the open epoch's list; the mailbox's */
+	struct calvin_mine *next;  /* the open epoch's list */
 	struct calvin_mine *hnext; /* labeled: the node's table by (epoch, seq) */
 };
 

@@ -117,7 +117,7 @@ static const struct opt options[] = {
 	{ "cc-stages", OT_STAGES, true, OFF(cc_stages), 0, 0, NULL, "onesided" },
 	{ "mvcc-versions", OT_INT, true, OFF(mvcc_versions), 1, 16, NULL, "4" },
 	{ "maat-list-slots", OT_INT, true, OFF(maat_list_slots), 1, 16, NULL, "4" },
-	{ "calvin-epoch-us", OT_LL, true, OFF(calvin_epoch_us), 10, 1000000, NULL, "5000" },
+	{ "calvin-epoch-us", OT_LL, true, OFF(calvin_epoch_us), 100, 1000000, NULL, "5000" },
 	{ "calvin-trace", OT_BOOL, true, OFF(calvin_trace), 0, 0, NULL, "no" },
 	{ "addr-cache-entries", OT_LL, true, OFF(addr_cache_entries), 1, 1LL << 30, NULL,
 	  "262144" },

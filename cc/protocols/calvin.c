@@ -189,13 +189,24 @@ static int reresolve(struct txn *t, struct cc_access *a)
 	return rc ? cc_abort_with(t, CC_CAUSE_STALE) : CC_OK;
 }
 
+/* A shared read: the block, once no install holds its latch. Under the
+ * key's shared lock none does, but for a node purged while it was alive
+ * (cc/calvin.c, purge) whose commit still runs: its install is waited
+ * for rather than read half done. */
 static int read_once(struct txn *t, struct cc_access *a, const struct calvin_lock *lk)
 {
 	if (lk->x)
 		return latch(t, a);
-	prim_post_read_block(t, a);
-	int rc = prim_exec(t);
-	return rc ? rc : prim_check_block(t, a);
+	for (int round = 0;; round++) {
+		prim_post_read_block(t, a);
+		int rc = prim_exec(t);
+		if (rc || (rc = prim_check_block(t, a)))
+			return rc;
+		if (a->img->lock == 0)
+			return CC_OK;
+		if ((rc = cc_wait(t, round)))
+			return rc;
+	}
 }
 
 static int calvin_read(struct txn *t, struct cc_access *a)
@@ -230,12 +241,15 @@ static bool calvin_read_post(struct txn *t, struct cc_access *a)
 }
 
 /* A stale address (STALE) or a busy latch: calvin_read, alone, resolves
- * the key again or waits for the latch. */
+ * the key again or waits for the latch. A shared read that saw a latch
+ * held likewise. */
 static int calvin_read_done(struct txn *t, struct cc_access *a)
 {
 	if (a->p[0] && a->stage[2] != 0)
 		return CC_RETRY;
 	int rc = a->p[0] ? prim_lock_won(t, a) : prim_check_block(t, a);
+	if (rc == CC_OK && !a->p[0] && a->img->lock != 0)
+		return CC_RETRY; /* latched: read_once waits */
 	return rc == CC_ABORT && t->cause == CC_CAUSE_STALE ? CC_RETRY : rc;
 }
 
