@@ -40,14 +40,14 @@ for fab in $FABRICS; do
       PROTO_DURATION=$DURATION PROTO_WARMUP=1 PROTO_WARMUP_MAX=5 PROTO_CLIENTS=$CLIENTS \
       PROTO_ARGS="--coroutines $co --calvin-epoch-us $EPOCH" PROTO_OUT="$dir" \
       ./bench/protocols.sh > "$dir.log" 2>&1 || { echo "calvin.sh: run failed, see $dir.log" >&2; exit 1; }
-    grep -E "txn/s|p50" "$dir.log" | sed 's/^/  /'
+    grep -E "^ +[0-9]+ txn/s|^ +p50" "$dir.log" | sed "s/^/  /"
   done
 done
 
 python3 - "$OUT" "$FABRICS" "$COROUTINES" "$CLIENTS" "$ZIPF" "$EPOCH" <<'EOF'
 import json, os, sys
 out, fabrics, coroutines, clients, zipf, epoch = sys.argv[1:]
-lines = ["calvin on a 3-node cluster: rckv-bench ycsb-t (10 ops, 20% writes, 2 nodes per "
+lines = ["calvin on a 3-node cluster: rckv-bench ycsb-t (10 ops, 20%% writes, 2 nodes per "
          "transaction), zipf %s, %s clients, calvin-epoch-us %s." % (zipf, clients, epoch),
          "RT/txn and RPC/txn: the coordinator's (INFO), the epoch rounds shared among an "
          "epoch's transactions; cpu us/tx: the 3 servers' CPU per committed transaction.",
