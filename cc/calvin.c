@@ -102,16 +102,30 @@ struct grant {
 	uint64_t e;
 	uint32_t seq;
 	uint16_t to;
+	uint64_t since;             /* its first failed send (ns), 0: none yet */
 	struct grant *next;
 };
 
+/* A RELEASE or DELIVER whose send failed while its target is alive (this
+ * node's lease lapsed at a configuration change, the target had no
+ * worker yet...): its worker's notifier sends it again (resend). */
+struct outmsg {
+	struct outmsg *next;
+	uint64_t since;             /* its first failed send (ns) */
+	uint16_t to, handler;
+	uint32_t len;
+	char data[];
+};
+
 /* A worker's mailbox: coroutines to wake and grants to send, handed to its
- * thread (fab_worker_post_call); its notifier coroutine sends the grants. */
+ * thread (fab_worker_post_call); its notifier coroutine sends the grants,
+ * and the messages to send again. */
 struct mbox {
 	struct fab_rpc_call wake;   /* handed to the worker's inbox */
 	bool posted;
 	bool notifying;             /* its notifier coroutine runs */
 	struct grant *grants, *grants_tail;
+	struct outmsg *out, *out_tail; /* messages to send again */
 	struct calvin_mine *wakes;
 };
 
@@ -231,6 +245,105 @@ static void mbox_unlink(struct calvin *cv, struct calvin_mine *m)
 static void notifier(struct sched *s, void *arg);
 static void purge(struct calvin *cv, uint16_t node);
 
+/* Has this node's lease run out (fab_set_lease: the fabric then refuses
+ * every operation on another node)? A node adopting a configuration is
+ * in that state until the leader grants the lease again. */
+static bool lease_lapsed(const struct calvin *cv)
+{
+	const uint64_t lease = ck_pr_load_64(&cv->n->lease_until_ns);
+	return lease && sched_now_ns() >= lease;
+}
+
+/* How long a message goes on being sent again: beyond a configuration
+ * change's lapse of the lease (its quiesce waits out transactions of up
+ * to txn-timeout, then the takeover). */
+static uint64_t resend_ns(const struct cc_node *n)
+{
+	return 2 * ck_pr_load_64(&n->limits.txn_timeout_ms) * 1000000ull + 2000000000ull;
+}
+
+/*
+ * A GRANT, RELEASE or DELIVER to `to` failed with status: is it to be sent
+ * again? Not to a node that is gone: out of the configuration (fenced),
+ * whose takeover drops here what it held, or dead (a connection failure
+ * while this node's lease holds; the caller purges it). Every other
+ * failure is this node's or passing (its lease lapsed at a configuration
+ * change, the target has no worker yet), and the message is all that
+ * ends what the target waits for: a coordinator for its grant, a
+ * participant's queue for its release, an epoch for its counts. Sending
+ * one twice is harmless (h_grant, release_part and deliver_local are
+ * idempotent). `since`: its first failure, 0 for this one.
+ */
+static bool resend(struct calvin *cv, uint16_t to, int status, uint64_t since)
+{
+	if (status >= 0 || fab_fenced(cv->n->fab, to))
+		return false;
+	if (status == -EHOSTDOWN && !lease_lapsed(cv))
+		return false;
+	if (since && sched_now_ns() - since > resend_ns(cv->n)) {
+		cc_log(cv->n, CC_LOG_WARNING, "calvin: a message to node %u still fails (%d) after "
+		       "%" PRIu64 " ms: dropped", to, status,
+		       (sched_now_ns() - since) / 1000000);
+		return false;
+	}
+	return true;
+}
+
+/* Under the mutex: a RELEASE or DELIVER for worker w's notifier to send
+ * again (resend). */
+static void out_later(struct calvin *cv, int w, uint16_t to, uint16_t handler, const void *data,
+		      uint32_t len, uint64_t since)
+{
+	struct outmsg *o = malloc(sizeof(*o) + len);
+	if (!o) {
+		cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory for a message to node %u", to);
+		return;
+	}
+	*o = (struct outmsg){ .since = since ? since : sched_now_ns(), .to = to,
+			      .handler = handler, .len = len };
+	memcpy(o->data, data, len);
+	struct mbox *mb = &cv->mbox[w];
+	if (mb->out_tail)
+		mb->out_tail->next = o;
+	else
+		mb->out = o;
+	mb->out_tail = o;
+	if (!mb->notifying)
+		mbox_post(cv, w);
+}
+
+/* Under the mutex: node is gone, nothing queued for it is sent. */
+static void drop_pending(struct calvin *cv, uint16_t node)
+{
+	for (int w = 0; w < MAX_WORKERS; w++) {
+		struct mbox *mb = &cv->mbox[w];
+		struct grant **gp = &mb->grants, *last = NULL;
+		while (*gp) {
+			struct grant *g = *gp;
+			if (g->to == node) {
+				*gp = g->next;
+				free(g);
+			} else {
+				last = g;
+				gp = &g->next;
+			}
+		}
+		mb->grants_tail = last;
+		struct outmsg **op = &mb->out, *olast = NULL;
+		while (*op) {
+			struct outmsg *o = *op;
+			if (o->to == node) {
+				*op = o->next;
+				free(o);
+			} else {
+				olast = o;
+				op = &o->next;
+			}
+		}
+		mb->out_tail = olast;
+	}
+}
+
 static struct calvin_mine **mine_slot(struct calvin *cv, uint64_t e, uint32_t seq)
 {
 	struct calvin_mine **b = &cv->mtab[mix(e * 0x9e3779b97f4a7c15ull ^ seq) & (PBUCKETS - 1)];
@@ -275,7 +388,7 @@ static int h_wake(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	}
 	mb->wakes = NULL;
 	mb->posted = false;
-	if (mb->grants && !mb->notifying) {
+	if ((mb->grants || mb->out) && !mb->notifying) {
 		/* The reserved coroutine (sched_reserve) when every other one
 		 * waits for a grant; without a reserve, a free one, else the
 		 * mailbox tries again at the next poll. */
@@ -294,29 +407,35 @@ static int h_wake(void *arg, struct fab_rpc_call *c, uint32_t *len)
  * grant goes by a call of its own, never as the reply to the ACQUIRE,
  * because a reply held back would hold back every later reply on its
  * connection (tcp answers a connection's requests in order), among them
- * the ones the transaction before it needs to finish.
+ * the ones the transaction before it needs to finish. A message that
+ * failed while its target lives (resend) goes again, after a pause that
+ * grows to 10 ms: the notifier runs until nothing is left to send.
  */
 static void notifier(struct sched *s, void *arg)
 {
-	(void)s;
 	struct cc_worker *ccw = arg;
 	struct calvin *cv = ccw->node->calvin;
 	struct mbox *mb = &cv->mbox[ccw->worker_id];
 	struct fab_stats fst = { 0 };
 	struct fab_batch b;
 	cc_batch_init(&b, ccw, &fst);
+	uint64_t backoff = 0;
 	for (;;) {
 		pthread_mutex_lock(&cv->mu);
 		struct grant *g = mb->grants;
+		struct outmsg *out = mb->out;
 		mb->grants = mb->grants_tail = NULL;
-		if (!g)
+		mb->out = mb->out_tail = NULL;
+		if (!g && !out)
 			mb->notifying = false;
 		pthread_mutex_unlock(&cv->mu);
-		if (!g)
+		if (!g && !out)
 			return;
+		bool again = false; /* something failed, to be sent again */
 		/* Per coordinator node, an array of (e, seq). */
 		struct grant_msg *msg[FAB_MAX_NODES] = { 0 };
 		uint32_t cnt[FAB_MAX_NODES] = { 0 }, cap[FAB_MAX_NODES] = { 0 };
+		uint64_t since[FAB_MAX_NODES] = { 0 }; /* the oldest first failure */
 		struct fab_rpc_reply rr[FAB_MAX_NODES];
 		struct grant *left = NULL, *left_tail = NULL; /* for the next round */
 		while (g) {
@@ -332,6 +451,8 @@ static void notifier(struct sched *s, void *arg)
 			}
 			if (cnt[to] < cap[to]) {
 				msg[to][cnt[to]++] = (struct grant_msg){ .e = g->e, .seq = g->seq };
+				if (g->since && (!since[to] || g->since < since[to]))
+					since[to] = g->since;
 				free(g);
 			} else { /* a full message (or no memory): next round */
 				g->next = NULL;
@@ -351,22 +472,88 @@ static void notifier(struct sched *s, void *arg)
 			mb->grants = left;
 			pthread_mutex_unlock(&cv->mu);
 		}
+		bool any = false;
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
 			if (cnt[nd]) {
 				rr[nd] = (struct fab_rpc_reply){ 0 };
 				fab_rpc(&b, (uint16_t)nd, CALVIN_RPC_GRANT, msg[nd],
 					cnt[nd] * (uint32_t)sizeof(struct grant_msg), &rr[nd]);
+				any = true;
 			}
-		(void)fab_exec(&b);
+		if (any)
+			(void)fab_exec(&b);
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++) {
-			if (cnt[nd] && rr[nd].status == -EHOSTDOWN) {
-				/* The coordinator died: it needs no grant, and what
-				 * it holds here is released (purge). */
+			if (!cnt[nd])
+				continue;
+			if (rr[nd].status < 0) {
 				pthread_mutex_lock(&cv->mu);
-				purge(cv, (uint16_t)nd);
+				if (resend(cv, (uint16_t)nd, rr[nd].status, since[nd])) {
+					/* Its coordinator waits for it: the same
+					 * grants, next round. */
+					const uint64_t t0 = since[nd] ? since[nd] : sched_now_ns();
+					for (uint32_t i = 0; i < cnt[nd]; i++) {
+						struct grant *ng = malloc(sizeof(*ng));
+						if (!ng) {
+							cc_log(cv->n, CC_LOG_WARNING, "calvin: out of "
+							       "memory for a grant: lost");
+							break;
+						}
+						*ng = (struct grant){ .e = msg[nd][i].e, .seq = msg[nd][i].seq,
+								      .to = (uint16_t)nd, .since = t0 };
+						if (mb->grants_tail)
+							mb->grants_tail->next = ng;
+						else
+							mb->grants = ng;
+						mb->grants_tail = ng;
+					}
+					again = true;
+				} else if (rr[nd].status == -EHOSTDOWN) {
+					/* The coordinator died: it needs no grant,
+					 * and what it holds here is released. */
+					purge(cv, (uint16_t)nd);
+				}
 				pthread_mutex_unlock(&cv->mu);
 			}
 			free(msg[nd]);
+		}
+		/* RELEASEs and DELIVERs to send again, a batch at a time. */
+		while (out) {
+			enum { CHUNK = 32 };
+			struct outmsg *o[CHUNK];
+			struct fab_rpc_reply orr[CHUNK];
+			int k = 0;
+			for (; out && k < CHUNK; k++) {
+				o[k] = out;
+				out = out->next;
+				orr[k] = (struct fab_rpc_reply){ 0 };
+				fab_rpc(&b, o[k]->to, o[k]->handler, o[k]->data, o[k]->len, &orr[k]);
+			}
+			(void)fab_exec(&b);
+			pthread_mutex_lock(&cv->mu);
+			for (int i = 0; i < k; i++) {
+				if (orr[i].status < 0 && resend(cv, o[i]->to, orr[i].status, o[i]->since)) {
+					o[i]->next = NULL;
+					if (mb->out_tail)
+						mb->out_tail->next = o[i];
+					else
+						mb->out = o[i];
+					mb->out_tail = o[i];
+					again = true;
+					continue;
+				}
+				if (orr[i].status == -EHOSTDOWN)
+					purge(cv, o[i]->to);
+				free(o[i]);
+			}
+			pthread_mutex_unlock(&cv->mu);
+		}
+		if (again) { /* until the lease is back, say */
+			backoff = backoff ? backoff * 2 : 1000000;
+			if (backoff > 10000000)
+				backoff = 10000000;
+			sched_sleep(s, backoff);
+		} else {
+			backoff = 0;
 		}
 	}
 }
@@ -765,8 +952,7 @@ static void purge(struct calvin *cv, uint16_t node)
 		return; /* nothing new since the last purge */
 	/* A node whose own lease lapsed sees every peer fail (fab_set_lease):
 	 * they are not gone, it is. */
-	const uint64_t lease = ck_pr_load_64(&cv->n->lease_until_ns);
-	if (lease && sched_now_ns() >= lease)
+	if (lease_lapsed(cv))
 		return;
 	cv->purged_through[node] = cv->closed;
 	unsigned dropped = 0, failed = 0;
@@ -802,21 +988,7 @@ static void purge(struct calvin *cv, uint16_t node)
 		if (ep->e == e && ep->known)
 			epoch_need(cv, ep);
 	}
-	for (int w = 0; w < MAX_WORKERS; w++) { /* grants it will not need */
-		struct mbox *mb = &cv->mbox[w];
-		struct grant **gp = &mb->grants, *last = NULL;
-		while (*gp) {
-			struct grant *g = *gp;
-			if (g->to == node) {
-				*gp = g->next;
-				free(g);
-			} else {
-				last = g;
-				gp = &g->next;
-			}
-		}
-		mb->grants_tail = last;
-	}
+	drop_pending(cv, node); /* grants and releases it will not need */
 	if (dropped || failed) {
 		cv->st.purges++;
 		cc_log(cv->n, CC_LOG_NOTICE,
@@ -1016,11 +1188,16 @@ void calvin_destroy(struct cc_node *n)
 			free(p->ents);
 			free(p);
 		}
-	for (int w = 0; w < MAX_WORKERS; w++)
+	for (int w = 0; w < MAX_WORKERS; w++) {
 		for (struct grant *g = cv->mbox[w].grants, *nx; g; g = nx) {
 			nx = g->next;
 			free(g);
 		}
+		for (struct outmsg *o = cv->mbox[w].out, *nx; o; o = nx) {
+			nx = o->next;
+			free(o);
+		}
+	}
 	pthread_mutex_destroy(&cv->mu);
 	free(cv->hist);
 	free(cv->ep);
@@ -1059,8 +1236,67 @@ void calvin_peer_failed(struct cc_node *n, uint16_t peer)
 	if (!cv || peer >= FAB_MAX_NODES || peer == fab_self(n->fab))
 		return;
 	pthread_mutex_lock(&cv->mu);
+	drop_pending(cv, peer); /* (purge may find nothing new to drop) */
 	purge(cv, peer);
 	pthread_mutex_unlock(&cv->mu);
+}
+
+void calvin_reset(struct cc_node *n)
+{
+	struct calvin *cv = n->calvin;
+	if (!cv)
+		return;
+	pthread_mutex_lock(&cv->mu);
+	unsigned parts = 0, waiting = 0;
+	for (unsigned b = 0; b < PBUCKETS; b++) {
+		for (struct part *p = cv->ptab[b], *nx; p; p = nx) {
+			nx = p->hnext;
+			free(p->ents);
+			free(p);
+			parts++;
+		}
+		cv->ptab[b] = NULL;
+		for (struct calvin_mine *m = cv->mtab[b], *nx; m; m = nx) {
+			/* (none: the quiesce let every transaction end) */
+			nx = m->hnext;
+			m->hnext = NULL;
+			m->failed = true;
+			wake_mine(cv, m);
+			waiting++;
+		}
+		cv->mtab[b] = NULL;
+	}
+	for (unsigned i = 0; i < QBUCKETS; i++) {
+		for (struct queue *q = cv->qtab[i], *nx; q; q = nx) {
+			nx = q->next;
+			free(q);
+		}
+		cv->qtab[i] = NULL;
+	}
+	for (int w = 0; w < MAX_WORKERS; w++) {
+		struct mbox *mb = &cv->mbox[w];
+		for (struct grant *g = mb->grants, *nx; g; g = nx) {
+			nx = g->next;
+			free(g);
+		}
+		for (struct outmsg *o = mb->out, *nx; o; o = nx) {
+			nx = o->next;
+			free(o);
+		}
+		mb->grants = mb->grants_tail = NULL;
+		mb->out = mb->out_tail = NULL;
+	}
+	for (unsigned i = 0; i < RING; i++) {
+		cv->ep[i] = (struct epoch){ .e = UINT64_MAX };
+		cv->hist[i].e = UINT64_MAX;
+	}
+	memset(cv->purged_through, 0, sizeof(cv->purged_through));
+	cv->closed = cv->processed = 0; /* fresh: catch_up takes up the numbering */
+	pthread_mutex_unlock(&cv->mu);
+	if (parts || waiting)
+		cc_log(n, CC_LOG_NOTICE, "calvin: this node is out of the configuration: %u parts "
+		       "dropped, %u transactions failed; it starts afresh at its rejoin", parts,
+		       waiting);
 }
 
 void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *digest)
@@ -1197,11 +1433,17 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 			fab_rpc(&t->batch, mem[j], CALVIN_RPC_DELIVER, &dl[j], sizeof(dl[j]), &rr[j]);
 		}
 		(void)fab_exec(&t->batch);
-		if (self_j >= 0) {
-			pthread_mutex_lock(&cv->mu);
+		pthread_mutex_lock(&cv->mu);
+		/* A member that closed e and missed its DELIVER could not
+		 * process e, nor any epoch after it. */
+		for (int j = 0; j < nm; j++)
+			if (j != self_j && !(gone & (1ull << mem[j])) && rr[j].status < 0 &&
+			    resend(cv, mem[j], rr[j].status, 0))
+				out_later(cv, t->ccw->worker_id, mem[j], CALVIN_RPC_DELIVER, &dl[j],
+					  sizeof(dl[j]), 0);
+		if (self_j >= 0)
 			deliver_local(cv, rq.e, dl[self_j].need, gone);
-			pthread_mutex_unlock(&cv->mu);
-		}
+		pthread_mutex_unlock(&cv->mu);
 		break;
 	}
 	free(rep);
@@ -1403,6 +1645,13 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 	while (!park_until(cv, t, m, granted_all, stuck_ns(n))) {
 		if (sched_now_ns() >= limit)
 			return CC_ETIMEOUT;
+		/* A quiesce (a configuration to adopt, a switch) waits for this
+		 * transaction, while the grants it waits for may wait for the
+		 * quiesce: a participant adopting the configuration sends none
+		 * until its new lease, which comes once every node adopted it.
+		 * Nothing ran yet: the transaction goes again after it. */
+		if (ck_pr_load_int(&n->quiesce))
+			return cc_abort_with(t, CC_CAUSE_OTHER);
 		/* Its own node behind: the oldest epoch it waits for; else
 		 * its epoch, whose round finds a participant that is gone. */
 		pthread_mutex_lock(&cv->mu);
@@ -1459,4 +1708,13 @@ void calvin_release(struct txn *t, struct calvin_mine *m)
 		}
 	(void)fab_exec(&t->batch);
 	m->sent = 0;
+	/* Its part there holds its locks (or its epoch) until a RELEASE
+	 * comes: one that failed goes again, by the worker's notifier. */
+	pthread_mutex_lock(&cv->mu);
+	for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+		if ((remote & (1ull << nd)) && rr[nd].status < 0 &&
+		    resend(cv, (uint16_t)nd, rr[nd].status, 0))
+			out_later(cv, t->ccw->worker_id, (uint16_t)nd, CALVIN_RPC_RELEASE, &rq,
+				  sizeof(rq), 0);
+	pthread_mutex_unlock(&cv->mu);
 }

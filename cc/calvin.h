@@ -114,6 +114,11 @@ int calvin_attach(struct cc_node *n, char *err, size_t errlen);
 /* Node `peer` failed or restarted: what it coordinated is dropped here,
  * and what waits for it fails (calvin.c, purge). Any thread. */
 void calvin_peer_failed(struct cc_node *n, uint16_t peer);
+/* This node is out of the configuration (it missed epochs while it was
+ * out, and others dropped what it coordinated): every part and grant it
+ * holds is dropped, and it takes up the cluster's epochs afresh at its
+ * rejoin, as a restarted node does (calvin.c, catch_up). Quiesced. */
+void calvin_reset(struct cc_node *n);
 /* The counters, and a digest of the order in which this node queued
  * transactions (equal on two nodes that queued the same ones). */
 void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *digest);

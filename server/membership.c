@@ -31,6 +31,7 @@
 #include <time.h>
 #include <uv.h>
 
+#include "cc/calvin.h"
 #include "cc/cc.h"
 #include "cc/exec.h"
 #include "cc/sched.h"
@@ -1089,6 +1090,7 @@ static void rejoin_step(struct membership *m, const struct mb_state *st)
 			 * lease). */
 			cc_quiesce_begin(&n->cc, NULL);
 			st_wipe(n->cc.region);
+			calvin_reset(&n->cc); /* whatever the protocol, as cc_peer_restarted */
 			ck_pr_inc_64(&n->cc.flush_epoch);
 			cc_quiesce_end(&n->cc);
 			srv_log(n, LOG_WARNING, "this node is out of configuration %" PRIu64 ": its "
