@@ -1012,6 +1012,10 @@ static int exec_batch(struct fab_batch *b)
 		if (!f->peers[op->node].attached || ck_pr_load_8(&f->peers[op->node].fenced) ||
 		    (lapsed && op->node != f->cfg.self)) {
 			cut |= 1ull << op->node;
+			if (op->kind == FAB_RPC && op->rep) { /* refused: say so, even if nothing else runs */
+				op->rep->status = -EHOSTDOWN;
+				op->rep->len = 0;
+			}
 			continue;
 		}
 		if (op->kind == FAB_RPC) {
