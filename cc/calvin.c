@@ -1065,21 +1065,25 @@ static int h_deliver(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	return 0;
 }
 
-static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
+/*
+ * acquire_take - a chunk of a part's locks from coordinator `from` (the
+ * ACQUIRE wire form, however it came), taken on worker `worker`: 0, or
+ * the negative errno its coordinator sees (h_acquire).
+ */
+static int acquire_take(struct calvin *cv, uint16_t from, int worker, const void *req,
+			uint32_t len)
 {
-	struct calvin *cv = arg;
 	struct acquire_hdr hd;
-	*len = 0;
-	if (c->len < sizeof(hd))
+	if (len < sizeof(hd))
 		return -EINVAL;
-	memcpy(&hd, c->req, sizeof(hd));
+	memcpy(&hd, req, sizeof(hd));
 	if (hd.count > ACQUIRE_MAX_LOCKS || hd.off > hd.nlocks || hd.count > hd.nlocks - hd.off ||
-	    hd.nlocks > INT32_MAX || c->len < sizeof(hd) + (size_t)hd.count * 9)
+	    hd.nlocks > INT32_MAX || len < sizeof(hd) + (size_t)hd.count * 9)
 		return -EINVAL;
-	const char *hs = (const char *)c->req + sizeof(hd);
+	const char *hs = (const char *)req + sizeof(hd);
 	const uint8_t *xs = (const uint8_t *)hs + (size_t)hd.count * 8;
 	pthread_mutex_lock(&cv->mu);
-	if (hd.e <= cv->processed || hd.e <= cv->purged_through[c->from]) {
+	if (hd.e <= cv->processed || hd.e <= cv->purged_through[from]) {
 		/* Its epoch went by without it: its coordinator's counts did not
 		 * reach the initiator (a failure), so it runs nowhere. */
 		pthread_mutex_unlock(&cv->mu);
@@ -1089,12 +1093,12 @@ static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		pthread_mutex_unlock(&cv->mu);
 		return -EBUSY;
 	}
-	struct part *p = *part_slot(cv, hd.e, c->from, hd.seq);
+	struct part *p = *part_slot(cv, hd.e, from, hd.seq);
 	if (p && (p->cancelled || p->arrived || (uint32_t)p->nlocks != hd.nlocks)) {
 		pthread_mutex_unlock(&cv->mu);
 		return p->cancelled ? -ECANCELED : -EINVAL; /* released already, or a duplicate */
 	}
-	if (!p && !(p = part_new(cv, hd.e, c->from, hd.seq, (int)hd.nlocks))) {
+	if (!p && !(p = part_new(cv, hd.e, from, hd.seq, (int)hd.nlocks))) {
 		pthread_mutex_unlock(&cv->mu);
 		return -ENOMEM;
 	}
@@ -1104,12 +1108,18 @@ static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	}
 	p->got += hd.count;
 	if (p->got >= p->nlocks) {
-		p->worker = fab_worker_id(c->fw);
+		p->worker = worker;
 		part_arrive(cv, p);
 		process(cv);
 	}
 	pthread_mutex_unlock(&cv->mu);
 	return 0; /* queued: the grant comes by GRANT */
+}
+
+static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
+{
+	*len = 0;
+	return acquire_take(arg, c->from, fab_worker_id(c->fw), c->req, c->len);
 }
 
 static int h_grant(void *arg, struct fab_rpc_call *c, uint32_t *len)
@@ -1483,6 +1493,14 @@ static void initiate(struct calvin *cv, struct txn *t, uint64_t limit)
 	}
 	close_round(cv, t, 0);
 }
+/* An ACQUIRE chunk (its wire form, len bytes at b) for node nd, posted on
+ * t's batch; rr gets its status at the exec (acquire_take's result). */
+static void acquire_post(struct txn *t, uint16_t nd, const void *b, uint32_t len,
+			 struct fab_rpc_reply *rr)
+{
+	fab_rpc(&t->batch, nd, CALVIN_RPC_ACQUIRE, b, len, rr);
+}
+
 static bool granted_all(const struct calvin_mine *m) { return m->granted == m->nodes || m->failed; }
 
 /* Park until cond(m) holds (under the mutex; invariant (3)). With
@@ -1599,7 +1617,7 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 			}
 			done[nd] += k;
 			rr[nd] = (struct fab_rpc_reply){ 0 };
-			fab_rpc(&t->batch, (uint16_t)nd, CALVIN_RPC_ACQUIRE, b, (uint32_t)len, &rr[nd]);
+			acquire_post(t, (uint16_t)nd, b, (uint32_t)len, &rr[nd]);
 			m->sent |= 1ull << nd;
 			posted = true;
 		}
