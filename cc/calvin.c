@@ -57,6 +57,8 @@ struct part;
 struct qent {
 	struct part *p;
 	uint64_t h;
+	uint32_t koff;              /* its key in the part's kbuf (klen 0: none) */
+	uint16_t klen;
 	bool x, granted;
 	struct qent *next;
 };
@@ -80,6 +82,18 @@ struct part {
 	int worker;                 /* a remote part: the worker whose notifier
 				       tells its coordinator (src) of the grant */
 	struct calvin_mine *mine;   /* a local part: the coordinator's transaction */
+	/* Value forwarding (calvin.h): a remote part's keys and its
+	 * transaction's owner word (0: nothing to forward); the lock words
+	 * the notifier latched for it (block offsets), given back at its
+	 * RELEASE before its locks are (forward_part, finish_release). */
+	uint64_t owner;
+	char *kbuf;
+	uint32_t kused, kcap;
+	uint64_t *latched;
+	int nlatched;
+	bool forwarding;            /* its notifier is reading its items */
+	bool releasing;             /* released; its notifier unlatches, then frees it */
+	bool unlatch;               /* ... giving the latches back (else recovery does) */
 	struct part *hnext;         /* by id */
 	struct part *enext;         /* its epoch's */
 };
@@ -126,6 +140,7 @@ struct mbox {
 	bool notifying;             /* its notifier coroutine runs */
 	struct grant *grants, *grants_tail;
 	struct outmsg *out, *out_tail; /* messages to send again */
+	struct grant *unlatch;      /* parts (e, seq, src in .to) to finish releasing */
 	struct calvin_mine *wakes;
 };
 
@@ -165,22 +180,32 @@ struct acquire_hdr {
 	uint64_t e;
 	uint32_t seq;
 	uint32_t nlocks;
-	uint32_t off, count; /* then count hashes (u64), then count exclusive flags (u8) */
+	uint32_t off, count; /* then count hashes (u64), count exclusive flags (u8),
+				count key lengths (u16, 0: not sent), the keys */
+	uint64_t owner;      /* the transaction's owner word (value forwarding) */
 };
+/* Bytes of one lock in an ACQUIRE, besides its key. */
+#define ACQUIRE_LOCK_BYTES 11u
+#define ACQUIRE_MAX_LOCKS ((FAB_RPC_MAX - sizeof(struct acquire_hdr)) / ACQUIRE_LOCK_BYTES)
+/* Keys longer than this are not sent: their values are not forwarded. */
+#define FWD_KEY_MAX 1024u
+
 struct release_req {
 	uint64_t e;
 	uint32_t seq;
-	uint32_t pad;
+	uint32_t flags;
 };
-/* GRANT: an array of these, the parts granted (the sender is the node). */
+/* RELEASE: the transaction's outcome on this node is known, so the
+ * latches the participant forwarded and the transaction did not release
+ * are given back (else recovery settles them). */
+#define RELEASE_UNLATCH 1u
+/* GRANT: a run of these, the parts granted (the sender is the node), each
+ * followed by len bytes of forwarded items (struct calvin_fwd, image). */
 struct grant_msg {
 	uint64_t e;
 	uint32_t seq;
-	uint32_t pad;
+	uint32_t len;
 };
-#define GRANT_MAX (FAB_RPC_MAX / sizeof(struct grant_msg))
-
-#define ACQUIRE_MAX_LOCKS ((FAB_RPC_MAX - sizeof(struct acquire_hdr)) / 9)
 
 static uint64_t mix(uint64_t h)
 {
@@ -244,6 +269,9 @@ static void mbox_unlink(struct calvin *cv, struct calvin_mine *m)
 
 static void notifier(struct sched *s, void *arg);
 static void purge(struct calvin *cv, uint16_t node);
+static struct part **part_slot(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq);
+static void part_unqueue(struct calvin *cv, struct part *p);
+static void part_free(struct part *p);
 
 /* Has this node's lease run out (fab_set_lease: the fabric then refuses
  * every operation on another node)? A node adopting a configuration is
@@ -388,7 +416,7 @@ static int h_wake(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	}
 	mb->wakes = NULL;
 	mb->posted = false;
-	if ((mb->grants || mb->out) && !mb->notifying) {
+	if ((mb->grants || mb->out || mb->unlatch) && !mb->notifying) {
 		/* The reserved coroutine (sched_reserve) when every other one
 		 * waits for a grant; without a reserve, a free one, else the
 		 * mailbox tries again at the next poll. */
@@ -401,15 +429,183 @@ static int h_wake(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	return FAB_RPC_DEFER; /* a mailbox, not a call: nothing to answer */
 }
 
+/* Give back latches (block offsets on this node) taken for owner. */
+static void unlatch_all(struct fab_batch *b, uint16_t self, uint64_t owner, const uint64_t *offs,
+			int n)
+{
+	uint64_t old[32];
+	for (int i = 0; i < n;) {
+		int k = 0;
+		for (; i < n && k < 32; i++, k++) {
+			fab_cas(b, self, offs[i] + (uint64_t)W_LOCK * 8u, owner, 0, &old[k]);
+			b->ops[b->n - 1].flags |= FAB_OP_VOLATILE;
+		}
+		(void)fab_exec(b); /* this node's own memory */
+	}
+}
+
 /*
- * A worker's notifier: sends the grants of its mailbox to their
- * coordinators (GRANT, one message per node), until none is left. A
- * grant goes by a call of its own, never as the reply to the ACQUIRE,
- * because a reply held back would hold back every later reply on its
- * connection (tcp answers a connection's requests in order), among them
- * the ones the transaction before it needs to finish. A message that
+ * finish_release - a part released while it held latches it forwarded
+ * (release_part): they are given back, then its locks. On its worker's
+ * notifier, with the mutex not held.
+ */
+static void finish_release(struct calvin *cv, struct fab_batch *b, uint64_t e, uint16_t src,
+			   uint32_t seq)
+{
+	const uint16_t self = fab_self(cv->n->fab);
+	pthread_mutex_lock(&cv->mu);
+	struct part *p = *part_slot(cv, e, src, seq);
+	if (!p || !p->releasing || p->forwarding) {
+		pthread_mutex_unlock(&cv->mu); /* gone (a reset), or forward_part's */
+		return;
+	}
+	uint64_t *offs = p->unlatch ? p->latched : NULL;
+	const int n = p->unlatch ? p->nlatched : 0;
+	const uint64_t owner = p->owner;
+	p->latched = NULL;
+	p->nlatched = 0;
+	pthread_mutex_unlock(&cv->mu);
+	unlatch_all(b, self, owner, offs, n);
+	free(offs);
+	pthread_mutex_lock(&cv->mu);
+	struct part **pp = part_slot(cv, e, src, seq);
+	if ((p = *pp) != NULL && p->releasing) {
+		*pp = p->hnext;
+		if (p->queued)
+			part_unqueue(cv, p);
+		part_free(p);
+	}
+	pthread_mutex_unlock(&cv->mu);
+}
+
+/* A copy of a part's keys, for forward_part to read without the mutex. */
+struct fwd_keys {
+	int n;
+	uint64_t owner;
+	struct qent *ents;
+	char *kbuf;
+};
+
+/*
+ * forward_part - value forwarding (calvin.h) for the granted part
+ * (e, src, seq): its items on this node, resolved through the index (an
+ * absent key gets its placeholder, as the coordinator's read would have
+ * made it), the exclusive ones latched for its transaction and read
+ * behind the latch, appended to out as struct calvin_fwd + image while
+ * they fit in room. Returns the bytes appended. On the notifier, with the
+ * mutex not held; the part's locks are held throughout (it is not
+ * released before forwarding ends: release_part).
+ */
+static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fab_batch *b,
+			     uint64_t e, uint16_t src, uint32_t seq, char *out, uint32_t room)
+{
+	struct cc_node *n = cv->n;
+	const uint16_t self = fab_self(n->fab);
+	struct fwd_keys fk = { 0 };
+	pthread_mutex_lock(&cv->mu);
+	struct part *p = *part_slot(cv, e, src, seq);
+	if (p && p->queued && !p->releasing && !p->forwarding && !p->nlatched && p->owner &&
+	    p->kused && p->nlocks > 0) {
+		fk.ents = malloc((size_t)p->nlocks * sizeof(*fk.ents));
+		fk.kbuf = malloc(p->kused);
+		if (fk.ents && fk.kbuf) {
+			fk.n = p->nlocks;
+			fk.owner = p->owner;
+			memcpy(fk.ents, p->ents, (size_t)p->nlocks * sizeof(*fk.ents));
+			memcpy(fk.kbuf, p->kbuf, p->kused);
+			p->forwarding = true;
+		}
+	}
+	pthread_mutex_unlock(&cv->mu);
+	if (!fk.n) {
+		free(fk.ents);
+		free(fk.kbuf);
+		return 0;
+	}
+	uint64_t *latched = malloc((size_t)fk.n * sizeof(*latched));
+	struct st_item *buf = cc_scratch_get(ccw);
+	int nl = 0;
+	uint32_t used = 0, items = 0;
+	for (int i = 0; latched && buf && i < fk.n; i++) {
+		const struct qent *q = &fk.ents[i];
+		if (!q->klen || room - used < sizeof(struct calvin_fwd) + sizeof(struct st_item) +
+						  q->klen)
+			continue;
+		struct st_ref ref;
+		if (st_create(b, st_region_coord(n->region), fk.owner, self, fk.kbuf + q->koff,
+			      q->klen, q->h, &ref, buf) != 0)
+			continue; /* no room for a placeholder: the coordinator decides */
+		const uint32_t len = (uint32_t)sizeof(struct st_item) + q->klen +
+				     st_data_vlen(buf->data);
+		if (len > st_class_size(ref.cls) || room - used < sizeof(struct calvin_fwd) + len)
+			continue;
+		char *img = out + used + sizeof(struct calvin_fwd);
+		if (q->x) {
+			uint64_t old = ~0ull;
+			fab_cas(b, self, ref.off + (uint64_t)W_LOCK * 8u, 0, fk.owner, &old);
+			b->ops[b->n - 1].flags |= FAB_OP_VOLATILE;
+			fab_read(b, self, ref.off, img, len); /* behind the latch */
+			if (fab_exec(b) != 0 || old != 0)
+				continue; /* latched by a cleanup: the coordinator waits it out */
+			latched[nl++] = ref.off;
+			const struct st_item *it = (const struct st_item *)img;
+			if (sizeof(*it) + q->klen + st_data_vlen(it->data) != len)
+				continue; /* changed meanwhile: ours still, the coordinator reads it */
+		} else {
+			if (buf->lock != 0)
+				continue; /* an install under way: the coordinator waits it out */
+			memcpy(img, buf, len);
+		}
+		const struct calvin_fwd f = { .idx = (uint32_t)i, .len = len, .off = ref.off,
+					      .gen = ref.gen, .cls = ref.cls, .latched = q->x };
+		memcpy(out + used, &f, sizeof(f));
+		used += (uint32_t)sizeof(f) + len;
+		items++;
+	}
+	if (buf)
+		cc_scratch_put(ccw, buf);
+	free(fk.ents);
+	free(fk.kbuf);
+	pthread_mutex_lock(&cv->mu);
+	p = *part_slot(cv, e, src, seq);
+	bool mine = p && p->forwarding; /* else reset meanwhile */
+	bool give_back = !mine;
+	if (mine) {
+		p->forwarding = false;
+		p->latched = latched;
+		p->nlatched = nl;
+		if (p->releasing) {
+			/* Released (or its coordinator purged) meanwhile: no
+			 * transaction saw these latches. */
+			p->unlatch = true;
+			used = 0;
+		} else {
+			latched = NULL;
+			cv->st.values_forwarded += items;
+		}
+	}
+	pthread_mutex_unlock(&cv->mu);
+	if (give_back) {
+		unlatch_all(b, self, fk.owner, latched, nl);
+		free(latched);
+		return 0;
+	}
+	if (latched) /* kept by the part: finish_release gives them back */
+		finish_release(cv, b, e, src, seq);
+	return used;
+}
+
+/*
+ * A worker's notifier: finishes the releases of its mailbox that wait for
+ * latches to be given back, and sends its grants to their coordinators
+ * (GRANT, one message per node, with the forwarded values), until none is
+ * left. A grant goes by a call of its own, never as the reply to the
+ * ACQUIRE, because a reply held back would hold back every later reply on
+ * its connection (tcp answers a connection's requests in order), among
+ * them the ones the transaction before it needs to finish. A message that
  * failed while its target lives (resend) goes again, after a pause that
- * grows to 10 ms: the notifier runs until nothing is left to send.
+ * grows to 10 ms, without values (the coordinator reads those itself);
+ * the notifier runs until nothing is left to send.
  */
 static void notifier(struct sched *s, void *arg)
 {
@@ -424,33 +620,43 @@ static void notifier(struct sched *s, void *arg)
 		pthread_mutex_lock(&cv->mu);
 		struct grant *g = mb->grants;
 		struct outmsg *out = mb->out;
-		mb->grants = mb->grants_tail = NULL;
+		struct grant *ul = mb->unlatch;
+		mb->grants = mb->grants_tail = mb->unlatch = NULL;
 		mb->out = mb->out_tail = NULL;
-		if (!g && !out)
+		if (!g && !out && !ul)
 			mb->notifying = false;
 		pthread_mutex_unlock(&cv->mu);
-		if (!g && !out)
+		if (!g && !out && !ul)
 			return;
+		while (ul) {
+			struct grant *next = ul->next;
+			finish_release(cv, &b, ul->e, ul->to, ul->seq);
+			free(ul);
+			ul = next;
+		}
 		bool again = false; /* something failed, to be sent again */
-		/* Per coordinator node, an array of (e, seq). */
-		struct grant_msg *msg[FAB_MAX_NODES] = { 0 };
-		uint32_t cnt[FAB_MAX_NODES] = { 0 }, cap[FAB_MAX_NODES] = { 0 };
+		/* Per coordinator node, a GRANT message: (e, seq, len) and
+		 * len bytes of forwarded values, per part. */
+		char *msg[FAB_MAX_NODES] = { 0 };
+		uint32_t mlen[FAB_MAX_NODES] = { 0 };
 		uint64_t since[FAB_MAX_NODES] = { 0 }; /* the oldest first failure */
 		struct fab_rpc_reply rr[FAB_MAX_NODES];
 		struct grant *left = NULL, *left_tail = NULL; /* for the next round */
 		while (g) {
 			struct grant *next = g->next;
 			uint16_t to = g->to;
-			if (cnt[to] == cap[to] && cnt[to] < GRANT_MAX) {
-				uint32_t nc = cap[to] ? 2 * cap[to] : 16;
-				struct grant_msg *nm = realloc(msg[to], nc * sizeof(*nm));
-				if (nm) {
-					msg[to] = nm;
-					cap[to] = nc;
-				}
-			}
-			if (cnt[to] < cap[to]) {
-				msg[to][cnt[to]++] = (struct grant_msg){ .e = g->e, .seq = g->seq };
+			struct grant_msg gm = { .e = g->e, .seq = g->seq };
+			if (!msg[to])
+				msg[to] = malloc(FAB_RPC_MAX);
+			if (msg[to] && FAB_RPC_MAX - mlen[to] >= sizeof(gm)) {
+				const uint32_t at = mlen[to];
+				mlen[to] += (uint32_t)sizeof(gm);
+				if (!g->since) /* a first send */
+					gm.len = forward_part(cv, ccw, &b, g->e, to, g->seq,
+							      msg[to] + mlen[to],
+							      FAB_RPC_MAX - mlen[to]);
+				memcpy(msg[to] + at, &gm, sizeof(gm));
+				mlen[to] += gm.len;
 				if (g->since && (!since[to] || g->since < since[to]))
 					since[to] = g->since;
 				free(g);
@@ -474,31 +680,35 @@ static void notifier(struct sched *s, void *arg)
 		}
 		bool any = false;
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
-			if (cnt[nd]) {
+			if (mlen[nd]) {
 				rr[nd] = (struct fab_rpc_reply){ 0 };
-				fab_rpc(&b, (uint16_t)nd, CALVIN_RPC_GRANT, msg[nd],
-					cnt[nd] * (uint32_t)sizeof(struct grant_msg), &rr[nd]);
+				fab_rpc(&b, (uint16_t)nd, CALVIN_RPC_GRANT, msg[nd], mlen[nd], &rr[nd]);
 				any = true;
 			}
 		if (any)
 			(void)fab_exec(&b);
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++) {
-			if (!cnt[nd])
+			if (!mlen[nd]) {
+				free(msg[nd]);
 				continue;
+			}
 			if (rr[nd].status < 0) {
 				pthread_mutex_lock(&cv->mu);
 				if (resend(cv, (uint16_t)nd, rr[nd].status, since[nd])) {
 					/* Its coordinator waits for it: the same
 					 * grants, next round. */
 					const uint64_t t0 = since[nd] ? since[nd] : sched_now_ns();
-					for (uint32_t i = 0; i < cnt[nd]; i++) {
+					for (uint32_t off = 0; off < mlen[nd];) {
+						struct grant_msg gm;
+						memcpy(&gm, msg[nd] + off, sizeof(gm));
+						off += (uint32_t)sizeof(gm) + gm.len;
 						struct grant *ng = malloc(sizeof(*ng));
 						if (!ng) {
 							cc_log(cv->n, CC_LOG_WARNING, "calvin: out of "
 							       "memory for a grant: lost");
 							break;
 						}
-						*ng = (struct grant){ .e = msg[nd][i].e, .seq = msg[nd][i].seq,
+						*ng = (struct grant){ .e = gm.e, .seq = gm.seq,
 								      .to = (uint16_t)nd, .since = t0 };
 						if (mb->grants_tail)
 							mb->grants_tail->next = ng;
@@ -757,13 +967,20 @@ static void part_arrive(struct calvin *cv, struct part *p)
 	ep->parts = p;
 }
 
+static void part_free(struct part *p)
+{
+	free(p->ents);
+	free(p->kbuf);
+	free(p->latched);
+	free(p);
+}
+
 static void part_forget(struct calvin *cv, struct part *p)
 {
 	struct part **b = part_slot(cv, p->e, p->src, p->seq);
 	if (*b == p)
 		*b = p->hnext;
-	free(p->ents);
-	free(p);
+	part_free(p);
 }
 
 static int part_cmp(const void *a, const void *b)
@@ -965,11 +1182,19 @@ static void purge(struct calvin *cv, uint16_t node)
 				continue;
 			}
 			dropped++;
-			if (p->queued) {
+			if (p->releasing) {
+				pp = &p->hnext; /* its notifier finishes it */
+			} else if (p->forwarding) {
+				/* Its notifier latches items for a transaction
+				 * that will never see them: it gives them back. */
+				p->releasing = true;
+				pp = &p->hnext;
+			} else if (p->queued) {
+				/* Latches it forwarded stay for recovery, which
+				 * settles the dead node's commits. */
 				*pp = p->hnext;
 				part_unqueue(cv, p);
-				free(p->ents);
-				free(p);
+				part_free(p);
 			} else {
 				p->cancelled = true;
 				part_arrive(cv, p);
@@ -999,8 +1224,32 @@ static void purge(struct calvin *cv, uint16_t node)
 	process(cv);
 }
 
-/* RELEASE of (e, src, seq): under the mutex. */
-static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq)
+/* Under the mutex: p's notifier gives back its latches, then releases it
+ * (finish_release). */
+static void unlatch_later(struct calvin *cv, struct part *p)
+{
+	struct grant *g = malloc(sizeof(*g));
+	if (!g) { /* the latches stay, for the coordinator's next release */
+		cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory to release a part");
+		return;
+	}
+	*g = (struct grant){ .e = p->e, .seq = p->seq, .to = p->src };
+	struct mbox *mb = &cv->mbox[p->worker];
+	g->next = mb->unlatch;
+	mb->unlatch = g;
+	if (!mb->notifying)
+		mbox_post(cv, p->worker);
+}
+
+/*
+ * RELEASE of (e, src, seq): under the mutex. A part whose notifier still
+ * reads its items, or that holds latches to give back (`unlatch`), is
+ * released by the notifier once the latches are free: its locks are
+ * given up after its latches, so the next transaction in a key's queue
+ * (a retry of the same transaction, under the same owner word, among
+ * them) never has a latch of its own taken back.
+ */
+static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq, bool unlatch)
 {
 	struct part **b = part_slot(cv, e, src, seq);
 	struct part *p = *b;
@@ -1015,11 +1264,19 @@ static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t s
 		}
 		return;
 	}
+	if (p->releasing)
+		return; /* a RELEASE sent twice */
+	if (p->queued && (p->forwarding || (unlatch && p->nlatched))) {
+		p->releasing = true;
+		p->unlatch = unlatch;
+		if (!p->forwarding)
+			unlatch_later(cv, p);
+		return;
+	}
 	if (p->queued) {
 		*b = p->hnext;
 		part_unqueue(cv, p);
-		free(p->ents);
-		free(p);
+		part_free(p);
 		return;
 	}
 	p->cancelled = true; /* process() drops it */
@@ -1078,10 +1335,20 @@ static int acquire_take(struct calvin *cv, uint16_t from, int worker, const void
 		return -EINVAL;
 	memcpy(&hd, req, sizeof(hd));
 	if (hd.count > ACQUIRE_MAX_LOCKS || hd.off > hd.nlocks || hd.count > hd.nlocks - hd.off ||
-	    hd.nlocks > INT32_MAX || len < sizeof(hd) + (size_t)hd.count * 9)
+	    hd.nlocks > INT32_MAX || len < sizeof(hd) + (size_t)hd.count * ACQUIRE_LOCK_BYTES)
 		return -EINVAL;
 	const char *hs = (const char *)req + sizeof(hd);
 	const uint8_t *xs = (const uint8_t *)hs + (size_t)hd.count * 8;
+	const char *kls = (const char *)xs + hd.count;
+	const char *keys = kls + (size_t)hd.count * 2;
+	size_t kbytes = 0;
+	for (uint32_t i = 0; i < hd.count; i++) {
+		uint16_t kl;
+		memcpy(&kl, kls + (size_t)i * 2, 2);
+		kbytes += kl;
+	}
+	if (len - sizeof(hd) - (size_t)hd.count * ACQUIRE_LOCK_BYTES < kbytes)
+		return -EINVAL;
 	pthread_mutex_lock(&cv->mu);
 	if (hd.e <= cv->processed || hd.e <= cv->purged_through[from]) {
 		/* Its epoch went by without it: its coordinator's counts did not
@@ -1102,9 +1369,30 @@ static int acquire_take(struct calvin *cv, uint16_t from, int worker, const void
 		pthread_mutex_unlock(&cv->mu);
 		return -ENOMEM;
 	}
+	if (kbytes && p->kcap - p->kused < kbytes) {
+		size_t nc = p->kused + kbytes;
+		char *nb = nc <= UINT32_MAX ? realloc(p->kbuf, nc) : NULL;
+		if (nb) {
+			p->kbuf = nb;
+			p->kcap = (uint32_t)nc;
+		} else {
+			kbytes = 0; /* no forwarding for these: the coordinator fetches */
+		}
+	}
+	p->owner = hd.owner;
 	for (uint32_t i = 0; i < hd.count; i++) {
-		memcpy(&p->ents[hd.off + i].h, hs + (size_t)i * 8, 8);
-		p->ents[hd.off + i].x = xs[i] != 0;
+		struct qent *q = &p->ents[hd.off + i];
+		uint16_t kl;
+		memcpy(&q->h, hs + (size_t)i * 8, 8);
+		q->x = xs[i] != 0;
+		memcpy(&kl, kls + (size_t)i * 2, 2);
+		q->klen = kbytes ? kl : 0;
+		q->koff = p->kused;
+		if (q->klen) {
+			memcpy(p->kbuf + p->kused, keys, kl);
+			p->kused += kl;
+		}
+		keys += kl;
 	}
 	p->got += hd.count;
 	if (p->got >= p->nlocks) {
@@ -1126,17 +1414,34 @@ static int h_grant(void *arg, struct fab_rpc_call *c, uint32_t *len)
 {
 	struct calvin *cv = arg;
 	*len = 0;
-	const uint32_t k = c->len / (uint32_t)sizeof(struct grant_msg);
+	const char *req = c->req;
+	int rc = 0;
 	pthread_mutex_lock(&cv->mu);
-	for (uint32_t i = 0; i < k; i++) {
+	for (uint32_t off = 0; off < c->len;) {
 		struct grant_msg g;
-		memcpy(&g, (const char *)c->req + (size_t)i * sizeof(g), sizeof(g));
+		if (c->len - off < sizeof(g)) {
+			rc = -EINVAL;
+			break;
+		}
+		memcpy(&g, req + off, sizeof(g));
+		off += (uint32_t)sizeof(g);
+		if (g.len > c->len - off) {
+			rc = -EINVAL;
+			break;
+		}
+		const char *fwd = req + off;
+		off += g.len;
 		struct calvin_mine *m = *mine_slot(cv, g.e, g.seq);
-		if (m) /* else released already (a failure elsewhere) */
-			mine_granted(cv, m, c->from);
+		if (!m || (m->granted & (1ull << c->from)))
+			continue; /* released already (a failure elsewhere), or a resend */
+		if (g.len && (m->fwd[c->from] = malloc(g.len)) != NULL) {
+			memcpy(m->fwd[c->from], fwd, g.len);
+			m->fwdlen[c->from] = g.len;
+		}
+		mine_granted(cv, m, c->from);
 	}
 	pthread_mutex_unlock(&cv->mu);
-	return 0;
+	return rc;
 }
 
 static int h_release(void *arg, struct fab_rpc_call *c, uint32_t *len)
@@ -1148,7 +1453,7 @@ static int h_release(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		return -EINVAL;
 	memcpy(&rq, c->req, sizeof(rq));
 	pthread_mutex_lock(&cv->mu);
-	release_part(cv, rq.e, c->from, rq.seq);
+	release_part(cv, rq.e, c->from, rq.seq, (rq.flags & RELEASE_UNLATCH) != 0);
 	pthread_mutex_unlock(&cv->mu);
 	return 0;
 }
@@ -1195,8 +1500,7 @@ void calvin_destroy(struct cc_node *n)
 	for (unsigned i = 0; i < PBUCKETS; i++)
 		for (struct part *p = cv->ptab[i], *nx; p; p = nx) {
 			nx = p->hnext;
-			free(p->ents);
-			free(p);
+			part_free(p);
 		}
 	for (int w = 0; w < MAX_WORKERS; w++) {
 		for (struct grant *g = cv->mbox[w].grants, *nx; g; g = nx) {
@@ -1206,6 +1510,10 @@ void calvin_destroy(struct cc_node *n)
 		for (struct outmsg *o = cv->mbox[w].out, *nx; o; o = nx) {
 			nx = o->next;
 			free(o);
+		}
+		for (struct grant *g = cv->mbox[w].unlatch, *nx; g; g = nx) {
+			nx = g->next;
+			free(g);
 		}
 	}
 	pthread_mutex_destroy(&cv->mu);
@@ -1261,8 +1569,7 @@ void calvin_reset(struct cc_node *n)
 	for (unsigned b = 0; b < PBUCKETS; b++) {
 		for (struct part *p = cv->ptab[b], *nx; p; p = nx) {
 			nx = p->hnext;
-			free(p->ents);
-			free(p);
+			part_free(p);
 			parts++;
 		}
 		cv->ptab[b] = NULL;
@@ -1293,7 +1600,11 @@ void calvin_reset(struct cc_node *n)
 			nx = o->next;
 			free(o);
 		}
-		mb->grants = mb->grants_tail = NULL;
+		for (struct grant *g = mb->unlatch, *nx; g; g = nx) {
+			nx = g->next;
+			free(g);
+		}
+		mb->grants = mb->grants_tail = mb->unlatch = NULL;
 		mb->out = mb->out_tail = NULL;
 	}
 	for (unsigned i = 0; i < RING; i++) {
@@ -1493,6 +1804,13 @@ static void initiate(struct calvin *cv, struct txn *t, uint64_t limit)
 	}
 	close_round(cv, t, 0);
 }
+/* The bytes of lk's key an ACQUIRE carries: none past FWD_KEY_MAX (its
+ * value is not forwarded). */
+static uint32_t fwd_klen(const struct calvin_lock *lk)
+{
+	return lk->key && lk->klen <= FWD_KEY_MAX ? lk->klen : 0;
+}
+
 /* An ACQUIRE chunk (its wire form, len bytes at b) for node nd, posted on
  * t's batch; rr gets its status at the exec (acquire_take's result). */
 static void acquire_post(struct txn *t, uint16_t nd, const void *b, uint32_t len,
@@ -1596,13 +1914,20 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++) {
 			if (!count[nd] || done[nd] == (uint32_t)count[nd] || (failed & (1ull << nd)))
 				continue;
-			uint32_t k = (uint32_t)count[nd] - done[nd];
-			if (k > ACQUIRE_MAX_LOCKS)
-				k = ACQUIRE_MAX_LOCKS;
+			/* As many locks as a call holds, with their keys. */
+			const struct calvin_lock *lk = &m->locks[first[nd] + (int)done[nd]];
+			const uint32_t left = (uint32_t)count[nd] - done[nd];
+			uint32_t k = 0;
+			size_t len = sizeof(struct acquire_hdr);
+			for (; k < left && k < ACQUIRE_MAX_LOCKS; k++) {
+				size_t more = ACQUIRE_LOCK_BYTES + fwd_klen(&lk[k]);
+				if (len + more > FAB_RPC_MAX)
+					break;
+				len += more;
+			}
 			struct acquire_hdr hd = { .e = m->epoch, .seq = m->seq,
 						  .nlocks = (uint32_t)count[nd], .off = done[nd],
-						  .count = k };
-			size_t len = sizeof(hd) + (size_t)k * 9;
+						  .count = k, .owner = t->owner };
 			char *b = realloc(bufs[nd], len);
 			if (!b) {
 				rc = CC_EINTERNAL;
@@ -1610,10 +1935,14 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 			}
 			bufs[nd] = b;
 			memcpy(b, &hd, sizeof(hd));
-			const struct calvin_lock *lk = &m->locks[first[nd] + (int)done[nd]];
+			char *kp = b + sizeof(hd) + (size_t)k * ACQUIRE_LOCK_BYTES;
 			for (uint32_t x = 0; x < k; x++) {
+				const uint16_t kl = (uint16_t)fwd_klen(&lk[x]);
 				memcpy(b + sizeof(hd) + (size_t)x * 8, &lk[x].h, 8);
 				b[sizeof(hd) + (size_t)k * 8 + x] = (char)lk[x].x;
+				memcpy(b + sizeof(hd) + (size_t)k * 9 + (size_t)x * 2, &kl, 2);
+				memcpy(kp, lk[x].key, kl);
+				kp += kl;
 			}
 			done[nd] += k;
 			rr[nd] = (struct fab_rpc_reply){ 0 };
@@ -1684,6 +2013,16 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 	return CC_OK;
 }
 
+void calvin_note_adopted(struct txn *t, unsigned n)
+{
+	struct calvin *cv = t->node->calvin;
+	if (!n)
+		return;
+	pthread_mutex_lock(&cv->mu);
+	cv->st.values_adopted += n;
+	pthread_mutex_unlock(&cv->mu);
+}
+
 void calvin_release(struct txn *t, struct calvin_mine *m)
 {
 	struct calvin *cv = t->node->calvin;
@@ -1709,20 +2048,28 @@ void calvin_release(struct txn *t, struct calvin_mine *m)
 	if (*slot == m)
 		*slot = m->hnext;
 	if (m->nodes & (1ull << self))
-		release_part(cv, m->epoch, self, m->seq);
+		release_part(cv, m->epoch, self, m->seq, false);
 	pthread_mutex_unlock(&cv->mu);
+	for (int nd = 0; nd < FAB_MAX_NODES; nd++) { /* nothing writes them now */
+		free(m->fwd[nd]);
+		m->fwd[nd] = NULL;
+	}
 	/* Every participant counted a part of m, sent or not (an ACQUIRE
 	 * that never went out must not hold its epoch up). */
 	const uint64_t remote = m->nodes & ~(1ull << self);
 	if (!remote)
 		return;
-	struct release_req rq = { .e = m->epoch, .seq = m->seq };
+	struct release_req rq[FAB_MAX_NODES];
 	struct fab_rpc_reply rr[FAB_MAX_NODES];
 	prim_stage(t, CC_STAGE_RELEASE);
 	for (int nd = 0; nd < FAB_MAX_NODES; nd++)
 		if (remote & (1ull << nd)) {
+			rq[nd] = (struct release_req){ .e = m->epoch, .seq = m->seq };
+			if (!(t->unknown & (1ull << nd)))
+				rq[nd].flags = RELEASE_UNLATCH;
 			rr[nd] = (struct fab_rpc_reply){ 0 };
-			fab_rpc(&t->batch, (uint16_t)nd, CALVIN_RPC_RELEASE, &rq, sizeof(rq), &rr[nd]);
+			fab_rpc(&t->batch, (uint16_t)nd, CALVIN_RPC_RELEASE, &rq[nd], sizeof(rq[nd]),
+				&rr[nd]);
 		}
 	(void)fab_exec(&t->batch);
 	m->sent = 0;
@@ -1732,7 +2079,7 @@ void calvin_release(struct txn *t, struct calvin_mine *m)
 	for (int nd = 0; nd < FAB_MAX_NODES; nd++)
 		if ((remote & (1ull << nd)) && rr[nd].status < 0 &&
 		    resend(cv, (uint16_t)nd, rr[nd].status, 0))
-			out_later(cv, t->ccw->worker_id, (uint16_t)nd, CALVIN_RPC_RELEASE, &rq,
-				  sizeof(rq), 0);
+			out_later(cv, t->ccw->worker_id, (uint16_t)nd, CALVIN_RPC_RELEASE, &rq[nd],
+				  sizeof(rq[nd]), 0);
 	pthread_mutex_unlock(&cv->mu);
 }

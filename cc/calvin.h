@@ -17,18 +17,22 @@
  *     Another node's CLOSE closes ours too, so a busy cluster's epochs
  *     close together; an idle one sends nothing (DESIGN.md principle 6).
  *  3. Acquire. Once labeled, the coordinator sends each participant its
- *     part of the lock set (ACQUIRE); its own node's part is queued
- *     directly. A participant tells the coordinator when it granted the
- *     part (GRANT, sent by a notifier coroutine of the worker that took
- *     the ACQUIRE), and the coordinator's coroutine waits for all.
+ *     part of the lock set (ACQUIRE, with the keys and the transaction's
+ *     owner word); its own node's part is queued directly. A participant
+ *     tells the coordinator when it granted the part (GRANT, sent by a
+ *     notifier coroutine of the worker that took the ACQUIRE), with the
+ *     part's items (value forwarding, below), and the coordinator's
+ *     coroutine waits for all.
  *  4. Schedule. A participant that holds every ACQUIRE of epoch e (the
  *     DELIVERed counts say how many) queues their locks in the order
  *     (e, node, seq), epoch after epoch: the same order on every node, so
  *     no transaction ever waits for a later one, and none aborts for a
  *     conflict. A lock is granted at the head of its key's queue (shared
  *     ones together).
- *  5. Execute and commit (the protocol): fetch, run, commit through the
- *     shared commit path, then RELEASE on every participant, which grants
+ *  5. Execute and commit (the protocol): the forwarded items, a fetch of
+ *     the rest, run, commit through the shared commit path, then RELEASE
+ *     on every participant, which gives back the latches it forwarded
+ *     that the transaction left (it timed out first, say), then grants
  *     the queued transactions behind it.
  *
  * Threads: the state is node-wide, under one mutex; RPC handlers run on
@@ -58,9 +62,12 @@ enum {
 	CALVIN_RPC_WAKE, /* a worker's mailbox, never sent between nodes */
 };
 
-/* One lock of a transaction: a key's hash on its owner node. */
+/* One lock of a transaction: a key's hash on its owner node, and the key
+ * (the transaction's declaration holds the bytes) for value forwarding. */
 struct calvin_lock {
 	uint64_t h;
+	const char *key;
+	uint32_t klen;
 	uint16_t node;
 	uint8_t x; /* exclusive (the key is written) */
 };
@@ -89,8 +96,31 @@ struct calvin_mine {
 	struct calvin_mine *wnext; /* the mailbox's list */
 	uint64_t granted;          /* participants that granted their part */
 	uint64_t sent;             /* nodes it sent ACQUIRE to */
+	/* Value forwarding: what each participant's GRANT carried (a run of
+	 * struct calvin_fwd, each followed by its image), set with its
+	 * `granted` bit and never after; freed by calvin_release. */
+	char *fwd[FAB_MAX_NODES];
+	uint32_t fwdlen[FAB_MAX_NODES];
 	struct calvin_mine *next;  /* the open epoch's list */
 	struct calvin_mine *hnext; /* labeled: the node's table by (epoch, seq) */
+};
+
+/*
+ * Value forwarding (RCC 4.6): a participant that granted a part reads the
+ * part's items on its own node, latches each exclusive one for the
+ * coordinator's transaction (its owner word, so its commit installs and
+ * releases it as if it had latched it itself), and sends their images
+ * with its GRANT: the coordinator's transaction starts with them read and
+ * fetches only what was not forwarded. One forwarded item:
+ */
+struct calvin_fwd {
+	uint32_t idx;     /* the lock's place in its ACQUIRE (node order) */
+	uint32_t len;     /* image bytes that follow: header, key, value */
+	uint64_t off;     /* the block (st_ref on the sender) */
+	uint32_t gen;
+	uint8_t cls;
+	uint8_t latched;  /* its lock word holds the coordinator's owner word */
+	uint16_t pad;
 };
 
 /* Counters for INFO (cc section). */
@@ -102,6 +132,8 @@ struct calvin_stats {
 	uint64_t lock_waits;       /* parts not granted at once */
 	uint64_t cancelled;        /* parts released before they were granted */
 	uint64_t purges;           /* failed or restarted nodes dropped (calvin_peer_failed) */
+	uint64_t values_forwarded; /* items this node sent with its GRANTs */
+	uint64_t values_adopted;   /* forwarded items this node's transactions used */
 	uint64_t reinitiated;      /* epochs closed again by a waiting transaction */
 	uint64_t epoch;            /* the last epoch closed here */
 };
@@ -130,7 +162,11 @@ void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *dig
  */
 int calvin_sequence(struct txn *t, struct calvin_mine *m);
 /* Step 5: RELEASE m on every participant (errors are ignored: a failed
- * participant's queues died with it). */
+ * participant's queues died with it). A participant whose outcome is
+ * known (not in t->unknown) gives back the latches it forwarded that the
+ * transaction did not release itself. Frees m's forwarded images. */
 void calvin_release(struct txn *t, struct calvin_mine *m);
+/* The transaction used n forwarded items (INFO). */
+void calvin_note_adopted(struct txn *t, unsigned n);
 
 #endif

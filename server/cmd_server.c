@@ -1149,11 +1149,14 @@ static void info_cc(struct info_ctx *x)
 			"calvin_txns_scheduled:%llu\r\n"
 			"calvin_lock_waits:%llu\r\n"
 			"calvin_cancelled:%llu\r\n"
+			"calvin_values_forwarded:%llu\r\n"
+			"calvin_values_adopted:%llu\r\n"
 			"calvin_order_digest:%016llx\r\n",
 			(unsigned long long)cs.epoch, (unsigned long long)cs.epochs_closed,
 			(unsigned long long)cs.epochs_processed, (unsigned long long)cs.txns_sequenced,
 			(unsigned long long)cs.txns_scheduled, (unsigned long long)cs.lock_waits,
-			(unsigned long long)cs.cancelled, (unsigned long long)digest);
+			(unsigned long long)cs.cancelled, (unsigned long long)cs.values_forwarded,
+			(unsigned long long)cs.values_adopted, (unsigned long long)digest);
 	info_cc_protocols(x, p);
 	info_cc_stages(x, p);
 }

@@ -7,7 +7,13 @@
  *   SEQUENCE --begin: the declared keys (and those OLLP learned) become
  *              the lock set; calvin_sequence returns once every
  *              participant granted it, in the epoch's global order
- *   FETCH    --read_post/read_done: one batch per node, all in flight:
+ *   FORWARD  --begin (adopt): every participant sent the items it holds
+ *              for the transaction with its grant (value forwarding, RCC
+ *              4.6: read on its own node, the exclusive ones latched for
+ *              us); they become read accesses, with no round trip
+ *   FETCH    --read_post/read_done, for what was not forwarded (keys on
+ *              this node, long keys, images that did not fit a GRANT):
+ *              one batch per node, all in flight:
  *              a key locked exclusive gets its item latched (CAS) and read
  *              behind the latch (FORD's hitchhiking), a shared one is read.
  *              The latch never waits: the deterministic lock already
@@ -36,8 +42,9 @@
  * Calvin: rckv replicates no transaction input (the replication issue),
  * so a participant that died after its peers applied their parts would
  * leave the transaction torn. The shared commit path keeps it whole or
- * absent on every node (the dead node's undo log or decision settles it),
- * and values reach the executor by the fetch stage's batched reads.
+ * absent on every node (the dead node's undo log or decision settles it).
+ * Values reach the executor as Calvin's do, forwarded by the nodes that
+ * hold them, but to the one executor rather than to every participant.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +68,8 @@ static void add_key(struct txn *t, struct calvin_lock *out, int *k, const char *
 	if (txn_key_too_big(t, len))
 		return; /* it cannot exist, and writing it is an error */
 	out[*k] = (struct calvin_lock){ .h = st_hash(p, len),
+					.key = p,
+					.klen = len,
 					.node = cc_key_node(t->ccw, p, len),
 					.x = x };
 	(*k)++;
@@ -73,6 +82,74 @@ static struct calvin_lock *lock_of(const struct txn *t, const struct cc_access *
 		return NULL;
 	struct calvin_lock key = { .h = a->hash, .node = a->node };
 	return bsearch(&key, m->locks, (size_t)m->nlocks, sizeof(key), lock_cmp);
+}
+
+/* The accesses of one participant's forwarded items (fwd, len bytes:
+ * struct calvin_fwd + image each) for m's locks on node nd, which start
+ * at locks[first]: read, and latched where the participant latched them.
+ * An item whose image is not its key's (the participant's index moved
+ * it) is left to the fetch, which finds a latch it holds as its own
+ * (latch). Returns how many it took. */
+static unsigned adopt_node(struct txn *t, const struct calvin_mine *m, uint16_t nd, int first,
+			   const char *fwd, uint32_t len)
+{
+	const int cause = t->cause;
+	unsigned took = 0;
+	for (uint32_t off = 0; len - off >= sizeof(struct calvin_fwd);) {
+		struct calvin_fwd f;
+		memcpy(&f, fwd + off, sizeof(f));
+		off += (uint32_t)sizeof(f);
+		if (f.len > len - off)
+			break;
+		const char *img = fwd + off;
+		off += f.len;
+		const int li = first + (int)f.idx;
+		if (li >= m->nlocks || m->locks[li].node != nd)
+			continue;
+		const struct calvin_lock *lk = &m->locks[li];
+		if (!lk->key || f.len > st_class_size(f.cls) || (f.latched && !lk->x) ||
+		    txn_acc_find(t, lk->key, lk->klen, lk->h) || txn_acc_reserve(t, 1) != CC_OK)
+			continue;
+		struct cc_access *a = txn_acc_new(t, lk->key, lk->klen, lk->h);
+		if (!a)
+			continue;
+		a->ref = (struct st_ref){ .node = nd, .cls = f.cls, .gen = f.gen, .off = f.off };
+		if (a->node != nd || txn_acc_img(a, f.cls) != CC_OK) {
+			txn_acc_drop(t, a);
+			continue;
+		}
+		memcpy(a->img, img, f.len);
+		if (prim_check_block(t, a) != CC_OK) {
+			t->cause = cause;
+			txn_acc_drop(t, a);
+			continue;
+		}
+		a->p[0] = lk->x;
+		if (f.latched)
+			a->pstate |= ACC_LOCKED;
+		a->mode |= ACC_R;
+		txn_acc_add(t, a);
+		took++;
+	}
+	return took;
+}
+
+/* Value forwarding (cc/calvin.h): the items the participants sent with
+ * their grants become the transaction's accesses, read (and the
+ * exclusive ones latched), so the fetch stage reads only the rest. */
+static void adopt(struct txn *t, struct calvin_mine *m)
+{
+	unsigned took = 0;
+	for (int i = 0; i < m->nlocks;) {
+		const uint16_t nd = m->locks[i].node;
+		if (m->fwd[nd])
+			took += adopt_node(t, m, nd, i, m->fwd[nd], m->fwdlen[nd]);
+		free(m->fwd[nd]);
+		m->fwd[nd] = NULL;
+		while (i < m->nlocks && m->locks[i].node == nd)
+			i++;
+	}
+	calvin_note_adopted(t, took);
 }
 
 static int calvin_begin(struct txn *t)
@@ -112,7 +189,10 @@ static int calvin_begin(struct txn *t)
 	t->pdata = m;
 	if (u == 0)
 		return CC_OK;
-	return calvin_sequence(t, m);
+	int rc = calvin_sequence(t, m);
+	if (rc == CC_OK)
+		adopt(t, m);
+	return rc;
 }
 
 static void mine_free(struct txn *t)
@@ -167,7 +247,9 @@ static int latch(struct txn *t, struct cc_access *a)
 		int rc = prim_lock_and_read(t, a, 0, &old);
 		if (rc)
 			return rc;
-		if (old == 0)
+		/* Our own word: a participant latched it for us, and its
+		 * image did not reach us (a GRANT sent again carries none). */
+		if (old == 0 || old == t->owner)
 			return prim_lock_won(t, a);
 		if ((rc = prim_check_block(t, a)))
 			return rc; /* a stale address: resolved again */
@@ -245,7 +327,7 @@ static bool calvin_read_post(struct txn *t, struct cc_access *a)
  * held likewise. */
 static int calvin_read_done(struct txn *t, struct cc_access *a)
 {
-	if (a->p[0] && a->stage[2] != 0)
+	if (a->p[0] && a->stage[2] != 0 && a->stage[2] != t->owner) /* ours: latch */
 		return CC_RETRY;
 	int rc = a->p[0] ? prim_lock_won(t, a) : prim_check_block(t, a);
 	if (rc == CC_OK && !a->p[0] && a->img->lock != 0)
