@@ -91,6 +91,7 @@ struct part {
 	uint32_t kused, kcap;
 	uint64_t *latched;
 	int nlatched;
+	bool unsent;                /* a latched item its GRANT did not carry */
 	bool forwarding;            /* its notifier is reading its items */
 	bool releasing;             /* released; its notifier unlatches, then frees it */
 	bool unlatch;               /* ... giving the latches back (else recovery does) */
@@ -197,8 +198,11 @@ struct release_req {
 };
 /* RELEASE: the transaction's outcome on this node is known, so the
  * latches the participant forwarded and the transaction did not release
- * are given back (else recovery settles them). */
+ * are given back (else recovery settles them); with RELEASE_ADOPTED, the
+ * transaction took (and so released) every latched item it was sent,
+ * and only latches the GRANT did not carry remain. */
 #define RELEASE_UNLATCH 1u
+#define RELEASE_ADOPTED 2u
 /* GRANT: a run of these, the parts granted (the sender is the node), each
  * followed by len bytes of forwarded items (struct calvin_fwd, image). */
 struct grant_msg {
@@ -525,6 +529,7 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 	uint64_t *latched = malloc((size_t)fk.n * sizeof(*latched));
 	struct st_item *buf = cc_scratch_get(ccw);
 	int nl = 0;
+	bool unsent = false;
 	uint32_t used = 0, items = 0;
 	for (int i = 0; latched && buf && i < fk.n; i++) {
 		const struct qent *q = &fk.ents[i];
@@ -549,8 +554,10 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 				continue; /* latched by a cleanup: the coordinator waits it out */
 			latched[nl++] = ref.off;
 			const struct st_item *it = (const struct st_item *)img;
-			if (sizeof(*it) + q->klen + st_data_vlen(it->data) != len)
-				continue; /* changed meanwhile: ours still, the coordinator reads it */
+			if (sizeof(*it) + q->klen + st_data_vlen(it->data) != len) {
+				unsent = true; /* changed meanwhile: the coordinator reads it */
+				continue;
+			}
 		} else {
 			if (buf->lock != 0)
 				continue; /* an install under way: the coordinator waits it out */
@@ -574,6 +581,7 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 		p->forwarding = false;
 		p->latched = latched;
 		p->nlatched = nl;
+		p->unsent = unsent;
 		if (p->releasing) {
 			/* Released (or its coordinator purged) meanwhile: no
 			 * transaction saw these latches. */
@@ -1249,8 +1257,10 @@ static void unlatch_later(struct calvin *cv, struct part *p)
  * (a retry of the same transaction, under the same owner word, among
  * them) never has a latch of its own taken back.
  */
-static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq, bool unlatch)
+static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq,
+			 uint32_t flags)
 {
+	bool unlatch = (flags & RELEASE_UNLATCH) != 0;
 	struct part **b = part_slot(cv, e, src, seq);
 	struct part *p = *b;
 	if (!p) {
@@ -1266,6 +1276,8 @@ static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t s
 	}
 	if (p->releasing)
 		return; /* a RELEASE sent twice */
+	if ((flags & RELEASE_ADOPTED) && !p->unsent)
+		unlatch = false; /* the transaction released every one */
 	if (p->queued && (p->forwarding || (unlatch && p->nlatched))) {
 		p->releasing = true;
 		p->unlatch = unlatch;
@@ -1453,7 +1465,7 @@ static int h_release(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		return -EINVAL;
 	memcpy(&rq, c->req, sizeof(rq));
 	pthread_mutex_lock(&cv->mu);
-	release_part(cv, rq.e, c->from, rq.seq, (rq.flags & RELEASE_UNLATCH) != 0);
+	release_part(cv, rq.e, c->from, rq.seq, rq.flags);
 	pthread_mutex_unlock(&cv->mu);
 	return 0;
 }
@@ -2048,7 +2060,7 @@ void calvin_release(struct txn *t, struct calvin_mine *m)
 	if (*slot == m)
 		*slot = m->hnext;
 	if (m->nodes & (1ull << self))
-		release_part(cv, m->epoch, self, m->seq, false);
+		release_part(cv, m->epoch, self, m->seq, 0);
 	pthread_mutex_unlock(&cv->mu);
 	for (int nd = 0; nd < FAB_MAX_NODES; nd++) { /* nothing writes them now */
 		free(m->fwd[nd]);
@@ -2066,7 +2078,8 @@ void calvin_release(struct txn *t, struct calvin_mine *m)
 		if (remote & (1ull << nd)) {
 			rq[nd] = (struct release_req){ .e = m->epoch, .seq = m->seq };
 			if (!(t->unknown & (1ull << nd)))
-				rq[nd].flags = RELEASE_UNLATCH;
+				rq[nd].flags = RELEASE_UNLATCH |
+					       ((m->adopted & (1ull << nd)) ? RELEASE_ADOPTED : 0);
 			rr[nd] = (struct fab_rpc_reply){ 0 };
 			fab_rpc(&t->batch, (uint16_t)nd, CALVIN_RPC_RELEASE, &rq[nd], sizeof(rq[nd]),
 				&rr[nd]);

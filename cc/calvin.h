@@ -101,6 +101,7 @@ struct calvin_mine {
 	 * `granted` bit and never after; freed by calvin_release. */
 	char *fwd[FAB_MAX_NODES];
 	uint32_t fwdlen[FAB_MAX_NODES];
+	uint64_t adopted;          /* nodes whose every latched item it took */
 	struct calvin_mine *next;  /* the open epoch's list */
 	struct calvin_mine *hnext; /* labeled: the node's table by (epoch, seq) */
 };
@@ -163,8 +164,9 @@ void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *dig
 int calvin_sequence(struct txn *t, struct calvin_mine *m);
 /* Step 5: RELEASE m on every participant (errors are ignored: a failed
  * participant's queues died with it). A participant whose outcome is
- * known (not in t->unknown) gives back the latches it forwarded that the
- * transaction did not release itself. Frees m's forwarded images. */
+ * known (not in t->unknown) and whose latched items the transaction did
+ * not all take (m->adopted) gives back the latches it forwarded before
+ * its locks. Frees m's forwarded images. */
 void calvin_release(struct txn *t, struct calvin_mine *m);
 /* The transaction used n forwarded items (INFO). */
 void calvin_note_adopted(struct txn *t, unsigned n);

@@ -89,12 +89,12 @@ static struct calvin_lock *lock_of(const struct txn *t, const struct cc_access *
  * at locks[first]: read, and latched where the participant latched them.
  * An item whose image is not its key's (the participant's index moved
  * it) is left to the fetch, which finds a latch it holds as its own
- * (latch). Returns how many it took. */
+ * (latch). Returns how many it took; *all: every latched one. */
 static unsigned adopt_node(struct txn *t, const struct calvin_mine *m, uint16_t nd, int first,
-			   const char *fwd, uint32_t len)
+			   const char *fwd, uint32_t len, bool *all)
 {
 	const int cause = t->cause;
-	unsigned took = 0;
+	unsigned took = 0, latched = 0, took_latched = 0;
 	for (uint32_t off = 0; len - off >= sizeof(struct calvin_fwd);) {
 		struct calvin_fwd f;
 		memcpy(&f, fwd + off, sizeof(f));
@@ -103,6 +103,7 @@ static unsigned adopt_node(struct txn *t, const struct calvin_mine *m, uint16_t 
 			break;
 		const char *img = fwd + off;
 		off += f.len;
+		latched += f.latched != 0;
 		const int li = first + (int)f.idx;
 		if (li >= m->nlocks || m->locks[li].node != nd)
 			continue;
@@ -125,12 +126,15 @@ static unsigned adopt_node(struct txn *t, const struct calvin_mine *m, uint16_t 
 			continue;
 		}
 		a->p[0] = lk->x;
-		if (f.latched)
+		if (f.latched) {
 			a->pstate |= ACC_LOCKED;
+			took_latched++;
+		}
 		a->mode |= ACC_R;
 		txn_acc_add(t, a);
 		took++;
 	}
+	*all = took_latched == latched;
 	return took;
 }
 
@@ -142,8 +146,11 @@ static void adopt(struct txn *t, struct calvin_mine *m)
 	unsigned took = 0;
 	for (int i = 0; i < m->nlocks;) {
 		const uint16_t nd = m->locks[i].node;
+		bool all = false;
 		if (m->fwd[nd])
-			took += adopt_node(t, m, nd, i, m->fwd[nd], m->fwdlen[nd]);
+			took += adopt_node(t, m, nd, i, m->fwd[nd], m->fwdlen[nd], &all);
+		if (all) /* its commit or abort releases them: no RELEASE need */
+			m->adopted |= 1ull << nd;
 		free(m->fwd[nd]);
 		m->fwd[nd] = NULL;
 		while (i < m->nlocks && m->locks[i].node == nd)
