@@ -75,6 +75,7 @@ struct part {
 	uint32_t seq;
 	int nlocks;
 	struct qent *ents;
+	struct queue **spare;       /* a queue per lock, for keys that have none */
 	int waiting;                /* locks not granted yet */
 	uint32_t got;               /* locks received so far (ACQUIRE comes in chunks) */
 	bool arrived;               /* counted in its epoch (every chunk, or cancelled) */
@@ -276,6 +277,7 @@ static void purge(struct calvin *cv, uint16_t node);
 static struct part **part_slot(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq);
 static void part_unqueue(struct calvin *cv, struct part *p);
 static void part_free(struct part *p);
+static void spares_free(struct part *p);
 
 /* Has this node's lease run out (fab_set_lease: the fabric then refuses
  * every operation on another node)? A node adopting a configuration is
@@ -575,8 +577,8 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 	free(fk.kbuf);
 	pthread_mutex_lock(&cv->mu);
 	p = *part_slot(cv, e, src, seq);
-	bool mine = p && p->forwarding; /* else reset meanwhile */
-	bool give_back = !mine;
+	const bool mine = p && p->forwarding; /* else reset meanwhile */
+	const bool finish = mine && p->releasing;
 	if (mine) {
 		p->forwarding = false;
 		p->latched = latched;
@@ -593,12 +595,12 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 		}
 	}
 	pthread_mutex_unlock(&cv->mu);
-	if (give_back) {
+	if (!mine) {
 		unlatch_all(b, self, fk.owner, latched, nl);
 		free(latched);
 		return 0;
 	}
-	if (latched) /* kept by the part: finish_release gives them back */
+	if (finish) /* the part keeps its latches: finish_release gives them back */
 		finish_release(cv, b, e, src, seq);
 	return used;
 }
@@ -778,19 +780,19 @@ static void notifier(struct sched *s, void *arg)
 
 /* ---- the lock table ---- */
 
-static struct queue *queue_get(struct calvin *cv, uint64_t h, bool create)
+/* The queue of key hash h; else, with `spare` (a queue allocated with its
+ * part, so that queueing never fails: part_new), a new one made of it. */
+static struct queue *queue_get(struct calvin *cv, uint64_t h, struct queue **spare)
 {
 	struct queue **b = &cv->qtab[mix(h) & (QBUCKETS - 1)];
 	for (struct queue *q = *b; q; q = q->next)
 		if (q->h == h)
 			return q;
-	if (!create)
+	if (!spare)
 		return NULL;
-	struct queue *q = calloc(1, sizeof(*q));
-	if (!q)
-		return NULL;
-	q->h = h;
-	q->next = *b;
+	struct queue *q = *spare;
+	*spare = NULL;
+	*q = (struct queue){ .h = h, .next = *b };
 	*b = q;
 	return q;
 }
@@ -845,8 +847,8 @@ static void queue_grant(struct calvin *cv, struct queue *q)
 			grant(cv, e);
 }
 
-/* Queue p's locks (invariant (1)). Out of memory leaves the lock out:
- * logged, since the transaction then runs without it. */
+/* Queue p's locks (invariant (1)). Allocates nothing: a key with no
+ * queue yet takes one of p's spares. */
 static void part_queue(struct calvin *cv, struct part *p)
 {
 	p->queued = true;
@@ -854,13 +856,7 @@ static void part_queue(struct calvin *cv, struct part *p)
 	for (int i = 0; i < p->nlocks; i++) {
 		struct qent *e = &p->ents[i];
 		e->p = p;
-		struct queue *q = queue_get(cv, e->h, true);
-		if (!q) {
-			cc_log(cv->n, CC_LOG_WARNING, "calvin: lock table out of memory");
-			e->granted = true;
-			p->waiting--;
-			continue;
-		}
+		struct queue *q = queue_get(cv, e->h, &p->spare[i]);
 		bool first = !q->head;
 		e->next = NULL;
 		if (q->tail)
@@ -881,6 +877,7 @@ static void part_queue(struct calvin *cv, struct part *p)
 				grant(cv, e);
 		}
 	}
+	spares_free(p);
 	if (p->waiting > 1)
 		cv->st.lock_waits++;
 	if (--p->waiting == 0)
@@ -894,7 +891,7 @@ static void part_unqueue(struct calvin *cv, struct part *p)
 {
 	for (int i = 0; i < p->nlocks; i++) {
 		struct qent *e = &p->ents[i];
-		struct queue *q = queue_get(cv, e->h, false);
+		struct queue *q = queue_get(cv, e->h, NULL);
 		if (!q)
 			continue; /* left out (part_queue) */
 		struct qent **pp = &q->head, *prev = NULL;
@@ -948,8 +945,13 @@ static struct part *part_new(struct calvin *cv, uint64_t e, uint16_t src, uint32
 	if (!p)
 		return NULL;
 	p->ents = nlocks ? calloc((size_t)nlocks, sizeof(*p->ents)) : NULL;
-	if (nlocks && !p->ents) {
-		free(p);
+	p->spare = nlocks ? calloc((size_t)nlocks, sizeof(*p->spare)) : NULL;
+	bool ok = !nlocks || (p->ents && p->spare);
+	for (int i = 0; ok && i < nlocks; i++)
+		ok = (p->spare[i] = malloc(sizeof(struct queue))) != NULL;
+	if (!ok) {
+		p->nlocks = nlocks;
+		part_free(p);
 		return NULL;
 	}
 	p->e = e;
@@ -975,8 +977,17 @@ static void part_arrive(struct calvin *cv, struct part *p)
 	ep->parts = p;
 }
 
+static void spares_free(struct part *p)
+{
+	for (int i = 0; p->spare && i < p->nlocks; i++)
+		free(p->spare[i]);
+	free(p->spare);
+	p->spare = NULL;
+}
+
 static void part_free(struct part *p)
 {
+	spares_free(p);
 	free(p->ents);
 	free(p->kbuf);
 	free(p->latched);
@@ -1083,8 +1094,11 @@ static void close_local(struct calvin *cv, uint64_t e, uint32_t cnt[FAB_MAX_NODE
 					}
 				part_arrive(cv, p);
 			} else {
+				/* It fails (never runs unlocked), and this node
+				 * expects no part of it. */
 				cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory for a part");
-				m->granted |= 1ull << self; /* runs unlocked here rather than hang */
+				cnt[self]--;
+				m->failed = true;
 			}
 		}
 		wake_mine(cv, m);
