@@ -544,7 +544,8 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 			continue; /* no room for a placeholder: the coordinator decides */
 		const uint32_t len = (uint32_t)sizeof(struct st_item) + q->klen +
 				     st_data_vlen(buf->data);
-		if (len > st_class_size(ref.cls) || room - used < sizeof(struct calvin_fwd) + len)
+		const uint32_t padded = CALVIN_FWD_PAD(len); /* the next one aligned */
+		if (len > st_class_size(ref.cls) || room - used < sizeof(struct calvin_fwd) + padded)
 			continue;
 		char *img = out + used + sizeof(struct calvin_fwd);
 		if (q->x) {
@@ -568,7 +569,7 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 		const struct calvin_fwd f = { .idx = (uint32_t)i, .len = len, .off = ref.off,
 					      .gen = ref.gen, .cls = ref.cls, .latched = q->x };
 		memcpy(out + used, &f, sizeof(f));
-		used += (uint32_t)sizeof(f) + len;
+		used += (uint32_t)sizeof(f) + padded;
 		items++;
 	}
 	if (buf)

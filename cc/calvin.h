@@ -116,13 +116,16 @@ struct calvin_mine {
  */
 struct calvin_fwd {
 	uint32_t idx;     /* the lock's place in its ACQUIRE (node order) */
-	uint32_t len;     /* image bytes that follow: header, key, value */
+	uint32_t len;     /* image bytes that follow: header, key, value;
+			     then padding to CALVIN_FWD_PAD(len) */
 	uint64_t off;     /* the block (st_ref on the sender) */
 	uint32_t gen;
 	uint8_t cls;
 	uint8_t latched;  /* its lock word holds the coordinator's owner word */
 	uint16_t pad;
 };
+
+#define CALVIN_FWD_PAD(len) (((len) + 7u) & ~7u)
 
 /* Counters for INFO (cc section). */
 struct calvin_stats {

@@ -99,10 +99,10 @@ static unsigned adopt_node(struct txn *t, const struct calvin_mine *m, uint16_t 
 		struct calvin_fwd f;
 		memcpy(&f, fwd + off, sizeof(f));
 		off += (uint32_t)sizeof(f);
-		if (f.len > len - off)
+		if (f.len > len - off || CALVIN_FWD_PAD(f.len) > len - off)
 			break;
 		const char *img = fwd + off;
-		off += f.len;
+		off += CALVIN_FWD_PAD(f.len);
 		latched += f.latched != 0;
 		const int li = first + (int)f.idx;
 		if (li >= m->nlocks || m->locks[li].node != nd)
