@@ -486,6 +486,28 @@ def test_command_getkeysandflags_bitop(raw):
     assert raw.call("COMMAND", "GETKEYS", "LCS", "a", "b", "IDX") == [b"a", b"b"]
 
 
+def key_spec(flags, index, lastkey, notes=None):
+    spec = [b"flags", flags, b"begin_search", [b"type", b"index", b"spec", [b"index", index]],
+            b"find_keys", [b"type", b"range", b"spec",
+                           [b"lastkey", lastkey, b"keystep", 1, b"limit", 0]]]
+    return ([b"notes", notes] if notes else []) + spec
+
+
+def test_command_info_key_specs(raw):
+    # BITOP has two key specs (its destination, then its sources).
+    assert raw.call("COMMAND", "INFO", "bitop") == [[
+        b"bitop", -4, ["write", "denyoom"], 2, -1, 1, ["@write", "@bitmap", "@slow"], [],
+        [key_spec(["OW", "update"], 2, 0), key_spec(["RO", "access"], 3, -1)], []]]
+    assert raw.call("COMMAND", "INFO", "bitfield", "getbit", "lcs") == [
+        [b"bitfield", -2, ["write", "denyoom"], 1, 1, 1, ["@write", "@bitmap", "@slow"], [],
+         [key_spec(["RW", "access", "update", "variable_flags"], 1, 0,
+                   b"This command allows both access and modification of the key")], []],
+        [b"getbit", 3, ["readonly", "fast"], 1, 1, 1, ["@read", "@bitmap", "@fast"], [],
+         [key_spec(["RO", "access"], 1, 0)], []],
+        [b"lcs", -3, ["readonly"], 1, 2, 1, ["@read", "@string", "@slow"], [],
+         [key_spec(["RO", "access"], 1, 1)], []]]
+
+
 # ---- rckv's own limit ----
 
 @pytest.mark.rckv_only
