@@ -753,6 +753,27 @@ static int bf_parse(struct cmd_ctx *c, struct bf_op *ops, bool *has_write, uint6
 	return n;
 }
 
+/*
+ * The key's flags for one BITFIELD request, as Redis 7.0 reports them (and
+ * as the transaction declares the key): "RO access" when every operation
+ * is a GET (OVERFLOW aside), else "RW access update". Anything malformed
+ * counts as a write, as in Redis; such a request fails before it reads.
+ */
+const char *cmd_bitfield_key_flags(int argc, const struct resp_arg *argv)
+{
+	for (int j = 2; j < argc; j++) {
+		int rem = argc - j - 1;
+
+		if (arg_is(&argv[j], "get") && rem >= 2)
+			j += 2;
+		else if (arg_is(&argv[j], "overflow") && rem >= 1)
+			j += 1;
+		else
+			return "RW access update";
+	}
+	return "RO access";
+}
+
 static int bitfield(struct cmd_ctx *c, bool readonly)
 {
 	struct bf_op stack[8], *ops = stack;

@@ -335,7 +335,8 @@ static void command_getkeys(struct cmd_ctx *c, bool with_flags)
 		if (with_flags) {
 			resp_array(c->out, 2);
 			resp_bulk(c->out, argv[idx[i]].p, argv[idx[i]].len);
-			reply_word_set(c->out, cmd_key_flags(d, idx[i]), "variable_flags", false);
+			reply_word_set(c->out, cmd_key_flags(d, argc, argv, idx[i]), "variable_flags",
+				       false);
 		} else {
 			resp_bulk(c->out, argv[idx[i]].p, argv[idx[i]].len);
 		}

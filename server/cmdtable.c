@@ -360,7 +360,8 @@ static const struct cmd_def table[] = {
 	  .complexity = "O(1) for each subcommand specified",
 	  .acl_categories = "@write @bitmap @slow",
 	  .key_notes = "This command allows both access and modification of the key",
-	  .key_flags = "RW access update variable_flags" },
+	  .key_flags = "RW access update variable_flags",
+	  .var_key_flags = cmd_bitfield_key_flags },
 	{ .name = "bitfield_ro", .fn = cmd_bitfield_ro, .arity = -2,
 	  .flags = CMD_READONLY | CMD_FAST, KEY1, .group = "bitmap", .since = "6.0.0",
 	  .summary = "Perform arbitrary bitfield integer operations on strings. Read-only variant "
@@ -684,10 +685,13 @@ int cmd_get_keys(const struct cmd_def *d, int argc, const struct resp_arg *argv,
 	return n;
 }
 
-const char *cmd_key_flags(const struct cmd_def *d, int pos)
+const char *cmd_key_flags(const struct cmd_def *d, int argc, const struct resp_arg *argv,
+			  int pos)
 {
 	if (d->rest_key_flags && pos > d->first_key)
 		return d->rest_key_flags;
+	if (d->var_key_flags)
+		return d->var_key_flags(argc, argv);
 	return d->key_flags;
 }
 

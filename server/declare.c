@@ -66,7 +66,7 @@ void srv_decl_command(struct srv_decl *d, const struct cmd_def *def, int argc,
 		int n = def->getkeys(argc, argv, idx, argc);
 		for (int i = 0; i < n; i++)
 			srv_decl_key(d, argv[idx[i]].p, argv[idx[i]].len,
-				     access_of(def, cmd_key_flags(def, idx[i]), argc));
+				     access_of(def, cmd_key_flags(def, argc, argv, idx[i]), argc));
 		if (idx != stack)
 			free(idx);
 		return;
@@ -78,5 +78,6 @@ void srv_decl_command(struct srv_decl *d, const struct cmd_def *def, int argc,
 		last = argc - 1;
 	int step = def->key_step > 0 ? def->key_step : 1;
 	for (int i = def->first_key; i <= last; i += step)
-		srv_decl_key(d, argv[i].p, argv[i].len, access_of(def, cmd_key_flags(def, i), argc));
+		srv_decl_key(d, argv[i].p, argv[i].len,
+			     access_of(def, cmd_key_flags(def, argc, argv, i), argc));
 }

@@ -484,6 +484,15 @@ def test_command_getkeysandflags_bitop(raw):
     assert raw.call("COMMAND", "GETKEYSANDFLAGS", "BITOP", "AND", "d", "s1", "s2") == [
         [b"d", ["OW", "update"]], [b"s1", ["RO", "access"]], [b"s2", ["RO", "access"]]]
     assert raw.call("COMMAND", "GETKEYS", "LCS", "a", "b", "IDX") == [b"a", b"b"]
+    # BITFIELD's key is a read when every operation is a GET.
+    ro, rw = ["RO", "access"], ["RW", "access", "update"]
+    for args, flags in ((("GET", "u8", 0, "OVERFLOW", "SAT", "GET", "i4", 3), ro),
+                        ((), ro),
+                        (("GET", "u8", 0, "INCRBY", "u8", 0, 1), rw),
+                        (("SET", "u8", 0, 1), rw),
+                        (("GET", "u8"), rw)):
+        assert raw.call("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k", *args) == \
+            [[b"k", flags]], args
 
 
 def key_spec(flags, index, lastkey, notes=None):
@@ -578,6 +587,7 @@ def test_cluster_bitop_and_multi_setbit(cluster3, key, cc):
         assert got[0] == 0 and is_err(got[1], BIT_OFFSET) and got[2] == [3]
         assert conns[2].call("BITFIELD_RO", k[2], "GET", "u1", 0) == [1]
         assert conns[3].call("GETRANGE", k[3], 0, 0) == b"\x30"
+        assert conns[1].call("BITFIELD", k[3], "GET", "u4", 0, "GET", "u4", 4) == [3, 0]
     finally:
         for cc in conns.values():
             cc.close()
