@@ -118,12 +118,18 @@ static void reply_word_set(struct resp_w *out, const char *s, const char *skip, 
 	}
 }
 
-/* The key spec Redis derives for a legacy (first, last, step) range. */
-static void reply_key_spec(struct resp_w *out, const struct cmd_def *d)
+/* One key spec: flags, the index its search begins at, and its range
+ * (lastkey relative to that index, or negative from the end). */
+static void reply_key_spec(struct resp_w *out, const char *notes, const char *flags, int index,
+			   int lastkey, int step)
 {
-	resp_map(out, 3);
+	resp_map(out, notes ? 4 : 3);
+	if (notes) {
+		resp_bulk_cstr(out, "notes");
+		resp_bulk_cstr(out, notes);
+	}
 	resp_bulk_cstr(out, "flags");
-	reply_word_set(out, d->key_flags, NULL, false);
+	reply_word_set(out, flags, NULL, false);
 	resp_bulk_cstr(out, "begin_search");
 	resp_map(out, 2);
 	resp_bulk_cstr(out, "type");
@@ -131,7 +137,7 @@ static void reply_key_spec(struct resp_w *out, const struct cmd_def *d)
 	resp_bulk_cstr(out, "spec");
 	resp_map(out, 1);
 	resp_bulk_cstr(out, "index");
-	resp_int(out, d->first_key);
+	resp_int(out, index);
 	resp_bulk_cstr(out, "find_keys");
 	resp_map(out, 2);
 	resp_bulk_cstr(out, "type");
@@ -139,11 +145,28 @@ static void reply_key_spec(struct resp_w *out, const struct cmd_def *d)
 	resp_bulk_cstr(out, "spec");
 	resp_map(out, 3);
 	resp_bulk_cstr(out, "lastkey");
-	resp_int(out, d->last_key < 0 ? d->last_key : d->last_key - d->first_key);
+	resp_int(out, lastkey);
 	resp_bulk_cstr(out, "keystep");
-	resp_int(out, d->key_step);
+	resp_int(out, step);
 	resp_bulk_cstr(out, "limit");
 	resp_int(out, 0);
+}
+
+/* The key specs Redis derives for a legacy (first, last, step) range: one,
+ * or two when the keys after the first have their own flags (BITOP). */
+static void reply_key_specs(struct resp_w *out, const struct cmd_def *d)
+{
+	if (d->rest_key_flags) {
+		resp_set(out, 2);
+		reply_key_spec(out, d->key_notes, d->key_flags, d->first_key, 0, 1);
+		reply_key_spec(out, NULL, d->rest_key_flags, d->first_key + 1,
+			       d->last_key < 0 ? d->last_key : d->last_key - d->first_key - 1,
+			       d->key_step);
+		return;
+	}
+	resp_set(out, 1);
+	reply_key_spec(out, d->key_notes, d->key_flags, d->first_key,
+		       d->last_key < 0 ? d->last_key : d->last_key - d->first_key, d->key_step);
 }
 
 /* One COMMAND INFO entry: the 10-element array of Redis 7.0. */
@@ -163,8 +186,7 @@ static void reply_command_info(struct resp_w *out, const struct cmd_def *d)
 	reply_word_set(out, d->acl_categories, NULL, false);
 	reply_word_set(out, d->tips, NULL, true);
 	if (d->first_key > 0) {
-		resp_set(out, 1);
-		reply_key_spec(out, d);
+		reply_key_specs(out, d);
 	} else {
 		resp_set(out, 0);
 	}
@@ -313,7 +335,8 @@ static void command_getkeys(struct cmd_ctx *c, bool with_flags)
 		if (with_flags) {
 			resp_array(c->out, 2);
 			resp_bulk(c->out, argv[idx[i]].p, argv[idx[i]].len);
-			reply_word_set(c->out, d->key_flags, "variable_flags", false);
+			reply_word_set(c->out, cmd_key_flags(d, argc, argv, idx[i]), "variable_flags",
+				       false);
 		} else {
 			resp_bulk(c->out, argv[idx[i]].p, argv[idx[i]].len);
 		}

@@ -325,6 +325,50 @@ static const struct cmd_def table[] = {
 			"argument.",
 	  .acl_categories = "@write @string @slow", .key_flags = "RW update" },
 
+	{ .name = "lcs", .fn = cmd_lcs, .arity = -3, .flags = CMD_READONLY, .first_key = 1,
+	  .last_key = 2, .key_step = 1, .group = "string", .since = "7.0.0",
+	  .summary = "Find longest common substring",
+	  .complexity = "O(N*M) where N and M are the lengths of s1 and s2, respectively",
+	  .acl_categories = "@read @string @slow", .key_flags = "RO access" },
+
+	/* ---- bitmap (cmd_bits.c) ---- */
+	{ .name = "setbit", .fn = cmd_setbit, .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM, KEY1,
+	  .group = "bitmap", .since = "2.2.0",
+	  .summary = "Sets or clears the bit at offset in the string value stored at key",
+	  .complexity = "O(1)", .acl_categories = "@write @bitmap @slow",
+	  .key_flags = "RW access update" },
+	{ .name = "getbit", .fn = cmd_getbit, .arity = 3, .flags = CMD_READONLY | CMD_FAST, KEY1,
+	  .group = "bitmap", .since = "2.2.0",
+	  .summary = "Returns the bit value at offset in the string value stored at key",
+	  .complexity = "O(1)", .acl_categories = "@read @bitmap @fast", .key_flags = "RO access" },
+	{ .name = "bitcount", .fn = cmd_bitcount, .arity = -2, .flags = CMD_READONLY, KEY1,
+	  .group = "bitmap", .since = "2.6.0", .summary = "Count set bits in a string",
+	  .complexity = "O(N)", .acl_categories = "@read @bitmap @slow", .key_flags = "RO access",
+	  .reply1 = cmd_bitcount_reply },
+	{ .name = "bitpos", .fn = cmd_bitpos, .arity = -3, .flags = CMD_READONLY, KEY1,
+	  .group = "bitmap", .since = "2.8.7", .summary = "Find first bit set or clear in a string",
+	  .complexity = "O(N)", .acl_categories = "@read @bitmap @slow", .key_flags = "RO access" },
+	/* The destination is written blind, the sources are read. */
+	{ .name = "bitop", .fn = cmd_bitop, .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM,
+	  .first_key = 2, .last_key = -1, .key_step = 1, .group = "bitmap", .since = "2.6.0",
+	  .summary = "Perform bitwise operations between strings", .complexity = "O(N)",
+	  .acl_categories = "@write @bitmap @slow", .key_flags = "OW update",
+	  .rest_key_flags = "RO access" },
+	{ .name = "bitfield", .fn = cmd_bitfield, .arity = -2, .flags = CMD_WRITE | CMD_DENYOOM,
+	  KEY1, .group = "bitmap", .since = "3.2.0",
+	  .summary = "Perform arbitrary bitfield integer operations on strings",
+	  .complexity = "O(1) for each subcommand specified",
+	  .acl_categories = "@write @bitmap @slow",
+	  .key_notes = "This command allows both access and modification of the key",
+	  .key_flags = "RW access update variable_flags",
+	  .var_key_flags = cmd_bitfield_key_flags },
+	{ .name = "bitfield_ro", .fn = cmd_bitfield_ro, .arity = -2,
+	  .flags = CMD_READONLY | CMD_FAST, KEY1, .group = "bitmap", .since = "6.0.0",
+	  .summary = "Perform arbitrary bitfield integer operations on strings. Read-only variant "
+		     "of BITFIELD",
+	  .complexity = "O(1) for each subcommand specified",
+	  .acl_categories = "@read @bitmap @fast", .key_flags = "RO access" },
+
 	/* ---- generic ---- */
 	{ .name = "del", .fn = cmd_del, .arity = -2, .flags = CMD_WRITE, .first_key = 1,
 	  .last_key = -1, .key_step = 1, .group = "generic", .since = "1.0.0",
@@ -639,6 +683,16 @@ int cmd_get_keys(const struct cmd_def *d, int argc, const struct resp_arg *argv,
 	for (int i = d->first_key; i <= last && n < max; i += step)
 		idx[n++] = i;
 	return n;
+}
+
+const char *cmd_key_flags(const struct cmd_def *d, int argc, const struct resp_arg *argv,
+			  int pos)
+{
+	if (d->rest_key_flags && pos > d->first_key)
+		return d->rest_key_flags;
+	if (d->var_key_flags)
+		return d->var_key_flags(argc, argv);
+	return d->key_flags;
 }
 
 /* ---- reply helpers ---- */

@@ -88,6 +88,15 @@ struct cmd_def {
 	const char *acl_categories;        /* e.g. "@write @string @slow" */
 	/* COMMAND INFO extras, space-separated, NULL for none: */
 	const char *key_flags;  /* flags of the key spec, e.g. "RW access update" */
+	/* When set, a second key spec: the keys after first_key (to last_key)
+	 * have these flags, and key_flags is the first key's alone (BITOP's
+	 * destination, then its sources). */
+	const char *rest_key_flags;
+	const char *key_notes;  /* the key spec's "notes", or NULL (BITFIELD) */
+	/* For a key spec with variable_flags: the flags of the first key in
+	 * this request, as Redis's getkeys function gives them (BITFIELD of
+	 * GETs only: "RO access"). */
+	const char *(*var_key_flags)(int argc, const struct resp_arg *argv);
 	const char *tips;       /* e.g. "request_policy:multi_shard response_policy:agg_sum" */
 	/* Set for a read-only command whose reply, with exactly one argument
 	 * (its key), depends only on what that key holds (GET, STRLEN, TYPE,
@@ -111,6 +120,11 @@ int cmd_flag_names(uint32_t flags, const char **names, int max);
 /* Keys of a request per its def (for COMMAND GETKEYS); returns count, fills idx[]. */
 int cmd_get_keys(const struct cmd_def *d, int argc, const struct resp_arg *argv, int *idx,
 		 int max);
+/* The key spec flags of the key at argv[pos], a key position of d in the
+ * request argv[0..argc): its key_flags (or what var_key_flags says for
+ * this request), or rest_key_flags past the first key. May be NULL. */
+const char *cmd_key_flags(const struct cmd_def *d, int argc, const struct resp_arg *argv,
+			  int pos);
 
 /* Reply helpers used by many handlers (exact Redis texts). */
 void cmd_reply_wrong_args(struct cmd_ctx *c);        /* ERR wrong number of arguments for '%s' command */
@@ -134,6 +148,11 @@ CMD(cmd_decr); CMD(cmd_decrby); CMD(cmd_incrbyfloat); CMD(cmd_append); CMD(cmd_s
 CMD(cmd_getrange); CMD(cmd_setrange);
 void cmd_get_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 void cmd_strlen_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
+/* cmd_bits.c */
+CMD(cmd_setbit); CMD(cmd_getbit); CMD(cmd_bitcount); CMD(cmd_bitpos); CMD(cmd_bitop);
+CMD(cmd_bitfield); CMD(cmd_bitfield_ro); CMD(cmd_lcs);
+void cmd_bitcount_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
+const char *cmd_bitfield_key_flags(int argc, const struct resp_arg *argv);
 /* cmd_keys.c */
 void cmd_exists_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 void cmd_type_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);

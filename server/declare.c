@@ -41,9 +41,9 @@ void srv_decl_key(struct srv_decl *d, const char *p, size_t len, uint8_t access)
 	d->keys[d->n++] = (struct cc_key){ .p = p, .len = (uint32_t)len, .access = access };
 }
 
-static uint8_t access_of(const struct cmd_def *def, int argc)
+static uint8_t access_of(const struct cmd_def *def, const char *flags, int argc)
 {
-	const char *f = def->key_flags ? def->key_flags : "";
+	const char *f = flags ? flags : "";
 	if (strncmp(f, "RO", 2) == 0)
 		return CC_KEY_READ;
 	if (strncmp(f, "OW", 2) == 0)
@@ -64,9 +64,9 @@ void srv_decl_command(struct srv_decl *d, const struct cmd_def *def, int argc,
 			return;
 		}
 		int n = def->getkeys(argc, argv, idx, argc);
-		uint8_t access = access_of(def, argc);
 		for (int i = 0; i < n; i++)
-			srv_decl_key(d, argv[idx[i]].p, argv[idx[i]].len, access);
+			srv_decl_key(d, argv[idx[i]].p, argv[idx[i]].len,
+				     access_of(def, cmd_key_flags(def, argc, argv, idx[i]), argc));
 		if (idx != stack)
 			free(idx);
 		return;
@@ -77,7 +77,7 @@ void srv_decl_command(struct srv_decl *d, const struct cmd_def *def, int argc,
 	if (last >= argc)
 		last = argc - 1;
 	int step = def->key_step > 0 ? def->key_step : 1;
-	uint8_t access = access_of(def, argc);
 	for (int i = def->first_key; i <= last; i += step)
-		srv_decl_key(d, argv[i].p, argv[i].len, access);
+		srv_decl_key(d, argv[i].p, argv[i].len,
+			     access_of(def, cmd_key_flags(def, argc, argv, i), argc));
 }

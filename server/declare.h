@@ -27,7 +27,8 @@ void srv_decl_free(struct srv_decl *d);
 
 /*
  * srv_decl_command - add the keys of one request of def. The access
- * comes from the key spec's first word: RO reads; OW writes without
+ * comes from the first word of the key's spec (cmd_key_flags: BITOP's
+ * destination and sources differ): RO reads; OW writes without
  * reading; RW and RM read, then write. A spec whose flags vary with the
  * arguments ("variable_flags": SET) is a blind write in its plain form
  * (the key and the value alone), else read, then write. The keys point
