@@ -93,6 +93,7 @@ struct part {
 	uint64_t *latched;
 	int nlatched;
 	bool unsent;                /* a latched item its GRANT did not carry */
+	bool delivered;             /* its GRANT reached the coordinator */
 	bool forwarding;            /* its notifier is reading its items */
 	bool releasing;             /* released; its notifier unlatches, then frees it */
 	bool unlatch;               /* ... giving the latches back (else recovery does) */
@@ -278,6 +279,7 @@ static struct part **part_slot(struct calvin *cv, uint64_t e, uint16_t src, uint
 static void part_unqueue(struct calvin *cv, struct part *p);
 static void part_free(struct part *p);
 static void spares_free(struct part *p);
+static bool unlatch_later(struct calvin *cv, struct part *p);
 
 /* Has this node's lease run out (fab_set_lease: the fabric then refuses
  * every operation on another node)? A node adopting a configuration is
@@ -484,6 +486,17 @@ static void finish_release(struct calvin *cv, struct fab_batch *b, uint64_t e, u
 	pthread_mutex_unlock(&cv->mu);
 }
 
+/* Does the block image (read behind our latch) still hold key, in the
+ * generation the index gave (prim_check_block's test, for forwarding)? */
+static bool still_ours(const void *img, const struct st_ref *ref, const char *key, uint32_t klen)
+{
+	struct st_item it;
+	memcpy(&it, img, sizeof(it));
+	return st_ident_gen(it.ident) == ref->gen && st_ident_klen(it.ident) == klen &&
+	       !(st_data_flags(it.data) & ST_F_DEAD) &&
+	       memcmp((const char *)img + sizeof(it), key, klen) == 0;
+}
+
 /* A copy of a part's keys, for forward_part to read without the mutex. */
 struct fwd_keys {
 	int n;
@@ -555,6 +568,12 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 			fab_read(b, self, ref.off, img, len); /* behind the latch */
 			if (fab_exec(b) != 0 || old != 0)
 				continue; /* latched by a cleanup: the coordinator waits it out */
+			if (!still_ours(img, &ref, fk.kbuf + q->koff, q->klen)) {
+				/* Reaped, or the block reused, between the index
+				 * lookup and the latch: not the key's to hold. */
+				unlatch_all(b, self, fk.owner, &ref.off, 1);
+				continue;
+			}
 			latched[nl++] = ref.off;
 			const struct st_item *it = (const struct st_item *)img;
 			if (sizeof(*it) + q->klen + st_data_vlen(it->data) != len) {
@@ -604,6 +623,22 @@ static uint32_t forward_part(struct calvin *cv, struct cc_worker *ccw, struct fa
 	if (finish) /* the part keeps its latches: finish_release gives them back */
 		finish_release(cv, b, e, src, seq);
 	return used;
+}
+
+/* The parts a GRANT message to `to` named reached their coordinator: the
+ * latches they forwarded are its (purge leaves them to recovery). */
+static void mark_delivered(struct calvin *cv, uint16_t to, const char *msg, uint32_t len)
+{
+	pthread_mutex_lock(&cv->mu);
+	for (uint32_t off = 0; off < len;) {
+		struct grant_msg gm;
+		memcpy(&gm, msg + off, sizeof(gm));
+		off += (uint32_t)sizeof(gm) + gm.len;
+		struct part *p = *part_slot(cv, gm.e, to, gm.seq);
+		if (p)
+			p->delivered = true;
+	}
+	pthread_mutex_unlock(&cv->mu);
 }
 
 /*
@@ -703,6 +738,8 @@ static void notifier(struct sched *s, void *arg)
 				free(msg[nd]);
 				continue;
 			}
+			if (rr[nd].status >= 0)
+				mark_delivered(cv, (uint16_t)nd, msg[nd], mlen[nd]);
 			if (rr[nd].status < 0) {
 				pthread_mutex_lock(&cv->mu);
 				if (resend(cv, (uint16_t)nd, rr[nd].status, since[nd])) {
@@ -1212,9 +1249,18 @@ static void purge(struct calvin *cv, uint16_t node)
 				 * that will never see them: it gives them back. */
 				p->releasing = true;
 				pp = &p->hnext;
+			} else if (p->queued && p->nlatched && !p->delivered &&
+				   unlatch_later(cv, p)) {
+				/* Latches no transaction saw (its GRANT never
+				 * reached the dead node): given back, or they
+				 * would hold the keys until the node is back. */
+				p->releasing = true;
+				p->unlatch = true;
+				pp = &p->hnext;
 			} else if (p->queued) {
 				/* Latches it forwarded stay for recovery, which
-				 * settles the dead node's commits. */
+				 * settles the dead node's commits (and releases
+				 * every lock of its owner words). */
 				*pp = p->hnext;
 				part_unqueue(cv, p);
 				part_free(p);
@@ -1226,9 +1272,10 @@ static void purge(struct calvin *cv, uint16_t node)
 		}
 		for (struct calvin_mine *m = cv->mtab[b]; m; m = m->hnext)
 			if ((m->nodes & (1ull << node)) && !(m->granted & (1ull << node))) {
+				failed += !m->failed; /* once in the log */
 				m->failed = true;
+				m->failed_nodes |= 1ull << node;
 				wake_mine(cv, m);
-				failed++;
 			}
 	}
 	for (uint64_t e = cv->processed + 1; e <= cv->closed; e++) {
@@ -1249,12 +1296,13 @@ static void purge(struct calvin *cv, uint16_t node)
 
 /* Under the mutex: p's notifier gives back its latches, then releases it
  * (finish_release). */
-static void unlatch_later(struct calvin *cv, struct part *p)
+static bool unlatch_later(struct calvin *cv, struct part *p)
 {
 	struct grant *g = malloc(sizeof(*g));
-	if (!g) { /* the latches stay, for the coordinator's next release */
-		cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory to release a part");
-		return;
+	if (!g) {
+		cc_log(cv->n, CC_LOG_WARNING, "calvin: out of memory: a part's forwarded latches "
+		       "stay held until its coordinator's node is settled");
+		return false;
 	}
 	*g = (struct grant){ .e = p->e, .seq = p->seq, .to = p->src };
 	struct mbox *mb = &cv->mbox[p->worker];
@@ -1262,6 +1310,7 @@ static void unlatch_later(struct calvin *cv, struct part *p)
 	mb->unlatch = g;
 	if (!mb->notifying)
 		mbox_post(cv, p->worker);
+	return true;
 }
 
 /*
@@ -1296,9 +1345,9 @@ static void release_part(struct calvin *cv, uint64_t e, uint16_t src, uint32_t s
 	if (p->queued && (p->forwarding || (unlatch && p->nlatched))) {
 		p->releasing = true;
 		p->unlatch = unlatch;
-		if (!p->forwarding)
-			unlatch_later(cv, p);
-		return;
+		if (p->forwarding || unlatch_later(cv, p))
+			return;
+		p->releasing = false; /* out of memory: released, latches held */
 	}
 	if (p->queued) {
 		*b = p->hnext;
@@ -1442,20 +1491,22 @@ static int h_grant(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	struct calvin *cv = arg;
 	*len = 0;
 	const char *req = c->req;
-	int rc = 0;
+	/* Whole, or not at all: a malformed message applies nothing. */
+	for (uint32_t off = 0; off < c->len;) {
+		struct grant_msg g;
+		if (c->len - off < sizeof(g))
+			return -EINVAL;
+		memcpy(&g, req + off, sizeof(g));
+		off += (uint32_t)sizeof(g);
+		if (g.len > c->len - off)
+			return -EINVAL;
+		off += g.len;
+	}
 	pthread_mutex_lock(&cv->mu);
 	for (uint32_t off = 0; off < c->len;) {
 		struct grant_msg g;
-		if (c->len - off < sizeof(g)) {
-			rc = -EINVAL;
-			break;
-		}
 		memcpy(&g, req + off, sizeof(g));
 		off += (uint32_t)sizeof(g);
-		if (g.len > c->len - off) {
-			rc = -EINVAL;
-			break;
-		}
 		const char *fwd = req + off;
 		off += g.len;
 		struct calvin_mine *m = *mine_slot(cv, g.e, g.seq);
@@ -1468,7 +1519,7 @@ static int h_grant(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		mine_granted(cv, m, c->from);
 	}
 	pthread_mutex_unlock(&cv->mu);
-	return rc;
+	return 0;
 }
 
 static int h_release(void *arg, struct fab_rpc_call *c, uint32_t *len)
@@ -2034,6 +2085,12 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 		close_round(cv, t, e);
 	}
 	if (m->failed) {
+		/* A participant that failed after its ACQUIRE may have latched
+		 * items for us before it died (value forwarding), in a region
+		 * that outlives it (shm): the abort has its node release our
+		 * owner word's locks there once it is back (t->unknown,
+		 * undo_locks_pending). */
+		t->unknown |= m->failed_nodes & m->sent;
 		t->fatal = CC_EFAB;
 		return CC_EFAB;
 	}

@@ -92,6 +92,7 @@ struct calvin_mine {
 	bool labeled;
 	bool parked;               /* waiting to be woken (label, grants) */
 	bool failed;               /* a participant failed: it waits no more */
+	uint64_t failed_nodes;     /* ... which ones (purge) */
 	bool in_mbox;              /* on its worker's mailbox, to be unparked */
 	struct calvin_mine *wnext; /* the mailbox's list */
 	uint64_t granted;          /* participants that granted their part */

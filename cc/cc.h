@@ -206,6 +206,11 @@ struct cc_protocol {
 	int (*write)(struct txn *t, struct cc_access *a);
 	int (*commit)(struct txn *t);
 	void (*abort)(struct txn *t);
+	/* Optional: after a commit and the executor's cleanup of it
+	 * (txn_after_commit: reaping the items it left absent), the last use
+	 * of the transaction's owner word (calvin: its RELEASE, after which
+	 * a participant may give back latches held under that word). */
+	void (*committed)(struct txn *t);
 	/* Optional: node `peer` restarted, so no transaction of its earlier
 	 * incarnation runs anymore. Drop what of theirs this node's records
 	 * still hold (prim_drop_node_words); returns how many words it

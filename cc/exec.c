@@ -534,6 +534,8 @@ static int run(struct cc_worker *ccw, const struct cc_txn *tx, struct cc_ollp *o
 			 * yet (durable_early_release). */
 			int drc = durable_wait_reads(&t);
 			txn_after_commit(&t);
+			if (t.proto->committed)
+				t.proto->committed(&t);
 			cc_leave(ccw);
 			st->txn_committed++;
 			fab_stats_add(&st->fab, &t.fstats);

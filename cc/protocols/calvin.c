@@ -21,7 +21,8 @@
  *   EXECUTE  --the body, on the fetched images
  *   COMMIT   --prim_commit_writes (undo records, installs, the decision:
  *              whole on every node or on none, as for every protocol),
- *              then RELEASE on every participant
+ *              then, once the executor reaped what it left absent
+ *              (committed), RELEASE on every participant
  *   ABORT    --only OLLP (below) or a failure: latches released, RELEASE
  *
  * No transaction aborts for a conflict: the lock order is the same on
@@ -84,57 +85,82 @@ static struct calvin_lock *lock_of(const struct txn *t, const struct cc_access *
 	return bsearch(&key, m->locks, (size_t)m->nlocks, sizeof(key), lock_cmp);
 }
 
+/* An item the participant latched for us that we do not take: its latch
+ * given back (a CAS from our owner word), in the batch adopt_node runs. */
+static void give_back(struct txn *t, uint16_t nd, uint64_t off, uint64_t *old)
+{
+	fab_cas(&t->batch, nd, off + (uint64_t)W_LOCK * 8u, t->owner, 0, old);
+	t->batch.ops[t->batch.n - 1].flags |= FAB_OP_VOLATILE;
+}
+
+/* Can forwarded item f become an access of lock lk (it fits its class,
+ * names a lock of node nd, and is latched only where we lock exclusive)? */
+static bool fwd_fits(const struct txn *t, const struct calvin_lock *lk, uint16_t nd,
+		     const struct calvin_fwd *f)
+{
+	return lk->node == nd && lk->key && f->len <= st_class_size(f->cls) &&
+	       (!f->latched || lk->x) && !txn_acc_find((struct txn *)t, lk->key, lk->klen, lk->h);
+}
+
 /* The accesses of one participant's forwarded items (fwd, len bytes:
- * struct calvin_fwd + image each) for m's locks on node nd, which start
- * at locks[first]: read, and latched where the participant latched them.
- * An item whose image is not its key's (the participant's index moved
- * it) is left to the fetch, which finds a latch it holds as its own
- * (latch). Returns how many it took; *all: every latched one. */
+ * struct calvin_fwd + padded image each) for m's nlk locks on node nd,
+ * which start at locks[first]: read, and latched where the participant
+ * latched them. An item whose image is not its key's, or that cannot be
+ * taken, has its latch given back, and the fetch reads the key. Returns
+ * how many it took; *all: every latched item it was sent is now taken or
+ * given back (the participant need not give any back: RELEASE_ADOPTED). */
 static unsigned adopt_node(struct txn *t, const struct calvin_mine *m, uint16_t nd, int first,
-			   const char *fwd, uint32_t len, bool *all)
+			   int nlk, const char *fwd, uint32_t len, bool *all)
 {
 	const int cause = t->cause;
-	unsigned took = 0, latched = 0, took_latched = 0;
+	unsigned took = 0, back = 0;
+	uint64_t *olds = malloc((size_t)nlk * sizeof(*olds));
+	*all = olds != NULL;
 	for (uint32_t off = 0; len - off >= sizeof(struct calvin_fwd);) {
 		struct calvin_fwd f;
 		memcpy(&f, fwd + off, sizeof(f));
 		off += (uint32_t)sizeof(f);
-		if (f.len > len - off || CALVIN_FWD_PAD(f.len) > len - off)
+		if (f.len > len - off || CALVIN_FWD_PAD(f.len) > len - off || f.idx >= (uint32_t)nlk) {
+			*all = false; /* malformed: whatever it latched, it gives back */
 			break;
+		}
 		const char *img = fwd + off;
 		off += CALVIN_FWD_PAD(f.len);
-		latched += f.latched != 0;
-		const int li = first + (int)f.idx;
-		if (li >= m->nlocks || m->locks[li].node != nd)
-			continue;
-		const struct calvin_lock *lk = &m->locks[li];
-		if (!lk->key || f.len > st_class_size(f.cls) || (f.latched && !lk->x) ||
-		    txn_acc_find(t, lk->key, lk->klen, lk->h) || txn_acc_reserve(t, 1) != CC_OK)
-			continue;
-		struct cc_access *a = txn_acc_new(t, lk->key, lk->klen, lk->h);
-		if (!a)
-			continue;
-		a->ref = (struct st_ref){ .node = nd, .cls = f.cls, .gen = f.gen, .off = f.off };
-		if (a->node != nd || txn_acc_img(a, f.cls) != CC_OK) {
-			txn_acc_drop(t, a);
-			continue;
+		const struct calvin_lock *lk = &m->locks[first + (int)f.idx];
+		struct cc_access *a = NULL;
+		if (fwd_fits(t, lk, nd, &f) && txn_acc_reserve(t, 1) == CC_OK)
+			a = txn_acc_new(t, lk->key, lk->klen, lk->h);
+		if (a) {
+			a->ref = (struct st_ref){ .node = nd, .cls = f.cls, .gen = f.gen,
+						  .off = f.off };
+			if (a->node != nd || txn_acc_img(a, f.cls) != CC_OK) {
+				txn_acc_drop(t, a);
+				a = NULL;
+			}
 		}
-		memcpy(a->img, img, f.len);
-		if (prim_check_block(t, a) != CC_OK) {
-			t->cause = cause;
-			txn_acc_drop(t, a);
+		if (a) {
+			memcpy(a->img, img, f.len);
+			if (prim_check_block(t, a) != CC_OK) {
+				t->cause = cause;
+				txn_acc_drop(t, a);
+				a = NULL;
+			}
+		}
+		if (!a) {
+			if (f.latched && olds && back < (unsigned)nlk)
+				give_back(t, nd, f.off, &olds[back++]);
 			continue;
 		}
 		a->p[0] = lk->x;
-		if (f.latched) {
+		if (f.latched)
 			a->pstate |= ACC_LOCKED;
-			took_latched++;
-		}
 		a->mode |= ACC_R;
 		txn_acc_add(t, a);
 		took++;
 	}
-	*all = took_latched == latched;
+	if (back && prim_exec(t) != 0)
+		*all = false; /* not given back: the participant does it */
+	free(olds);
 	return took;
 }
 
@@ -146,15 +172,17 @@ static void adopt(struct txn *t, struct calvin_mine *m)
 	unsigned took = 0;
 	for (int i = 0; i < m->nlocks;) {
 		const uint16_t nd = m->locks[i].node;
+		int n = 0;
+		while (i + n < m->nlocks && m->locks[i + n].node == nd)
+			n++;
 		bool all = false;
 		if (m->fwd[nd])
-			took += adopt_node(t, m, nd, i, m->fwd[nd], m->fwdlen[nd], &all);
-		if (all) /* its commit or abort releases them: no RELEASE need */
+			took += adopt_node(t, m, nd, i, n, m->fwd[nd], m->fwdlen[nd], &all);
+		if (all) /* its commit or abort releases them */
 			m->adopted |= 1ull << nd;
 		free(m->fwd[nd]);
 		m->fwd[nd] = NULL;
-		while (i < m->nlocks && m->locks[i].node == nd)
-			i++;
+		i += n;
 	}
 	calvin_note_adopted(t, took);
 }
@@ -353,10 +381,17 @@ static int calvin_write(struct txn *t, struct cc_access *a)
 static int calvin_commit(struct txn *t)
 {
 	t->cts = cc_ts_next(t);
-	int rc = prim_commit_writes(t, t->cts);
-	if (rc == CC_OK)
-		mine_free(t);
-	return rc;
+	return prim_commit_writes(t, t->cts);
+}
+
+/* RELEASE once the executor reaped what the commit left absent: the reap
+ * locks items under our owner word, which a participant's late giving
+ * back of a forwarded latch (a CAS from that word) must not meet, and it
+ * runs under the deterministic locks, so the next transaction finds the
+ * index settled. */
+static void calvin_committed(struct txn *t)
+{
+	mine_free(t);
 }
 
 static void calvin_abort(struct txn *t)
@@ -376,4 +411,5 @@ const struct cc_protocol cc_calvin = {
 	.write = calvin_write,
 	.commit = calvin_commit,
 	.abort = calvin_abort,
+	.committed = calvin_committed,
 };

@@ -374,3 +374,56 @@ def test_node_killed(calvin3, key):
             except redis.RedisError:
                 assert time.time() < deadline
                 time.sleep(0.2)
+
+
+def test_coordinator_killed(calvin3, key):
+    """kill -9 of a node while it coordinates transactions on the other
+    nodes' keys. Nodes 1 and 2 go on: a transaction between them on other
+    keys commits at once. The keys node 3 had locked stay locked (its
+    transactions' outcome is known only to its log) until it is back,
+    as under every protocol; then they commit at once, and each of node
+    3's transactions is on both keys or on neither."""
+    cl = calvin3
+    k = keys_on_each(cl, key)
+    other = keys_on_each(cl, key + "other")
+    stop = threading.Event()
+
+    def load(node):
+        with cl.client(node, socket_timeout=10) as c:
+            while not stop.is_set():
+                p = c.pipeline(transaction=True)
+                p.incr(k[1])
+                p.incr(k[2])
+                try:
+                    p.execute()
+                except (redis.RedisError, OSError):
+                    return  # its node died, or the error of a dead coordinator
+
+    th = [threading.Thread(target=load, args=(3,)) for _ in range(6)]
+    [t.start() for t in th]
+    time.sleep(1.5)
+    cl.node(3).kill9()
+    stop.set()
+    [t.join() for t in th]
+
+    def both(via, keys, bound):
+        with cl.client(via, socket_timeout=30) as c:
+            t0 = time.time()
+            p = c.pipeline(transaction=True)
+            p.incr(keys[1])
+            p.incr(keys[2])
+            a, b = p.execute()
+            assert a == b, (a, b)
+            assert time.time() - t0 < bound
+    both(1, other, 3)
+    both(2, other, 3)
+    cl.node(3).start()
+    deadline = time.time() + 20
+    while True:  # node 3 settles its transactions as it comes back
+        try:
+            both(1, k, 30)
+            break
+        except redis.RedisError:
+            assert time.time() < deadline
+            time.sleep(0.2)
+    both(2, k, 3)
