@@ -15,6 +15,8 @@ for 10 s, is taken out, its keys served by their backups, then restarted
 anomaly and no client of a live node waits longer than MAX_WAIT_S.
 """
 
+import os
+
 import pytest
 
 import run as runner
@@ -23,14 +25,17 @@ import test_serializable as ts
 pytestmark = pytest.mark.rckv_only
 
 SECONDS = 6.0
-# The issue's ten kills. Each failover is waited out to its end (the
-# others serve the dead node's keys, it restarts, copies its slots back
-# and is "up" again) before the next: 5 to 6 s measured on shm3, so kills
-# 7 s apart still leave the bank running between two failovers. (The
-# issue's 10 s apart: run.py --topology shm3 --workload bank --failover 10
-# --duration 110 --replicas 2.)
+# Each failover is waited out to its end (the others serve the dead node's
+# keys, it restarts, copies its slots back and is "up" again) before the
+# next: 5 to 6 s measured on shm3, so kills 7 s apart still leave the bank
+# running between two failovers. `make test` runs three per cell (28 s of
+# load: each kill a random node, each after the one before has rejoined);
+# the issue's ten per cell, 77 s of load each and most of this file's time
+# then, are `make check-failover` (RCKV_FAILOVERS=10). The issue's 10 s
+# apart: run.py --topology shm3 --workload bank --failover 10
+# --duration 110 --replicas 2.
 FAILOVER_EVERY = 7.0
-FAILOVERS = 10
+FAILOVERS = int(os.environ.get("RCKV_FAILOVERS", "3"))
 # The bound on a live node's client, failovers included: its transaction
 # waits for a lease at most txn-timeout (5 s) and gives up with an error
 # then; a failover withholds leases for the lease (1.5 s), the leader's
@@ -86,10 +91,10 @@ def test_replicated_power_cut(tmp_path, checked):
     assert sum("power cut" in e for e in r.events) == 2, r.events
 
 
-@pytest.mark.time_limit(420)
+@pytest.mark.time_limit(60 + 35 * FAILOVERS)
 @pytest.mark.parametrize("topology,proto", [("shm3", "silo"), ("tcp3", "mvcc")])
 def test_failover_every_7s(topology, proto, tmp_path, checked):
-    """The bank while a random node is killed every 7 s, ten times: each
+    """The bank while a random node is killed every 7 s, FAILOVERS times: each
     time the others take it out and serve its keys (on shm its region is
     still mapped, and untouched from then on), then it restarts, empties
     its region, copies its slots back and takes its primaries back. Nothing
