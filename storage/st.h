@@ -585,6 +585,11 @@ int st_retire(struct fab_batch *b, const struct st_layout *L, const struct st_re
 int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref,
 	    uint64_t held);
 
+/* st_block_owned - is the block still generation ref->gen and allocated
+ * (a FLUSHALL frees every block, recovery every one the index does not
+ * name)? 0, ST_ESTALE, -EINVAL (not a block), or -errno. 1 round trip. */
+int st_block_owned(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref);
+
 /*
  * st_reap - remove an ABSENT, unlocked item of generation ref->gen from the
  * index and retire it. Lock value `owner` (a transaction's owner word) is
