@@ -4,13 +4,18 @@
  * design and the invariants the code cites).
  *
  * A participant's buffer for coordinator node C (struct own_buf):
- *   NONE   --HELLO from C--> BUSY (a coroutine allocates it, hello_run)
- *   BUSY   --allocated--> HELD (answered: offset, slots, token)
- *   HELD   --HELLO, same flush_epoch--> HELD (the same answer)
- *   HELD   --HELLO after a flush_epoch move--> BUSY, kept if still owned
- *            (invariant (2)), else a new block
+ *   NONE  --HELLO from C, no offer--> NONE (answered -ENOENT: offer one)
+ *   NONE  --HELLO offering a block C allocated here--> HELD (answered:
+ *           offset, slots, token)
+ *   HELD  --HELLO, the block still ours (invariant (2))--> HELD (the same
+ *           answer; an offered block is C's to free)
+ *   HELD  --HELLO, the block freed (a flush)--> NONE, then as above
+ * The coordinator allocates the block (st_alloc, one-sided, as the undo
+ * log's extents), so the participant's handler runs inline and never
+ * needs a coroutine of its own (under load it may have none free).
  * A coordinator's view of participant P's buffer (struct peer_buf):
- *   unknown --prepare--> asking --HELLO answered--> known
+ *   unknown --prepare--> asking --HELLO answered (offering a block if
+ *             asked to)--> known
  *   known   --peer gone, flush_epoch moved, a doorbell without its token
  *             (invariants (1), (4))--> unknown
  * A failed HELLO is asked again after HELLO_RETRY_NS; meanwhile, and
@@ -45,6 +50,9 @@ static_assert(CALVIN_RING_SLOT_BYTES % 8 == 0, "slots are 8-aligned");
 struct hello_req {
 	uint32_t nslots;       /* slots the coordinator would use */
 	uint32_t slot_bytes;   /* the size it would like */
+	uint64_t off;          /* a block offered (allocated here by the coordinator); 0: none */
+	uint32_t gen;          /* ... its generation and class */
+	uint32_t cls;
 };
 struct hello_rep {
 	uint64_t off;          /* slot 0, in the participant's region */
@@ -63,8 +71,6 @@ struct own_buf {
 	uint64_t slots_off;
 	uint32_t nslots, slot_bytes;
 	uint64_t token;
-	uint64_t flush_epoch;  /* this node's, when handed out */
-	bool busy;             /* hello_run is at it */
 };
 
 /* A participant's buffer as this node knows it (under the mutex). */
@@ -135,14 +141,6 @@ void calvin_ring_destroy(struct calvin_ring *r)
 
 /* ---- the participant's side ---- */
 
-struct hello_job {
-	struct calvin_ring *r;
-	struct cc_worker *ccw;
-	struct fab_rpc_call *c;
-	uint16_t from;
-	uint32_t want;
-};
-
 /* Under the mutex: the answer to a HELLO for buffer o. */
 static void hello_answer(const struct own_buf *o, struct hello_rep *rep)
 {
@@ -150,85 +148,31 @@ static void hello_answer(const struct own_buf *o, struct hello_rep *rep)
 				   .slot_bytes = o->slot_bytes };
 }
 
-/* A block for `want` slots on this node, its data word marking it as no
- * item (st.h's ABSENT, as the undo log's extents): 0 or an error. */
-static int buffer_alloc(struct fab_batch *b, const struct cc_node *n, uint32_t want,
-			struct own_buf *o)
+/* Under the mutex: adopt block ref (offered by coordinator `from`, who
+ * allocated it here) as from's buffer, with up to `want` slots. */
+static bool adopt_locked(struct calvin_ring *r, uint16_t from, const struct st_ref *ref,
+			 uint32_t want)
 {
-	uint32_t nslots = want;
-	if (nslots > (CALVIN_RING_MAX_BYTES - SLOTS_OFF) / CALVIN_RING_SLOT_BYTES)
-		nslots = (CALVIN_RING_MAX_BYTES - SLOTS_OFF) / CALVIN_RING_SLOT_BYTES;
-	const uint32_t vlen = SLOTS_OFF - (uint32_t)sizeof(struct st_item) +
-			      nslots * CALVIN_RING_SLOT_BYTES;
-	struct st_ref ref;
-	int rc = st_alloc(b, n->layout, n->id, 0, vlen, &ref);
-	if (rc)
-		return rc < 0 && rc > -4096 ? rc : -ENOSPC; /* ST_EFULL: the region is full */
-	uint64_t data = st_make_data(vlen, ST_F_ABSENT);
-	rc = fab_write1(b, n->id, ref.off + offsetof(struct st_item, data), &data, 8);
-	if (rc)
-		return rc;
-	const uint64_t inc = st_region_header(n->region)->incarnation;
-	*o = (struct own_buf){ .ref = ref, .slots_off = ref.off + SLOTS_OFF, .nslots = nslots,
-			       .slot_bytes = CALVIN_RING_SLOT_BYTES,
-			       .token = mix(inc * 0x9e3779b97f4a7c15ull ^ ref.off) ^
-					((uint64_t)ref.gen << 32) ^ 1 };
-	if (!o->token)
-		o->token = 1;
-	return 0;
-}
-
-/* A coroutine of the worker that took the HELLO: finds (invariant (2))
- * or allocates the buffer, then answers. */
-static void hello_run(struct sched *s, void *arg)
-{
-	(void)s;
-	struct hello_job *j = arg;
-	struct calvin_ring *r = j->r;
 	struct cc_node *n = r->n;
-	int rc = -EAGAIN;
-	uint32_t len = 0;
-	if (cc_try_enter(j->ccw)) { /* no flush runs meanwhile */
-		struct fab_stats fst = { 0 };
-		struct fab_batch b;
-		cc_batch_init(&b, j->ccw, &fst);
-		const uint64_t fe = ck_pr_load_64(&n->flush_epoch);
-		pthread_mutex_lock(&r->mu);
-		struct own_buf o = r->own[j->from];
-		pthread_mutex_unlock(&r->mu);
-		rc = 0;
-		if (!o.ref.off || st_block_owned(&b, n->layout, &o.ref) != 0) {
-			if (o.ref.off)
-				cc_log(n, CC_LOG_NOTICE, "calvin: the request buffer for node %u "
-				       "was freed (a flush): a new one", j->from);
-			rc = buffer_alloc(&b, n, j->want, &o);
-		}
-		cc_leave(j->ccw);
-		pthread_mutex_lock(&r->mu);
-		struct own_buf *ob = &r->own[j->from];
-		ob->busy = false;
-		if (rc == 0) {
-			if (ob->ref.off != o.ref.off)
-				ck_pr_inc_64(&r->st.buffers);
-			o.flush_epoch = fe;
-			o.busy = false;
-			*ob = o;
-			hello_answer(ob, j->c->resp);
-			len = sizeof(struct hello_rep);
-		}
-		pthread_mutex_unlock(&r->mu);
-		if (rc)
-			cc_log(n, CC_LOG_WARNING, "calvin: no request buffer for node %u (%d): its "
-			       "ACQUIREs go by RPC", j->from, rc);
-	} else {
-		pthread_mutex_lock(&r->mu);
-		r->own[j->from].busy = false;
-		pthread_mutex_unlock(&r->mu);
-	}
-	fab_rpc_reply(j->c, rc, len);
-	free(j);
+	const uint32_t size = st_class_size(ref->cls);
+	if (!st_block_owned_local(n->region, ref) || size <= SLOTS_OFF)
+		return false;
+	uint32_t nslots = (size - SLOTS_OFF) / CALVIN_RING_SLOT_BYTES;
+	if (nslots > want)
+		nslots = want;
+	if (nslots == 0)
+		return false;
+	const uint64_t inc = st_region_header(n->region)->incarnation;
+	uint64_t token = mix(inc * 0x9e3779b97f4a7c15ull ^ ref->off) ^ ((uint64_t)ref->gen << 32);
+	r->own[from] = (struct own_buf){ .ref = *ref, .slots_off = ref->off + SLOTS_OFF,
+					 .nslots = nslots, .slot_bytes = CALVIN_RING_SLOT_BYTES,
+					 .token = token ? token : 1 };
+	ck_pr_inc_64(&r->st.buffers);
+	return true;
 }
 
+/* HELLO: this node's buffer for the caller; -ENOENT without one and no
+ * offer (the caller then allocates a block here and offers it). */
 static int h_hello(void *arg, struct fab_rpc_call *c, uint32_t *len)
 {
 	struct calvin_ring *r = arg;
@@ -239,39 +183,30 @@ static int h_hello(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	    c->from == n->id)
 		return -EINVAL;
 	memcpy(&rq, c->req, sizeof(rq));
-	if (rq.nslots == 0)
+	if (rq.nslots == 0 || rq.cls > UINT8_MAX)
 		return -EINVAL;
-	if (ck_pr_load_int(&n->quiesce))
-		return -EAGAIN; /* a quiesce may wait for the caller's transaction */
-	const uint64_t fe = ck_pr_load_64(&n->flush_epoch);
 	pthread_mutex_lock(&r->mu);
 	struct own_buf *o = &r->own[c->from];
-	if (o->busy) {
-		pthread_mutex_unlock(&r->mu);
-		return -EAGAIN;
+	if (o->ref.off && !st_block_owned_local(n->region, &o->ref)) { /* invariant (2) */
+		cc_log(n, CC_LOG_NOTICE, "calvin: the request buffer for node %u was freed (a "
+		       "flush): it offers a new one", c->from);
+		*o = (struct own_buf){ 0 };
 	}
-	if (o->ref.off && o->flush_epoch == fe) {
+	int rc = 0;
+	if (!o->ref.off) {
+		const struct st_ref ref = { .node = n->id, .cls = (uint8_t)rq.cls, .gen = rq.gen,
+					    .off = rq.off };
+		if (!rq.off)
+			rc = -ENOENT;
+		else if (!adopt_locked(r, c->from, &ref, rq.nslots))
+			rc = -EINVAL; /* not a block of this node's it allocated */
+	}
+	if (rc == 0) {
 		hello_answer(o, c->resp);
-		pthread_mutex_unlock(&r->mu);
 		*len = sizeof(struct hello_rep);
-		return 0;
 	}
-	o->busy = true;
 	pthread_mutex_unlock(&r->mu);
-	/* The allocation waits for the fabric: on a coroutine of this worker. */
-	struct cc_worker *ccw = ck_pr_load_ptr(&n->workers[fab_worker_id(c->fw)]);
-	struct hello_job *j = malloc(sizeof(*j));
-	if (j)
-		*j = (struct hello_job){ .r = r, .ccw = ccw, .c = c, .from = c->from,
-					 .want = rq.nslots };
-	if (!ccw || !j || sched_spawn(ccw->sched, hello_run, j) != 0) {
-		free(j);
-		pthread_mutex_lock(&r->mu);
-		o->busy = false;
-		pthread_mutex_unlock(&r->mu);
-		return -EAGAIN;
-	}
-	return FAB_RPC_DEFER;
+	return rc;
 }
 
 /* The doorbell: the slot's bytes to acquire_take (invariant (3)). */
@@ -337,6 +272,56 @@ static void forget_locked(struct calvin_ring *r, uint16_t nd, uint64_t token)
 	p->token = 0;
 }
 
+/* HELLO to every node of `ask` (with the block offers[nd] if its off is
+ * set), one round trip: rr and rep get the answers. */
+static void hello_round(struct calvin_ring *r, struct txn *t, uint64_t ask,
+			const struct st_ref *offers, struct fab_rpc_reply *rr, struct hello_rep *rep)
+{
+	int nw = r->n->nworkers > 0 ? r->n->nworkers : 1;
+	if (nw > RING_WORKERS)
+		nw = RING_WORKERS;
+	struct hello_req rq[FAB_MAX_NODES];
+	for (int nd = 0; nd < FAB_MAX_NODES; nd++) {
+		if (!(ask & (1ull << nd)))
+			continue;
+		rq[nd] = (struct hello_req){ .nslots = (uint32_t)nw * CALVIN_RING_SLOTS_PER_WORKER,
+					     .slot_bytes = CALVIN_RING_SLOT_BYTES,
+					     .off = offers[nd].off, .gen = offers[nd].gen,
+					     .cls = offers[nd].cls };
+		rr[nd] = (struct fab_rpc_reply){ .buf = &rep[nd], .cap = sizeof(rep[nd]) };
+		fab_rpc(&t->batch, (uint16_t)nd, CALVIN_RPC_RING_HELLO, &rq[nd], sizeof(rq[nd]),
+			&rr[nd]);
+		ck_pr_inc_64(&r->st.hellos);
+	}
+	(void)fab_exec(&t->batch); /* each reply's status says */
+}
+
+/* A block on nd for this node's slots (as many as one HELLO asks for, up
+ * to CALVIN_RING_MAX_BYTES), its data word marking it as no item (st.h's
+ * ABSENT, as the undo log's extents): 0 or an error. */
+static int offer_alloc(struct calvin_ring *r, struct txn *t, uint16_t nd, struct st_ref *ref)
+{
+	int nw = r->n->nworkers > 0 ? r->n->nworkers : 1;
+	uint64_t bytes = SLOTS_OFF + (uint64_t)(nw > RING_WORKERS ? RING_WORKERS : nw) *
+					     CALVIN_RING_SLOTS_PER_WORKER * CALVIN_RING_SLOT_BYTES;
+	if (bytes > CALVIN_RING_MAX_BYTES)
+		bytes = CALVIN_RING_MAX_BYTES;
+	const uint32_t vlen = (uint32_t)bytes - (uint32_t)sizeof(struct st_item);
+	int rc = st_alloc(&t->batch, r->n->layout, nd, 0, vlen, ref);
+	if (rc)
+		return rc;
+	const uint64_t data = st_make_data(vlen, ST_F_ABSENT);
+	return fab_write1(&t->batch, nd, ref->off + offsetof(struct st_item, data), &data, 8);
+}
+
+/* Is HELLO answer h, from a node of region size `size`, a usable buffer? */
+static bool answer_ok(const struct fab_rpc_reply *rr, const struct hello_rep *h, uint64_t size)
+{
+	return rr->status >= 0 && rr->len == sizeof(*h) && h->token && h->nslots &&
+	       h->slot_bytes && h->slot_bytes % 8 == 0 && h->off % 8 == 0 && h->off < size &&
+	       (uint64_t)h->nslots * h->slot_bytes <= size - h->off;
+}
+
 void calvin_ring_prepare(struct calvin_ring *r, struct txn *t, uint64_t nodes)
 {
 	struct cc_node *n = r->n;
@@ -358,21 +343,24 @@ void calvin_ring_prepare(struct calvin_ring *r, struct txn *t, uint64_t nodes)
 	pthread_mutex_unlock(&r->mu);
 	if (!ask)
 		return;
-	int nw = n->nworkers > 0 ? n->nworkers : 1;
-	if (nw > RING_WORKERS)
-		nw = RING_WORKERS;
-	const struct hello_req rq = { .nslots = (uint32_t)nw * CALVIN_RING_SLOTS_PER_WORKER,
-				      .slot_bytes = CALVIN_RING_SLOT_BYTES };
+	struct st_ref offers[FAB_MAX_NODES] = { 0 };
 	struct hello_rep rep[FAB_MAX_NODES];
 	struct fab_rpc_reply rr[FAB_MAX_NODES];
+	hello_round(r, t, ask, offers, rr, rep);
+	/* A participant without a buffer for this node: a block there, offered. */
+	uint64_t offer = 0;
 	for (int nd = 0; nd < FAB_MAX_NODES; nd++)
-		if (ask & (1ull << nd)) {
-			rr[nd] = (struct fab_rpc_reply){ .buf = &rep[nd], .cap = sizeof(rep[nd]) };
-			fab_rpc(&t->batch, (uint16_t)nd, CALVIN_RPC_RING_HELLO, &rq, sizeof(rq),
-				&rr[nd]);
-			ck_pr_inc_64(&r->st.hellos);
-		}
-	(void)fab_exec(&t->batch); /* each reply's status says */
+		if ((ask & (1ull << nd)) && rr[nd].status == -ENOENT &&
+		    offer_alloc(r, t, (uint16_t)nd, &offers[nd]) == 0)
+			offer |= 1ull << nd;
+	if (offer) {
+		hello_round(r, t, offer, offers, rr, rep);
+		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
+			if ((offer & (1ull << nd)) &&
+			    !(rr[nd].status >= 0 && rr[nd].len == sizeof(rep[nd]) &&
+			      rep[nd].off == offers[nd].off + SLOTS_OFF))
+				(void)st_free(&t->batch, n->layout, &offers[nd], 0); /* not taken */
+	}
 	const uint64_t done = sched_now_ns();
 	pthread_mutex_lock(&r->mu);
 	for (int nd = 0; nd < FAB_MAX_NODES; nd++) {
@@ -380,18 +368,13 @@ void calvin_ring_prepare(struct calvin_ring *r, struct txn *t, uint64_t nodes)
 			continue;
 		struct peer_buf *p = &r->peer[nd];
 		p->asking_since = 0;
-		const struct hello_rep *h = &rep[nd];
-		const uint64_t size = fab_region_size(n->fab, (uint16_t)nd);
-		bool ok = rr[nd].status >= 0 && rr[nd].len == sizeof(*h) && h->token &&
-			  h->nslots && h->slot_bytes && h->slot_bytes % 8 == 0 &&
-			  h->off % 8 == 0 && h->off < size &&
-			  (uint64_t)h->nslots * h->slot_bytes <= size - h->off;
-		if (!ok) {
+		if (!answer_ok(&rr[nd], &rep[nd], fab_region_size(n->fab, (uint16_t)nd))) {
 			p->retry_after = done + HELLO_RETRY_NS;
 			continue;
 		}
-		*p = (struct peer_buf){ .off = h->off, .token = h->token, .nslots = h->nslots,
-					.slot_bytes = h->slot_bytes, .flush_epoch = fe };
+		*p = (struct peer_buf){ .off = rep[nd].off, .token = rep[nd].token,
+					.nslots = rep[nd].nslots, .slot_bytes = rep[nd].slot_bytes,
+					.flush_epoch = fe };
 	}
 	pthread_mutex_unlock(&r->mu);
 }
@@ -467,8 +450,7 @@ void calvin_ring_reset(struct calvin_ring *r)
 	pthread_mutex_lock(&r->mu);
 	for (int i = 0; i < FAB_MAX_NODES; i++) {
 		forget_locked(r, (uint16_t)i, 0);
-		if (!r->own[i].busy)
-			r->own[i] = (struct own_buf){ 0 };
+		r->own[i] = (struct own_buf){ 0 };
 	}
 	pthread_mutex_unlock(&r->mu);
 }

@@ -6,7 +6,10 @@
  * Every participant keeps, for each coordinator node that asked, one
  * buffer in its own MemStore region: a block of its allocator, never
  * linked into the index (as the undo log's extents), of `nslots` slots of
- * `slot_bytes`. A coordinator's coroutine owns one slot per participant:
+ * `slot_bytes`. The coordinator allocates it there one-sidedly (st_alloc)
+ * and offers it in a HELLO, which the participant answers inline, adopting
+ * it if it has none: its handler needs no coroutine, which a loaded node
+ * may not have free. A coordinator's coroutine owns one slot per participant:
  * worker w's coroutine c (sched_index) writes slot w * SLOTS_PER_WORKER +
  * c, and a coroutine has at most one ACQUIRE chunk to a node in flight, so
  * no flow control is needed: the slot is free again once its doorbell
@@ -22,9 +25,10 @@
  * is the doorbell's reply status, as it is h_acquire's. The participant
  * never polls its buffers (DESIGN.md principle 6): the doorbell wakes it.
  *
- * A coordinator learns a participant's buffer once (CALVIN_RPC_RING_HELLO,
- * one round trip, from the first transaction that finds none) and caches
- * it node-wide. Until then, for a chunk bigger than a slot, and for a
+ * A coordinator learns a participant's buffer once (CALVIN_RPC_RING_HELLO:
+ * one round trip, or for a new buffer the allocation's three and a second
+ * HELLO, on the first transaction that finds none) and caches it
+ * node-wide. Until then, for a chunk bigger than a slot, and for a
  * coroutine beyond the slots, the chunk goes by RPC as before.
  *
  * Invariants:
@@ -35,9 +39,9 @@
  *      every node, each quiesced): no WRITE lands in a block that its
  *      owner freed.
  *  (2) The participant hands a buffer out only while it owns the block:
- *      at a HELLO after its own flush_epoch moved, it checks the block is
- *      still its generation and allocated (st_block_owned), and takes a
- *      new one otherwise.
+ *      at every HELLO it checks the block is still its generation and
+ *      allocated (st_block_owned_local), and forgets it otherwise (then
+ *      adopts the block the coordinator offers, checked the same way).
  *  (3) A doorbell hands acquire_take only bytes whose checksum it names,
  *      copied out of the slot first: a late doorbell (its call failed,
  *      the coroutine moved on and wrote the slot again) is refused, never

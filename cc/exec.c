@@ -277,18 +277,6 @@ static uint64_t rng_next(struct cc_worker *ccw)
 	return ccw->rng = x;
 }
 
-bool cc_try_enter(struct cc_worker *ccw)
-{
-	ck_pr_store_64(&ccw->inflight, ccw->inflight + 1);
-	ck_pr_fence_memory(); /* as cc_enter: inflight visible before quiesce is read */
-	if (!ck_pr_load_int(&ccw->node->quiesce)) {
-		ck_epoch_begin(ccw->place_rec, NULL);
-		return true;
-	}
-	ck_pr_store_64(&ccw->inflight, ccw->inflight - 1);
-	return false;
-}
-
 void cc_enter(struct cc_worker *ccw)
 {
 	struct cc_node *n = ccw->node;

@@ -150,9 +150,5 @@ void cc_batch_init(struct fab_batch *b, struct cc_worker *ccw, struct fab_stats 
  * protocol switch. */
 void cc_enter(struct cc_worker *ccw);
 void cc_leave(struct cc_worker *ccw);
-/* cc_enter, unless the node is quiesced (false, and nothing to leave):
- * for work that a quiesce may itself be waiting for, which must not wait
- * for the quiesce in turn (calvin's buffer set-up, cc/calvin_ring.c). */
-bool cc_try_enter(struct cc_worker *ccw);
 
 #endif

@@ -388,12 +388,6 @@ int st_free(struct fab_batch *b, const struct st_layout *L, const struct st_ref 
 	return st_bit_clear(b, L, ref->node, ref->off, ref->cls, bw);
 }
 
-int st_block_owned(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref)
-{
-	uint64_t hd[2], bw, woff, bit;
-	return read_owned(b, L, ref, hd, &bw, &woff, &bit);
-}
-
 int st_retire(struct fab_batch *b, const struct st_layout *L, const struct st_ref *ref)
 {
 	uint64_t hd[2], bw, woff, bit;
