@@ -11,6 +11,8 @@ What a user would notice, each asserted:
 - a part bigger than a request slot still commits (it goes by RPC);
 - switching the option back and forth on every node under load loses no
   increment;
+- FLUSHALL (which frees the request buffers with everything else) is
+  followed by new buffers, and nothing is lost;
 - an idle cluster that used the write form sleeps (no polling of the
   request buffers: the doorbell wakes the participant).
 """
@@ -167,6 +169,29 @@ def test_switch_online_under_load(cluster, key):
     d = delta(before, acq(cl))
     assert d["calvin_acquire_rpcs"] > 0 and d["calvin_acquire_writes"] > 0, d
     assert d["calvin_acquire_refused"] == 0 and d["cc_aborts"] == 0, d
+
+
+def test_flushall_gives_new_buffers(cluster, key):
+    """FLUSHALL frees every block, the request buffers included: each
+    coordinator asks again, each participant finds its buffer freed and
+    adopts a new one, and transactions go on by WRITE, exactly."""
+    cl = cluster
+    set_all(cl, "write")
+    k = keys_on_each(cl, key)
+    th, _ = increments(cl, k, threads=3, per=5)
+    [t.join() for t in th]
+    before = acq(cl)
+    with cl.client(1) as c:
+        assert c.flushall()
+        assert c.dbsize() == 0
+    th, done = increments(cl, k, threads=6, per=10)
+    [t.join() for t in th]
+    with cl.client(2) as c:
+        assert [int(v) for v in c.mget([k[1], k[2], k[3]])] == [60] * 3
+    d = delta(before, acq(cl))
+    assert d["calvin_acquire_buffers"] == 6, d
+    assert d["calvin_acquire_writes"] > 0 and d["calvin_acquire_refused"] == 0, d
+    assert d["cc_aborts"] == 0, d
 
 
 def test_idle_after_writes_sleeps(cluster, key):
