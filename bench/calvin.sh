@@ -9,8 +9,8 @@
 #
 # For each repeat of CALVIN_REPEATS, each fabric of CALVIN_FABRICS, each
 # coroutine count of CALVIN_COROUTINES and each form of CALVIN_ACQUIRES
-# (the forms alternate, run next to each other, so that the machine's
-# drift hits both alike), bench/protocols.sh runs calvin alone on a fresh
+# (the forms alternate, run next to each other, in reverse order every
+# other repeat, so that the machine's drift hits both alike), bench/protocols.sh runs calvin alone on a fresh
 # 3-node cluster whose nodes run `--coroutines N` (the transactions a
 # worker runs at once) and `--calvin-acquire FORM`, with CALVIN_CLIENTS
 # clients, so that the coroutines and not the clients bound what is in
@@ -55,7 +55,9 @@ esac
 for r in $(seq 1 "$REPEATS"); do
   for fab in $FABRICS; do
     for co in $COROUTINES; do
-      for acq in $ACQUIRES; do
+      order=$ACQUIRES  # odd repeats in the given order, even ones reversed (ABBA)
+      [ $((r % 2)) -eq 1 ] || order=$(printf '%s\n' $ACQUIRES | tac | tr '\n' ' ')
+      for acq in $order; do
         dir="$OUT/calvin/$fab-$acq-co$co-r$r"
         echo "== calvin on $fab, calvin-acquire $acq, --coroutines $co, $CLIENTS clients, repeat $r"
         PROTO_FABRIC=$fab PROTO_PROTOCOLS=calvin PROTO_ZIPFS=$ZIPF PROTO_RECORDS=$RECORDS \
