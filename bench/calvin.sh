@@ -27,7 +27,8 @@
 # CALVIN_ACQUIRES ("rpc write"), CALVIN_REPEATS (1), CALVIN_CLIENTS (48),
 # CALVIN_ZIPF (0.9), CALVIN_EPOCH_US (5000: the option's default),
 # CALVIN_RECORDS (10000), CALVIN_DURATION (5), CALVIN_OUT (bench/results),
-# RCKV_SERVER, RCKV_BENCH (as protocols.sh).
+# CALVIN_ARGS (more rckv-server options for every node, e.g. "--busy-poll-us
+# 0"), RCKV_SERVER, RCKV_BENCH (as protocols.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,7 +63,7 @@ for r in $(seq 1 "$REPEATS"); do
         echo "== calvin on $fab, calvin-acquire $acq, --coroutines $co, $CLIENTS clients, repeat $r"
         PROTO_FABRIC=$fab PROTO_PROTOCOLS=calvin PROTO_ZIPFS=$ZIPF PROTO_RECORDS=$RECORDS \
           PROTO_DURATION=$DURATION PROTO_WARMUP=1 PROTO_WARMUP_MAX=5 PROTO_CLIENTS=$CLIENTS \
-          PROTO_ARGS="--coroutines $co --calvin-epoch-us $EPOCH --calvin-acquire $acq" \
+          PROTO_ARGS="--coroutines $co --calvin-epoch-us $EPOCH --calvin-acquire $acq ${CALVIN_ARGS:-}" \
           PROTO_OUT="$dir" ./bench/protocols.sh > "$dir.log" 2>&1 ||
           { echo "calvin.sh: run failed, see $dir.log" >&2; exit 1; }
         grep -E "^ +[0-9]+ txn/s|^ +p50" "$dir.log" | sed "s/^/  /"
