@@ -39,9 +39,15 @@
  *      every node, each quiesced): no WRITE lands in a block that its
  *      owner freed.
  *  (2) The participant hands a buffer out only while it owns the block:
- *      at every HELLO it checks the block is still its generation and
- *      allocated (st_block_owned_local), and forgets it otherwise (then
- *      adopts the block the coordinator offers, checked the same way).
+ *      at every HELLO it checks the block's slab still has its class and
+ *      the block still its generation and its bit (st_block_owned_local),
+ *      and forgets it otherwise (then adopts the block the coordinator
+ *      offers, checked the same way). A FLUSHALL frees the block; an
+ *      allocation of that class that then picks it finds its lock word
+ *      still ST_LOCK_CLAIMED (no slot covers it) and leaves it alone
+ *      (alloc.c invariant (5)), so a block that passes the check is
+ *      written by no one else; one of another class changes the slab's
+ *      class first, which the check sees.
  *  (3) A doorbell hands acquire_take only bytes whose checksum it names,
  *      copied out of the slot first: a late doorbell (its call failed,
  *      the coroutine moved on and wrote the slot again) is refused, never

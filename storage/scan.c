@@ -65,6 +65,12 @@ bool st_block_owned_local(struct st_region *r, const struct st_ref *ref)
 	uint32_t idx;
 	if (st_block_locate(&r->layout, ref->off, ref->cls, &slab, &idx))
 		return false;
+	/* The slab's class first: after a FLUSHALL the slab may serve another
+	 * class, whose bitmap bit idx is another block's, and the block's
+	 * ident stays ours until something is written over it. */
+	const uint64_t tab = ld((const uint64_t *)(r->base + r->layout.slabtab_off + slab * 8));
+	if (tab != (uint64_t)ref->cls + 1)
+		return false;
 	const struct st_item *it = (const struct st_item *)(r->base + ref->off);
 	const uint64_t ident = ld(&it->ident);
 	const uint64_t bw = ld((const uint64_t *)(r->base +

@@ -173,8 +173,10 @@ def test_switch_online_under_load(cluster, key):
 
 def test_flushall_gives_new_buffers(cluster, key):
     """FLUSHALL frees every block, the request buffers included: each
-    coordinator asks again, each participant finds its buffer freed and
-    adopts a new one, and transactions go on by WRITE, exactly."""
+    coordinator asks each participant again, which finds its buffer freed
+    and adopts a new one (or finds it still held: an allocation that
+    picked the freed block left it alone, its lock word being held), and
+    transactions go on by WRITE, exactly, no doorbell refused."""
     cl = cluster
     set_all(cl, "write")
     k = keys_on_each(cl, key)
@@ -189,7 +191,8 @@ def test_flushall_gives_new_buffers(cluster, key):
     with cl.client(2) as c:
         assert [int(v) for v in c.mget([k[1], k[2], k[3]])] == [60] * 3
     d = delta(before, acq(cl))
-    assert d["calvin_acquire_buffers"] == 6, d
+    # The first HELLO each participant gets after the flush finds its buffer freed.
+    assert d["calvin_acquire_hellos"] >= 6 and 3 <= d["calvin_acquire_buffers"] <= 6, d
     assert d["calvin_acquire_writes"] > 0 and d["calvin_acquire_refused"] == 0, d
     assert d["cc_aborts"] == 0, d
 
