@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc/calvin_ring.h"
 #include "cc/cc.h"
 #include "cc/exec_internal.h"
 #include "cc/node.h"
@@ -163,6 +164,7 @@ struct calvin {
 	struct mbox mbox[MAX_WORKERS];
 	struct calvin_stats st;
 	uint64_t digest;            /* of the queued order (calvin_order_digest) */
+	struct calvin_ring *ring;   /* ACQUIRE's one-sided transport (calvin_ring.h) */
 };
 
 /* The wire. */
@@ -1480,6 +1482,17 @@ static int acquire_take(struct calvin *cv, uint16_t from, int worker, const void
 	return 0; /* queued: the grant comes by GRANT */
 }
 
+int calvin_acquire_take(struct cc_node *n, uint16_t from, int worker, const void *req,
+			uint32_t len)
+{
+	return acquire_take(n->calvin, from, worker, req, len);
+}
+
+void calvin_acquire_stats(struct cc_node *n, struct calvin_ring_stats *out)
+{
+	calvin_ring_stats_get(n->calvin ? n->calvin->ring : NULL, out);
+}
+
 static int h_acquire(void *arg, struct fab_rpc_call *c, uint32_t *len)
 {
 	*len = 0;
@@ -1549,7 +1562,9 @@ int calvin_create(struct cc_node *n)
 	cv->qtab = calloc(QBUCKETS, sizeof(*cv->qtab));
 	cv->ptab = calloc(PBUCKETS, sizeof(*cv->ptab));
 	cv->mtab = calloc(PBUCKETS, sizeof(*cv->mtab));
-	if (!cv->hist || !cv->ep || !cv->qtab || !cv->ptab || !cv->mtab) {
+	cv->ring = calvin_ring_create(n);
+	if (!cv->hist || !cv->ep || !cv->qtab || !cv->ptab || !cv->mtab || !cv->ring) {
+		calvin_ring_destroy(cv->ring);
 		free(cv->mtab);
 		free(cv->hist);
 		free(cv->ep);
@@ -1595,6 +1610,7 @@ void calvin_destroy(struct cc_node *n)
 		}
 	}
 	pthread_mutex_destroy(&cv->mu);
+	calvin_ring_destroy(cv->ring);
 	free(cv->hist);
 	free(cv->ep);
 	free(cv->qtab);
@@ -1623,7 +1639,7 @@ int calvin_attach(struct cc_node *n, char *err, size_t errlen)
 			snprintf(err, errlen, "calvin: cannot register RPC handler %s", h[i].name);
 			return -EINVAL;
 		}
-	return 0;
+	return calvin_ring_attach(n->calvin->ring, err, errlen);
 }
 
 void calvin_peer_failed(struct cc_node *n, uint16_t peer)
@@ -1631,6 +1647,7 @@ void calvin_peer_failed(struct cc_node *n, uint16_t peer)
 	struct calvin *cv = n->calvin;
 	if (!cv || peer >= FAB_MAX_NODES || peer == fab_self(n->fab))
 		return;
+	calvin_ring_peer_gone(cv->ring, peer); /* its buffer: asked for again */
 	pthread_mutex_lock(&cv->mu);
 	drop_pending(cv, peer); /* (purge may find nothing new to drop) */
 	purge(cv, peer);
@@ -1692,6 +1709,7 @@ void calvin_reset(struct cc_node *n)
 	memset(cv->purged_through, 0, sizeof(cv->purged_through));
 	cv->closed = cv->processed = 0; /* fresh: catch_up takes up the numbering */
 	pthread_mutex_unlock(&cv->mu);
+	calvin_ring_reset(cv->ring); /* the wipe freed its buffers */
 	if (parts || waiting)
 		cc_log(n, CC_LOG_NOTICE, "calvin: this node is out of the configuration: %u parts "
 		       "dropped, %u transactions failed; it starts afresh at its rejoin", parts,
@@ -1894,6 +1912,10 @@ static uint32_t fwd_klen(const struct calvin_lock *lk)
 static void acquire_post(struct txn *t, uint16_t nd, const void *b, uint32_t len,
 			 struct fab_rpc_reply *rr)
 {
+	struct calvin_ring *ring = t->node->calvin->ring;
+	if (calvin_ring_post(ring, t, nd, b, len, rr))
+		return; /* calvin-acquire write: WRITE into its buffer, and a doorbell */
+	calvin_ring_note_rpc(ring, len);
 	fab_rpc(&t->batch, nd, CALVIN_RPC_ACQUIRE, b, len, rr);
 }
 
@@ -1987,6 +2009,7 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 	uint64_t failed = 0;
 	int rc = CC_OK;
 	prim_stage(t, CC_STAGE_LOCK);
+	calvin_ring_prepare(cv->ring, t, m->nodes & ~(1ull << self)); /* buffers not known yet */
 	for (;;) {
 		bool posted = false;
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++) {

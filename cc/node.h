@@ -47,6 +47,8 @@ struct cc_limits {
 	uint64_t testing;            /* 1: testing-only protocols may be chosen */
 	uint64_t calvin_epoch_us;    /* calvin: how long an epoch stays open */
 	uint64_t calvin_trace;       /* calvin: log each epoch's order (notice) */
+	uint64_t calvin_acquire;     /* calvin: ACQUIRE by RPC (0) or by WRITE into the
+					participant's request buffer (1; calvin_ring.h) */
 };
 
 /* Counters of one protocol (cc/protocols/registry.c order). */

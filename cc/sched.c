@@ -237,6 +237,11 @@ void sched_sleep(struct sched *s, uint64_t ns)
 	coro_yield(sl->co);
 }
 
+int sched_index(const struct sched *s)
+{
+	return s->current ? (int)(s->current - s->slots) : -1;
+}
+
 void *sched_self(struct sched *s)
 {
 	s->current->unparked = false;

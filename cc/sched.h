@@ -55,6 +55,10 @@ int sched_free_count(struct sched *s);
  */
 void sched_sleep(struct sched *s, uint64_t ns);
 bool sched_in_coro(struct sched *s);
+/* The running coroutine's place in the pool (0 .. ncoro - 1), stable for
+ * the scheduler's life; -1 outside a coroutine. Unlike sched_self it
+ * changes nothing (a coroutine may call it any time). */
+int sched_index(const struct sched *s);
 
 /*
  * Parking: a coroutine that waits for an event (a fabric completion) takes

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cc/calvin.h"
+#include "cc/calvin_ring.h"
 #include "cc/cc.h"
 #include "cc/durable.h"
 #include "cc/sched.h"
@@ -1164,6 +1165,8 @@ static void info_cc(struct info_ctx *x)
 	struct calvin_stats cs;
 	uint64_t digest;
 	calvin_stats_get(&n->cc, &cs, &digest);
+	struct calvin_ring_stats rs;
+	calvin_acquire_stats(&n->cc, &rs);
 	srv_sbuf_printf(x->b,
 			"calvin_epoch:%llu\r\n"
 			"calvin_epochs_closed:%llu\r\n"
@@ -1174,12 +1177,24 @@ static void info_cc(struct info_ctx *x)
 			"calvin_cancelled:%llu\r\n"
 			"calvin_values_forwarded:%llu\r\n"
 			"calvin_values_adopted:%llu\r\n"
-			"calvin_order_digest:%016llx\r\n",
+			"calvin_order_digest:%016llx\r\n"
+			"calvin_acquire_rpcs:%llu\r\n"
+			"calvin_acquire_rpc_bytes:%llu\r\n"
+			"calvin_acquire_writes:%llu\r\n"
+			"calvin_acquire_write_bytes:%llu\r\n"
+			"calvin_acquire_hellos:%llu\r\n"
+			"calvin_acquire_doorbells:%llu\r\n"
+			"calvin_acquire_refused:%llu\r\n"
+			"calvin_acquire_buffers:%llu\r\n",
 			(unsigned long long)cs.epoch, (unsigned long long)cs.epochs_closed,
 			(unsigned long long)cs.epochs_processed, (unsigned long long)cs.txns_sequenced,
 			(unsigned long long)cs.txns_scheduled, (unsigned long long)cs.lock_waits,
 			(unsigned long long)cs.cancelled, (unsigned long long)cs.values_forwarded,
-			(unsigned long long)cs.values_adopted, (unsigned long long)digest);
+			(unsigned long long)cs.values_adopted, (unsigned long long)digest,
+			(unsigned long long)rs.acquire_rpcs, (unsigned long long)rs.acquire_rpc_bytes,
+			(unsigned long long)rs.acquire_writes, (unsigned long long)rs.acquire_write_bytes,
+			(unsigned long long)rs.hellos, (unsigned long long)rs.doorbells,
+			(unsigned long long)rs.refused, (unsigned long long)rs.buffers);
 	info_cc_protocols(x, p);
 	info_cc_stages(x, p);
 }

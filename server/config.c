@@ -71,6 +71,7 @@ static const char *const persistence_choices[] = { "none", "process", "power", "
 static const char *const loglevel_choices[] = { "debug", "verbose", "notice", "warning", NULL };
 static const char *const fabric_choices[] = { "shm", "tcp", "verbs", NULL };
 static const char *const lock_mode_choices[] = { "exclusive", "shared", NULL };
+static const char *const calvin_acquire_choices[] = { "rpc", "write", NULL };
 
 /*
  * An item (header, key and value) must fit the largest size class, one
@@ -119,6 +120,8 @@ static const struct opt options[] = {
 	{ "maat-list-slots", OT_INT, true, OFF(maat_list_slots), 1, 16, NULL, "4" },
 	{ "calvin-epoch-us", OT_LL, true, OFF(calvin_epoch_us), 100, 1000000, NULL, "5000" },
 	{ "calvin-trace", OT_BOOL, true, OFF(calvin_trace), 0, 0, NULL, "no" },
+	{ "calvin-acquire", OT_ENUM, true, OFF(calvin_acquire), 0, 0, calvin_acquire_choices,
+	  "rpc" },
 	{ "addr-cache-entries", OT_LL, true, OFF(addr_cache_entries), 1, 1LL << 30, NULL,
 	  "262144" },
 	{ "txn-timeout", OT_LL, true, OFF(txn_timeout_ms), 1, 3600000, NULL, "5000" },

@@ -57,6 +57,8 @@ struct srv_config {
 	int maat_list_slots;            /* maat-list-slots 4: reader/writer list slots per item */
 	long long calvin_epoch_us;      /* calvin-epoch-us 5000 (mutable): an epoch's length */
 	bool calvin_trace;              /* calvin-trace no (mutable): log each epoch's order */
+	char *calvin_acquire;           /* calvin-acquire rpc (mutable): rpc|write, how a
+					   coordinator sends ACQUIRE (cc/calvin_ring.h) */
 	long long addr_cache_entries;   /* addr-cache-entries 262144: per worker (cc/cache.h) */
 	long long txn_timeout_ms;       /* txn-timeout 5000 (mutable) */
 	long long busy_reply_ms;        /* busy-reply-threshold (lua-time-limit) 5000: a

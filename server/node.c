@@ -273,6 +273,8 @@ void srv_node_limits(struct node *n)
 	ck_pr_store_64(&l->maat_list_slots, (uint64_t)n->cfg.maat_list_slots);
 	ck_pr_store_64(&l->calvin_epoch_us, (uint64_t)n->cfg.calvin_epoch_us);
 	ck_pr_store_64(&l->calvin_trace, n->cfg.calvin_trace ? 1 : 0);
+	const char *acq = ck_pr_load_ptr(&n->cfg.calvin_acquire);
+	ck_pr_store_64(&l->calvin_acquire, acq && strcmp(acq, "write") == 0 ? 1 : 0);
 	ck_pr_store_64(&l->addr_cache_entries, (uint64_t)n->cfg.addr_cache_entries);
 	ck_pr_store_64(&l->testing, n->cfg.testing ? 1 : 0);
 }

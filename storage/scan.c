@@ -59,6 +59,26 @@ static struct st_item *slot_item(struct st_region *r, uint64_t s, uint64_t *iden
 	return st_ident_sane(*ident, cls) ? it : NULL;
 }
 
+bool st_block_owned_local(struct st_region *r, const struct st_ref *ref)
+{
+	uint64_t slab;
+	uint32_t idx;
+	if (st_block_locate(&r->layout, ref->off, ref->cls, &slab, &idx))
+		return false;
+	/* The slab's class first: after a FLUSHALL the slab may serve another
+	 * class, whose bitmap bit idx is another block's, and the block's
+	 * ident stays ours until something is written over it. */
+	const uint64_t tab = ld((const uint64_t *)(r->base + r->layout.slabtab_off + slab * 8));
+	if (tab != (uint64_t)ref->cls + 1)
+		return false;
+	const struct st_item *it = (const struct st_item *)(r->base + ref->off);
+	const uint64_t ident = ld(&it->ident);
+	const uint64_t bw = ld((const uint64_t *)(r->base +
+						   st_bitmap_word_off(&r->layout, slab, idx)));
+	return st_ident_gen(ident) == ref->gen && st_ident_class(ident) == ref->cls &&
+	       (bw & (1ull << (idx % 64)));
+}
+
 void st_scan(struct st_region *r, uint64_t *cursor, uint64_t count, st_scan_fn fn, void *arg)
 {
 	const uint64_t nb = r->layout.index_buckets;

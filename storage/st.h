@@ -432,6 +432,11 @@ typedef int (*st_lock_visit_fn)(void *arg, const char *key, uint32_t klen, uint6
 void st_scan_locks(struct st_region *r, st_lock_visit_fn fn, void *arg);
 /* Number of live keys (a full scan). */
 uint64_t st_count(struct st_region *r);
+/* Is block ref (of this region) still of generation ref->gen and class
+ * ref->cls, and allocated (a FLUSHALL frees every block, recovery every
+ * one the index does not name)? Reads the region's own mapping: a
+ * snapshot, for a block whose owner is the caller (no one else frees it). */
+bool st_block_owned_local(struct st_region *r, const struct st_ref *ref);
 
 /* ---- one-sided: any coordinator, through the fabric ---- */
 

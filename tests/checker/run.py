@@ -7,6 +7,7 @@
   /usr/bin/python3 tests/checker/run.py --protocol silo --zipf 0.99 --keys 8 --duration 60
   /usr/bin/python3 tests/checker/run.py --protocol silo --fault --duration 30
   /usr/bin/python3 tests/checker/run.py --topology tcp3 --protocol nowait --keys 64
+  /usr/bin/python3 tests/checker/run.py --topology shm3 --protocol calvin --server-opt calvin-acquire=write
   /usr/bin/python3 tests/checker/checker.py HISTORY.jsonl   # replay a kept history
 
 A run starts a topology, loads it with client threads that record every
@@ -492,7 +493,7 @@ class RunSpec:
                  fabric_delay_us=DEFAULT_FABRIC_DELAY_US, threads=DEFAULT_THREADS,
                  realtime=True, seed=None, topology="single", accounts=8,
                  switch_every=None, persistence=None, power_cuts=0, replicas=1,
-                 failovers=0, pauses=0, shutdowns=0, torn=False):
+                 failovers=0, pauses=0, shutdowns=0, torn=False, server_opts=None):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         if self.seed is None:
@@ -529,6 +530,8 @@ class RunSpec:
             s += ", persistence %s" % self.persistence
         if self.replicas > 1:
             s += ", replicas %d" % self.replicas
+        if self.server_opts:
+            s += ", " + ", ".join("%s %s" % kv for kv in sorted(self.server_opts.items()))
         return s + ", seed %d" % self.seed
 
 
@@ -595,6 +598,7 @@ def run(spec, history_path):
     extra = {"persistence": spec.persistence} if spec.persistence else {}
     if spec.replicas > 1:
         extra["replicas"] = spec.replicas
+    extra.update(spec.server_opts or {})
     topo = TOPOLOGIES[spec.topology](protocol=spec.protocol,
                                      fabric_delay_us=spec.fabric_delay_us,
                                      threads=spec.threads, extra=extra)
@@ -1140,6 +1144,9 @@ def main(argv=None):
     ap.add_argument("--replicas", type=int, default=1,
                     help="cluster topologies: nodes per slot (the servers' `replicas`); "
                          "each run then also compares every key's copies (RCKV COPIES)")
+    ap.add_argument("--server-opt", action="append", default=[], metavar="NAME=VALUE",
+                    help="a server option every node of every run gets on its command line "
+                         "(e.g. calvin-acquire=write); repeatable")
     ap.add_argument("--out", help="directory for histories (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep histories of passing runs too")
     ap.add_argument("--seed", type=int, default=None)
@@ -1195,8 +1202,15 @@ def main(argv=None):
             s.realtime = not args.no_realtime
             if args.seed is not None:
                 s.seed = args.seed
+    server_extra = {}
+    for o in args.server_opt:
+        name, eq, value = o.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            ap.error("--server-opt %r: expected NAME=VALUE" % o)
+        server_extra[name.strip()] = value.strip()
     for s in specs:
         s.persistence = args.persistence
+        s.server_opts = dict(server_extra)
         if s.topology in CLUSTER_TOPOLOGIES:
             # A failover needs a copy to fail over to.
             s.replicas = (max(args.replicas, 2) if s.failovers or s.pauses or s.shutdowns

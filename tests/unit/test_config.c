@@ -501,7 +501,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 47);
+	CHECK(all.n == 48);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
