@@ -161,6 +161,14 @@ struct calvin {
 	struct part **ptab;
 	struct calvin_mine **mtab;  /* this node's labeled transactions, by (e, seq) */
 	uint64_t purged_through[FAB_MAX_NODES]; /* purge(): epochs of a node's dropped */
+	/* A node's incarnations as this one saw them: calvin_peer_failed
+	 * (its restart, or its takeover) counts one more, and notes the
+	 * epoch closed then. A failure seen by a call sent to an earlier
+	 * incarnation, or reported for an epoch closed before it (a DELIVER
+	 * that was late), is that incarnation's: it purges nothing of the
+	 * new one's (purge_seen). */
+	uint32_t inc[FAB_MAX_NODES];
+	uint64_t rejoined_at[FAB_MAX_NODES];
 	struct mbox mbox[MAX_WORKERS];
 	struct calvin_stats st;
 	uint64_t digest;            /* of the queued order (calvin_order_digest) */
@@ -277,6 +285,8 @@ static void mbox_unlink(struct calvin *cv, struct calvin_mine *m)
 
 static void notifier(struct sched *s, void *arg);
 static void purge(struct calvin *cv, uint16_t node);
+static void purge_seen(struct calvin *cv, uint16_t node, uint32_t inc, uint64_t e);
+static void incarnations(struct calvin *cv, uint32_t inc[FAB_MAX_NODES]);
 static struct part **part_slot(struct calvin *cv, uint64_t e, uint16_t src, uint32_t seq);
 static void part_unqueue(struct calvin *cv, struct part *p);
 static void part_free(struct part *p);
@@ -727,6 +737,8 @@ static void notifier(struct sched *s, void *arg)
 			pthread_mutex_unlock(&cv->mu);
 		}
 		bool any = false;
+		uint32_t inc[FAB_MAX_NODES];
+		incarnations(cv, inc);
 		for (int nd = 0; nd < FAB_MAX_NODES; nd++)
 			if (mlen[nd]) {
 				rr[nd] = (struct fab_rpc_reply){ 0 };
@@ -770,7 +782,7 @@ static void notifier(struct sched *s, void *arg)
 				} else if (rr[nd].status == -EHOSTDOWN) {
 					/* The coordinator died: it needs no grant,
 					 * and what it holds here is released. */
-					purge(cv, (uint16_t)nd);
+					purge_seen(cv, (uint16_t)nd, inc[nd], 0);
 				}
 				pthread_mutex_unlock(&cv->mu);
 			}
@@ -782,6 +794,7 @@ static void notifier(struct sched *s, void *arg)
 			struct outmsg *o[CHUNK];
 			struct fab_rpc_reply orr[CHUNK];
 			int k = 0;
+			incarnations(cv, inc);
 			for (; out && k < CHUNK; k++) {
 				o[k] = out;
 				out = out->next;
@@ -802,7 +815,7 @@ static void notifier(struct sched *s, void *arg)
 					continue;
 				}
 				if (orr[i].status == -EHOSTDOWN)
-					purge(cv, o[i]->to);
+					purge_seen(cv, o[i]->to, inc[o[i]->to], 0);
 				free(o[i]);
 			}
 			pthread_mutex_unlock(&cv->mu);
@@ -1195,12 +1208,14 @@ static void epoch_need(struct calvin *cv, struct epoch *ep)
 	ep->need = sum;
 }
 
+/* `gone` did not answer CLOSE(e); inc: the incarnations the CLOSEs were
+ * sent to, when this node sent them (else NULL). */
 static void deliver_local(struct calvin *cv, uint64_t e, const uint32_t need[FAB_MAX_NODES],
-			  uint64_t gone)
+			  uint64_t gone, const uint32_t *inc)
 {
 	for (int i = 0; i < FAB_MAX_NODES; i++)
 		if ((gone & (1ull << i)) && i != fab_self(cv->n->fab))
-			purge(cv, (uint16_t)i);
+			purge_seen(cv, (uint16_t)i, inc ? inc[i] : UINT32_MAX, e);
 	if (e <= cv->processed)
 		return;
 	if (e - cv->processed >= RING) {
@@ -1215,6 +1230,33 @@ static void deliver_local(struct calvin *cv, uint64_t e, const uint32_t need[FAB
 	}
 	epoch_need(cv, ep);
 	process(cv);
+}
+
+/* The incarnations of every node, as this one counts them (for
+ * purge_seen: taken before the calls whose failures it judges). */
+static void incarnations(struct calvin *cv, uint32_t inc[FAB_MAX_NODES])
+{
+	pthread_mutex_lock(&cv->mu);
+	memcpy(inc, cv->inc, sizeof(cv->inc));
+	pthread_mutex_unlock(&cv->mu);
+}
+
+/*
+ * A failure of `node` seen by a call sent to its incarnation `inc`
+ * (UINT32_MAX: not known), or reported for epoch e (0: none): under the
+ * mutex, purge it, unless it was an earlier incarnation's. Reports come
+ * late (a DELIVER from another initiator, a resend's reply), and a node
+ * back from a restart already sends ACQUIREs: purging then would drop its
+ * new parts with the latches they forwarded, which nobody would give
+ * back (its RELEASE finds no part).
+ */
+static void purge_seen(struct calvin *cv, uint16_t node, uint32_t inc, uint64_t e)
+{
+	if (inc != UINT32_MAX && inc != cv->inc[node])
+		return;
+	if (e && e <= cv->rejoined_at[node])
+		return;
+	purge(cv, node);
 }
 
 /*
@@ -1394,7 +1436,7 @@ static int h_deliver(void *arg, struct fab_rpc_call *c, uint32_t *len)
 		return -EINVAL;
 	memcpy(&rq, c->req, sizeof(rq));
 	pthread_mutex_lock(&cv->mu);
-	deliver_local(cv, rq.e, rq.need, rq.gone);
+	deliver_local(cv, rq.e, rq.need, rq.gone, NULL);
 	pthread_mutex_unlock(&cv->mu);
 	*len = 0;
 	return 0;
@@ -1649,6 +1691,8 @@ void calvin_peer_failed(struct cc_node *n, uint16_t peer)
 		return;
 	calvin_ring_peer_gone(cv->ring, peer); /* its buffer: asked for again */
 	pthread_mutex_lock(&cv->mu);
+	cv->inc[peer]++;
+	cv->rejoined_at[peer] = cv->closed;
 	drop_pending(cv, peer); /* (purge may find nothing new to drop) */
 	purge(cv, peer);
 	pthread_mutex_unlock(&cv->mu);
@@ -1763,9 +1807,11 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 		free(dl);
 		return;
 	}
+	uint32_t inc[FAB_MAX_NODES];
 	for (int tries = 0; tries < 3; tries++) {
 		pthread_mutex_lock(&cv->mu);
 		struct close_req rq = { .e = again ? again : cv->closed + 1 };
+		memcpy(inc, cv->inc, sizeof(inc));
 		bool open = cv->open_head != NULL;
 		pthread_mutex_unlock(&cv->mu);
 		if (!again && !open)
@@ -1859,7 +1905,7 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 				out_later(cv, t->ccw->worker_id, mem[j], CALVIN_RPC_DELIVER, &dl[j],
 					  sizeof(dl[j]), 0);
 		if (self_j >= 0)
-			deliver_local(cv, rq.e, dl[self_j].need, gone);
+			deliver_local(cv, rq.e, dl[self_j].need, gone, inc);
 		pthread_mutex_unlock(&cv->mu);
 		break;
 	}
@@ -2008,6 +2054,8 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 	}
 	uint64_t failed = 0;
 	int rc = CC_OK;
+	uint32_t inc[FAB_MAX_NODES];
+	incarnations(cv, inc);
 	prim_stage(t, CC_STAGE_LOCK);
 	calvin_ring_prepare(cv->ring, t, m->nodes & ~(1ull << self)); /* buffers not known yet */
 	for (;;) {
@@ -2075,7 +2123,7 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 			if ((failed & (1ull << nd)) && rr[nd].status != -ESTALE &&
 			    rr[nd].status != -EBUSY) {
 				if (rr[nd].status == -EHOSTDOWN)
-					purge(cv, (uint16_t)nd);
+					purge_seen(cv, (uint16_t)nd, inc[nd], 0);
 				gone = true;
 			}
 		pthread_mutex_unlock(&cv->mu);
