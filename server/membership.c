@@ -270,6 +270,12 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 		st->out |= b;
 		st->joining &= ~b;
 		st->late &= ~b;
+		/* Fenced now, not when the configuration thread adopts the
+		 * change: it may be held in an earlier adoption's quiesce by a
+		 * transaction waiting on this node, hung (SIGSTOP), which only
+		 * the fence wakes (adopt unfences it if it comes back). */
+		if ((unsigned)c.node != m->self)
+			fab_fence(m->n->cc.fab, c.node);
 		break;
 	case CMD_JOIN:
 		if (!(st->out & b))
@@ -432,8 +438,12 @@ static void on_proposed(struct raft_apply *req, int status, void *result)
  * die during a takeover, which then cannot finish) settled. */
 static bool propose(struct membership *m, uint32_t kind, unsigned node)
 {
+	/* A node taken out need not wait for the leader to adopt the
+	 * configuration before it: that adoption may be what waits for the
+	 * node (a transaction in flight to it when it hung), and the fence
+	 * that ends the wait comes with the change (fsm_apply). */
 	if (m->proposing || raft_state(&m->raft) != RAFT_LEADER ||
-	    m->st.epoch != ck_pr_load_64(&m->adopted_epoch) ||
+	    (kind != CMD_OUT && m->st.epoch != ck_pr_load_64(&m->adopted_epoch)) ||
 	    (kind != CMD_OUT && kind != CMD_SETTLED && m->st.settled < m->st.epoch))
 		return false;
 	struct mb_cmd c = { .magic = CMD_MAGIC, .kind = kind, .node = node, .epoch = m->st.epoch };
@@ -849,9 +859,11 @@ static void adopt(struct membership *m, const struct mb_state *st)
 	 * now, so the quiesce below does not wait for it. A node that came
 	 * back (joining) is reachable again. */
 	for (unsigned i = 1; i < PL_MAX_NODES; i++) {
-		if ((st->out & bit(i)) && !(m->adopted.out & bit(i)))
+		if (i == m->self)
+			continue;
+		if ((st->out & bit(i)) && !fab_fenced(f, (uint16_t)i))
 			fab_fence(f, (uint16_t)i);
-		else if (!(st->out & bit(i)) && (m->adopted.out & bit(i)))
+		else if (!(st->out & bit(i)) && fab_fenced(f, (uint16_t)i))
 			fab_unfence(f, (uint16_t)i);
 	}
 	struct pl_map *pm = map_of(m, st);

@@ -8,6 +8,9 @@ is the checker's: tests/checker/test_replicas.py.)
 rckv only (skipped with RCKV_TEST_TARGET=redis).
 """
 
+import os
+import signal
+import threading
 import time
 
 import pytest
@@ -255,3 +258,70 @@ def test_full_restart_keeps_configuration_and_data(make_cluster):
         c = nd.client()
         for i in range(50):
             assert c.get("r%d" % i) == str(i + 1).encode(), (nd.id, i)
+
+
+@pytest.mark.time_limit(150)
+def test_leader_hung_right_after_a_change_is_taken_out(make_cluster):
+    """SIGSTOP the leader the moment it has applied a configuration change
+    (RCKV REBALANCE), under writes through the others to its keys: the
+    followers learn of the change only from the next leader, and adopting
+    it waits for their transactions in flight to the hung node. The new
+    leader must still take the hung node out (the fence that ends those
+    waits comes with that change), and its keys must be written through
+    another node within a failover's time, not once it wakes."""
+    cl = make_cluster("tcp", file_opts={"replicas": 2, "auto-rebalance": "no"})
+    c = cl.node(1).client()
+    leader = int(c.info("cluster")["rckv_raft_leader"])
+    late = leader % 3 + 1
+    via = late % 3 + 1
+    cv = cl.node(via).client()
+    # A rejoined node left "late": the change to come moves it back.
+    cl.node(late).kill9()
+    wait_for("node %d out" % late, lambda: node_states(cv)[late] == "out")
+    cl.node(late).start()
+    wait_for("node %d copied" % late, lambda: node_states(cv)[late] == "late")
+    mine = keys_of(cv, leader, 16, prefix="h")
+
+    stop = threading.Event()
+
+    def writer(node_id, seed):
+        conn = cl.node(node_id).client()
+        i = seed
+        while not stop.is_set():
+            try:
+                conn.set(mine[1 + i % (len(mine) - 1)], i)  # mine[0]: the probe's
+            except redis.exceptions.RedisError:
+                time.sleep(0.01)
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(nd, i), daemon=True)
+               for i, nd in enumerate([via, late] * 4)]
+    for t in threads:
+        t.start()
+    lc = cl.node(leader).client()
+    pid = cl.node(leader).proc.pid
+    stopped = False
+    try:
+        time.sleep(0.5)
+        before = int(lc.info("cluster")["rckv_config_applied"])
+        assert lc.execute_command("RCKV", "REBALANCE") == b"OK"
+        wait_for("the leader applies the change",
+                 lambda: int(lc.info("cluster")["rckv_config_applied"]) > before, timeout=10)
+        os.killpg(pid, signal.SIGSTOP)
+        stopped = True
+        t0 = time.monotonic()
+        wait_for("node %d out" % leader, lambda: node_states(cv)[leader] == "out")
+        probe = cl.node(via).client(socket_timeout=5)
+        wait_for("a write to %s through node %d" % (mine[0], via),
+                 lambda: probe.set(mine[0], "after"))
+        took = time.monotonic() - t0
+        assert took < 15, "the hung leader's keys were served again only after %.1f s" % took
+    finally:
+        stop.set()
+        if stopped:
+            os.killpg(pid, signal.SIGCONT)
+        for t in threads:
+            t.join(timeout=10)
+    wait_for("node %d rejoins" % leader, lambda: node_states(cv)[leader] in ("late", "up"),
+             timeout=60)
+    assert cv.get(mine[0]) == b"after"
