@@ -4,7 +4,7 @@
  * RESTORE, OBJECT and DEBUG OBJECT, with Redis 7.0's replies and error
  * texts (checked against redis-server 7.0.15).
  *
- * RENAME, RENAMENX, COPY, DUMP, RESTORE and OBJECT run in the command's
+ * RENAME, RENAMENX, COPY, DUMP and RESTORE run in the command's
  * transaction like every data command (cmd_string.c's rules (1) and (2):
  * a failed txn_* call ends the handler through cmd_txn_failed, and a value
  * from txn_get dies when its key is written). Their keys are declared from
@@ -28,7 +28,10 @@
  * it try another). Inside MULTI it replies the candidate as SCAN would,
  * without the block's own writes.
  *
- * OBJECT answers what a client can rely on: ENCODING as Redis would name
+ * OBJECT's subcommands, like every container's, are CMD_NOTXN rows: each
+ * reads its key in a transaction of its own that declares it (key_read),
+ * or in the block's when queued in MULTI. It answers what a client can
+ * rely on: ENCODING as Redis would name
  * the value's encoding after a SET of it (int, embstr, raw: rckv has one
  * representation, so a value grown by APPEND, which Redis turns raw,
  * still says embstr when short), REFCOUNT as Redis's (its shared integers
@@ -531,14 +534,16 @@ int cmd_object(struct cmd_ctx *c)
 			resp_status(c->out, object_help[i]);
 		return 0;
 	}
-	const char *v;
-	size_t vlen;
-	bool found;
-	int rc = txn_get(c->txn, KEY(c, 2), &v, &vlen, &found);
+	struct key_read r = { .key = c->argv[2].p, .klen = c->argv[2].len };
+	int rc = key_read(c, &r);
+	const char *v = r.val;
+	size_t vlen = r.vlen;
 
-	if (rc)
-		return cmd_txn_failed(c, c->out->len, rc);
-	if (!found) {
+	if (rc) {
+		free(r.val);
+		return rc == CC_ABORT ? CC_ABORT : 0;
+	}
+	if (!r.found) {
 		resp_null(c->out);
 	} else if (arg_is(sub, "encoding")) {
 		resp_bulk_cstr(c->out, encoding_of(v, vlen));
@@ -551,6 +556,7 @@ int cmd_object(struct cmd_ctx *c)
 				   "not tracked. Please note that when switching between policies at "
 				   "runtime LRU and LFU data will take some time to adjust.");
 	}
+	free(r.val);
 	return 0;
 }
 

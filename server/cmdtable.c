@@ -231,10 +231,11 @@ static const struct cmd_def rckv_subs[] = {
 	{ .name = NULL },
 };
 
-/* OBJECT's subcommands read their key, argument 2, in a transaction;
- * HELP runs without one. */
+/* OBJECT's subcommands read their key, argument 2, in a transaction of
+ * their own (cmd_object: a subcommand row is CMD_NOTXN, as every
+ * container's); HELP reads none. */
 #define KEY2 .first_key = 2, .last_key = 2, .key_step = 1
-#define F_OBJKEY (CMD_READONLY)
+#define F_OBJKEY (CMD_READONLY | CMD_NOTXN)
 static const struct cmd_def object_subs[] = {
 	{ .name = "object|encoding", .fn = cmd_object, .arity = 3, .flags = F_OBJKEY, KEY2,
 	  .group = "generic", .since = "2.2.3",
