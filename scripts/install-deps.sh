@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
   libhiredis-dev libpmem-dev libck-dev libboost-context-dev
-  libibverbs-dev librdmacm-dev libraft-dev libuv1-dev liblua5.1-0-dev lua-cjson-dev
+  libibverbs-dev librdmacm-dev libraft-dev libuv1-dev liblua5.1-0-dev lua-cjson-dev liblzf-dev
   redis-tools redis-server python3 python3-redis python3-pytest gnuplot-nox
 )
 

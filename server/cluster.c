@@ -50,6 +50,7 @@
 #include "server/membership.h"
 #include "server/node.h"
 #include "server/recovery.h"
+#include "server/save.h"
 #include "server/slots.h"
 #include "server/strutil.h"
 #include "server/worker.h"
@@ -69,6 +70,7 @@ enum ctl_type {
 	CTL_TAKE_SCAN,
 	CTL_TAKE_SETTLE,
 	CTL_STAGES,
+	CTL_SAVE,    /* save this node's region (SAVE, BGSAVE); answer: an error's text */
 };
 
 #define CTL_MAX_PAYLOAD (64u << 20)
@@ -702,6 +704,13 @@ static void *ctl_conn_main(void *arg)
 			st_flush(n->cc.region);
 			ck_pr_inc_64(&n->cc.flush_epoch);
 			break;
+		case CTL_SAVE: {
+			char err[256] = "";
+			status = n->save ? srv_save_local(n, err, sizeof(err)) : -ESHUTDOWN;
+			if (status && err[0] && (resp = strdup(err)))
+				rlen = strlen(err);
+			break;
+		}
 		case CTL_RESUME:
 			if (quiesced) {
 				cc_quiesce_end(&n->cc);
@@ -1170,8 +1179,74 @@ static int flush_all(struct node *n, struct worker *w, char *err, size_t errlen)
 	return cluster_quiet_op(n, w, STEP_FLUSH, NULL, err, errlen);
 }
 
+/* A save waits for the peers' disks: a large region's checkpoint may take
+ * minutes. */
+#define SAVE_WAIT_NS (600ull * 1000000000ull)
+
+/*
+ * SAVE on every node (server/save.c says why every node): each peer is
+ * asked first (CTL_SAVE), so that all save at once, then this node saves
+ * its own, then the answers are collected. A peer out of the
+ * configuration is skipped: its slots are served, and saved, by the nodes
+ * that took them over. The first failure is the result, naming its node.
+ * On save.c's job thread (blocking calls).
+ */
+static int save_all(struct node *n, char *err, size_t errlen)
+{
+	struct cluster *cl = n->cluster;
+	int np = cl ? cl->npeers : 0, nc = 0, rc = 0;
+	struct ctl_conn *conns = calloc((size_t)(np ? np : 1), sizeof(*conns));
+	if (!conns) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	const uint64_t deadline = sched_now_ns() + SAVE_WAIT_NS;
+	for (int i = 0; i < np; i++) {
+		int id = cl->peers[i].id;
+		char cerr[200] = "";
+		if (peer_out(n, id))
+			continue;
+		conns[nc].fd = -1;
+		int crc = ctl_open(n, id, &conns[nc], cerr, sizeof(cerr));
+		if (crc == 0)
+			crc = ctl_send(NULL, &conns[nc], CTL_SAVE, NULL, 0, deadline);
+		if (crc == 0) {
+			nc++;
+			continue;
+		}
+		ctl_close(&conns[nc]);
+		if (rc == 0) {
+			rc = crc;
+			snprintf(err, errlen, "node %d: %s", id, cerr[0] ? cerr : strerror(-crc));
+		}
+	}
+	char lerr[256] = "";
+	int lrc = srv_save_local(n, lerr, sizeof(lerr));
+	if (lrc && rc == 0) {
+		rc = lrc;
+		snprintf(err, errlen, "%s", lerr);
+	}
+	for (int i = 0; i < nc; i++) {
+		void *r = NULL;
+		size_t rl = 0;
+		int prc = ctl_recv(NULL, &conns[i], &r, &rl, deadline);
+		if (prc && rc == 0) {
+			rc = prc;
+			if (r && rl)
+				snprintf(err, errlen, "%s", (char *)r);
+			else
+				snprintf(err, errlen, "node %d: %s", conns[i].peer, strerror(-prc));
+		}
+		free(r);
+		ctl_close(&conns[i]);
+	}
+	free(conns);
+	return rc;
+}
+
 static const struct node_cluster_ops cluster_ops = {
 	.flush_all = flush_all,
+	.save_all = save_all,
 };
 
 /*
@@ -1346,6 +1421,62 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 	if (local == 0)
 		idx++;
 	*cursor = idx >= (uint64_t)m->nnodes ? 0 : (idx << SCAN_NODE_SHIFT) | local;
+	return 0;
+}
+
+/* RANDOMKEY's walk: the first key seen, copied. */
+struct first_key {
+	char *key;
+	size_t klen;
+	bool oom;
+};
+
+static int take_first(void *arg, const char *key, size_t klen)
+{
+	struct first_key *f = arg;
+	f->key = malloc(klen ? klen : 1);
+	if (!f->key) {
+		f->oom = true;
+		return 1;
+	}
+	memcpy(f->key, key, klen);
+	f->klen = klen;
+	return 1;
+}
+
+/* Buckets one step of the walk visits. */
+#define RANDOM_STEP 1024
+
+int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, char **key, size_t *klen,
+		       char *err, size_t errlen)
+{
+	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
+	const uint64_t buckets = n->cc.layout->index_buckets;
+	/* A node, then a bucket of its index (st_scan's cursor is bucket * 8
+	 * + slot), from the seed's two halves. */
+	const uint64_t start = ((uint64_t)((seed >> 32) % (uint64_t)m->nnodes) << SCAN_NODE_SHIFT) |
+			       (((seed & 0xffffffffull) % buckets) * 8);
+	struct first_key f = { 0 };
+	*key = NULL;
+	*klen = 0;
+	/* From the start to the end, then from the beginning up to the start:
+	 * cursors grow along the walk, and one node's end is the next one's
+	 * beginning. */
+	for (int pass = 0; pass < 2 && !f.key && !f.oom; pass++) {
+		uint64_t cursor = pass == 0 ? start : 0;
+		do {
+			if (cluster_scan(n, w, &cursor, RANDOM_STEP, take_first, &f, err, errlen) != 0) {
+				free(f.key);
+				return -1;
+			}
+		} while (cursor && !f.key && !f.oom && (pass == 0 || cursor < start));
+	}
+	if (f.oom) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	*key = f.key;
+	*klen = f.klen;
 	return 0;
 }
 

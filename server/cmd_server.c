@@ -36,6 +36,7 @@
 #include "server/membership.h"
 #include "server/cluster.h"
 #include "server/node.h"
+#include "server/save.h"
 #include "server/slots.h"
 #include "server/srv.h"
 #include "server/strutil.h"
@@ -870,6 +871,8 @@ static void info_persistence(struct info_ctx *x)
 	const struct st_log_stats *rs = &n->recovery;
 	const uint64_t gc_flushes = ck_pr_load_64(&n->cc.gc_flushes);
 	const uint64_t gc_commits = ck_pr_load_64(&n->cc.gc_commits);
+	struct srv_save_info sv;
+	srv_save_get_info(n, &sv);
 	pthread_mutex_lock(&n->cfg_lock);
 	const char *mode = n->cfg.persistence ? n->cfg.persistence : "";
 	/* What the data survives (conf/rckv.conf "persistence"). */
@@ -882,7 +885,13 @@ static void info_persistence(struct info_ctx *x)
 			"# Persistence\r\n"
 			"loading:0\r\n"
 			"async_loading:0\r\n"
-			"rdb_bgsave_in_progress:0\r\n"
+			"rdb_changes_since_last_save:%llu\r\n"
+			"rdb_bgsave_in_progress:%d\r\n"
+			"rdb_last_save_time:%lld\r\n"
+			"rdb_last_bgsave_status:%s\r\n"
+			"rdb_last_bgsave_time_sec:%lld\r\n"
+			"rdb_current_bgsave_time_sec:%lld\r\n"
+			"rdb_saves:%llu\r\n"
 			"aof_enabled:0\r\n"
 			"aof_rewrite_in_progress:0\r\n"
 			"persistence:%s\r\n"
@@ -898,7 +907,9 @@ static void info_persistence(struct info_ctx *x)
 			"persistence_group_flushes:%llu\r\n"
 			"persistence_group_commits:%llu\r\n"
 			"persistence_commits_per_flush:%.2f\r\n",
-			mode, durable, n->cfg.dir ? n->cfg.dir : "",
+			(unsigned long long)sv.changes, sv.in_progress ? 1 : 0, (long long)sv.lastsave,
+			sv.last_ok ? "ok" : "err", sv.last_secs, sv.current_secs,
+			(unsigned long long)sv.saves, mode, durable, n->cfg.dir ? n->cfg.dir : "",
 			(unsigned long long)n->recovered_keys, n->recovered_unclean ? 0 : 1,
 			(unsigned long long)n->recovery_ms, (unsigned long long)rs->txns_rolled_back,
 			(unsigned long long)rs->records_undone, (unsigned long long)rs->txns_committed,
@@ -1439,6 +1450,8 @@ static const char *const debug_help[] = {
 	"    unit tests to simulate Redis errors.",
 	"LOG <message>",
 	"    Write <message> to the server log.",
+	"OBJECT <key>",
+	"    Show low level info about the `key` and associated value.",
 	"SLEEP <seconds>",
 	"    Stop the server for <seconds>. Decimals allowed.",
 	"    (rckv: only this connection waits; other clients are served.)",
@@ -1506,6 +1519,8 @@ int cmd_debug(struct cmd_ctx *c)
 		resp_w_raw(c->out, msg, strlen(msg));
 		resp_w_raw(c->out, "\r\n", 2);
 		free(msg);
+	} else if (c->argc == 3 && arg_is(sub, "object")) {
+		return cmd_debug_object(c);
 	} else if (c->argc >= 3 && c->argc <= 5 && arg_is(sub, "fabric-lose-reply")) {
 		debug_lose_reply(c);
 	} else if (c->argc == 3 && arg_is(sub, "sleep")) {

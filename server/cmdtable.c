@@ -231,6 +231,39 @@ static const struct cmd_def rckv_subs[] = {
 	{ .name = NULL },
 };
 
+/* OBJECT's subcommands read their key, argument 2, in a transaction of
+ * their own (cmd_object: a subcommand row is CMD_NOTXN, as every
+ * container's); HELP reads none. */
+#define KEY2 .first_key = 2, .last_key = 2, .key_step = 1
+#define F_OBJKEY (CMD_READONLY | CMD_NOTXN)
+static const struct cmd_def object_subs[] = {
+	{ .name = "object|encoding", .fn = cmd_object, .arity = 3, .flags = F_OBJKEY, KEY2,
+	  .group = "generic", .since = "2.2.3",
+	  .summary = "Inspect the internal encoding of a Redis object", .complexity = "O(1)",
+	  .acl_categories = "@keyspace @read @slow", .key_flags = "RO",
+	  .tips = "nondeterministic_output" },
+	{ .name = "object|refcount", .fn = cmd_object, .arity = 3, .flags = F_OBJKEY, KEY2,
+	  .group = "generic", .since = "2.2.3",
+	  .summary = "Get the number of references to the value of the key", .complexity = "O(1)",
+	  .acl_categories = "@keyspace @read @slow", .key_flags = "RO",
+	  .tips = "nondeterministic_output" },
+	{ .name = "object|freq", .fn = cmd_object, .arity = 3, .flags = F_OBJKEY, KEY2,
+	  .group = "generic", .since = "4.0.0",
+	  .summary = "Get the logarithmic access frequency counter of a Redis object",
+	  .complexity = "O(1)", .acl_categories = "@keyspace @read @slow", .key_flags = "RO",
+	  .tips = "nondeterministic_output" },
+	{ .name = "object|help", .fn = cmd_object, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "generic", .since = "6.2.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@keyspace @slow" },
+	{ .name = "object|idletime", .fn = cmd_object, .arity = 3, .flags = F_OBJKEY, KEY2,
+	  .group = "generic", .since = "2.2.3",
+	  .summary = "Get the time since a Redis object was last accessed", .complexity = "O(1)",
+	  .acl_categories = "@keyspace @read @slow", .key_flags = "RO",
+	  .tips = "nondeterministic_output" },
+	{ .name = NULL },
+};
+
 static const struct cmd_def table[] = {
 	/* ---- string ---- */
 	{ .name = "get", .fn = cmd_get, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
@@ -434,6 +467,76 @@ static const struct cmd_def table[] = {
 	  .acl_categories = "@keyspace @write @slow @dangerous",
 	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
 
+	/* ---- keyspace (cmd_keyspace.c) ---- */
+	{ .name = "rename", .fn = cmd_rename, .arity = 3, .flags = CMD_WRITE, .first_key = 1,
+	  .last_key = 2, .key_step = 1, .group = "generic", .since = "1.0.0",
+	  .summary = "Rename a key", .complexity = "O(1)",
+	  .acl_categories = "@keyspace @write @slow", .key_flags = "RW access delete",
+	  .rest_key_flags = "OW update" },
+	{ .name = "renamenx", .fn = cmd_renamenx, .arity = 3, .flags = CMD_WRITE | CMD_FAST,
+	  .first_key = 1, .last_key = 2, .key_step = 1, .group = "generic", .since = "1.0.0",
+	  .summary = "Rename a key, only if the new key does not exist", .complexity = "O(1)",
+	  .acl_categories = "@keyspace @write @fast", .key_flags = "RW access delete",
+	  .rest_key_flags = "OW insert" },
+	{ .name = "copy", .fn = cmd_copy, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
+	  .first_key = 1, .last_key = 2, .key_step = 1, .group = "generic", .since = "6.2.0",
+	  .summary = "Copy a key",
+	  .complexity = "O(N) worst case for collections, where N is the number of nested items. "
+			"O(1) for string values.",
+	  .acl_categories = "@keyspace @write @slow", .key_flags = "RO access",
+	  .rest_key_flags = "OW update" },
+	/* MOVE never moves with one database: no transaction (cmd_keyspace.c). */
+	{ .name = "move", .fn = cmd_move, .arity = 3, .flags = CMD_WRITE | CMD_FAST | CMD_NOTXN,
+	  KEY1, .group = "generic", .since = "1.0.0", .summary = "Move a key to another database",
+	  .complexity = "O(1)", .acl_categories = "@keyspace @write @fast",
+	  .key_flags = "RW access update" },
+	{ .name = "randomkey", .fn = cmd_randomkey, .arity = 1,
+	  .flags = CMD_READONLY | CMD_NOTXN | CMD_ALLKEYS, .group = "generic", .since = "1.0.0",
+	  .summary = "Return a random key from the keyspace", .complexity = "O(1)",
+	  .acl_categories = "@keyspace @read @slow",
+	  .tips = "request_policy:all_shards nondeterministic_output" },
+	{ .name = "dump", .fn = cmd_dump, .arity = 2, .flags = CMD_READONLY, KEY1,
+	  .group = "generic", .since = "2.6.0",
+	  .summary = "Return a serialized version of the value stored at the specified key.",
+	  .complexity = "O(1) to access the key and additional O(N*M) to serialize it, where N is "
+			"the number of Redis objects composing the value and M their average "
+			"size. For small string values the time complexity is thus O(1)+O(1*M) "
+			"where M is small, so simply O(1).",
+	  .acl_categories = "@keyspace @read @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output" },
+	{ .name = "restore", .fn = cmd_restore, .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM,
+	  KEY1, .group = "generic", .since = "2.6.0",
+	  .summary = "Create a key using the provided serialized value, previously obtained "
+		     "using DUMP.",
+	  .complexity = "O(1) to create the new key and additional O(N*M) to reconstruct the "
+			"serialized value, where N is the number of Redis objects composing the "
+			"value and M their average size. For small string values the time "
+			"complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However "
+			"for sorted set values the complexity is O(N*M*log(N)) because inserting "
+			"values into sorted sets is O(log(N)).",
+	  .acl_categories = "@keyspace @write @slow @dangerous", .key_flags = "OW update" },
+	{ .name = "object", .fn = cmd_object, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "generic", .since = "2.2.3",
+	  .summary = "A container for object introspection commands",
+	  .complexity = "Depends on subcommand.", .subcommands = object_subs,
+	  .acl_categories = "@slow" },
+
+	/* ---- persistence (save.c) ---- */
+	{ .name = "save", .fn = cmd_save, .arity = 1,
+	  .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NOMULTI | CMD_NOTXN, .group = "server",
+	  .since = "1.0.0", .summary = "Synchronously save the dataset to disk",
+	  .complexity = "O(N) where N is the total number of keys in all databases",
+	  .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "bgsave", .fn = cmd_bgsave, .arity = -1,
+	  .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_NOTXN, .group = "server", .since = "1.0.0",
+	  .summary = "Asynchronously save the dataset to disk", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "lastsave", .fn = cmd_lastsave, .arity = 1,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOTXN, .group = "server",
+	  .since = "1.0.0", .summary = "Get the UNIX time stamp of the last successful save to disk",
+	  .complexity = "O(1)", .acl_categories = "@admin @fast @dangerous",
+	  .tips = "nondeterministic_output" },
+
 	/* ---- connection ---- */
 	{ .name = "ping", .fn = cmd_ping, .arity = -1,
 	  .flags = CMD_FAST | CMD_NOTXN | CMD_SCRIPT_NOTXN,
@@ -570,10 +673,11 @@ static const struct cmd_def table[] = {
 
 /* ---- lookup index ---- */
 
-#define IDX_SLOTS 256 /* power of two, several times NCOMMANDS */
+#define IDX_SLOTS 512 /* power of two, several times NCOMMANDS */
 #define NAME_MAX_LEN 32 /* longer than any command name: such names miss at once */
 
 static_assert(IDX_SLOTS >= 4 * (sizeof(table) / sizeof(table[0])), "keep the index sparse");
+static_assert(sizeof(table) / sizeof(table[0]) < 255, "idx_slot holds a row + 1 in a byte");
 
 /* Written once by build_index() before main (a constructor), read-only after. */
 static uint8_t idx_slot[IDX_SLOTS]; /* table row + 1; 0 = empty */

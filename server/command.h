@@ -158,6 +158,11 @@ void cmd_exists_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen)
 void cmd_type_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 CMD(cmd_del); CMD(cmd_exists); CMD(cmd_type); CMD(cmd_keys); CMD(cmd_scan);
 CMD(cmd_dbsize); CMD(cmd_flushdb); CMD(cmd_flushall);
+/* cmd_keyspace.c */
+CMD(cmd_rename); CMD(cmd_renamenx); CMD(cmd_copy); CMD(cmd_move); CMD(cmd_randomkey);
+CMD(cmd_dump); CMD(cmd_restore); CMD(cmd_object); CMD(cmd_debug_object);
+/* save.c */
+CMD(cmd_save); CMD(cmd_bgsave); CMD(cmd_lastsave);
 /* cmd_conn.c */
 CMD(cmd_ping); CMD(cmd_echo); CMD(cmd_hello); CMD(cmd_auth); CMD(cmd_quit); CMD(cmd_reset);
 CMD(cmd_select); CMD(cmd_client);

@@ -238,6 +238,8 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	if (rc != 0) {
 		out->len = o.mark;
 		srv_reply_txn_failed(out, n, rc);
+	} else if (def->flags & CMD_WRITE) {
+		w->dirty++; /* rdb_changes_since_last_save (server/save.c) */
 	}
 }
 
@@ -358,6 +360,7 @@ void srv_group_run(struct worker *w, struct client *cl)
 	srv_decl_free(&d);
 	if (rc == 0) {
 		w->stats.commands += (uint64_t)n;
+		w->dirty += (uint64_t)n; /* every command of a group writes */
 		w->stats.txn_groups++;
 		cl->last_cmd = cl->grp[n - 1].def->name;
 	} else if (rc == CC_EUNKNOWN) {

@@ -162,6 +162,9 @@ int cmd_exec(struct cmd_ctx *c)
 		srv_reply_txn_failed(c->out, c->node, rc);
 	} else if (r.watch_failed) {
 		c->w->stats.txn_watch_failed++;
+	} else {
+		for (int i = 0; i < cl->mq_len; i++)
+			c->w->dirty += (cl->mq[i].def->flags & CMD_WRITE) != 0;
 	}
 	c->w->stats.commands += (uint64_t)cl->mq_len;
 	client_discard_multi(cl);

@@ -19,6 +19,7 @@
 #include "cc/durable.h"
 #include "cc/switch.h"
 #include "server/log.h"
+#include "server/save.h"
 #include "server/script.h"
 #include "server/membership.h"
 #include "server/recovery.h"
@@ -495,7 +496,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->nworkers = n->cfg.threads;
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
 	n->scripts = script_cache_create();
-	if (!n->workers || !n->scripts) {
+	if (!n->workers || !n->scripts || srv_save_create(n) != 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_listen;
 	}
@@ -519,6 +520,7 @@ fail_listen:
 	n->scripts = NULL;
 	mb_stop(n);
 	cluster_stop(n);
+	srv_save_destroy(n);
 	for (int i = 0; i < n->nlisten; i++)
 		close(n->listen_fds[i]);
 	n->nlisten = 0;
@@ -555,7 +557,9 @@ void srv_node_stop(struct node *n)
 	n->workers = NULL;
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
+	srv_save_stop(n); /* a running save ends first: it writes the region */
 	cluster_stop(n);
+	srv_save_destroy(n); /* after the control threads, which serve CTL_SAVE */
 	durable_stop(&n->cc); /* after the workers: nobody waits any more */
 	fab_close(n->cc.fab);
 	free((void *)n->slots);

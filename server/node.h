@@ -23,12 +23,17 @@ struct slot_map;
 struct node;
 struct durable;
 struct script_cache;
+struct srv_save;
 
 /* Cluster-wide operations (server/cluster.c); NULL on a standalone node.
  * (The protocol switch is cc's: cc_node.cops.) */
 struct node_cluster_ops {
 	/* Empty every node's MemStore (FLUSHALL). */
 	int (*flush_all)(struct node *n, struct worker *w, char *err, size_t errlen);
+	/* Save every node's region (SAVE, BGSAVE: server/save.c), this one's
+	 * with srv_save_local, the peers' at the same time. Blocking: save.c's
+	 * job thread. 0, or -errno with err naming the node. */
+	int (*save_all)(struct node *n, char *err, size_t errlen);
 };
 
 /*
@@ -82,6 +87,7 @@ struct node {
 	int nlisten;
 	int log_fd;                   /* log destination (server/log.c) */
 	struct script_cache *scripts; /* EVAL's cache, shared by the workers (server/script.h) */
+	struct srv_save *save;        /* SAVE, BGSAVE, LASTSAVE (server/save.h) */
 	uint64_t recovered_keys;      /* live keys found at start */
 	struct st_log_stats recovery;  /* what recovery settled at start */
 	uint64_t recovery_ms;

@@ -31,6 +31,9 @@ struct worker {
 	struct cc_worker *ccw;        /* executor state: address cache, ts clock,
 					 its transactions' stats and in-flight count */
 	struct srv_stats stats;       /* owner writes; see node.h */
+	uint64_t dirty;               /* write commands committed (owner writes; save.c
+					 reads with relaxed loads): not in stats, which
+					 CONFIG RESETSTAT zeroes */
 	struct script_pool *scripts;  /* Lua VMs lent to running scripts (server/script.h) */
 
 	pthread_mutex_t clients_lock; /* guards the list links for CLIENT LIST */

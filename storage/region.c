@@ -344,6 +344,23 @@ int st_region_sync(struct st_region *r)
 	return r->wal ? st_wal_flush(r, true) : 0;
 }
 
+int st_region_save(struct st_region *r)
+{
+	if (r->persistence == ST_PERSIST_NONE)
+		return -ENOTSUP;
+	if (r->wal)
+		return st_wal_save(r);
+	if (r->sim)
+		return sim_persist(r, 0, r->layout.size);
+	if (r->is_pmem) {
+		pmem_persist(r->base, r->layout.size);
+		return 0;
+	}
+	/* msync writes back only the dirty pages, and (MS_SYNC) the file's
+	 * metadata: the blocks a sparse file gained. */
+	return pmem_msync(r->base, r->layout.size) != 0 ? (errno ? -errno : -EIO) : 0;
+}
+
 /* Durably record a directory entry change (create, rename, unlink). */
 static void sync_dir(const char *path)
 {

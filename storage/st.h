@@ -243,6 +243,26 @@ int st_region_persist_checked(struct st_region *r, uint64_t off, uint64_t len);
  * Returns 0 or the first -errno. Any thread.
  */
 int st_region_persist_ranges(struct st_region *r, const struct fab_range *rg, size_t n);
+/*
+ * st_region_save - SAVE: make every write made to the region before the
+ * call durable, in whatever way the persistence mode keeps it:
+ *  - write-ahead log: a synced flush, then a checkpoint cut after it,
+ *    written while writers go on, and waited for (st_wal_save): the
+ *    region file is then the region as of the call, and the log before it
+ *    is dropped;
+ *  - persistent memory: pmem_persist of the whole mapping;
+ *  - power-sim: a persist of the whole mapping;
+ *  - otherwise (process, and power without the log): msync of the whole
+ *    mapping, which writes back the dirty pages.
+ * Returns 0, -ENOTSUP for persistence none (the region is a /dev/shm file
+ * removed at exit: no medium to save to), or -errno. Blocks for the
+ * writes: never on a worker thread. Any thread once the workers run;
+ * concurrent calls are serialized by the caller.
+ */
+int st_region_save(struct st_region *r);
+/* The write-ahead log's part of st_region_save. -EAGAIN before
+ * st_wal_start. */
+int st_wal_save(struct st_region *r);
 /* True when the mapping is real persistent memory (pmem_is_pmem). */
 bool st_region_is_pmem(struct st_region *r);
 

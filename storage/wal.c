@@ -127,6 +127,8 @@ struct st_wal {
 	bool cut;               /* a cut waiting for its copy (ck_lock) */
 	uint64_t cut_gen;       /* the segment its log starts at */
 	bool ck_busy, ck_stop;
+	uint64_t ck_done_gen;   /* the last cut whose checkpoint ended (ck_lock) */
+	int ck_done_rc;         /* ... and how: 0 or -errno */
 
 	/* power-sim */
 	bool sim;
@@ -676,6 +678,8 @@ static void *ck_main(void *arg)
 		pthread_mutex_lock(&w->ck_lock);
 		w->cut = false;
 		w->ck_busy = false;
+		w->ck_done_gen = gen;
+		w->ck_done_rc = rc;
 		pthread_cond_broadcast(&w->ck_cond);
 	}
 	pthread_mutex_unlock(&w->ck_lock);
@@ -800,8 +804,14 @@ static int write_out(struct st_wal *w, bool sync)
 /* Due after checkpoint_bytes of log, and not before twice what the last
  * checkpoint wrote: a checkpoint never writes more than half the log it
  * trims (Redis rewrites its AOF once it doubled). */
-static bool cut_due(struct st_wal *w, uint64_t n)
+static bool cut_due(struct st_wal *w, uint64_t n, bool force)
 {
+	if (force) { /* st_wal_save: now, if no checkpoint runs */
+		pthread_mutex_lock(&w->ck_lock);
+		bool idle = w->ck_started && !w->ck_busy;
+		pthread_mutex_unlock(&w->ck_lock);
+		return idle;
+	}
 	uint64_t due = w->checkpoint_bytes;
 	uint64_t last = __atomic_load_n(&w->st.checkpoint_bytes, __ATOMIC_RELAXED);
 	if (due && 2 * last > due)
@@ -821,11 +831,12 @@ static bool cut_due(struct st_wal *w, uint64_t n)
  * the rest drained, so that no batch is half in the take: *cut says
  * whether a cut is due. *upto: the ring position taken to.
  */
-static int ring_take(struct st_wal *w, size_t *n, bool barrier, bool *cut, uint64_t *upto)
+static int ring_take(struct st_wal *w, size_t *n, bool barrier, bool force, bool *cut,
+		     uint64_t *upto)
 {
 	*n = 0;
 	int rc = st_jring_take(w->ring, &w->spare, n, &w->spare_cap, upto);
-	*cut = rc == 0 && cut_due(w, *n);
+	*cut = rc == 0 && cut_due(w, *n, force);
 	if (rc == 0 && (*cut || barrier)) {
 		while (!st_jring_trylock(w->ring)) {
 			if ((rc = st_jring_take(w->ring, &w->spare, n, &w->spare_cap, upto)))
@@ -843,8 +854,11 @@ static int ring_take(struct st_wal *w, size_t *n, bool barrier, bool *cut, uint6
 }
 
 /* A flush; barrier: no batch half in its take, so the log holds every
- * write made before it whole (invariant (5)). */
-static int flush(struct st_region *r, bool sync, bool barrier)
+ * write made before it whole (invariant (5)). force: cut a checkpoint now
+ * unless one runs (*cut_gen says which segment it starts at; 0: none was
+ * cut). */
+static int flush_cut(struct st_region *r, bool sync, bool barrier, bool force,
+		     uint64_t *cut_gen)
 {
 	struct st_wal *w = r->wal;
 	if (!w)
@@ -856,7 +870,7 @@ static int flush(struct st_region *r, bool sync, bool barrier)
 	uint64_t upto = 0, notes = 0;
 	int rc;
 	if (w->ring) {
-		rc = ring_take(w, &n, barrier, &cut, &upto);
+		rc = ring_take(w, &n, barrier, force, &cut, &upto);
 		taken = w->spare;
 	} else {
 		pthread_mutex_lock(&w->lock);
@@ -868,7 +882,7 @@ static int flush(struct st_region *r, bool sync, bool barrier)
 		w->cap = w->spare_cap;
 		w->n = 0;
 		rc = w->nerr;
-		cut = rc == 0 && cut_due(w, n);
+		cut = rc == 0 && cut_due(w, n, force);
 		pthread_mutex_unlock(&w->lock);
 		w->spare = taken;
 		w->spare_cap = cap;
@@ -902,12 +916,19 @@ static int flush(struct st_region *r, bool sync, bool barrier)
 			pthread_mutex_unlock(&w->ck_lock);
 			w->since_cut = 0;
 			__atomic_store_n(&w->st.log_bytes, 0, __ATOMIC_RELAXED);
+			if (cut_gen)
+				*cut_gen = w->gen;
 		}
 	}
 	pthread_mutex_unlock(&w->flush_lock);
 	if (rc)
 		__atomic_store_n(&w->st.flush_err, rc, __ATOMIC_RELAXED);
 	return rc;
+}
+
+static int flush(struct st_region *r, bool sync, bool barrier)
+{
+	return flush_cut(r, sync, barrier, false, NULL);
 }
 
 int st_wal_flush(struct st_region *r, bool sync)
@@ -918,6 +939,33 @@ int st_wal_flush(struct st_region *r, bool sync)
 static int flush_barrier(struct st_region *r)
 {
 	return flush(r, true, true);
+}
+
+/*
+ * SAVE: every write so far durable (a synced flush), then a checkpoint cut
+ * right after it, made as the ones checkpoint_bytes cuts are (the copy
+ * while writers go on, invariant (5)), and waited for. A checkpoint that
+ * runs already is waited for first: its copy may predate the call.
+ */
+int st_wal_save(struct st_region *r)
+{
+	struct st_wal *w = r->wal;
+	if (!w || !w->ck_started)
+		return -EAGAIN;
+	uint64_t gen = 0;
+	while (gen == 0) {
+		ck_wait_idle(w);
+		int rc = flush_cut(r, true, true, true, &gen);
+		if (rc)
+			return rc;
+	}
+	pthread_mutex_lock(&w->ck_lock);
+	while (w->ck_done_gen < gen)
+		pthread_cond_wait(&w->ck_cond, &w->ck_lock);
+	/* A later checkpoint that ended holds our writes too. */
+	int rc = w->ck_done_rc;
+	pthread_mutex_unlock(&w->ck_lock);
+	return rc;
 }
 
 /*
