@@ -33,7 +33,9 @@
 #include "rdma/fab.h"
 
 #define ST_MAGIC 0x31564b43524b4352ull /* "RCKRCKV1" little-endian */
-#define ST_LAYOUT_VERSION 2
+/* Version 3: finer size classes (st_internal.h), slot words of offset/16
+ * and 7 class bits. A region of another version is refused at open. */
+#define ST_LAYOUT_VERSION 3
 
 enum {
 	ST_ENOTFOUND = -1000, /* key has no item */
@@ -169,7 +171,9 @@ static inline const char *st_item_val(const struct st_item *it)
 	return (const char *)(it + 1) + st_ident_klen(it->ident);
 }
 
-/* Size classes: block sizes from ST_MIN_BLOCK up to ST_SLAB_BYTES. */
+/* Size classes: block sizes from ST_MIN_BLOCK up to ST_SLAB_BYTES, each a
+ * multiple of 16, 16 bytes apart up to 256 bytes, 16 per doubling up to
+ * 4 KiB, 4 per doubling above (storage/st_internal.h has the rule). */
 unsigned st_class_count(void);
 uint32_t st_class_size(uint8_t cls);
 /* Smallest class holding an item with these lengths, or -1 if none does. */
