@@ -51,8 +51,11 @@ check-failover: build
 # workloads SmallBank, TPC-C (1 and 3 warehouses) and TATP as Lua scripts,
 # rckv against redis-server on one node and every protocol on a 3-node shm
 # cluster (bench/oltp.sh, a few minutes); calvin against its coroutines on
-# shm and tcp (bench/calvin.sh, about 5 minutes); all under bench/results/.
+# shm and tcp (bench/calvin.sh, about 5 minutes); and memory: 200,000 values
+# of 1 KB and of 100 bytes in rckv and in redis-server, RSS side by side
+# (bench/memory.py, under a minute); all under bench/results/.
 bench: build
+	@RCKV_SERVER=$(abspath $(BUILD))/rckv-server /usr/bin/python3 bench/memory.py
 	@./bench/redis-compare.sh
 	@./bench/sweep.sh
 	@RCKV_SERVER=$(BUILD)/rckv-server RCKV_BENCH=$(BUILD)/rckv-bench ./bench/protocols.sh

@@ -74,7 +74,11 @@ enum ctl_type {
 };
 
 #define CTL_MAX_PAYLOAD (64u << 20)
-#define CTL_HELLO_MAGIC "RCKVCTL1"
+/* The last digit follows the region layout version (storage/st.h): peers
+ * compute block sizes and slot words of each other's regions, so nodes of
+ * builds with other size classes refuse each other's HELLO. */
+#define CTL_HELLO_MAGIC "RCKVCTL3"
+static_assert(ST_LAYOUT_VERSION == 3, "CTL_HELLO_MAGIC names the layout version");
 
 struct ctl_req_hdr {
 	uint32_t type;

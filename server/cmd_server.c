@@ -29,6 +29,7 @@
 #include "cc/durable.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
+#include "server/memory.h"
 #include "server/client.h"
 #include "server/command.h"
 #include "server/config.h"
@@ -721,22 +722,6 @@ static void sum_stats(struct node *n, struct srv_stats *sum, struct cc_stats *cs
 }
 
 /* Redis's bytesToHuman. */
-static void human_bytes(char *buf, size_t cap, unsigned long long n)
-{
-	static const char units[] = "KMGTPE";
-	if (n < 1024) {
-		snprintf(buf, cap, "%lluB", n);
-		return;
-	}
-	double d = (double)n / 1024;
-	int u = 0;
-	while (d >= 1024 && u < 5) {
-		d /= 1024;
-		u++;
-	}
-	snprintf(buf, cap, "%.2f%c", d, units[u]);
-}
-
 static double ratio(uint64_t a, uint64_t b)
 {
 	return b ? (double)a / (double)b : 0.0;
@@ -808,10 +793,19 @@ static void info_clients(struct info_ctx *x)
 			ck_pr_load_int(&x->n->cfg.maxclients));
 }
 
+/*
+ * INFO memory, with Redis 7's field names and formats where a field means
+ * what it does in Redis (server/memory.h says what used_memory counts):
+ * used_memory_dataset is the MemStore's blocks in use, used_memory_overhead
+ * the heap. rckv_* fields describe the region: its size, the bytes still
+ * free for blocks, its fixed index, and what of each is resident (touched
+ * pages of the mapping: what the region adds to used_memory_rss).
+ */
 static void info_memory(struct info_ctx *x)
 {
-	struct mallinfo2 mi = mallinfo2();
-	unsigned long long used = mi.uordblks + mi.hblkhd;
+	struct node *n = x->n;
+	struct srv_mem m;
+	srv_mem_sample(n, &m);
 	unsigned long long rss = 0, total = 0;
 	long page = sysconf(_SC_PAGESIZE), pages = sysconf(_SC_PHYS_PAGES);
 	if (page > 0 && pages > 0)
@@ -823,33 +817,72 @@ static void info_memory(struct info_ctx *x)
 			rss = resident * (unsigned long long)page;
 		fclose(f);
 	}
-	unsigned long long store = (unsigned long long)x->n->cfg.memory;
-	char h_used[32], h_rss[32], h_total[32], h_store[32];
-	human_bytes(h_used, sizeof(h_used), used);
-	human_bytes(h_rss, sizeof(h_rss), rss);
-	human_bytes(h_total, sizeof(h_total), total);
-	human_bytes(h_store, sizeof(h_store), store);
-	/* used_memory is the heap; the MemStore region is mapped memory of
-	 * fixed size `memory`, reported as maxmemory: a write that finds it
-	 * full fails with OOM, as Redis's noeviction policy does. */
+	const struct st_layout *L = st_region_layout(n->cc.region);
+	int64_t res_region = st_region_resident(n->cc.region, 0, L->size);
+	int64_t res_index = st_region_resident(n->cc.region, L->index_off, L->index_buckets * 64);
+	int64_t res_blocks = st_region_resident(n->cc.region, L->slab_off,
+						L->slab_count * (uint64_t)ST_SLAB_BYTES);
+	uint64_t maxmem = ck_pr_load_64((uint64_t *)&n->cfg.maxmemory);
+	char h_used[32], h_rss[32], h_peak[32], h_total[32], h_max[32], h_region[32], h_free[32];
+	srv_bytes_human(h_used, sizeof(h_used), m.used);
+	srv_bytes_human(h_rss, sizeof(h_rss), rss);
+	srv_bytes_human(h_peak, sizeof(h_peak), m.peak);
+	srv_bytes_human(h_total, sizeof(h_total), total);
+	srv_bytes_human(h_max, sizeof(h_max), maxmem);
+	srv_bytes_human(h_region, sizeof(h_region), m.st.region_bytes);
+	srv_bytes_human(h_free, sizeof(h_free), m.st.free_bytes);
+	pthread_mutex_lock(&n->cfg_lock);
+	char policy[32];
+	snprintf(policy, sizeof(policy), "%s", n->cfg.maxmemory_policy);
+	pthread_mutex_unlock(&n->cfg_lock);
 	srv_sbuf_printf(x->b,
 			"# Memory\r\n"
 			"used_memory:%llu\r\n"
 			"used_memory_human:%s\r\n"
 			"used_memory_rss:%llu\r\n"
 			"used_memory_rss_human:%s\r\n"
+			"used_memory_peak:%llu\r\n"
+			"used_memory_peak_human:%s\r\n"
+			"used_memory_peak_perc:%.2f%%\r\n"
+			"used_memory_overhead:%llu\r\n"
+			"used_memory_dataset:%llu\r\n"
+			"used_memory_dataset_perc:%.2f%%\r\n"
 			"total_system_memory:%llu\r\n"
 			"total_system_memory_human:%s\r\n"
 			"maxmemory:%llu\r\n"
 			"maxmemory_human:%s\r\n"
-			"maxmemory_policy:noeviction\r\n"
-			"memstore_bytes:%llu\r\n"
-			"memstore_human:%s\r\n"
-			"mem_allocator:libc\r\n",
-			used, h_used, rss, h_rss, total, h_total, store, h_store, store, h_store);
+			"maxmemory_policy:%s\r\n"
+			"mem_fragmentation_ratio:%.2f\r\n"
+			"mem_allocator:libc\r\n"
+			"rckv_region_bytes:%llu\r\n"
+			"rckv_region_human:%s\r\n"
+			"rckv_region_free:%llu\r\n"
+			"rckv_region_free_human:%s\r\n"
+			"rckv_region_resident:%lld\r\n"
+			"rckv_blocks_used:%llu\r\n"
+			"rckv_blocks_bytes:%llu\r\n"
+			"rckv_blocks_resident:%lld\r\n"
+			"rckv_slabs:%llu\r\n"
+			"rckv_slabs_assigned:%llu\r\n"
+			"rckv_index_bytes:%llu\r\n"
+			"rckv_index_resident:%lld\r\n"
+			"rckv_heap_bytes:%llu\r\n",
+			(unsigned long long)m.used, h_used, rss, h_rss, (unsigned long long)m.peak,
+			h_peak, m.peak ? 100.0 * (double)m.used / (double)m.peak : 100.0,
+			(unsigned long long)m.heap, (unsigned long long)m.store,
+			m.used ? 100.0 * (double)m.store / (double)m.used : 0.0, total, h_total,
+			(unsigned long long)maxmem, h_max, policy,
+			m.used ? (double)rss / (double)m.used : 0.0,
+			(unsigned long long)m.st.region_bytes, h_region,
+			(unsigned long long)m.st.free_bytes, h_free, (long long)res_region,
+			(unsigned long long)m.st.blocks_used, (unsigned long long)m.st.used_bytes,
+			(long long)res_blocks, (unsigned long long)m.st.slabs,
+			(unsigned long long)m.st.slabs_assigned,
+			(unsigned long long)(L->index_buckets * 64), (long long)res_index,
+			(unsigned long long)m.heap);
 	uint64_t nscripts = 0, script_bytes = 0;
-	if (x->n->scripts)
-		script_cache_stats(x->n->scripts, &nscripts, &script_bytes);
+	if (n->scripts)
+		script_cache_stats(n->scripts, &nscripts, &script_bytes);
 	srv_sbuf_printf(x->b, "number_of_cached_scripts:%llu\r\nused_memory_scripts_eval:%llu\r\n",
 			(unsigned long long)nscripts, (unsigned long long)script_bytes);
 }

@@ -29,6 +29,7 @@
 
 #include "cc/txn.h"
 #include "server/command.h"
+#include "server/memory.h"
 #include "server/node.h"
 #include "server/script.h"
 #include "server/worker.h"
@@ -855,7 +856,10 @@ void cmd_reply_txn_error(struct cmd_ctx *c, int rc)
 	c->failed = true;
 	switch (rc) {
 	case CC_EFULL:
-		resp_error(c->out, "OOM command not allowed when used memory > 'maxmemory'.");
+		/* Not maxmemory's text (server/memory.h): the region itself has
+		 * no room, which CONFIG SET cannot change. The OOM code keeps
+		 * clients' handling of Redis's out-of-memory refusals. */
+		resp_error(c->out, SRV_OOM_STORE_FULL);
 		break;
 	case CC_ETOOBIG:
 		/* Redis's text for its own limit is "ERR string exceeds maximum

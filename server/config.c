@@ -72,6 +72,14 @@ static const char *const loglevel_choices[] = { "debug", "verbose", "notice", "w
 static const char *const fabric_choices[] = { "shm", "tcp", "verbs", NULL };
 static const char *const lock_mode_choices[] = { "exclusive", "shared", NULL };
 static const char *const calvin_acquire_choices[] = { "rpc", "write", NULL };
+/* rckv never evicts: a key is data a transaction committed, and evicting
+ * one would be a write no client asked for. Redis's other policies are
+ * refused by name (evicting_policy). */
+static const char *const maxmemory_policy_choices[] = { "noeviction", NULL };
+static const char *const redis_evicting_policies[] = { "volatile-lru", "volatile-lfu",
+						       "volatile-random", "volatile-ttl",
+						       "allkeys-lru", "allkeys-lfu",
+						       "allkeys-random", NULL };
 
 /*
  * An item (header, key and value) must fit the largest size class, one
@@ -140,6 +148,9 @@ static const struct opt options[] = {
 	  "512mb" },
 	/* storage */
 	{ "memory", OT_MEM, false, OFF(memory), 16LL << 20, 1LL << 44, NULL, "512mb" },
+	{ "maxmemory", OT_MEM, true, OFF(maxmemory), 0, LLONG_MAX, NULL, "0" },
+	{ "maxmemory-policy", OT_ENUM, true, OFF(maxmemory_policy), 0, 0,
+	  maxmemory_policy_choices, "noeviction" },
 	{ "dir", OT_STR, false, OFF(dir), 0, 0, NULL, "./data" },
 	{ "persistence", OT_ENUM, false, OFF(persistence), 0, 0, persistence_choices, "process" },
 	{ "power-log", OT_BOOL, false, OFF(power_log), 0, 0, NULL, "yes" },
@@ -251,6 +262,15 @@ static const char *enum_name(const struct opt *o, const char *a, char *err, size
 	for (int i = 0; o->choices[i]; i++)
 		if (strcasecmp(a, o->choices[i]) == 0)
 			return o->choices[i];
+	if (o->choices == maxmemory_policy_choices)
+		for (int i = 0; redis_evicting_policies[i]; i++)
+			if (strcasecmp(a, redis_evicting_policies[i]) == 0) {
+				fail(err, errlen,
+				     "'%s' evicts keys, which rckv does not do: the only policy "
+				     "supported is noeviction (writes past maxmemory fail with OOM)",
+				     redis_evicting_policies[i]);
+				return NULL;
+			}
 	char list[256];
 	size_t len = 0;
 	list[0] = '\0';

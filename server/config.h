@@ -74,6 +74,9 @@ struct srv_config {
 
 	/* storage */
 	long long memory;               /* memory 512mb: MemStore region bytes */
+	long long maxmemory;            /* maxmemory 0 (mutable): past it, commands that
+					   may add data fail with OOM (server/memory.c); 0: none */
+	char *maxmemory_policy;         /* maxmemory-policy noeviction (mutable): the only one */
 	char *dir;                      /* dir ./data */
 	char *persistence;              /* persistence process: none|process|power|power-everysec */
 	bool power_log;                 /* power-log yes: power off pmem keeps a write-ahead log */

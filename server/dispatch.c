@@ -19,6 +19,7 @@
 #include "server/command.h"
 #include "server/declare.h"
 #include "server/membership.h"
+#include "server/memory.h"
 #include "server/multi.h"
 #include "server/node.h"
 #include "server/worker.h"
@@ -173,6 +174,16 @@ static int one_body(struct txn *t, void *arg)
 	return srv_call(o->def, &o->ctx);
 }
 
+/* Would EXEC of cl's queue be refused for memory (a queued command that
+ * may add data, used_memory over maxmemory)? */
+static bool queue_denies_oom(struct node *n, const struct client *cl)
+{
+	for (int i = 0; i < cl->mq_len; i++)
+		if (srv_mem_refuses(n, cl->mq[i].def))
+			return true;
+	return false;
+}
+
 void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top, int argc,
 		  struct resp_arg *argv)
 {
@@ -194,6 +205,24 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	w->stats.commands++;
 	if (!cl->authed && !(def->flags & CMD_NOAUTH)) {
 		resp_error(out, "NOAUTH Authentication required.");
+		if (cl->flags & CL_MULTI)
+			cl->flags |= CL_DIRTY_EXEC;
+		return;
+	}
+	/* maxmemory (server/memory.h): as Redis's processCommand, before
+	 * queueing, so that in MULTI the refusal makes EXEC abort; and EXEC
+	 * of a queue holding a command that may add data is refused too. */
+	if ((cl->flags & CL_MULTI) && (def->flags & CMD_MULTICTL) &&
+	    strcasecmp(def->name, "exec") == 0 && !(cl->flags & CL_DIRTY_EXEC) &&
+	    queue_denies_oom(n, cl)) {
+		resp_error(out, SRV_OOM_MAXMEMORY);
+		w->stats.error_replies++;
+		exec_abort(cl, out, mark);
+		return;
+	}
+	if (srv_mem_refuses(n, def)) {
+		resp_error(out, SRV_OOM_MAXMEMORY);
+		w->stats.error_replies++;
 		if (cl->flags & CL_MULTI)
 			cl->flags |= CL_DIRTY_EXEC;
 		return;
@@ -268,12 +297,13 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *def, int argc,
 		   const struct resp_arg *argv)
 {
-	(void)w;
 	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & CL_MULTI) || cl->nwatched)
 		return false;
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
 	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)))
 		return false;
+	if (srv_mem_refuses(w->node, def))
+		return false; /* alone: srv_dispatch refuses it */
 	size_t need = (size_t)argc * sizeof(struct resp_arg);
 	for (int i = 0; i < argc; i++)
 		need += argv[i].len + 1;

@@ -432,8 +432,12 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		/* Another protocol's metadata. Not after a replay alone: a
 		 * switch cuts a checkpoint (cc/switch.c), so a log never spans
 		 * one, and the lock words recovery left guard a cluster's
-		 * transactions until their peers settle them (recovery.c). */
-		st_reset_meta(n->cc.region);
+		 * transactions until their peers settle them (recovery.c).
+		 * A new region holds no item: its walk would only fault in
+		 * every page of the index (RSS the size of the index before
+		 * the first key; bench/memory.py). */
+		if (st_region_reopened(n->cc.region))
+			st_reset_meta(n->cc.region);
 		h->protocol_id = protocol_id(proto);
 	}
 	n->cc.proto_epoch = h->protocol_epoch;

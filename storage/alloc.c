@@ -44,6 +44,18 @@
  *     word that stays held (a holder that never comes back) costs its
  *     block: it stays allocated, unused, until the node's next recovery
  *     rebuilds the bitmaps.
+ * (6) Every class in use holds at least one slab, and a slab keeps its
+ *     class until the node is quiesced (invariant (1)), so fine classes
+ *     could strand most of a small region in half-empty slabs (117 of them
+ *     need 468 MiB). So a slab is assigned to a fine class only while more
+ *     than ST_SLAB_RESERVE slabs stay unassigned; below that, new slabs
+ *     go to the coarse classes only (the 33 sizes 2^k and 3*2^(k-1) of
+ *     layout version 2, all of them classes here too), and an item whose
+ *     fine class has no free block takes a block of the smallest coarse
+ *     class that holds it. A block is always of the class its slab says,
+ *     and the item names that class (ident, slot word), whichever was
+ *     asked for. A region of at most ST_SLAB_RESERVE slabs (150 MiB or
+ *     so) thus allocates exactly as version 2 did.
  */
 #include <errno.h>
 #include <string.h>
@@ -69,6 +81,22 @@ static_assert(ST_SLAB_BITMAP_BYTES / 8 <= 1024, "bitmap word index fits 10 bits"
 
 unsigned st_class_count(void) { return ST_NCLASSES; }
 
+bool st_class_coarse(unsigned cls)
+{
+	uint32_t z = st_csize(cls);
+	if (z % 3 == 0)
+		z /= 3;
+	return (z & (z - 1)) == 0;
+}
+
+/* The smallest coarse class at or above cls (the last class is coarse). */
+static unsigned coarsen(unsigned cls)
+{
+	while (!st_class_coarse(cls))
+		cls++;
+	return cls;
+}
+
 uint32_t st_class_size(uint8_t cls) { return cls < ST_NCLASSES ? st_csize(cls) : 0; }
 
 int st_class_for(uint32_t klen, uint32_t vlen)
@@ -78,10 +106,19 @@ int st_class_for(uint32_t klen, uint32_t vlen)
 		return 0;
 	if (need > ST_SLAB_BYTES)
 		return -1;
-	/* 2^p < need <= 2^(p+1), p >= 6: the class is 3*2^(p-1) or 2^(p+1). */
+	if (need <= 256) /* the quantum's classes, up to 256 = class 12 */
+		return (int)((need - ST_MIN_BLOCK + ST_CLASS_QUANTUM - 1) / ST_CLASS_QUANTUM);
+	/* 2^p < need <= 2^(p+1): the class is the doubling's first plus the
+	 * steps (rounded up) need lies above 2^p; 16 steps a doubling up to
+	 * 4 KiB, 4 above (st_internal.h). */
 	unsigned p = 63 - (unsigned)__builtin_clzll(need - 1);
-	int pow_p = 2 * ((int)p - 6); /* class index of 2^p */
-	return need <= (3ull << (p - 1)) ? pow_p + 1 : pow_p + 2;
+	uint64_t above = need - (1ull << p);
+	if (p < 12) {
+		unsigned lg = p - 4; /* the step of this doubling */
+		return (int)(ST_CLASS_FINE_FIRST + (p - 8) * 16 + ((above + (1ull << lg) - 1) >> lg));
+	}
+	unsigned lg = p - 2;
+	return (int)(ST_CLASS_WIDE_FIRST + (p - 12) * 4 + ((above + (1ull << lg) - 1) >> lg));
 }
 
 void st_pause(struct fab_batch *b, uint64_t ns)
@@ -175,6 +212,8 @@ static int try_slab(struct fab_batch *b, const struct st_layout *L, uint16_t nod
 		}
 		if (verify) {
 			verify = false;
+			if (tab == 0 && !st_class_coarse(cls))
+				return 1; /* a fine class claims only in the walk (invariant (6)) */
 			if (tab == 0) {
 				/* Unassigned (a fresh region, or after FLUSHALL): claim it;
 				 * its bitmap is all free (invariant (1)). */
@@ -258,11 +297,11 @@ void st_alloc_prefetch(struct fab_batch *b, const struct st_layout *L, uint16_t 
 		 pf->words, pf->n * 8);
 }
 
-int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned cls,
-		   const struct st_alloc_pf *pf, uint64_t *off, uint64_t *old_ident)
+/* Take a block of exactly class cls (see st_alloc_block). */
+static int alloc_exact(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned cls,
+		       const struct st_alloc_pf *pf, uint64_t *off, uint64_t *old_ident)
 {
-	if (cls >= ST_NCLASSES || node >= FAB_MAX_NODES || L->slab_count == 0)
-		return -EINVAL;
+	const bool coarse = st_class_coarse(cls);
 	uint64_t s0;
 	uint32_t w0, wpos;
 	hint_get(L, node, cls, &s0, &w0);
@@ -274,10 +313,13 @@ int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node
 
 	/* Walk the slabs after the hint, wrapping, and end with the hint's
 	 * slab from its start: first a slab of this class with a free block,
-	 * or an unassigned one, wins. The slab table is read TAB_WORDS at a
-	 * time so slabs of other classes cost nothing more. */
+	 * or (a coarse class) an unassigned one, wins. A fine class counts
+	 * the unassigned slabs on the way and claims the first one after the
+	 * walk if more than ST_SLAB_RESERVE are (invariant (6)). The slab
+	 * table is read TAB_WORDS at a time so slabs of other classes cost
+	 * nothing more. */
 	uint64_t tab[TAB_WORDS];
-	uint64_t tab_first = 0, tab_n = 0;
+	uint64_t tab_first = 0, tab_n = 0, unassigned = 0, first_free = UINT64_MAX;
 	for (uint64_t i = 1; i <= L->slab_count; i++) {
 		uint64_t s = (s0 + i) % L->slab_count;
 		if (s < tab_first || s >= tab_first + tab_n) {
@@ -287,6 +329,11 @@ int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node
 				return rc;
 		}
 		uint64_t t = tab[s - tab_first];
+		if (t == 0 && !coarse) {
+			if (unassigned++ == 0)
+				first_free = s;
+			continue;
+		}
 		if (t == 0) {
 			if ((rc = fab_cas1(b, node, L->slabtab_off + s * 8, 0, cls + 1, &t)))
 				return rc;
@@ -302,10 +349,37 @@ int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node
 			goto out;
 		}
 	}
-	return ST_EFULL;
+	if (coarse || unassigned <= ST_SLAB_RESERVE)
+		return ST_EFULL;
+	uint64_t t = 0;
+	if ((rc = fab_cas1(b, node, L->slabtab_off + first_free * 8, 0, cls + 1, &t)))
+		return rc;
+	if (t != 0 && t != cls + 1)
+		return ST_EFULL; /* taken meanwhile: the caller goes coarse */
+	rc = try_slab(b, L, node, cls, first_free, 0, false, NULL, off, old_ident, &wpos);
+	if (rc > 0)
+		return ST_EFULL;
+	s0 = first_free;
 out:
 	if (rc == 0)
 		alloc_hint[node][cls] = (uint32_t)(s0 << 10) | wpos;
+	return rc;
+}
+
+int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned *cls,
+		   const struct st_alloc_pf *pf, uint64_t *off, uint64_t *old_ident)
+{
+	if (*cls >= ST_NCLASSES || node >= FAB_MAX_NODES || L->slab_count == 0)
+		return -EINVAL;
+	int rc = alloc_exact(b, L, node, *cls, pf, off, old_ident);
+	if (rc != ST_EFULL || st_class_coarse(*cls))
+		return rc;
+	/* No block of the fine class and no slab to spare for it
+	 * (invariant (6)): the smallest coarse class that holds the item. */
+	unsigned c = coarsen(*cls);
+	rc = alloc_exact(b, L, node, c, NULL, off, old_ident);
+	if (rc == 0)
+		*cls = c;
 	return rc;
 }
 
@@ -316,7 +390,11 @@ int st_alloc(struct fab_batch *b, const struct st_layout *L, uint16_t node, uint
 	if (cls < 0)
 		return ST_EFULL;
 	uint64_t off, old_ident;
-	int rc = st_alloc_block(b, L, node, (unsigned)cls, NULL, &off, &old_ident);
+	unsigned c = (unsigned)cls;
+	int rc = st_alloc_block(b, L, node, &c, NULL, &off, &old_ident);
+	if (rc)
+		return rc;
+	cls = (int)c;
 	if (rc)
 		return rc;
 	uint32_t gen = st_next_gen(old_ident);

@@ -628,7 +628,9 @@ int st_create(struct fab_batch *b, const struct st_coord *c, uint64_t lock_owner
 				}
 		if (!have_block) {
 			uint64_t old_ident = 0;
-			rc = st_alloc_block(b, L, node, (unsigned)cls, &pf, &boff, &old_ident);
+			unsigned got = (unsigned)cls;
+			rc = st_alloc_block(b, L, node, &got, &pf, &boff, &old_ident);
+			cls = (int)got; /* a coarse class, maybe (alloc.c invariant (6)) */
 			if (rc) {
 				(void)unlock1(b, L, node, w.b[0], owner);
 				return rc;

@@ -407,8 +407,16 @@ static int validate(int fd, const char *path, const struct st_config *cfg,
 		return ST_ECORRUPT;
 	}
 	if (h.layout_version != ST_LAYOUT_VERSION) {
-		snprintf(err, errlen, "%s: region layout version %" PRIu64 ", this build reads version %d",
-			 path, h.layout_version, ST_LAYOUT_VERSION);
+		/* Never read across versions: version 2's slot words and
+		 * class numbers mean other blocks (st.h, ST_LAYOUT_VERSION). */
+		snprintf(err, errlen,
+			 "%s: region layout version %" PRIu64 ", this build reads version %d "
+			 "(%s); it is left as it is: keep it for the build that wrote it, or "
+			 "remove it to start empty",
+			 path, h.layout_version, ST_LAYOUT_VERSION,
+			 h.layout_version < ST_LAYOUT_VERSION
+				 ? "written by an older build, with other size classes"
+				 : "written by a newer build");
 		return ST_ECORRUPT;
 	}
 	if (h.node_id != cfg->node_id) {

@@ -33,7 +33,9 @@
 #include "rdma/fab.h"
 
 #define ST_MAGIC 0x31564b43524b4352ull /* "RCKRCKV1" little-endian */
-#define ST_LAYOUT_VERSION 2
+/* Version 3: finer size classes (st_internal.h), slot words of offset/16
+ * and 7 class bits. A region of another version is refused at open. */
+#define ST_LAYOUT_VERSION 3
 
 enum {
 	ST_ENOTFOUND = -1000, /* key has no item */
@@ -169,7 +171,9 @@ static inline const char *st_item_val(const struct st_item *it)
 	return (const char *)(it + 1) + st_ident_klen(it->ident);
 }
 
-/* Size classes: block sizes from ST_MIN_BLOCK up to ST_SLAB_BYTES. */
+/* Size classes: block sizes from ST_MIN_BLOCK up to ST_SLAB_BYTES, each a
+ * multiple of 16, 16 bytes apart up to 256 bytes, 16 per doubling up to
+ * 4 KiB, 4 per doubling above (storage/st_internal.h has the rule). */
 unsigned st_class_count(void);
 uint32_t st_class_size(uint8_t cls);
 /* Smallest class holding an item with these lengths, or -1 if none does. */
@@ -450,6 +454,28 @@ void st_scan(struct st_region *r, uint64_t *cursor, uint64_t count, st_scan_fn f
 typedef int (*st_lock_visit_fn)(void *arg, const char *key, uint32_t klen, uint64_t lock,
 				uint64_t bucket, bool absent);
 void st_scan_locks(struct st_region *r, st_lock_visit_fn fn, void *arg);
+/*
+ * What the region spends (storage/usage.c): its size, the bytes of the
+ * blocks allocated (each at its class size: what items, placeholders,
+ * undo extents and forwarded images take), the bytes still free for
+ * blocks (free blocks of assigned slabs and unassigned slabs), and the
+ * index's fixed size. A snapshot read without locks; any thread.
+ */
+struct st_usage {
+	uint64_t region_bytes;   /* the whole region (`memory`) */
+	uint64_t index_bytes;    /* the cuckoo index, fixed at creation */
+	uint64_t slab_bytes;     /* the slabs' area: what blocks can take */
+	uint64_t used_bytes;     /* allocated blocks, by class size */
+	uint64_t free_bytes;     /* slab_bytes - used_bytes, less the tails of slabs
+				    their class does not fill */
+	uint64_t blocks_used;
+	uint64_t slabs, slabs_assigned;
+};
+void st_region_usage(struct st_region *r, struct st_usage *u);
+/* Bytes of [off, off + len) of the mapping that are resident (mincore),
+ * or -errno. Any thread. */
+int64_t st_region_resident(struct st_region *r, uint64_t off, uint64_t len);
+
 /* Number of live keys (a full scan). */
 uint64_t st_count(struct st_region *r);
 /* Is block ref (of this region) still of generation ref->gen and class

@@ -8,20 +8,53 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "storage/st.h"
 
-/* Size classes: 64, 96, 128, 192, ... 3 MiB, 4 MiB (a power of two and the
- * step half-way to the next one). Every size is a multiple of 32, so every
- * block, and so every item word, is 8-aligned (CAS/FAA need it). */
-#define ST_NCLASSES 33u
+/*
+ * Size classes (layout version 3): ST_NCLASSES block sizes, all multiples
+ * of 16, so every block, and so every item word, is 8-aligned (CAS/FAA
+ * need it) and a block offset fits a slot word as offset / 16:
+ *   classes   0..11   64 to 240 bytes, 16 apart (the quantum);
+ *   classes  12..75   256 bytes to 4 KiB, 16 per doubling (step 2^p/16:
+ *                     16 bytes at 256, 64 at 1 KiB, 128 at 2 KiB);
+ *   classes 76..116   4 KiB to 4 MiB, 4 per doubling (step 2^p/4).
+ * So the bytes a block wastes on its item are under one step: at most
+ * 1/16 of the block between 256 bytes and 4 KiB, where values of small
+ * items mostly are (a 1,064-byte item takes 1,088 bytes; with the 1.5x
+ * steps of version 2 it took 1,536), 1/4 above, where out-of-place values
+ * and undo extents are and fewer classes keep fewer slabs half used (each
+ * class in use holds at least one slab). 117 classes fit the 7 class bits
+ * of a slot word and the 8 of an ident word.
+ */
+#define ST_NCLASSES 117u
+#define ST_CLASS_QUANTUM 16u
+#define ST_CLASS_FINE_FIRST 12u /* the class of 256 bytes */
+#define ST_CLASS_WIDE_FIRST 76u /* the class of 4 KiB */
 static inline uint32_t st_csize(unsigned cls)
 {
-	return (cls & 1) ? 3u << (5 + cls / 2) : 1u << (6 + cls / 2);
+	if (cls < ST_CLASS_FINE_FIRST)
+		return ST_MIN_BLOCK + ST_CLASS_QUANTUM * cls;
+	if (cls < ST_CLASS_WIDE_FIRST) {
+		unsigned i = cls - ST_CLASS_FINE_FIRST, p = 8 + i / 16;
+		return (1u << p) + (i % 16) * (1u << (p - 4));
+	}
+	unsigned i = cls - ST_CLASS_WIDE_FIRST, p = 12 + i / 4;
+	return (1u << p) + (i % 4) * (1u << (p - 2));
 }
-static_assert(ST_NCLASSES < 64, "a class must fit the 6 class bits of a slot word");
+static_assert(ST_MIN_BLOCK == 64, "class 0 is the smallest block");
+static_assert(ST_SLAB_BYTES == 1u << 22, "the last class (116) is a whole slab");
+static_assert(ST_NCLASSES <= 128, "a class must fit the 7 class bits of a slot word");
+
+/* Is cls one of the coarse classes (2^k or 3*2^(k-1) bytes: layout
+ * version 2's), which new slabs go to when few are left (alloc.c
+ * invariant (6))? */
+bool st_class_coarse(unsigned cls);
+/* Unassigned slabs a fine class leaves to the coarse ones (there are 33). */
+#define ST_SLAB_RESERVE 33u
 
 /* Blocks of a class in one slab, and 64-bit bitmap words they use. */
 static inline uint32_t st_cblocks(unsigned cls) { return ST_SLAB_BYTES / st_csize(cls); }
@@ -29,7 +62,7 @@ static inline uint32_t st_cwords(unsigned cls) { return (st_cblocks(cls) + 63) /
 
 #define ST_HEADER_BYTES 4096u
 #define ST_MIN_REGION (16ull << 20)
-#define ST_MAX_REGION (8ull << 40) /* 38 bits of offset/32 in a slot word */
+#define ST_MAX_REGION (2ull << 40) /* 37 bits of offset/16 in a slot word */
 
 /* Byte offsets of an item's words (struct st_item). */
 #define ST_ITEM_LOCK 0u
@@ -38,9 +71,9 @@ static inline uint32_t st_cwords(unsigned cls) { return (st_cblocks(cls) + 63) /
 
 /*
  * Index slot word (one of the 7 after a bucket's lock word):
- *   bits  0..37  block offset / 32 (blocks are 32-aligned: slabs are
- *                page-aligned and every class size is a multiple of 32)
- *   bits 38..43  size class
+ *   bits  0..36  block offset / 16 (blocks are 16-aligned: slabs are
+ *                page-aligned and every class size is a multiple of 16)
+ *   bits 37..43  size class
  *   bits 44..45  way: which of its key's 3 buckets this is (0 = primary)
  *   bits 46..63  tag: the low 18 bits of the key's hash
  * 0 is an empty slot; a used slot is never 0 because slabs start after the
@@ -48,13 +81,17 @@ static inline uint32_t st_cwords(unsigned cls) { return (st_cblocks(cls) + 63) /
  * alone (st_ways_derive), so the kick-out in index.c finds where a key may
  * move from its slot word, without reading its key.
  */
-#define ST_SLOT_OFF_SHIFT 5
-#define ST_SLOT_OFF_BITS 38
-#define ST_SLOT_CLS_SHIFT 38
+#define ST_SLOT_OFF_SHIFT 4
+#define ST_SLOT_OFF_BITS 37
+#define ST_SLOT_CLS_SHIFT 37
+#define ST_SLOT_CLS_MASK 0x7fu
 #define ST_SLOT_WAY_SHIFT 44
 #define ST_SLOT_TAG_SHIFT 46
 #define ST_TAG_MASK 0x3ffffu
 #define ST_SLOT_WAY_MASK (3ull << ST_SLOT_WAY_SHIFT)
+static_assert(ST_SLOT_CLS_SHIFT == ST_SLOT_OFF_BITS && ST_SLOT_CLS_SHIFT + 7 == ST_SLOT_WAY_SHIFT,
+	      "slot fields are adjacent");
+static_assert(ST_MAX_REGION == 1ull << (ST_SLOT_OFF_BITS + ST_SLOT_OFF_SHIFT), "slot offsets reach the end");
 static inline uint64_t st_slot_make(uint64_t off, uint8_t cls, unsigned way, uint32_t tag)
 {
 	return (off >> ST_SLOT_OFF_SHIFT) | ((uint64_t)cls << ST_SLOT_CLS_SHIFT) |
@@ -65,7 +102,10 @@ static inline uint64_t st_slot_off(uint64_t s)
 {
 	return (s & ((1ull << ST_SLOT_OFF_BITS) - 1)) << ST_SLOT_OFF_SHIFT;
 }
-static inline uint8_t st_slot_cls(uint64_t s) { return (uint8_t)((s >> ST_SLOT_CLS_SHIFT) & 63); }
+static inline uint8_t st_slot_cls(uint64_t s)
+{
+	return (uint8_t)((s >> ST_SLOT_CLS_SHIFT) & ST_SLOT_CLS_MASK);
+}
 static inline unsigned st_slot_way(uint64_t s) { return (unsigned)(s >> ST_SLOT_WAY_SHIFT) & 3; }
 static inline uint32_t st_slot_tag(uint64_t s) { return (uint32_t)(s >> ST_SLOT_TAG_SHIFT); }
 static inline uint64_t st_slot_set_way(uint64_t s, unsigned way)
@@ -157,13 +197,15 @@ void st_alloc_prefetch(struct fab_batch *b, const struct st_layout *L, uint16_t 
 		       struct st_alloc_pf *pf);
 
 /*
- * Take a free block of class cls on a node (alloc.c). Does not write the
- * ident word: *old_ident receives the block's previous ident so the caller
- * picks st_next_gen() and writes the ident itself (st_alloc, or the
- * placeholder WRITE of st_create). pf: reads done by st_alloc_prefetch
+ * Take a free block of class *cls on a node (alloc.c), or, when that fine
+ * class has no free block and no slab to spare (alloc.c invariant (6)), of
+ * the smallest coarse class above it: *cls is then that class. Does not
+ * write the ident word: *old_ident receives the block's previous ident so
+ * the caller picks st_next_gen() and writes the ident itself (st_alloc, or
+ * the placeholder WRITE of st_create). pf: reads done by st_alloc_prefetch
  * and executed since, or NULL.
  */
-int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned cls,
+int st_alloc_block(struct fab_batch *b, const struct st_layout *L, uint16_t node, unsigned *cls,
 		   const struct st_alloc_pf *pf, uint64_t *off, uint64_t *old_ident);
 
 /* Give back block (off, cls) whose bitmap word was read as `cur`. */

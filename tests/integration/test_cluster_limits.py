@@ -21,7 +21,10 @@ pytestmark = pytest.mark.rckv_only
 OK = b"+OK\r\n"
 QUEUED = b"+QUEUED\r\n"
 NIL = b"$-1\r\n"
-OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+# A full MemStore's refusal: Redis's OOM code, its own text (maxmemory's is
+# "OOM command not allowed when used memory > 'maxmemory'.", test_memory.py).
+OOM = (b"-OOM command not allowed: the MemStore is full (the region's 'memory' holds no "
+       b"free block for it)\r\n")
 KEY_TOO_BIG = b"-ERR string exceeds maximum allowed size (max-key-bytes)\r\n"
 VALUE_TOO_BIG = b"-ERR string exceeds maximum allowed size (max-value-bytes)\r\n"
 MAX_KEY = 64 * 1024

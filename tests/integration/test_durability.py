@@ -5,7 +5,7 @@
   at start with a non-zero status and a message naming the file and the
   reason, and the file is left byte for byte as it was;
 - a full MemStore (standalone, the smallest `memory`) refuses new data with
-  Redis's OOM error and keeps serving and keeping what it holds; DEL makes
+  an OOM error of its own (the MemStore is full) and keeps serving and keeping what it holds; DEL makes
   room again;
 - kill -9 at random moments while clients run MSET and MULTI/INCR: after
   each restart no transaction is half there, no acknowledged write is
@@ -36,7 +36,10 @@ from rckvtest import Closed
 pytestmark = pytest.mark.rckv_only
 
 OK = b"+OK\r\n"
-OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+# A full MemStore's refusal: Redis's OOM code, its own text (maxmemory's is
+# "OOM command not allowed when used memory > 'maxmemory'.", test_memory.py).
+OOM = (b"-OOM command not allowed: the MemStore is full (the region's 'memory' holds no "
+       b"free block for it)\r\n")
 MEM = "16mb"                  # the smallest region: quick to hash and to fill
 REFUSE_DEADLINE = 15          # a refused start that takes longer is a hang
 

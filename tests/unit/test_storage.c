@@ -16,6 +16,7 @@
 #include <ftw.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,25 +287,119 @@ static void test_alloc_claims_lock(void)
 static void test_classes(void)
 {
 	unsigned n = st_class_count();
-	CHECK(n > 0 && n < 64, "class count %u", n);
+	CHECK(n > 0 && n <= 128, "class count %u fits a slot word's 7 class bits", n);
 	CHECK(st_class_size(0) == ST_MIN_BLOCK, "first class");
 	CHECK(st_class_size((uint8_t)(n - 1)) == ST_SLAB_BYTES, "last class");
-	for (unsigned c = 1; c < n; c++)
-		CHECK(st_class_size((uint8_t)c) > st_class_size((uint8_t)(c - 1)) &&
-			      st_class_size((uint8_t)c) % 32 == 0,
-		      "class %u size %u", c, st_class_size((uint8_t)c));
+	for (unsigned c = 1; c < n; c++) {
+		uint32_t sz = st_class_size((uint8_t)c), prev = st_class_size((uint8_t)(c - 1));
+		/* 16-aligned blocks: every item word 8-aligned, offset/16 in a slot */
+		CHECK(sz > prev && sz % 16 == 0, "class %u size %u", c, sz);
+		/* The step below a class is the most a block of it wastes on an
+		 * item it holds (the item is bigger than the class below): at
+		 * most 16 bytes up to 256, 1/16 of the block up to 4 KiB, 1/4
+		 * above. */
+		uint32_t step = sz - prev;
+		if (sz <= 256)
+			CHECK(step <= 16, "class %u (%u): step %u", c, sz, step);
+		else if (sz <= 4096)
+			CHECK(step * 16 <= sz, "class %u (%u): step %u over 1/16", c, sz, step);
+		else
+			CHECK(step * 4 <= sz, "class %u (%u): step %u over 1/4", c, sz, step);
+	}
 	CHECK(st_class_size((uint8_t)n) == 0, "past the last class");
 	/* Every length lands in the smallest class that holds it. */
-	for (uint32_t need = 48; need <= ST_SLAB_BYTES; need += need < 70000 ? 1 : 4093) {
+	for (uint32_t need = 48; need <= ST_SLAB_BYTES; need++) {
 		int c = st_class_for(0, need - 48);
 		uint32_t want = (need + 7) & ~7u;
-		CHECK(c >= 0 && st_class_size((uint8_t)c) >= want &&
-			      (c == 0 || st_class_size((uint8_t)(c - 1)) < want),
-		      "need %u -> class %d", need, c);
+		if (!(c >= 0 && st_class_size((uint8_t)c) >= want &&
+		      (c == 0 || st_class_size((uint8_t)(c - 1)) < want))) {
+			CHECK(0, "need %u -> class %d (%u)", need, c,
+			      c >= 0 ? st_class_size((uint8_t)c) : 0);
+			break;
+		}
 	}
+	/* The example: a 1,000-byte value under a 16-byte key. */
+	CHECK(st_class_size((uint8_t)st_class_for(16, 1000)) == 1088, "1064-byte item in %u",
+	      st_class_size((uint8_t)st_class_for(16, 1000)));
+	CHECK(st_class_size((uint8_t)st_class_for(16, 100)) == 176, "168-byte item in %u",
+	      st_class_size((uint8_t)st_class_for(16, 100)));
 	CHECK(st_class_for(16, ST_SLAB_BYTES - 64) == (int)n - 1, "exact fit of the largest");
 	CHECK(st_class_for(16, ST_SLAB_BYTES - 63) == -1, "too big");
 	CHECK(st_class_for(UINT32_MAX, UINT32_MAX) == -1, "no overflow");
+	/* White-box: a slab's blocks need at most 1024 bitmap words (the
+	 * allocator's hint packs the word in 10 bits) and every class and
+	 * the region's last offset survive a slot word. */
+	for (unsigned c = 0; c < n; c++) {
+		CHECK(st_cwords(c) <= 1024, "class %u: %u bitmap words", c, st_cwords(c));
+		uint64_t off = ST_MAX_REGION - st_csize(c);
+		uint64_t s = st_slot_make(off, (uint8_t)c, 2, 0x2a5a5);
+		CHECK(st_slot_off(s) == off && st_slot_cls(s) == c && st_slot_way(s) == 2 &&
+			      st_slot_tag(s) == 0x2a5a5,
+		      "slot word of class %u", c);
+	}
+}
+
+/* Slab-table words of a region: unassigned slabs, and slabs of class c. */
+static uint64_t slabs_of(struct env *e, uint64_t c_plus_1)
+{
+	const uint64_t *tab = (const uint64_t *)((char *)st_region_base(e->r) + e->L->slabtab_off);
+	uint64_t n = 0;
+	for (uint64_t s = 0; s < e->L->slab_count; s++)
+		n += tab[s] == c_plus_1;
+	return n;
+}
+
+/*
+ * alloc.c invariant (6): a fine class takes a slab only while more than
+ * ST_SLAB_RESERVE stay unassigned; otherwise its items go to the smallest
+ * coarse class that holds them. A small region allocates as layout
+ * version 2 did (coarse classes only); a big one gives fine classes their
+ * slabs until the reserve is reached, and never below it.
+ */
+static void test_class_reserve(void)
+{
+	struct st_config cfg = config(64ull << 20, ST_PERSIST_NONE, 0);
+	struct env e;
+	env_open(&e, &cfg);
+	CHECK(e.L->slab_count <= ST_SLAB_RESERVE, "64 MiB: %llu slabs",
+	      (unsigned long long)e.L->slab_count);
+	struct st_ref ref;
+	CHECK_RC(st_alloc(&e.b, e.L, 1, 16, 1000, &ref), 0);
+	CHECK(st_class_size(ref.cls) == 1536, "small region: 1064 bytes in %u (coarse)",
+	      st_class_size(ref.cls));
+	CHECK(st_class_coarse(ref.cls) && slabs_of(&e, 0) == e.L->slab_count - 1,
+	      "one slab assigned");
+	env_close(&e, true);
+
+	cfg = config(256ull << 20, ST_PERSIST_NONE, 0);
+	env_open(&e, &cfg);
+	const uint64_t spare = e.L->slab_count - ST_SLAB_RESERVE;
+	CHECK(e.L->slab_count > ST_SLAB_RESERVE + 4, "256 MiB: %llu slabs",
+	      (unsigned long long)e.L->slab_count);
+	CHECK_RC(st_alloc(&e.b, e.L, 1, 16, 1000, &ref), 0);
+	CHECK(st_class_size(ref.cls) == 1088, "big region: 1064 bytes in %u (fine)",
+	      st_class_size(ref.cls));
+	/* One item of every fine class from 256 bytes up: the first `spare`
+	 * classes get slabs, then items round up to coarse classes. */
+	uint64_t fine = 1, coarse = 0;
+	for (unsigned c = ST_CLASS_FINE_FIRST; c < ST_CLASS_WIDE_FIRST; c++) {
+		if (st_class_coarse(c) || st_csize(c) == 1088)
+			continue;
+		uint32_t vlen = st_csize(c) - 48 - 16;
+		CHECK_RC(st_alloc(&e.b, e.L, 1, 16, vlen, &ref), 0);
+		if (st_class_coarse(ref.cls)) {
+			CHECK(st_class_size(ref.cls) >= st_csize(c), "rounded up");
+			coarse++;
+		} else {
+			CHECK(ref.cls == c, "class %u got %u", c, ref.cls);
+			fine++;
+			CHECK(slabs_of(&e, 0) >= ST_SLAB_RESERVE, "%llu unassigned slabs left",
+			      (unsigned long long)slabs_of(&e, 0));
+		}
+	}
+	CHECK(fine == spare && coarse > 0, "%llu fine classes got slabs, %llu spare",
+	      (unsigned long long)fine, (unsigned long long)spare);
+	env_close(&e, true);
 }
 
 static void test_hash(void)
@@ -540,6 +635,22 @@ static void test_refusals(void)
 	c.node_id = 2;
 	expect_refusal(&c, other, ST_ECORRUPT, "created for node 1, this is node 2");
 	CHECK(rename(other, path) == 0, "rename back");
+
+	/* A region of layout version 2 (other size classes, other slot
+	 * words): refused as such, and left as it is. */
+	int vfd = open(path, O_RDWR);
+	CHECK(vfd >= 0, "open %s", path);
+	uint64_t ver = 0, v2 = 2;
+	CHECK(pread(vfd, &ver, 8, offsetof(struct st_header, layout_version)) == 8 &&
+		      ver == ST_LAYOUT_VERSION,
+	      "layout version %llu", (unsigned long long)ver);
+	CHECK(pwrite(vfd, &v2, 8, offsetof(struct st_header, layout_version)) == 8, "pwrite");
+	uint64_t before = file_hash(path);
+	expect_refusal(&cfg, path, ST_ECORRUPT,
+		       "layout version 2, this build reads version 3 (written by an older build");
+	CHECK(file_hash(path) == before, "a refused region is not written");
+	CHECK(pwrite(vfd, &ver, 8, offsetof(struct st_header, layout_version)) == 8, "pwrite");
+	close(vfd);
 
 	/* Still fine after all that. */
 	env_open(&e, &cfg);
@@ -1559,6 +1670,7 @@ int main(void)
 	CHECK(mkdtemp(tmpdir) != NULL, "mkdtemp: %s", strerror(errno));
 	atexit(cleanup);
 	test_classes();
+	test_class_reserve();
 	test_hash();
 	test_create_lookup();
 	test_stale_count_on_reused_block();
