@@ -57,6 +57,8 @@ struct cc_access {
 	uint32_t img_cap;
 	/* pending write */
 	bool wdel;                /* the write deletes the key */
+	uint8_t wvflags;          /* the value's vflags (txn.h ST_V_*); wval as stored:
+				     with ST_V_EXPIRES, the expiry first */
 	char *wval;
 	uint32_t wvlen, wcap;
 	bool has_nref;            /* relocation: value needs a bigger block */
@@ -86,6 +88,7 @@ struct cc_access {
 	uint32_t sp_gen;
 	uint8_t s_mode, s_pstate;
 	bool s_wdel;
+	uint8_t s_vflags;
 	char *s_val;
 	uint32_t s_vlen;
 	struct cc_access *hnext;  /* chain in the txn's key table */
@@ -280,6 +283,7 @@ struct txn {
 	bool single_write;        /* txn_hint_single_write */
 	int fatal;                /* CC_EFAB once a fabric operation failed: the whole
 				     transaction fails, never one command of it */
+	int64_t now_ms;           /* txn_now_ms: unix ms of this attempt, 0 until read */
 	uint64_t unknown;         /* nodes where an op of this attempt failed after it
 				     was sent: it may have taken effect (a lock CAS
 				     that won), so the abort has those nodes release

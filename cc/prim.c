@@ -281,7 +281,7 @@ static uint32_t stage_image(struct cc_access *a, const uint64_t meta[2])
 	it->meta[0] = meta ? meta[0] : a->wmeta[0];
 	it->meta[1] = meta ? meta[1] : a->wmeta[1];
 	uint32_t vlen = a->wdel ? 0 : a->wvlen;
-	it->data = st_make_data(vlen, a->wdel ? ST_F_ABSENT : 0);
+	it->data = a->wdel ? st_make_data(0, ST_F_ABSENT) : st_make_vdata(vlen, a->wvflags, 0);
 	char *v = (char *)(it + 1) + a->klen;
 	if (vlen)
 		memcpy(v, a->wval, vlen);
@@ -324,7 +324,7 @@ static int reloc_post_block(struct txn *t, struct cc_access *a, uint64_t ver)
 	nb->meta[0] = a->wmeta[0]; /* a protocol's tail (older versions) stays behind */
 	nb->meta[1] = 0;
 	nb->ident = st_make_ident(a->nref.gen, a->klen, a->nref.cls);
-	nb->data = st_make_data(a->wvlen, 0);
+	nb->data = st_make_vdata(a->wvlen, a->wvflags, 0);
 	memmove(nb + 1, a->key, a->klen);
 	memcpy((char *)(nb + 1) + a->klen, a->wval, a->wvlen);
 	fab_write(&t->batch, a->nref.node, a->nref.off, nb,

@@ -313,6 +313,7 @@ static int stage_write(struct txn *t, struct cc_access *b)
 	const struct cc_access *a = (const struct cc_access *)(uintptr_t)b->p[0];
 	const struct st_layout *L = t->node->layout;
 	b->wdel = a->wdel;
+	b->wvflags = a->wdel ? 0 : a->wvflags;
 	b->wvlen = a->wdel ? 0 : a->wvlen;
 	if (b->wvlen && (b->wcap < b->wvlen || !b->wval)) {
 		char *p = realloc(b->wval, b->wvlen);

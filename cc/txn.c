@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cc/cache.h"
 #include "cc/cc.h"
@@ -186,6 +187,7 @@ struct cc_access *txn_acc_new(struct txn *t, const char *key, size_t klen, uint6
 	a->mode = 0;
 	a->pstate = 0;
 	a->wdel = false;
+	a->wvflags = 0;
 	a->wvlen = 0;
 	a->has_nref = false;
 	a->p[0] = a->p[1] = 0;
@@ -340,18 +342,67 @@ bool txn_key_too_big(struct txn *t, size_t klen)
 }
 
 /* What the transaction sees for an access. */
-static void visible(const struct cc_access *a, const char **val, size_t *vlen, bool *found)
+/* What the transaction sees of a as stored: the bytes (with ST_V_EXPIRES
+ * the expiry first), their vflags, and whether the key is there. */
+static void stored(const struct cc_access *a, const char **raw, size_t *rlen, uint8_t *vflags,
+		   bool *found)
 {
 	if (a->mode & ACC_W) {
 		*found = !a->wdel;
-		*val = a->wval;
-		*vlen = a->wdel ? 0 : a->wvlen;
+		*raw = a->wval;
+		*rlen = a->wdel ? 0 : a->wvlen;
+		*vflags = a->wdel ? 0 : a->wvflags;
 		return;
 	}
 	const struct st_item *it = a->img;
 	*found = !(st_data_flags(it->data) & ST_F_ABSENT);
-	*val = st_item_val(it);
-	*vlen = *found ? st_data_vlen(it->data) : 0;
+	*raw = st_item_val(it);
+	*rlen = *found ? st_data_vlen(it->data) : 0;
+	*vflags = *found ? st_data_vflags(it->data) : 0;
+}
+
+/* The expiry of stored bytes with ST_V_EXPIRES (0: none, or too short to
+ * hold one, which no writer makes: then the bytes are the value). */
+static int64_t stored_expiry(const char *raw, size_t rlen)
+{
+	int64_t exp = 0;
+	if (rlen >= sizeof(exp))
+		memcpy(&exp, raw, sizeof(exp)); /* little-endian, as every node */
+	return exp;
+}
+
+int64_t txn_now_ms(struct txn *t)
+{
+	if (!t->now_ms) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		t->now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	}
+	return t->now_ms;
+}
+
+/* What a read returns: the value after its expiry, nothing once expired;
+ * its type and expiry in *m (if m). */
+static void visible(struct txn *t, const struct cc_access *a, const char **val, size_t *vlen,
+		    bool *found, struct txn_meta *m)
+{
+	uint8_t vf;
+	int64_t exp = 0;
+	stored(a, val, vlen, &vf, found);
+	if (*found && (vf & ST_V_EXPIRES) && (exp = stored_expiry(*val, *vlen)) != 0) {
+		if (exp <= txn_now_ms(t)) {
+			*found = false;
+			*vlen = 0;
+		} else {
+			*val += sizeof(exp);
+			*vlen -= sizeof(exp);
+		}
+	}
+	if (m)
+		*m = *found ? (struct txn_meta){ .type = (uint8_t)((vf & ST_V_TYPE_MASK) >>
+								   ST_V_TYPE_SHIFT),
+						 .expire_ms = exp }
+			    : (struct txn_meta){ 0 };
 }
 
 int txn_acc_read(struct txn *t, struct cc_access *a)
@@ -382,6 +433,7 @@ static int save_for_sp(struct txn *t, struct cc_access *a)
 	a->s_mode = a->mode;
 	a->s_pstate = a->pstate;
 	a->s_wdel = a->wdel;
+	a->s_vflags = a->wvflags;
 	a->s_vlen = a->wvlen;
 	a->sp_gen = t->sp_gen;
 	return CC_OK;
@@ -403,11 +455,13 @@ void txn_rollback(struct txn *t, struct txn_savepoint sp)
 			a->mode &= (uint8_t)~ACC_W;
 			a->pstate &= (uint8_t)~ACC_BLIND;
 			a->wdel = false;
+			a->wvflags = 0;
 			a->wvlen = 0;
 		} else if (a->sp_gen == sp.gen) {
 			a->mode = a->s_mode;
 			a->pstate = (uint8_t)((a->pstate & ~ACC_BLIND) | (a->s_pstate & ACC_BLIND));
 			a->wdel = a->s_wdel;
+			a->wvflags = a->s_vflags;
 			a->wvlen = a->s_vlen;
 			if (a->s_vlen && a->s_val)
 				memcpy(a->wval, a->s_val, a->s_vlen); /* wcap only grows */
@@ -427,11 +481,13 @@ static int ensure_write(struct txn *t, struct cc_access *a)
 	int rc = t->proto->write(t, a);
 	if (rc != CC_OK)
 		return rc;
-	/* Start the pending value from what the transaction sees now. */
+	/* Start the pending value from what the transaction sees now, as
+	 * stored (an expiry in it stays). */
 	const char *v;
 	size_t vl;
 	bool found;
-	visible(a, &v, &vl, &found);
+	uint8_t vf;
+	stored(a, &v, &vl, &vf, &found);
 	if (a->wcap < vl || !a->wval) {
 		char *p = realloc(a->wval, vl ? vl : 16);
 		if (!p)
@@ -442,6 +498,7 @@ static int ensure_write(struct txn *t, struct cc_access *a)
 	if (vl)
 		memcpy(a->wval, v, vl);
 	a->wvlen = (uint32_t)vl;
+	a->wvflags = vf;
 	a->wdel = !found;
 	a->mode |= ACC_W;
 	return CC_OK;
@@ -534,7 +591,15 @@ bool cc_key_absent(struct cc_worker *ccw, const char *key, size_t klen)
 int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_t *vlen,
 	    bool *found)
 {
+	return txn_get_meta(t, key, klen, val, vlen, found, NULL);
+}
+
+int txn_get_meta(struct txn *t, const char *key, size_t klen, const char **val, size_t *vlen,
+		 bool *found, struct txn_meta *m)
+{
 	uint64_t h = st_hash(key, klen);
+	if (m)
+		*m = (struct txn_meta){ 0 };
 	if (single_read_absent(t, key, klen, h)) {
 		*found = false;
 		*val = NULL;
@@ -563,7 +628,7 @@ int txn_get(struct txn *t, const char *key, size_t klen, const char **val, size_
 		rc = txn_acc_read(t, a);
 	if (rc != CC_OK)
 		return rc;
-	visible(a, val, vlen, found);
+	visible(t, a, val, vlen, found, m);
 	return CC_OK;
 }
 
@@ -653,31 +718,94 @@ static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 
 int txn_set(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen)
 {
+	return txn_set_meta(t, key, klen, val, vlen, NULL);
+}
+
+int txn_set_meta(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen,
+		 const struct txn_meta *m)
+{
 	struct cc_node *n = t->node;
+	const int64_t exp = m ? m->expire_ms : 0;
+	if (exp && exp <= txn_now_ms(t)) {
+		bool existed; /* past its time already: as Redis, gone at once */
+		return txn_del(t, key, klen, &existed);
+	}
+	const size_t pre = exp ? sizeof(exp) : 0, slen = pre + vlen;
 	if (txn_key_too_big(t, klen) ||
 	    vlen > ck_pr_load_64(&n->limits.max_value_bytes) ||
-	    st_class_for((uint32_t)klen, (uint32_t)vlen) < 0)
+	    st_class_for((uint32_t)klen, (uint32_t)slen) < 0)
 		return CC_ETOOBIG;
 	struct cc_access *a;
 	int rc = acc_get(t, key, klen, &a);
 	if (rc == CC_OK)
 		rc = ensure_write(t, a);
 	if (rc == CC_OK)
-		rc = reserve_block(t, a, vlen);
+		rc = reserve_block(t, a, slen);
 	if (rc != CC_OK)
 		return rc;
-	if (a->wcap < vlen) {
-		char *p = realloc(a->wval, vlen);
+	/* val may point into a->wval (a value read back and changed in
+	 * place): copied before the old buffer goes, else moved. */
+	if (a->wcap < slen) {
+		char *p = malloc(slen);
 		if (!p)
 			return CC_EINTERNAL;
+		if (vlen)
+			memcpy(p + pre, val, vlen);
+		free(a->wval);
 		a->wval = p;
-		a->wcap = (uint32_t)vlen;
+		a->wcap = (uint32_t)slen;
+	} else if (vlen) {
+		memmove(a->wval + pre, val, vlen);
 	}
-	/* val may point into a->wval (APPEND-style callers): memmove. */
-	if (vlen)
-		memmove(a->wval, val, vlen);
-	a->wvlen = (uint32_t)vlen;
+	if (exp)
+		memcpy(a->wval, &exp, sizeof(exp));
+	a->wvlen = (uint32_t)slen;
+	a->wvflags = (uint8_t)((((m ? m->type : 0) << ST_V_TYPE_SHIFT) & ST_V_TYPE_MASK) |
+			       (exp ? ST_V_EXPIRES : 0));
 	a->wdel = false;
+	return CC_OK;
+}
+
+int txn_set_keepttl(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen)
+{
+	const char *old;
+	size_t olen;
+	bool found;
+	struct txn_meta m;
+	int rc = txn_get_meta(t, key, klen, &old, &olen, &found, &m);
+	if (rc != CC_OK)
+		return rc;
+	return txn_set_meta(t, key, klen, val, vlen, found ? &m : NULL);
+}
+
+int txn_reap_expired(struct txn *t, const char *key, size_t klen, bool *reaped)
+{
+	*reaped = false;
+	if (txn_key_too_big(t, klen))
+		return CC_OK;
+	struct cc_access *a;
+	int rc = acc_get(t, key, klen, &a);
+	if (rc == CC_EFULL)
+		return CC_OK; /* absent */
+	if (rc == CC_OK)
+		rc = txn_acc_read(t, a);
+	if (rc != CC_OK)
+		return rc;
+	const char *raw;
+	size_t rlen;
+	uint8_t vf;
+	bool found;
+	stored(a, &raw, &rlen, &vf, &found);
+	int64_t exp = found && (vf & ST_V_EXPIRES) ? stored_expiry(raw, rlen) : 0;
+	if (!exp || exp > txn_now_ms(t))
+		return CC_OK;
+	rc = ensure_write(t, a);
+	if (rc != CC_OK)
+		return rc;
+	a->wdel = true;
+	a->wvlen = 0;
+	a->wvflags = 0;
+	*reaped = true;
 	return CC_OK;
 }
 
@@ -695,6 +823,7 @@ int txn_del(struct txn *t, const char *key, size_t klen, bool *existed)
 	if (rc == CC_OK) {
 		a->wdel = true;
 		a->wvlen = 0;
+		a->wvflags = 0;
 	}
 	return rc;
 }

@@ -120,6 +120,47 @@ int txn_set(struct txn *t, const char *key, size_t klen, const char *val, size_t
 int txn_del(struct txn *t, const char *key, size_t klen, bool *existed);
 
 /*
+ * What a key holds besides its bytes: its type and its expiry. Both are
+ * part of the value: read and written by the transaction with it, under
+ * every protocol, wherever the value goes (replicas, versions, images).
+ * The item's vflags (storage/st.h) say which; an expiry is stored as the
+ * value's first 8 bytes (unix ms, little-endian), so a key that never
+ * expires costs nothing. A key past its expiry is absent to every txn_*
+ * read (txn_get, txn_get_meta, txn_del), as of the transaction's clock
+ * (txn_now_ms); active expiry removes it (txn_reap_expired).
+ */
+#define ST_V_EXPIRES 0x01u
+#define ST_V_TYPE_SHIFT 1
+#define ST_V_TYPE_MASK 0x0eu
+enum txn_type { TXN_T_STRING = 0, TXN_T_HASH, TXN_T_LIST, TXN_T_SET, TXN_T_ZSET };
+struct txn_meta {
+	uint8_t type;      /* enum txn_type */
+	int64_t expire_ms; /* unix ms; 0: never */
+};
+
+/* txn_get with the key's type and expiry (m zeroed when it is absent). */
+int txn_get_meta(struct txn *t, const char *key, size_t klen, const char **val, size_t *vlen,
+		 bool *found, struct txn_meta *m);
+
+/* txn_set with a type and an expiry (m NULL: a string that never expires,
+ * as txn_set). An expiry at or before txn_now_ms deletes the key. */
+int txn_set_meta(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen,
+		 const struct txn_meta *m);
+
+/* txn_set that keeps the key's expiry and type, as Redis's commands that
+ * change a value in place do (INCR, APPEND, SETRANGE, SETBIT). */
+int txn_set_keepttl(struct txn *t, const char *key, size_t klen, const char *val, size_t vlen);
+
+/* The transaction's clock for expiry: unix ms, read at its first use in
+ * an attempt and the same for the rest of it (as Redis takes one time per
+ * command or script). */
+int64_t txn_now_ms(struct txn *t);
+
+/* Active expiry: delete key if it exists and is past its expiry; *reaped
+ * says whether it did. */
+int txn_reap_expired(struct txn *t, const char *key, size_t klen, bool *reaped);
+
+/*
  * txn_version - the key's commit version (0 if it never existed since the
  * block was created), read as part of the transaction: WATCH records it and
  * EXEC compares it inside its own transaction.

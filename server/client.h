@@ -46,6 +46,7 @@ struct watched_key {
 	char *key;
 	size_t klen;
 	uint64_t ver;
+	bool alive; /* there at WATCH: its expiry later fails EXEC (Redis 7) */
 };
 
 struct client {

@@ -44,6 +44,7 @@
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
+#include "cc/txn.h"
 #include "rdma/listen.h"
 #include "rdma/tcp_wire.h"
 #include "server/log.h"
@@ -539,10 +540,25 @@ static int keybuf_add(struct keybuf *kb, const char *key, uint32_t klen)
 	return 0;
 }
 
+/* Is a live item past its expiry (cc/txn.h txn_meta)? KEYS and SCAN skip
+ * it, as Redis's do: every read finds it absent already. */
+static bool item_expired(const struct st_item *it)
+{
+	uint64_t data = ck_pr_load_64((uint64_t *)&it->data);
+	if (!(st_data_vflags(data) & ST_V_EXPIRES) || st_data_vlen(data) < 8)
+		return false;
+	int64_t exp;
+	memcpy(&exp, st_item_val(it), sizeof(exp));
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return exp && exp <= (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int scan_collect(void *arg, const char *key, uint32_t klen, const struct st_item *it)
 {
-	(void)it;
 	struct keybuf *kb = arg;
+	if (item_expired(it))
+		return 0;
 	if (kb->plen && !srv_strmatch(kb->pattern, kb->plen, key, klen, false))
 		return 0;
 	if (!listed_here(kb->map, kb->self, key, klen))
@@ -1326,8 +1342,9 @@ struct local_visit {
 
 static int local_visit(void *arg, const char *key, uint32_t klen, const struct st_item *it)
 {
-	(void)it;
 	struct local_visit *lv = arg;
+	if (item_expired(it))
+		return 0;
 	if (lv->plen && !srv_strmatch(lv->pattern, lv->plen, key, klen, false))
 		return 0;
 	if (!listed_here(lv->map, lv->self, key, klen))

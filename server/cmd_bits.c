@@ -266,7 +266,7 @@ static int bits_store(struct cmd_ctx *c, bool found, const char *v, size_t vlen,
 {
 	if (found && vlen == blen && memcmp(v, buf, blen) == 0)
 		return 0;
-	return txn_set(c->txn, KEY(c, 1), (const char *)buf, blen);
+	return txn_set_keepttl(c->txn, KEY(c, 1), (const char *)buf, blen);
 }
 
 /* ---- SETBIT, GETBIT ---- */

@@ -99,12 +99,20 @@ static int db_index(struct cmd_ctx *c, const struct resp_arg *a, long long *id)
 
 /*
  * Write what key `from` holds (value v, vlen: read in this transaction) as
- * key `to`. The one place that knows what a key carries besides its value
- * (the type and the expiry time, once items have them, go here too).
+ * key `to`: its value, its type and its expiry (cc/txn.h txn_meta). The
+ * one place that knows what a key carries besides its value.
  */
-static int key_copy(struct cmd_ctx *c, const struct resp_arg *to, const char *v, size_t vlen)
+static int key_copy(struct cmd_ctx *c, const struct resp_arg *from, const struct resp_arg *to,
+		    const char *v, size_t vlen)
 {
-	return txn_set(c->txn, to->p, to->len, v, vlen);
+	const char *again;
+	size_t alen;
+	bool found;
+	struct txn_meta m;
+	int rc = txn_get_meta(c->txn, from->p, from->len, &again, &alen, &found, &m);
+	if (rc)
+		return rc;
+	return txn_set_meta(c->txn, to->p, to->len, v, vlen, &m);
 }
 
 /* ---- RENAME, RENAMENX ---- */
@@ -147,7 +155,8 @@ static int rename_cmd(struct cmd_ctx *c, bool nx)
 	/* The destination first: v is the source's, alive until the source
 	 * is written (rule (2)). */
 	bool existed;
-	if ((rc = key_copy(c, dst, v, vlen)) || (rc = txn_del(c->txn, KEY(c, 1), &existed)))
+	if ((rc = key_copy(c, &c->argv[1], dst, v, vlen)) ||
+	    (rc = txn_del(c->txn, KEY(c, 1), &existed)))
 		return cmd_txn_failed(c, mark, rc);
 	if (nx)
 		resp_int(c->out, 1);
@@ -217,7 +226,7 @@ int cmd_copy(struct cmd_ctx *c)
 			return 0;
 		}
 	}
-	if ((rc = key_copy(c, &c->argv[2], v, vlen)))
+	if ((rc = key_copy(c, &c->argv[1], &c->argv[2], v, vlen)))
 		return cmd_txn_failed(c, mark, rc);
 	resp_int(c->out, 1);
 	return 0;
@@ -406,8 +415,7 @@ static int restore_opts(struct cmd_ctx *c, struct restore_opts *o)
  * RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]
  * Redis's order of checks: options, BUSYKEY, the TTL, the payload's
  * version and checksum, its decoding. IDLETIME and FREQ are accepted and
- * dropped (rckv keeps no access times); a TTL other than 0 is refused
- * until items carry an expiry time.
+ * dropped (rckv keeps no access times); a TTL sets the key's expiry.
  */
 int cmd_restore(struct cmd_ctx *c)
 {
@@ -461,12 +469,14 @@ int cmd_restore(struct cmd_ctx *c)
 		resp_error(c->out, "ERR Bad data format");
 		return 0;
 	}
-	if (ttl != 0) {
-		rdb_value_free(&val);
-		resp_error(c->out, "ERR RESTORE with a TTL other than 0: rckv has no key expiry yet");
-		return 0;
-	}
-	rc = txn_set(c->txn, KEY(c, 1), val.str ? val.str : "", val.len);
+	/* ttl: ms from now, or (ABSTTL) a unix time in ms; 0: none. One
+	 * already past deletes the key (txn_set_meta), as Redis does. */
+	struct txn_meta m = { .type = TXN_T_STRING };
+	if (ttl)
+		m.expire_ms = o.absttl ? ttl
+			      : (ttl > INT64_MAX - txn_now_ms(c->txn) ? INT64_MAX
+								       : txn_now_ms(c->txn) + ttl);
+	rc = txn_set_meta(c->txn, KEY(c, 1), val.str ? val.str : "", val.len, &m);
 	rdb_value_free(&val);
 	if (rc)
 		return cmd_txn_failed(c, mark, rc);

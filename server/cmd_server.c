@@ -33,6 +33,7 @@
 #include "server/client.h"
 #include "server/command.h"
 #include "server/config.h"
+#include "server/expire.h"
 #include "server/log.h"
 #include "server/membership.h"
 #include "server/cluster.h"
@@ -1021,7 +1022,7 @@ static void info_stats(struct info_ctx *x)
 			"instantaneous_input_kbps:0.00\r\n"
 			"instantaneous_output_kbps:0.00\r\n"
 			"rejected_connections:%llu\r\n"
-			"expired_keys:0\r\n"
+			"expired_keys:%llu\r\n"
 			"evicted_keys:0\r\n"
 			"keyspace_hits:%llu\r\n"
 			"keyspace_misses:%llu\r\n"
@@ -1038,7 +1039,9 @@ static void info_stats(struct info_ctx *x)
 			"absent_key_reads:%llu\r\n",
 			(unsigned long long)s->conns_received, (unsigned long long)s->commands,
 			(unsigned long long)s->net_in, (unsigned long long)s->net_out,
-			(unsigned long long)s->conns_rejected, (unsigned long long)s->keyspace_hits,
+			(unsigned long long)s->conns_rejected,
+			(unsigned long long)expire_cycle_expired(x->w->node),
+			(unsigned long long)s->keyspace_hits,
 			(unsigned long long)s->keyspace_misses,
 			(unsigned long long)(s->error_replies + s->proto_errors),
 			(unsigned long long)cs->txn_committed, (unsigned long long)cs->txn_aborts,

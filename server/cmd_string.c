@@ -35,6 +35,7 @@
 #include "cc/txn.h"
 #include "resp/resp.h"
 #include "server/command.h"
+#include "server/expire.h"
 #include "server/node.h"
 #include "server/strutil.h"
 #include "server/worker.h"
@@ -225,16 +226,22 @@ int cmd_set(struct cmd_ctx *c)
 		return 0;
 	if (expire && set_check_expire(c, fl, expire))
 		return 0;
-	/* Keys never expire in rckv yet: refuse rather than silently keep
-	 * the key forever (KEEPTTL too, so clients do not rely on TTLs). */
-	if (fl & (SET_EXPIRE | SET_KEEPTTL)) {
-		resp_error(c->out, "ERR expiry options are not supported by rckv yet");
-		return 0;
+	/* The new value's expiry: from the option, or (KEEPTTL) the old
+	 * one's; none otherwise, as a SET drops a key's TTL in Redis. */
+	struct txn_meta m = { .type = TXN_T_STRING }, om;
+	if (expire) {
+		long long v, when = 0;
+		(void)parse_ll(expire, &v); /* checked above */
+		(void)expire_at_ms(v, fl & (SET_EX | SET_EXAT),
+				   (fl & (SET_EX | SET_PX)) ? txn_now_ms(c->txn) : 0, &when);
+		m.expire_ms = when;
 	}
-	if (fl & (SET_NX | SET_XX | SET_GET)) {
-		rc = txn_get(c->txn, KEY(c, 1), &old, &oldlen, &found);
+	if (fl & (SET_NX | SET_XX | SET_GET | SET_KEEPTTL)) {
+		rc = txn_get_meta(c->txn, KEY(c, 1), &old, &oldlen, &found, &om);
 		if (rc)
 			return cmd_txn_failed(c, mark, rc);
+		if (fl & SET_KEEPTTL)
+			m.expire_ms = om.expire_ms;
 	}
 	if (fl & SET_GET) {
 		/* Rule (2): quote the old value before overwriting it. */
@@ -250,7 +257,7 @@ int cmd_set(struct cmd_ctx *c)
 			resp_null(c->out);
 		return 0;
 	}
-	rc = txn_set(c->txn, KEY(c, 1), KEY(c, 2));
+	rc = txn_set_meta(c->txn, KEY(c, 1), KEY(c, 2), &m);
 	if (rc)
 		return cmd_txn_failed(c, mark, rc);
 	if (!(fl & SET_GET))
@@ -446,7 +453,7 @@ static int incr_by(struct cmd_ctx *c, long long incr)
 	}
 	cur += incr;
 	n = srv_ll2str(buf, sizeof(buf), cur);
-	rc = txn_set(c->txn, KEY(c, 1), buf, (size_t)n);
+	rc = txn_set_keepttl(c->txn, KEY(c, 1), buf, (size_t)n);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	resp_int(c->out, cur);
@@ -515,7 +522,7 @@ int cmd_incrbyfloat(struct cmd_ctx *c)
 	n = srv_ld2str(buf, sizeof(buf), cur);
 	if (n < 0)
 		n = 0; /* cannot happen for a finite value (strutil.h) */
-	rc = txn_set(c->txn, KEY(c, 1), buf, (size_t)n);
+	rc = txn_set_keepttl(c->txn, KEY(c, 1), buf, (size_t)n);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	resp_bulk(c->out, buf, (size_t)n);
@@ -537,7 +544,7 @@ int cmd_append(struct cmd_ctx *c)
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	if (!found) {
-		rc = txn_set(c->txn, KEY(c, 1), add->p, add->len);
+		rc = txn_set_keepttl(c->txn, KEY(c, 1), add->p, add->len);
 		if (rc)
 			return cmd_txn_failed(c, c->out->len, rc);
 		resp_int(c->out, (long long)add->len);
@@ -555,7 +562,7 @@ int cmd_append(struct cmd_ctx *c)
 	}
 	memcpy(buf, v, vlen);
 	memcpy(buf + vlen, add->p, add->len);
-	rc = txn_set(c->txn, KEY(c, 1), buf, total);
+	rc = txn_set_keepttl(c->txn, KEY(c, 1), buf, total);
 	free(buf);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
@@ -663,7 +670,7 @@ int cmd_setrange(struct cmd_ctx *c)
 	if (off > vlen)
 		memset(buf + vlen, 0, off - vlen);
 	memcpy(buf + off, add->p, add->len);
-	rc = txn_set(c->txn, KEY(c, 1), buf, newlen);
+	rc = txn_set_keepttl(c->txn, KEY(c, 1), buf, newlen);
 	free(buf);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);

@@ -163,6 +163,10 @@ CMD(cmd_rename); CMD(cmd_renamenx); CMD(cmd_copy); CMD(cmd_move); CMD(cmd_random
 CMD(cmd_dump); CMD(cmd_restore); CMD(cmd_object); CMD(cmd_debug_object);
 /* save.c */
 CMD(cmd_save); CMD(cmd_bgsave); CMD(cmd_lastsave);
+/* cmd_expire.c */
+CMD(cmd_expire); CMD(cmd_pexpire); CMD(cmd_expireat); CMD(cmd_pexpireat); CMD(cmd_ttl);
+CMD(cmd_pttl); CMD(cmd_expiretime); CMD(cmd_pexpiretime); CMD(cmd_persist); CMD(cmd_getex);
+CMD(cmd_setex); CMD(cmd_psetex);
 /* cmd_conn.c */
 CMD(cmd_ping); CMD(cmd_echo); CMD(cmd_hello); CMD(cmd_auth); CMD(cmd_quit); CMD(cmd_reset);
 CMD(cmd_select); CMD(cmd_client);

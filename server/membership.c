@@ -969,7 +969,8 @@ static int copy_body(struct txn *t, void *arg)
 		const char *v;
 		size_t vlen;
 		bool found;
-		int rc = txn_get(t, b->keys[i].p, b->keys[i].len, &v, &vlen, &found);
+		struct txn_meta m;
+		int rc = txn_get_meta(t, b->keys[i].p, b->keys[i].len, &v, &vlen, &found, &m);
 		if (rc)
 			return rc;
 		if (!found)
@@ -978,7 +979,7 @@ static int copy_body(struct txn *t, void *arg)
 		if (!copy)
 			return CC_EFULL;
 		memcpy(copy, v, vlen);
-		rc = txn_set(t, b->keys[i].p, b->keys[i].len, copy, vlen);
+		rc = txn_set_meta(t, b->keys[i].p, b->keys[i].len, copy, vlen, &m);
 		free(copy);
 		if (rc)
 			return rc;

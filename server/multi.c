@@ -114,7 +114,15 @@ static int exec_body(struct txn *t, void *arg)
 		int rc = txn_version(t, wk->key, wk->klen, &ver);
 		if (rc == CC_ABORT)
 			return rc;
-		if (rc != CC_OK || ver != wk->ver) {
+		bool found = true;
+		if (rc == CC_OK && wk->alive) { /* expired since WATCH: changed too */
+			const char *v;
+			size_t vlen;
+			rc = txn_get(t, wk->key, wk->klen, &v, &vlen, &found);
+			if (rc == CC_ABORT)
+				return rc;
+		}
+		if (rc != CC_OK || ver != wk->ver || !found) {
 			r->watch_failed = true;
 			resp_null_array(c->out);
 			return CC_OK;
@@ -174,18 +182,23 @@ int cmd_exec(struct cmd_ctx *c)
 
 struct watch_run {
 	struct cmd_ctx *c;
-	uint64_t *vers;
+	struct watched_key *w; /* per argument: ver, alive */
 };
 
 static int watch_body(struct txn *t, void *arg)
 {
 	struct watch_run *r = arg;
 	for (int i = 1; i < r->c->argc; i++) {
-		int rc = txn_version(t, r->c->argv[i].p, r->c->argv[i].len, &r->vers[i]);
+		const struct resp_arg *k = &r->c->argv[i];
+		const char *v;
+		size_t vlen;
+		int rc = txn_version(t, k->p, k->len, &r->w[i].ver);
+		if (rc == CC_OK)
+			rc = txn_get(t, k->p, k->len, &v, &vlen, &r->w[i].alive);
 		if (rc == CC_ABORT)
 			return rc;
 		if (rc != CC_OK)
-			r->vers[i] = UINT64_MAX; /* unreadable now: EXEC will fail */
+			r->w[i].ver = UINT64_MAX; /* unreadable now: EXEC will fail */
 	}
 	return CC_OK;
 }
@@ -197,13 +210,14 @@ int cmd_watch(struct cmd_ctx *c)
 		resp_error(c->out, "ERR WATCH inside MULTI is not allowed");
 		return 0;
 	}
-	uint64_t stackv[16];
-	uint64_t *vers = c->argc <= 16 ? stackv : malloc((size_t)c->argc * sizeof(uint64_t));
+	struct watched_key stackv[16];
+	struct watched_key *vers = c->argc <= 16 ? stackv
+						: calloc((size_t)c->argc, sizeof(*vers));
 	if (!vers) {
 		resp_error(c->out, "ERR out of memory");
 		return 0;
 	}
-	struct watch_run r = { .c = c, .vers = vers };
+	struct watch_run r = { .c = c, .w = vers };
 	struct srv_decl d;
 	srv_decl_init(&d);
 	for (int i = 1; i < c->argc; i++)
@@ -236,7 +250,8 @@ int cmd_watch(struct cmd_ctx *c)
 		memcpy(k, c->argv[i].p, c->argv[i].len);
 		cl->watched[cl->nwatched++] = (struct watched_key){ .key = k,
 								    .klen = c->argv[i].len,
-								    .ver = vers[i] };
+								    .ver = vers[i].ver,
+								    .alive = vers[i].alive };
 	}
 	resp_status(c->out, "OK");
 out:

@@ -25,6 +25,7 @@
 #include "server/recovery.h"
 #include "server/cluster.h"
 #include "server/node.h"
+#include "server/expire.h"
 #include "server/slots.h"
 #include "server/srv.h"
 #include "server/worker.h"
@@ -510,6 +511,9 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	}
 	for (int i = 0; i < n->nworkers; i++)
 		worker_run(n->workers[i]);
+	if (expire_cycle_start(n) != 0)
+		srv_log(n, LOG_WARNING, "active expiry not started (out of memory or threads): "
+			"expired keys stay absent but keep their memory");
 	srv_log(n, LOG_NOTICE, "Ready to accept connections on %s:%d (%d threads, %d coroutines each)",
 		n->cfg.bind[0], n->cfg.port, n->cfg.threads, n->cfg.coroutines);
 	return 0;
@@ -546,6 +550,7 @@ void srv_request_shutdown(struct node *n)
 void srv_node_stop(struct node *n)
 {
 	srv_log(n, LOG_NOTICE, "User requested shutdown...");
+	expire_cycle_stop(n); /* its slices run on the workers */
 	mb_leave(n); /* with replicas: the others serve its slots from now */
 	ck_pr_store_int(&n->shutdown, 1);
 	for (int i = 0; i < n->nworkers; i++)

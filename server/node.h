@@ -90,6 +90,7 @@ struct node {
 	int log_fd;                   /* log destination (server/log.c) */
 	struct script_cache *scripts; /* EVAL's cache, shared by the workers (server/script.h) */
 	struct srv_save *save;        /* SAVE, BGSAVE, LASTSAVE (server/save.h) */
+	struct expire_cycle *expire;  /* active expiry (server/expire.h) */
 	uint64_t recovered_keys;      /* live keys found at start */
 	struct st_log_stats recovery;  /* what recovery settled at start */
 	uint64_t recovery_ms;

@@ -134,7 +134,8 @@ struct st_item {
 			     wts); every protocol sets it on commit; WATCH reads it */
 	uint64_t meta[2]; /* protocol-specific (rts, owner, ...); 0 when reset */
 	uint64_t ident;   /* gen:32 | klen:24 | class:8. Written at allocation only */
-	uint64_t data;    /* vlen:32 | flags:8 (ST_F_*). Written with the value */
+	uint64_t data;    /* vlen:32 | vflags:8 (bits 8..15) | flags:8 (ST_F_*).
+			     Written with the value */
 	/* key bytes, then value bytes */
 };
 static_assert(sizeof(struct st_item) == 48, "item header is 6 words");
@@ -164,6 +165,17 @@ static inline uint8_t st_data_flags(uint64_t data) { return (uint8_t)data; }
 static inline uint64_t st_make_data(uint32_t vlen, uint8_t flags)
 {
 	return ((uint64_t)vlen << 32) | flags;
+}
+/*
+ * vflags: eight bits the layers above keep with a value and storage only
+ * carries (what the value is: cc/txn.h's ST_V_*). Written with the value,
+ * copied with it wherever the item's image goes (replicas, versions,
+ * checkpoints), 0 in every item written before they existed.
+ */
+static inline uint8_t st_data_vflags(uint64_t data) { return (uint8_t)(data >> 8); }
+static inline uint64_t st_make_vdata(uint32_t vlen, uint8_t vflags, uint8_t flags)
+{
+	return ((uint64_t)vlen << 32) | ((uint64_t)vflags << 8) | flags;
 }
 static inline const char *st_item_key(const struct st_item *it) { return (const char *)(it + 1); }
 static inline const char *st_item_val(const struct st_item *it)

@@ -32,7 +32,7 @@
  *                         relocation leave).
  * Block: header, key, the newest version's value (data word 5), then the
  * tail: `count` older versions, newest first, each
- *   wts:8 | data:8 (st_make_data(vlen, 0 or ST_F_ABSENT)) | value, padded
+ *   wts:8 | data:8 (the item's data word: vlen, vflags, ST_F_ABSENT) | value, padded
  *   with zeros to a multiple of 8 bytes,
  * `bytes` bytes in all. An ABSENT version (the key deleted or not yet
  * created at that time) has vlen 0. At most mvcc-versions versions are

@@ -124,7 +124,10 @@ static uint32_t tail_build(struct cc_access *a, int keep, uint32_t room, char *o
 	if (keep <= 0 || ver_entry_bytes(vlen) > room)
 		return 0;
 	bool absent = st_data_flags(it->data) & ST_F_ABSENT;
-	put_entry(out, it->ver, st_make_data(vlen, absent ? ST_F_ABSENT : 0), st_item_val(it));
+	put_entry(out, it->ver,
+		  absent ? st_make_data(vlen, ST_F_ABSENT)
+			 : st_make_vdata(vlen, st_data_vflags(it->data), 0),
+		  st_item_val(it));
 	at = ver_entry_bytes(vlen);
 	*n = 1;
 	uint32_t off[VER_MAX], bytes;

@@ -15,7 +15,7 @@
  * (st_reset_meta) and a relocation (prim.c reloc_post_block) leave.
  * After the newest value comes the tail: `count` older versions, newest
  * first, each
- *   wts:8 | data:8 (st_make_data(vlen, 0 or ST_F_ABSENT)) | value, padded
+ *   wts:8 | data:8 (the item's data word: vlen, vflags, ST_F_ABSENT) | value, padded
  *   with zeros to a multiple of 8 bytes,
  * `bytes` bytes in all. An ABSENT version (the key deleted or not yet
  * created at that time) has vlen 0. A version enters the tail only when a

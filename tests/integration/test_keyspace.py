@@ -270,11 +270,6 @@ def test_restore_errors(raw, key):
 
 @pytest.mark.rckv_only
 def test_restore_rckv_limits(raw, key):
-    good = GOLDEN[0][1]
-    # No expiry yet: a TTL is refused, not dropped.
-    r = raw.call("RESTORE", key, 1000, good)
-    assert isinstance(r, Error) and "TTL" in r
-    assert raw.call("EXISTS", key) == 0
     # A hash (HSET hh a 1 in redis-server 7.0.15: a listpack): recognized,
     # not stored.
     from_redis_hash = bytes.fromhex("100c0c00000002008161020101ff0a0084a693e8aa17e4db")
