@@ -1491,6 +1491,9 @@ static const char *const debug_help[] = {
 	"SLEEP <seconds>",
 	"    Stop the server for <seconds>. Decimals allowed.",
 	"    (rckv: only this connection waits; other clients are served.)",
+	"SET-ACTIVE-EXPIRE <0|1>",
+	"    Setting it to 0 disables the active expiry of keys (they still read as",
+	"    absent once past their time). On a cluster, this node's only.",
 	"FABRIC-LOSE-REPLY <node> [<count> [<after>]]",
 	"    (rckv, 'testing yes', tcp fabric) After <after> (default 0) more, the",
 	"    next <count> (default 1) fabric requests to <node> run there, but their",
@@ -1557,6 +1560,9 @@ int cmd_debug(struct cmd_ctx *c)
 		free(msg);
 	} else if (c->argc == 3 && arg_is(sub, "object")) {
 		return cmd_debug_object(c);
+	} else if (c->argc == 3 && arg_is(sub, "set-active-expire")) {
+		expire_cycle_enable(c->node, !(c->argv[2].len == 1 && c->argv[2].p[0] == '0'));
+		resp_status(c->out, "OK");
 	} else if (c->argc >= 3 && c->argc <= 5 && arg_is(sub, "fabric-lose-reply")) {
 		debug_lose_reply(c);
 	} else if (c->argc == 3 && arg_is(sub, "sleep")) {

@@ -26,7 +26,8 @@
 #define EXPIRE_TICK_MS 100       /* between slices while keys expire (Redis: hz 10) */
 #define EXPIRE_IDLE_MIN_MS 1000  /* after a pass that met no expiring key ... */
 #define EXPIRE_IDLE_MAX_MS 16000 /* ... doubling up to this */
-#define SLICE_BUCKETS 4096       /* index buckets a slice scans */
+#define SLICE_BUCKETS 4096       /* index buckets per st_scan call */
+#define TICK_BUDGET_NS 1000000   /* scanning per tick: 1% of a core at most */
 #define SLICE_KEYS 64            /* keys a slice reaps at most (then it stops early) */
 
 struct expire_cycle {
@@ -35,6 +36,7 @@ struct expire_cycle {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
+	int paused;        /* DEBUG SET-ACTIVE-EXPIRE 0 */
 	uint64_t cursor;   /* st_scan's, across slices */
 	uint64_t met;      /* keys with an expiry met in the current pass */
 	uint64_t expired;  /* reaped so far (INFO) */
@@ -130,8 +132,19 @@ static void *cycle_main(void *arg)
 	uint64_t idle = EXPIRE_IDLE_MIN_MS;
 	uint64_t wait = EXPIRE_TICK_MS;
 	while (!pause_ms(ec, wait)) {
+		if (ck_pr_load_int(&ec->paused))
+			continue;
+		/* Scan until the pass ends, a slice of keys is due, or the
+		 * tick's budget is spent. */
 		struct slice s = { .ec = ec, .now = now_ms() };
-		st_scan(n->cc.region, &ec->cursor, SLICE_BUCKETS, visit, &s);
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			st_scan(n->cc.region, &ec->cursor, SLICE_BUCKETS, visit, &s);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while (ec->cursor != 0 && s.nkeys < SLICE_KEYS &&
+			 (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) <
+				 TICK_BUDGET_NS);
 		s.wrapped = ec->cursor == 0;
 		if (s.nkeys) {
 			struct worker *w = n->workers[ec->turn++ % (unsigned)n->nworkers];
@@ -191,6 +204,13 @@ void expire_cycle_stop(struct node *n)
 	pthread_mutex_destroy(&ec->mu);
 	free(ec);
 	n->expire = NULL;
+}
+
+void expire_cycle_enable(struct node *n, bool on)
+{
+	struct expire_cycle *ec = n->expire;
+	if (ec)
+		ck_pr_store_int(&ec->paused, !on);
 }
 
 uint64_t expire_cycle_expired(const struct node *n)

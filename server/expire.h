@@ -11,10 +11,16 @@
  * under the protocol), so a concurrent write that gave the key a new
  * value or expiry wins. Counted in INFO stats expired_keys.
  *
- * Pacing: a slice every EXPIRE_TICK_MS while the last pass over the
- * region met keys with an expiry; after a pass that met none, the next
- * pass waits longer and longer (up to EXPIRE_IDLE_MAX_MS), so an idle
- * node, or one without expiring keys, wakes rarely and touches little.
+ * Pacing: every EXPIRE_TICK_MS (100 ms, Redis's hz 10) the thread scans
+ * for at most 1 ms (more slices at once while a slice fills with keys
+ * due), while the last pass over the region met keys with an expiry;
+ * after a pass that met none, the next pass waits longer and longer (up
+ * to EXPIRE_IDLE_MAX_MS), so an idle node, or one without expiring keys,
+ * wakes rarely and touches little. A scan that finds nothing due wakes
+ * no worker. DEBUG SET-ACTIVE-EXPIRE 0 pauses it (Redis's tests use it).
+ * Not done: Redis also deletes an expired key when a command touches it
+ * (lazy expiry); here such a key reads absent and waits for the cycle,
+ * so DBSIZE counts it until then.
  */
 #ifndef RCKV_SERVER_EXPIRE_H
 #define RCKV_SERVER_EXPIRE_H
@@ -35,6 +41,8 @@ void cmd_reply_bad_expire(struct cmd_ctx *c, const char *cmd);
  * they stop). 0 or -errno. */
 int expire_cycle_start(struct node *n);
 void expire_cycle_stop(struct node *n);
+/* DEBUG SET-ACTIVE-EXPIRE: pause (false) or resume it. */
+void expire_cycle_enable(struct node *n, bool on);
 /* Keys it deleted so far (INFO stats expired_keys). */
 uint64_t expire_cycle_expired(const struct node *n);
 
