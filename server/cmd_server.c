@@ -1336,7 +1336,9 @@ static void info_keyspace(struct info_ctx *x)
 	/* A full scan of the local region: INFO is not a hot path. */
 	uint64_t keys = cluster_local_count(x->n);
 	if (keys)
-		srv_sbuf_printf(x->b, "db0:keys=%llu,expires=0,avg_ttl=0\r\n", (unsigned long long)keys);
+		srv_sbuf_printf(x->b, "db0:keys=%llu,expires=%llu,avg_ttl=0\r\n",
+				(unsigned long long)keys,
+				(unsigned long long)expire_cycle_expiring(x->n));
 }
 
 static const struct {

@@ -39,6 +39,7 @@ struct expire_cycle {
 	int paused;        /* DEBUG SET-ACTIVE-EXPIRE 0 */
 	uint64_t cursor;   /* st_scan's, across slices */
 	uint64_t met;      /* keys with an expiry met in the current pass */
+	uint64_t last_met; /* ... in the last whole pass (INFO) */
 	uint64_t expired;  /* reaped so far (INFO) */
 	unsigned turn;     /* the worker of the next slice */
 };
@@ -159,6 +160,7 @@ static void *cycle_main(void *arg)
 		if (s.nkeys == SLICE_KEYS)
 			wait = 0; /* more are due: go on at once */
 		if (s.wrapped) {
+			ck_pr_store_64(&ec->last_met, ec->met);
 			if (ec->met) {
 				idle = EXPIRE_IDLE_MIN_MS;
 			} else {
@@ -211,6 +213,12 @@ void expire_cycle_enable(struct node *n, bool on)
 	struct expire_cycle *ec = n->expire;
 	if (ec)
 		ck_pr_store_int(&ec->paused, !on);
+}
+
+uint64_t expire_cycle_expiring(const struct node *n)
+{
+	const struct expire_cycle *ec = n->expire;
+	return ec ? ck_pr_load_64((uint64_t *)&ec->last_met) : 0;
 }
 
 uint64_t expire_cycle_expired(const struct node *n)

@@ -43,6 +43,10 @@ int expire_cycle_start(struct node *n);
 void expire_cycle_stop(struct node *n);
 /* DEBUG SET-ACTIVE-EXPIRE: pause (false) or resume it. */
 void expire_cycle_enable(struct node *n, bool on);
+/* Keys with an expiry its last whole pass over the region met (INFO
+ * keyspace expires=: a count as of that pass, up to a tick or a backoff
+ * old). */
+uint64_t expire_cycle_expiring(const struct node *n);
 /* Keys it deleted so far (INFO stats expired_keys). */
 uint64_t expire_cycle_expired(const struct node *n);
 
