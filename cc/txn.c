@@ -519,6 +519,35 @@ int txn_attempt(const struct txn *t)
 	return t->attempt;
 }
 
+/* splitmix64's finalizer over the first attempt's timestamp (prio_ts,
+ * unique in the cluster and kept across attempts) and the call's number. */
+uint64_t txn_rand(struct txn *t)
+{
+	uint64_t z = t->prio_ts + (uint64_t)++t->rand_n * 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+bool txn_deleted(struct txn *t, const char *key, size_t klen)
+{
+	const struct cc_access *a = acc_find(t, key, klen, st_hash(key, klen));
+	return a && (a->mode & ACC_W) && a->wdel;
+}
+
+bool txn_written_next(struct txn *t, int *pos, const char **key, size_t *klen)
+{
+	while (*pos >= 0 && *pos < t->nacc) {
+		const struct cc_access *a = t->acc[(*pos)++];
+		if ((a->mode & ACC_W) && !a->wdel) {
+			*key = a->key;
+			*klen = a->klen;
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * Is the key absent from its owner's index? A lookup that takes no lock
  * and creates no placeholder. A key found is put in the address cache (held

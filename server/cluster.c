@@ -1615,16 +1615,20 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 	return 0;
 }
 
-/* RANDOMKEY's walk: the first key seen, copied. */
+/* RANDOMKEY's walk: the first key seen that skip does not skip, copied. */
 struct first_key {
 	char *key;
 	size_t klen;
 	bool oom;
+	cluster_skip_fn skip;
+	void *skip_arg;
 };
 
 static int take_first(void *arg, const char *key, size_t klen)
 {
 	struct first_key *f = arg;
+	if (f->skip && f->skip(f->skip_arg, key, klen))
+		return 0;
 	f->key = malloc(klen ? klen : 1);
 	if (!f->key) {
 		f->oom = true;
@@ -1638,8 +1642,8 @@ static int take_first(void *arg, const char *key, size_t klen)
 /* Buckets one step of the walk visits. */
 #define RANDOM_STEP 1024
 
-int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, char **key, size_t *klen,
-		       char *err, size_t errlen)
+int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, cluster_skip_fn skip,
+		       void *skip_arg, char **key, size_t *klen, char *err, size_t errlen)
 {
 	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
 	const uint64_t buckets = n->cc.layout->index_buckets;
@@ -1647,7 +1651,7 @@ int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, char **k
 	 * + slot), from the seed's two halves. */
 	const uint64_t start = ((uint64_t)((seed >> 32) % (uint64_t)m->nnodes) << SCAN_NODE_SHIFT) |
 			       (((seed & 0xffffffffull) % buckets) * 8);
-	struct first_key f = { 0 };
+	struct first_key f = { .skip = skip, .skip_arg = skip_arg };
 	*key = NULL;
 	*klen = 0;
 	/* From the start to the end, then from the beginning up to the start:

@@ -176,6 +176,30 @@ def test_randomkey(make_server):
         assert c.call("RANDOMKEY") is None
 
 
+def test_randomkey_in_multi_sees_own_writes(make_server):
+    """RANDOMKEY queued in MULTI answers from the block's own view: a key
+    the block created (on an empty keyspace, the only key) is replied, one
+    it deleted is not, and with committed keys left it never replies a
+    removed one."""
+    s = make_server()
+    with s.raw() as c:
+        assert c.call_raw("MULTI") == OK
+        c.call("SET", "made", "1")
+        c.call("RANDOMKEY")
+        c.call("DEL", "made")
+        c.call("RANDOMKEY")
+        assert c.call("EXEC") == ["OK", b"made", 1, None]
+        for i in range(5):
+            c.call("SET", "k%d" % i, "x")
+        assert c.call_raw("MULTI") == OK
+        c.call("DEL", "k0", "k1", "k2", "k3")
+        for _ in range(10):
+            c.call("RANDOMKEY")
+        r = c.call("EXEC")
+        assert r[0] == 4 and set(r[1:]) == {b"k4"}, r
+        assert c.call("RANDOMKEY") == b"k4"
+
+
 # ---- OBJECT, DEBUG OBJECT ----
 
 def test_object(raw, key):
