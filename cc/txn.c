@@ -442,11 +442,12 @@ static int save_for_sp(struct txn *t, struct cc_access *a)
 struct txn_savepoint txn_savepoint(struct txn *t)
 {
 	t->sp_gen++;
-	return (struct txn_savepoint){ .nacc = t->nacc, .gen = t->sp_gen };
+	return (struct txn_savepoint){ .nacc = t->nacc, .gen = t->sp_gen, .changes = t->changes };
 }
 
 void txn_rollback(struct txn *t, struct txn_savepoint sp)
 {
+	t->changes = sp.changes;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (i >= sp.nacc && a->sp_gen != sp.gen) {
@@ -792,6 +793,7 @@ int txn_set_meta(struct txn *t, const char *key, size_t klen, const char *val, s
 	a->wvflags = (uint8_t)((((m ? m->type : 0) << ST_V_TYPE_SHIFT) & ST_V_TYPE_MASK) |
 			       (exp ? ST_V_EXPIRES : 0));
 	a->wdel = false;
+	t->changes++;
 	return CC_OK;
 }
 
@@ -853,6 +855,7 @@ int txn_del(struct txn *t, const char *key, size_t klen, bool *existed)
 		a->wdel = true;
 		a->wvlen = 0;
 		a->wvflags = 0;
+		t->changes++;
 	}
 	return rc;
 }

@@ -175,6 +175,7 @@ int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver);
 struct txn_savepoint {
 	int nacc;
 	uint32_t gen;
+	uint64_t changes; /* cc_txn.changes at the savepoint */
 };
 struct txn_savepoint txn_savepoint(struct txn *t);
 void txn_rollback(struct txn *t, struct txn_savepoint sp);

@@ -29,10 +29,13 @@
  * error that says so, rather than a +OK that would promise what a
  * restart does not keep.
  *
- * rdb_changes_since_last_save counts write commands committed (each
- * worker's `dirty`, bumped by dispatch and EXEC after a commit) since the
- * start of the last successful save. Redis counts changed keys instead;
- * for the common commands (SET, DEL of one key, INCR) the two agree.
+ * rdb_changes_since_last_save counts the changes committed (each
+ * worker's `dirty`, added to by dispatch, groups and EXEC after a commit
+ * from cc_txn.changes: each key set, each present key deleted) since the
+ * start of the last successful save, as Redis's dirty counter does: MSET
+ * of 3 keys adds 3, a SET NX that sets nothing or a DEL of an absent key
+ * adds nothing. (RENAME adds 2 where Redis adds 1; FLUSHALL, outside the
+ * transactions, adds nothing.)
  */
 #include "server/save.h"
 

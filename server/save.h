@@ -45,7 +45,7 @@ int srv_save_local(struct node *n, char *err, size_t errlen);
 
 /* For INFO persistence. */
 struct srv_save_info {
-	uint64_t changes;        /* write commands committed since the last save began */
+	uint64_t changes;        /* changes committed since the last save began */
 	bool in_progress;
 	time_t lastsave;         /* unix time of the last successful save */
 	bool last_ok;            /* the last save (if any) succeeded */

@@ -406,6 +406,41 @@ def test_save_bgsave_lastsave(make_server):
                       "EXECABORT Transaction discarded because of previous errors.")
 
 
+def test_changes_since_last_save_count_changed_keys(make_server):
+    """rdb_changes_since_last_save counts what changed, as Redis's dirty
+    counter: MSET of 3 keys adds 3; a SET NX that sets nothing, a DEL of an
+    absent key, a read, add nothing; a pipelined run of writes (one
+    transaction in rckv) adds one per write; so do MULTI and a script."""
+    s = make_server()
+
+    def changes(c):
+        return int(int_info(c, "persistence", "rdb_changes_since_last_save"))
+    with s.raw() as c:
+        assert c.call_raw("SAVE") == OK
+        assert changes(c) == 0
+        c.call("MSET", "a", "1", "b", "2", "c", "3")
+        assert changes(c) == 3
+        assert c.call("SET", "a", "9", "NX") is None
+        assert c.call("DEL", "none") == 0
+        assert c.call("GET", "a") == b"1"
+        assert c.call("EXPIRE", "none", 100) == 0
+        assert changes(c) == 3
+        assert c.call("DEL", "a", "b", "none") == 2
+        assert changes(c) == 5
+        c.send(b"*2\r\n$4\r\nINCR\r\n$1\r\nc\r\n" * 5)
+        assert [c.read_raw() for _ in range(5)] == [b":%d\r\n" % i for i in range(4, 9)]
+        assert changes(c) == 10
+        assert c.call_raw("MULTI") == OK
+        c.call("SET", "x", "1")
+        c.call("SET", "x", "2")
+        c.call("DEL", "none")
+        assert c.call("EXEC") == ["OK", "OK", 0]
+        assert changes(c) == 12
+        assert c.call("EVAL", "redis.call('SET', KEYS[1], 1); redis.call('DEL', KEYS[2]); "
+                      "return redis.call('DEL', KEYS[3])", 3, "y", "x", "none") == 0
+        assert changes(c) == 14
+
+
 @pytest.mark.rckv_only
 def test_bgsave_refused_while_one_runs(make_server):
     # A region of many pages whose checkpoint takes a moment (power: the
