@@ -279,6 +279,9 @@ struct txn {
 	uint64_t cts;             /* commit timestamp (protocols that need one) */
 	int cause;                /* enum cc_cause of the last abort */
 	int attempt;              /* 0 for the first try, then 1, 2, ... (cc_run) */
+	uint32_t rand_n;          /* txn_rand's calls in this attempt */
+	uint64_t changes;         /* writes of this attempt that changed a key
+				     (cc_txn.changes); a savepoint keeps it */
 	bool single_read;         /* txn_hint_single_read */
 	bool single_write;        /* txn_hint_single_write */
 	int fatal;                /* CC_EFAB once a fabric operation failed: the whole

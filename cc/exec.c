@@ -342,6 +342,8 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->unknown = 0;
 	t->unknown_noted = 0;
 	t->now_ms = 0; /* txn_now_ms: read at its first use */
+	t->rand_n = 0; /* txn_rand: every attempt draws the same sequence */
+	t->changes = 0;
 	t->reached = 0;
 	t->breaks = fab_worker_breaks(ccw->fw);
 	t->durable_waited = false;
@@ -534,6 +536,8 @@ static int run(struct cc_worker *ccw, const struct cc_txn *tx, struct cc_ollp *o
 			/* What it read may be a write the log does not hold
 			 * yet (durable_early_release). */
 			int drc = durable_wait_reads(&t);
+			if (tx->changes)
+				*tx->changes = t.changes;
 			txn_after_commit(&t);
 			if (t.proto->committed)
 				t.proto->committed(&t);

@@ -51,6 +51,13 @@ struct cc_txn {
 	int nkeys;
 	cc_body_fn body;
 	void *arg;
+	/* If not NULL: when cc_run returns 0, the changes the committed
+	 * attempt made: each txn_set* once, each txn_del of a present key
+	 * once, none of a command rolled back to its savepoint. For INFO's
+	 * rdb_changes_since_last_save, which counts as Redis's dirty counter
+	 * does (MSET of 3 keys: 3; SET NX that sets nothing, DEL of an absent
+	 * key: 0). Untouched otherwise. */
+	uint64_t *changes;
 };
 
 /*

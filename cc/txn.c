@@ -442,11 +442,12 @@ static int save_for_sp(struct txn *t, struct cc_access *a)
 struct txn_savepoint txn_savepoint(struct txn *t)
 {
 	t->sp_gen++;
-	return (struct txn_savepoint){ .nacc = t->nacc, .gen = t->sp_gen };
+	return (struct txn_savepoint){ .nacc = t->nacc, .gen = t->sp_gen, .changes = t->changes };
 }
 
 void txn_rollback(struct txn *t, struct txn_savepoint sp)
 {
+	t->changes = sp.changes;
 	for (int i = 0; i < t->nacc; i++) {
 		struct cc_access *a = t->acc[i];
 		if (i >= sp.nacc && a->sp_gen != sp.gen) {
@@ -517,6 +518,35 @@ void txn_hint_single_write(struct txn *t)
 int txn_attempt(const struct txn *t)
 {
 	return t->attempt;
+}
+
+/* splitmix64's finalizer over the first attempt's timestamp (prio_ts,
+ * unique in the cluster and kept across attempts) and the call's number. */
+uint64_t txn_rand(struct txn *t)
+{
+	uint64_t z = t->prio_ts + (uint64_t)++t->rand_n * 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+bool txn_deleted(struct txn *t, const char *key, size_t klen)
+{
+	const struct cc_access *a = acc_find(t, key, klen, st_hash(key, klen));
+	return a && (a->mode & ACC_W) && a->wdel;
+}
+
+bool txn_written_next(struct txn *t, int *pos, const char **key, size_t *klen)
+{
+	while (*pos >= 0 && *pos < t->nacc) {
+		const struct cc_access *a = t->acc[(*pos)++];
+		if ((a->mode & ACC_W) && !a->wdel) {
+			*key = a->key;
+			*klen = a->klen;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
@@ -763,6 +793,7 @@ int txn_set_meta(struct txn *t, const char *key, size_t klen, const char *val, s
 	a->wvflags = (uint8_t)((((m ? m->type : 0) << ST_V_TYPE_SHIFT) & ST_V_TYPE_MASK) |
 			       (exp ? ST_V_EXPIRES : 0));
 	a->wdel = false;
+	t->changes++;
 	return CC_OK;
 }
 
@@ -824,6 +855,7 @@ int txn_del(struct txn *t, const char *key, size_t klen, bool *existed)
 		a->wdel = true;
 		a->wvlen = 0;
 		a->wvflags = 0;
+		t->changes++;
 	}
 	return rc;
 }

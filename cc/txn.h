@@ -175,6 +175,7 @@ int txn_version(struct txn *t, const char *key, size_t klen, uint64_t *ver);
 struct txn_savepoint {
 	int nacc;
 	uint32_t gen;
+	uint64_t changes; /* cc_txn.changes at the savepoint */
 };
 struct txn_savepoint txn_savepoint(struct txn *t);
 void txn_rollback(struct txn *t, struct txn_savepoint sp);
@@ -197,6 +198,35 @@ void txn_hint_single_write(struct txn *t);
 
 /* The attempt the body runs in: 0 first, then 1, 2, ... after CC aborts. */
 int txn_attempt(const struct txn *t);
+
+/*
+ * txn_rand - a random number for a body's random choice (RANDOMKEY) that
+ * repeats across the transaction's attempts: the n-th call of every
+ * attempt returns the same value, and other transactions draw other
+ * sequences (the seed is the first attempt's timestamp, unique in the
+ * cluster; a rerun after a failover takes a new one). A rerun that makes
+ * the same calls so reaches the same keys, which calvin needs: it declares
+ * what an attempt reached beyond its declaration for the next (OLLP), and
+ * a rerun that chose anew would reach another key every time.
+ */
+uint64_t txn_rand(struct txn *t);
+
+/*
+ * txn_deleted - does the transaction delete key (DEL, RENAME's source, an
+ * expiry set in the past), as its writes stand now? Local, and it takes no
+ * access of the key: for a walk of the committed keys that must pass over
+ * those the transaction removed (RANDOMKEY in MULTI).
+ */
+bool txn_deleted(struct txn *t, const char *key, size_t klen);
+
+/*
+ * txn_written_next - the keys the transaction wrote and did not delete, so
+ * far, one per call: *pos starts at 0; true with the next one (*key valid
+ * until the next txn_* call), false after the last. A key whose pending
+ * value has expired is among them: txn_get says whether it is present.
+ * Local: no fabric operation.
+ */
+bool txn_written_next(struct txn *t, int *pos, const char **key, size_t *klen);
 
 /* Text for an error code, for logs. */
 const char *cc_strerror(int rc);

@@ -31,6 +31,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,8 +72,14 @@ enum ctl_type {
 	CTL_TAKE_SCAN,
 	CTL_TAKE_SETTLE,
 	CTL_STAGES,
-	CTL_SAVE,    /* save this node's region (SAVE, BGSAVE); answer: an error's text */
+	CTL_SAVE,    /* save this node's region (SAVE, BGSAVE); answer: an error's text,
+		      * after CTL_PROGRESS frames while it saves (serve_save) */
 };
+
+/* A response status that is not the answer: the request is still being
+ * served, and the answer (or another CTL_PROGRESS) follows. No body. Only
+ * CTL_SAVE's keepalive sends it; real statuses are 0 or -errno. */
+#define CTL_PROGRESS 1
 
 #define CTL_MAX_PAYLOAD (64u << 20)
 /* The last digit follows the region layout version (storage/st.h): peers
@@ -588,6 +595,79 @@ struct ctl_box {
 	struct node *n;
 };
 
+/*
+ * CTL_SAVE, served with a keepalive. A large region's save may take
+ * minutes; the initiator must tell that from a hung node (SIGSTOP, a
+ * wedged process), whose kernel still accepts the connection and the
+ * request and then says nothing. So while this node saves, a helper
+ * thread sends a CTL_PROGRESS frame every SAVE_KEEPALIVE_NS, and the
+ * initiator gives up on a peer only after SAVE_SILENCE_NS without any
+ * frame (save_all). The helper writes the socket only under `mu` and is
+ * joined before the control thread writes the answer, so frames never
+ * interleave.
+ */
+#define SAVE_KEEPALIVE_NS (1000ull * 1000 * 1000)
+
+struct save_keepalive {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;   /* CLOCK_MONOTONIC */
+	bool done;           /* the save ended (under mu) */
+	int fd;
+};
+
+static void *keepalive_main(void *arg)
+{
+	struct save_keepalive *ka = arg;
+	pthread_setname_np(pthread_self(), "rckv-keepalive"); /* top -H, perf, gdb */
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	pthread_mutex_lock(&ka->mu);
+	while (!ka->done) {
+		next.tv_sec += (time_t)(SAVE_KEEPALIVE_NS / 1000000000ull);
+		while (!ka->done && pthread_cond_timedwait(&ka->cv, &ka->mu, &next) != ETIMEDOUT)
+			;
+		if (ka->done)
+			break;
+		struct ctl_resp_hdr h = { .status = CTL_PROGRESS, .len = 0 };
+		if (write_all(ka->fd, &h, sizeof(h)) != 0)
+			break; /* the initiator went away; the save goes on */
+	}
+	pthread_mutex_unlock(&ka->mu);
+	return NULL;
+}
+
+/* This node's save for a peer's SAVE/BGSAVE, with the keepalive above.
+ * On a control thread (whose signal mask, all blocked, the helper
+ * inherits). 0 or -errno with err. */
+static int serve_save(struct node *n, int fd, char *err, size_t errlen)
+{
+	if (!n->save)
+		return -ESHUTDOWN;
+	struct save_keepalive ka = { .fd = fd };
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ka.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&ka.mu, NULL);
+	pthread_t th;
+	bool helper = pthread_create(&th, NULL, keepalive_main, &ka) == 0;
+	if (!helper)
+		srv_log(n, LOG_WARNING, "SAVE for a peer without keepalive (no thread): it may "
+			"give up on this node if the save takes long");
+	int rc = srv_save_local(n, err, errlen);
+	if (helper) {
+		pthread_mutex_lock(&ka.mu);
+		ka.done = true;
+		pthread_cond_signal(&ka.cv);
+		pthread_mutex_unlock(&ka.mu);
+		pthread_join(th, NULL);
+	}
+	pthread_cond_destroy(&ka.cv);
+	pthread_mutex_destroy(&ka.mu);
+	return rc;
+}
+
 /* Serve one control connection until it closes. */
 static void *ctl_conn_main(void *arg)
 {
@@ -726,7 +806,7 @@ static void *ctl_conn_main(void *arg)
 			break;
 		case CTL_SAVE: {
 			char err[256] = "";
-			status = n->save ? srv_save_local(n, err, sizeof(err)) : -ESHUTDOWN;
+			status = serve_save(n, fd, err, sizeof(err));
 			if (status && err[0] && (resp = strdup(err)))
 				rlen = strlen(err);
 			break;
@@ -1199,68 +1279,158 @@ static int flush_all(struct node *n, struct worker *w, char *err, size_t errlen)
 	return cluster_quiet_op(n, w, STEP_FLUSH, NULL, err, errlen);
 }
 
-/* A save waits for the peers' disks: a large region's checkpoint may take
- * minutes. */
-#define SAVE_WAIT_NS (600ull * 1000000000ull)
+/*
+ * How save_all waits for the peers. A live peer, however slow its disk,
+ * sends a keepalive every SAVE_KEEPALIVE_NS (serve_save); one silent for
+ * SAVE_SILENCE_NS has missed ten of them: its control thread has not run
+ * for that long, which a loaded but live node does not do, and a stopped
+ * or wedged one does. Between frames the wait looks, every SAVE_SLICE_MS,
+ * at what ends it early: the peer taken out of the configuration, this
+ * node shutting down, srv_save_stop's cancel.
+ */
+#define SAVE_SILENCE_NS (10ull * 1000 * 1000 * 1000)
+#define SAVE_SLICE_MS 100
+/* Once a frame's first bytes are in, the rest (at most an error's text)
+ * follows at once from a live peer. */
+#define SAVE_FRAME_NS (2ull * 1000 * 1000 * 1000)
+
+struct save_peer {
+	struct ctl_conn cc;
+	uint64_t heard;   /* sched_now_ns of its last frame (or of the request) */
+};
+
+/* The first failure is the save's: keep it, naming its node. */
+static void save_fail(int *rc, char *err, size_t errlen, int why, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void save_fail(int *rc, char *err, size_t errlen, int why, const char *fmt, ...)
+{
+	if (*rc)
+		return;
+	*rc = why;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Why to stop waiting for peer `p` now, or NULL to go on waiting. */
+static const char *save_give_up(struct node *n, const struct save_peer *p, uint64_t now,
+				int *why)
+{
+	if (ck_pr_load_int(&n->shutdown) || srv_save_cancelled(n)) {
+		*why = -ECANCELED;
+		return "had not answered when the save was cancelled (the server is shutting down)";
+	}
+	if (peer_out(n, p->cc.peer)) {
+		*why = -ENOTCONN;
+		return "was taken out of the configuration during the save";
+	}
+	if (now - p->heard > SAVE_SILENCE_NS) {
+		*why = -ETIMEDOUT;
+		return "has not answered for 10 seconds, not even a keepalive (is it hung?)";
+	}
+	return NULL;
+}
+
+/* Read one frame of peer p: a keepalive (1), or its answer (0, with
+ * *rc/err updated on a failure). */
+static int save_read_frame(struct save_peer *p, int *rc, char *err, size_t errlen)
+{
+	void *r = NULL;
+	size_t rl = 0;
+	int prc = ctl_recv(NULL, &p->cc, &r, &rl, sched_now_ns() + SAVE_FRAME_NS);
+	if (prc == CTL_PROGRESS) {
+		p->heard = sched_now_ns();
+		return 1;
+	}
+	if (prc && r && rl)
+		save_fail(rc, err, errlen, prc, "%s", (char *)r);
+	else if (prc)
+		save_fail(rc, err, errlen, prc, "node %d: %s", p->cc.peer, strerror(-prc));
+	free(r);
+	return 0;
+}
+
+/* Collect the answers of the nc peers asked, in slices (see above). */
+static void save_collect(struct node *n, struct save_peer *peers, int nc, int *rc, char *err,
+			 size_t errlen)
+{
+	struct pollfd pfd[SRV_MAX_CLUSTER_NODES];
+	int idx[SRV_MAX_CLUSTER_NODES];
+	for (;;) {
+		int m = 0;
+		for (int i = 0; i < nc; i++)
+			if (peers[i].cc.fd >= 0) {
+				pfd[m] = (struct pollfd){ .fd = peers[i].cc.fd, .events = POLLIN };
+				idx[m++] = i;
+			}
+		if (m == 0)
+			return;
+		int k = poll(pfd, (nfds_t)m, SAVE_SLICE_MS);
+		if (k < 0 && errno != EINTR) {
+			k = -errno;
+			for (int j = 0; j < m; j++) {
+				save_fail(rc, err, errlen, k, "waiting for node %d: %s",
+					  peers[idx[j]].cc.peer, strerror(-k));
+				ctl_close(&peers[idx[j]].cc);
+			}
+			return;
+		}
+		for (int j = 0; j < m && k > 0; j++)
+			if (pfd[j].revents && save_read_frame(&peers[idx[j]], rc, err, errlen) == 0)
+				ctl_close(&peers[idx[j]].cc);
+		uint64_t now = sched_now_ns();
+		for (int j = 0; j < m; j++) {
+			struct save_peer *p = &peers[idx[j]];
+			int why = 0;
+			const char *what = p->cc.fd >= 0 ? save_give_up(n, p, now, &why) : NULL;
+			if (what) {
+				save_fail(rc, err, errlen, why, "node %d %s", p->cc.peer, what);
+				srv_log(n, LOG_WARNING, "SAVE: node %d %s", p->cc.peer, what);
+				ctl_close(&p->cc);
+			}
+		}
+	}
+}
 
 /*
  * SAVE on every node (server/save.c says why every node): each peer is
  * asked first (CTL_SAVE), so that all save at once, then this node saves
- * its own, then the answers are collected. A peer out of the
- * configuration is skipped: its slots are served, and saved, by the nodes
- * that took them over. The first failure is the result, naming its node.
- * On save.c's job thread (blocking calls).
+ * its own, then the answers are collected (save_collect: a hung peer, a
+ * shutdown or a cancel ends the wait within SAVE_SILENCE_NS or
+ * SAVE_SLICE_MS). A peer out of the configuration is skipped: its slots
+ * are served, and saved, by the nodes that took them over. The first
+ * failure is the result, naming its node. On save.c's job thread
+ * (blocking calls).
  */
 static int save_all(struct node *n, char *err, size_t errlen)
 {
 	struct cluster *cl = n->cluster;
 	int np = cl ? cl->npeers : 0, nc = 0, rc = 0;
-	struct ctl_conn *conns = calloc((size_t)(np ? np : 1), sizeof(*conns));
-	if (!conns) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	const uint64_t deadline = sched_now_ns() + SAVE_WAIT_NS;
+	struct save_peer peers[SRV_MAX_CLUSTER_NODES];
 	for (int i = 0; i < np; i++) {
 		int id = cl->peers[i].id;
 		char cerr[200] = "";
 		if (peer_out(n, id))
 			continue;
-		conns[nc].fd = -1;
-		int crc = ctl_open(n, id, &conns[nc], cerr, sizeof(cerr));
-		if (crc == 0)
-			crc = ctl_send(NULL, &conns[nc], CTL_SAVE, NULL, 0, deadline);
+		struct save_peer *p = &peers[nc];
+		p->cc.fd = -1;
+		p->heard = sched_now_ns();
+		int crc = ctl_open(n, id, &p->cc, cerr, sizeof(cerr));
+		if (crc == 0) /* 8 bytes into an empty socket buffer: no wait */
+			crc = ctl_send(NULL, &p->cc, CTL_SAVE, NULL, 0, p->heard + SAVE_FRAME_NS);
 		if (crc == 0) {
 			nc++;
 			continue;
 		}
-		ctl_close(&conns[nc]);
-		if (rc == 0) {
-			rc = crc;
-			snprintf(err, errlen, "node %d: %s", id, cerr[0] ? cerr : strerror(-crc));
-		}
+		ctl_close(&p->cc);
+		save_fail(&rc, err, errlen, crc, "node %d: %s", id, cerr[0] ? cerr : strerror(-crc));
 	}
 	char lerr[256] = "";
 	int lrc = srv_save_local(n, lerr, sizeof(lerr));
-	if (lrc && rc == 0) {
-		rc = lrc;
-		snprintf(err, errlen, "%s", lerr);
-	}
-	for (int i = 0; i < nc; i++) {
-		void *r = NULL;
-		size_t rl = 0;
-		int prc = ctl_recv(NULL, &conns[i], &r, &rl, deadline);
-		if (prc && rc == 0) {
-			rc = prc;
-			if (r && rl)
-				snprintf(err, errlen, "%s", (char *)r);
-			else
-				snprintf(err, errlen, "node %d: %s", conns[i].peer, strerror(-prc));
-		}
-		free(r);
-		ctl_close(&conns[i]);
-	}
-	free(conns);
+	if (lrc)
+		save_fail(&rc, err, errlen, lrc, "%s", lerr);
+	save_collect(n, peers, nc, &rc, err, errlen);
 	return rc;
 }
 
@@ -1445,16 +1615,20 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 	return 0;
 }
 
-/* RANDOMKEY's walk: the first key seen, copied. */
+/* RANDOMKEY's walk: the first key seen that skip does not skip, copied. */
 struct first_key {
 	char *key;
 	size_t klen;
 	bool oom;
+	cluster_skip_fn skip;
+	void *skip_arg;
 };
 
 static int take_first(void *arg, const char *key, size_t klen)
 {
 	struct first_key *f = arg;
+	if (f->skip && f->skip(f->skip_arg, key, klen))
+		return 0;
 	f->key = malloc(klen ? klen : 1);
 	if (!f->key) {
 		f->oom = true;
@@ -1468,8 +1642,8 @@ static int take_first(void *arg, const char *key, size_t klen)
 /* Buckets one step of the walk visits. */
 #define RANDOM_STEP 1024
 
-int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, char **key, size_t *klen,
-		       char *err, size_t errlen)
+int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, cluster_skip_fn skip,
+		       void *skip_arg, char **key, size_t *klen, char *err, size_t errlen)
 {
 	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
 	const uint64_t buckets = n->cc.layout->index_buckets;
@@ -1477,7 +1651,7 @@ int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, char **k
 	 * + slot), from the seed's two halves. */
 	const uint64_t start = ((uint64_t)((seed >> 32) % (uint64_t)m->nnodes) << SCAN_NODE_SHIFT) |
 			       (((seed & 0xffffffffull) % buckets) * 8);
-	struct first_key f = { 0 };
+	struct first_key f = { .skip = skip, .skip_arg = skip_arg };
 	*key = NULL;
 	*klen = 0;
 	/* From the start to the end, then from the beginning up to the start:

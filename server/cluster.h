@@ -78,13 +78,16 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 /*
  * cluster_random_key - RANDOMKEY's candidate: the first key the keyspace
  * walk (cluster_scan, every node) meets from a place chosen by seed,
- * wrapping around once. Not transactional (see cmd_keys.c): the caller
- * reads the key in a transaction to know it still exists. *key is
- * malloc'd (the caller frees it), NULL when there is no key at all.
- * Returns 0, or -1 with err (a peer is gone, out of memory).
+ * wrapping around once, that skip (if not NULL) does not skip. skip runs
+ * on the caller's thread in the middle of the walk: it must not yield.
+ * Not transactional (see cmd_keys.c): the caller reads the key in a
+ * transaction to know it still exists. *key is malloc'd (the caller
+ * frees it), NULL when there is no such key at all. Returns 0, or -1 with
+ * err (a peer is gone, out of memory).
  */
-int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, char **key, size_t *klen,
-		       char *err, size_t errlen);
+typedef bool (*cluster_skip_fn)(void *arg, const char *key, size_t klen);
+int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, cluster_skip_fn skip,
+		       void *skip_arg, char **key, size_t *klen, char *err, size_t errlen);
 
 /* One page of the keys node `id` lists (those it is the primary of), from
  * *cursor (0 to start; 0 again when done): fn for each. 0 or -1 with err. */

@@ -25,8 +25,9 @@
  * random place (cluster_random_key: every node's keys), then reads it in
  * a transaction of its own, so the key it replies existed at that
  * transaction's point in the serial order (a key deleted meanwhile makes
- * it try another). Inside MULTI it replies the candidate as SCAN would,
- * without the block's own writes.
+ * it try another). Inside MULTI (or a script) the candidate is read in
+ * the block's transaction instead, which sees the block's own writes
+ * (randomkey_in_txn).
  *
  * OBJECT's subcommands, like every container's, are CMD_NOTXN rows: each
  * reads its key in a transaction of its own that declares it (key_read),
@@ -300,27 +301,132 @@ static int key_read(struct cmd_ctx *c, struct key_read *r)
 
 #define RANDOMKEY_TRIES 8
 
-int cmd_randomkey(struct cmd_ctx *c)
+/*
+ * In a transaction (MULTI, a script) the reply must be a key of the
+ * transaction's own view, as Redis's RANDOMKEY after a DEL or RENAME in
+ * the same block sees the block's writes. The walk sees committed keys:
+ * it passes over those the block deleted (txn_deleted), and the candidate
+ * is read in the transaction (gone meanwhile: another). When no committed
+ * key is left, a key the block itself wrote and did not delete is the
+ * answer, if any (randomkey_own). So a key the block created is replied
+ * only when no committed one is: not Redis's uniform choice, but never a
+ * key that is not there. The seeds come from txn_rand, so a rerun (a CC
+ * abort, calvin's OLLP round that declares the candidate) reaches the
+ * same candidates. 0, or CC_ABORT for the handler to return.
+ */
+static bool randomkey_skip(void *arg, const char *key, size_t klen)
 {
-	uint64_t seed = sched_now_ns() ^ (c->cl ? c->cl->id * 0x9e3779b97f4a7c15ull : 0);
+	return txn_deleted(arg, key, klen);
+}
+
+/* The n-th key (from 0) the transaction wrote that is present in its
+ * view: true with *key malloc'd, or false with *count the number there
+ * are (n >= *count). *rc: 0, or what txn_get failed with. */
+static bool own_key(struct txn *t, int n, char **key, size_t *klen, int *count, int *rc)
+{
+	const char *k;
+	size_t kl;
+	int pos = 0;
+
+	*count = 0;
+	*rc = 0;
+	while (txn_written_next(t, &pos, &k, &kl)) {
+		const char *v;
+		size_t vlen;
+		bool found;
+		char *copy = malloc(kl ? kl : 1);
+
+		if (!copy) {
+			*rc = CC_EINTERNAL;
+			return false;
+		}
+		memcpy(copy, k, kl); /* k lives until the next txn_* call */
+		*rc = txn_get(t, copy, kl, &v, &vlen, &found);
+		if (*rc == 0 && found && (*count)++ == n) {
+			*key = copy;
+			*klen = kl;
+			return true;
+		}
+		free(copy);
+		if (*rc)
+			return false;
+	}
+	return false;
+}
+
+static int randomkey_own(struct cmd_ctx *c)
+{
+	uint64_t pick = txn_rand(c->txn);
+	char *key = NULL;
+	size_t klen = 0;
+	int count, rc;
+
+	own_key(c->txn, -1, &key, &klen, &count, &rc); /* count them */
+	if (rc == 0 && count > 0) /* the same view again: the pick is there */
+		own_key(c->txn, (int)(pick % (uint64_t)count), &key, &klen, &count, &rc);
+	if (rc) {
+		if (rc != CC_ABORT)
+			cmd_reply_txn_error(c, rc);
+		return rc == CC_ABORT ? CC_ABORT : 0;
+	}
+	if (!key) {
+		resp_null(c->out);
+		return 0;
+	}
+	resp_bulk(c->out, key, klen);
+	free(key);
+	return 0;
+}
+
+static int randomkey_in_txn(struct cmd_ctx *c)
+{
 	char err[256];
 
 	for (int tries = 0; tries < RANDOMKEY_TRIES; tries++) {
 		char *key = NULL;
 		size_t klen = 0;
 
+		if (cluster_random_key(c->node, c->w, txn_rand(c->txn), randomkey_skip, c->txn,
+				       &key, &klen, err, sizeof(err)) != 0) {
+			resp_errorf(c->out, "ERR RANDOMKEY: %s", err);
+			return 0;
+		}
+		if (!key) /* no committed key the block left */
+			return randomkey_own(c);
+		struct key_read r = { .key = key, .klen = klen };
+		int rc = key_read(c, &r);
+		free(r.val);
+		if (rc == 0 && r.found)
+			resp_bulk(c->out, key, klen);
+		free(key);
+		if (rc)
+			return rc == CC_ABORT ? CC_ABORT : 0;
+		if (r.found)
+			return 0;
+		/* Deleted since the walk saw it: another. */
+	}
+	return randomkey_own(c);
+}
+
+int cmd_randomkey(struct cmd_ctx *c)
+{
+	uint64_t seed = sched_now_ns() ^ (c->cl ? c->cl->id * 0x9e3779b97f4a7c15ull : 0);
+	char err[256];
+
+	if (c->txn)
+		return randomkey_in_txn(c);
+	for (int tries = 0; tries < RANDOMKEY_TRIES; tries++) {
+		char *key = NULL;
+		size_t klen = 0;
+
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-		if (cluster_random_key(c->node, c->w, seed, &key, &klen, err, sizeof(err)) != 0) {
+		if (cluster_random_key(c->node, c->w, seed, NULL, NULL, &key, &klen, err,
+				       sizeof(err)) != 0) {
 			resp_errorf(c->out, "ERR RANDOMKEY: %s", err);
 			return 0;
 		}
 		if (!key) { /* no key anywhere */
 			resp_null(c->out);
-			return 0;
-		}
-		if (c->txn) { /* in a block: as SCAN, without its own writes */
-			resp_bulk(c->out, key, klen);
-			free(key);
 			return 0;
 		}
 		struct key_read r = { .key = key, .klen = klen };

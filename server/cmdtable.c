@@ -234,9 +234,10 @@ static const struct cmd_def rckv_subs[] = {
 
 /* OBJECT's subcommands read their key, argument 2, in a transaction of
  * their own (cmd_object: a subcommand row is CMD_NOTXN, as every
- * container's); HELP reads none. */
+ * container's), or in the caller's: MULTI's, a script's
+ * (CMD_SCRIPT_NOTXN); HELP reads none. */
 #define KEY2 .first_key = 2, .last_key = 2, .key_step = 1
-#define F_OBJKEY (CMD_READONLY | CMD_NOTXN)
+#define F_OBJKEY (CMD_READONLY | CMD_NOTXN | CMD_SCRIPT_NOTXN)
 static const struct cmd_def object_subs[] = {
 	{ .name = "object|encoding", .fn = cmd_object, .arity = 3, .flags = F_OBJKEY, KEY2,
 	  .group = "generic", .since = "2.2.3",
@@ -254,7 +255,8 @@ static const struct cmd_def object_subs[] = {
 	  .complexity = "O(1)", .acl_categories = "@keyspace @read @slow", .key_flags = "RO",
 	  .tips = "nondeterministic_output" },
 	{ .name = "object|help", .fn = cmd_object, .arity = 2,
-	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "generic", .since = "6.2.0",
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN | CMD_SCRIPT_NOTXN, .group = "generic",
+	  .since = "6.2.0",
 	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
 	  .acl_categories = "@keyspace @slow" },
 	{ .name = "object|idletime", .fn = cmd_object, .arity = 3, .flags = F_OBJKEY, KEY2,
@@ -535,13 +537,16 @@ static const struct cmd_def table[] = {
 			"O(1) for string values.",
 	  .acl_categories = "@keyspace @write @slow", .key_flags = "RO access",
 	  .rest_key_flags = "OW update" },
-	/* MOVE never moves with one database: no transaction (cmd_keyspace.c). */
-	{ .name = "move", .fn = cmd_move, .arity = 3, .flags = CMD_WRITE | CMD_FAST | CMD_NOTXN,
+	/* MOVE never moves with one database: no transaction (cmd_keyspace.c),
+	 * nor anything read, so a script may call it. */
+	{ .name = "move", .fn = cmd_move, .arity = 3,
+	  .flags = CMD_WRITE | CMD_FAST | CMD_NOTXN | CMD_SCRIPT_NOTXN,
 	  KEY1, .group = "generic", .since = "1.0.0", .summary = "Move a key to another database",
 	  .complexity = "O(1)", .acl_categories = "@keyspace @write @fast",
 	  .key_flags = "RW access update" },
 	{ .name = "randomkey", .fn = cmd_randomkey, .arity = 1,
-	  .flags = CMD_READONLY | CMD_NOTXN | CMD_ALLKEYS, .group = "generic", .since = "1.0.0",
+	  .flags = CMD_READONLY | CMD_NOTXN | CMD_SCRIPT_NOTXN | CMD_ALLKEYS, .group = "generic",
+	  .since = "1.0.0",
 	  .summary = "Return a random key from the keyspace", .complexity = "O(1)",
 	  .acl_categories = "@keyspace @read @slow",
 	  .tips = "request_policy:all_shards nondeterministic_output" },
@@ -582,7 +587,8 @@ static const struct cmd_def table[] = {
 	  .summary = "Asynchronously save the dataset to disk", .complexity = "O(1)",
 	  .acl_categories = "@admin @slow @dangerous" },
 	{ .name = "lastsave", .fn = cmd_lastsave, .arity = 1,
-	  .flags = CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOTXN, .group = "server",
+	  .flags = CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOTXN | CMD_SCRIPT_NOTXN,
+	  .group = "server",
 	  .since = "1.0.0", .summary = "Get the UNIX time stamp of the last successful save to disk",
 	  .complexity = "O(1)", .acl_categories = "@admin @fast @dangerous",
 	  .tips = "nondeterministic_output" },

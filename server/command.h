@@ -70,7 +70,11 @@ enum {
 	CMD_NO_MANDATORY_KEYS = 1u << 16, /* "no_mandatory_keys" */
 	CMD_MOVABLEKEYS = 1u << 17, /* "movablekeys": keys found by getkeys */
 	CMD_SCRIPT_NOTXN = 1u << 18,/* CMD_NOTXN, yet a script may call it: it reads
-				       nothing of the keyspace (PING, ECHO, TIME) */
+				       nothing of the keyspace (PING, ECHO, TIME,
+				       LASTSAVE, MOVE), or reads it only through
+				       cmd_ctx.txn when that is set, as queued in
+				       MULTI (OBJECT, RANDOMKEY): in a script, the
+				       script's transaction */
 };
 
 struct cmd_def {

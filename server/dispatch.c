@@ -261,14 +261,16 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	struct srv_decl d;
 	srv_decl_init(&d);
 	srv_decl_command(&d, def, argc, argv);
-	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = one_body, .arg = &o };
+	uint64_t changes = 0;
+	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = one_body, .arg = &o,
+				   .changes = &changes };
 	int rc = cc_run(w->ccw, &tx);
 	srv_decl_free(&d);
 	if (rc != 0) {
 		out->len = o.mark;
 		srv_reply_txn_failed(out, n, rc);
-	} else if (def->flags & CMD_WRITE) {
-		w->dirty++; /* rdb_changes_since_last_save (server/save.c) */
+	} else {
+		worker_add_dirty(w, changes); /* rdb_changes_since_last_save (save.c) */
 	}
 }
 
@@ -385,12 +387,14 @@ void srv_group_run(struct worker *w, struct client *cl)
 	srv_decl_init(&d);
 	for (int i = 0; i < n; i++)
 		srv_decl_command(&d, cl->grp[i].def, cl->grp[i].argc, group_argv(cl, i));
-	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = group_body, .arg = &g };
+	uint64_t changes = 0;
+	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = group_body, .arg = &g,
+				   .changes = &changes };
 	int rc = cc_run(w->ccw, &tx);
 	srv_decl_free(&d);
 	if (rc == 0) {
 		w->stats.commands += (uint64_t)n;
-		w->dirty += (uint64_t)n; /* every command of a group writes */
+		worker_add_dirty(w, changes);
 		w->stats.txn_groups++;
 		cl->last_cmd = cl->grp[n - 1].def->name;
 	} else if (rc == CC_EUNKNOWN) {

@@ -162,7 +162,9 @@ int cmd_exec(struct cmd_ctx *c)
 		srv_decl_key(&d, cl->watched[i].key, cl->watched[i].klen, CC_KEY_READ);
 	for (int i = 0; i < cl->mq_len; i++)
 		srv_decl_command(&d, cl->mq[i].def, cl->mq[i].argc, cl->mq[i].argv);
-	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = exec_body, .arg = &r };
+	uint64_t changes = 0;
+	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = exec_body, .arg = &r,
+				   .changes = &changes };
 	int rc = cc_run(c->w->ccw, &tx);
 	srv_decl_free(&d);
 	if (rc != 0) {
@@ -171,8 +173,7 @@ int cmd_exec(struct cmd_ctx *c)
 	} else if (r.watch_failed) {
 		c->w->stats.txn_watch_failed++;
 	} else {
-		for (int i = 0; i < cl->mq_len; i++)
-			c->w->dirty += (cl->mq[i].def->flags & CMD_WRITE) != 0;
+		worker_add_dirty(c->w, changes); /* rdb_changes_since_last_save (save.c) */
 	}
 	c->w->stats.commands += (uint64_t)cl->mq_len;
 	client_discard_multi(cl);

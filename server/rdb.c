@@ -252,6 +252,14 @@ static int get_plain_len(struct rd *r, uint64_t *len)
 	return rc ? rc : enc ? RDB_EFORMAT : 0;
 }
 
+/*
+ * The most an LZF stream expands: its best unit is a back reference of
+ * 3 bytes (control, length, offset) that copies 264 (7 + 255 + 2), so no
+ * valid stream of clen bytes decodes to more than 88 * clen. A declared
+ * length beyond that cannot be what the bytes hold.
+ */
+#define LZF_MAX_RATIO 88u
+
 /* A string, any of its encodings: *out malloc'd (NULL when empty). */
 static int get_string(struct rd *r, char **out, size_t *outlen)
 {
@@ -283,11 +291,13 @@ static int get_string(struct rd *r, char **out, size_t *outlen)
 		uint64_t clen, plen;
 		if ((rc = get_plain_len(r, &clen)) || (rc = get_plain_len(r, &plen)))
 			return rc;
+		/* What the payload cannot hold is malformed, whatever the
+		 * limit (Redis's "Bad data format"): checked before it. */
+		if (clen > (uint64_t)(r->end - r->p) || plen == 0 || plen > UINT32_MAX ||
+		    clen > UINT32_MAX || plen > clen * LZF_MAX_RATIO)
+			return RDB_EFORMAT;
 		if (plen > r->max_len)
 			return RDB_ETOOBIG;
-		if (clen > (uint64_t)(r->end - r->p) || plen == 0 || plen > UINT32_MAX ||
-		    clen > UINT32_MAX)
-			return RDB_EFORMAT;
 		char *buf = malloc(plen);
 		if (!buf)
 			return RDB_ENOMEM;
@@ -303,10 +313,10 @@ static int get_string(struct rd *r, char **out, size_t *outlen)
 	}
 	if (enc)
 		return RDB_EFORMAT;
+	if (len > (uint64_t)(r->end - r->p)) /* before the limit: as LZF's above */
+		return RDB_EFORMAT;
 	if (len > r->max_len)
 		return RDB_ETOOBIG;
-	if (len > (uint64_t)(r->end - r->p))
-		return RDB_EFORMAT;
 	if (len) {
 		if (!(*out = malloc(len)))
 			return RDB_ENOMEM;

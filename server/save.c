@@ -10,7 +10,8 @@
  *  - SAVE starts it too, and its coroutine sleeps until the job ended
  *    (waking every few ms: the worker serves its other clients
  *    meanwhile; Redis's SAVE blocks every client, rckv's only the caller)
- *    to reply +OK or the error.
+ *    to reply +OK or the error; or until the server shuts down (the
+ *    worker cannot exit while the coroutine waits), replying an error.
  * One job at a time: either command while one runs gets Redis's "ERR
  * Background save already in progress".
  *
@@ -20,17 +21,21 @@
  * some of them unsaved would not be what the user asked for. The job
  * asks every peer (CTL_SAVE: each saves its own region, in parallel with
  * this one) and succeeds when all did; LASTSAVE on any node is the last
- * save that node's region took part in.
+ * save that node's region took part in. A hung peer fails the save after
+ * a bounded silence, and a shutdown cancels it (cluster.c, save_all).
  *
  * persistence none keeps the region in /dev/shm, removed when the server
  * exits: there is nothing durable to make it, so SAVE and BGSAVE are an
  * error that says so, rather than a +OK that would promise what a
  * restart does not keep.
  *
- * rdb_changes_since_last_save counts write commands committed (each
- * worker's `dirty`, bumped by dispatch and EXEC after a commit) since the
- * start of the last successful save. Redis counts changed keys instead;
- * for the common commands (SET, DEL of one key, INCR) the two agree.
+ * rdb_changes_since_last_save counts the changes committed (each
+ * worker's `dirty`, added to by dispatch, groups and EXEC after a commit
+ * from cc_txn.changes: each key set, each present key deleted) since the
+ * start of the last successful save, as Redis's dirty counter does: MSET
+ * of 3 keys adds 3, a SET NX that sets nothing or a DEL of an absent key
+ * adds nothing. (RENAME adds 2 where Redis adds 1; FLUSHALL, outside the
+ * transactions, adds nothing.)
  */
 #include "server/save.h"
 
@@ -65,6 +70,9 @@ struct srv_save {
 	uint64_t dirty_start;     /* dirty counter at the running job's start */
 	uint64_t dirty_saved;     /* ... at the last successful job's start */
 	pthread_mutex_t local_lock; /* one st_region_save at a time */
+	/* Set (ck_pr) by srv_save_stop, never cleared: a cluster's save
+	 * stops waiting for its peers (srv_save_cancelled). Any thread reads. */
+	int cancel;
 };
 
 /* Polling of a SAVE that waits for its job: from 1 ms up to 50 ms. */
@@ -109,12 +117,18 @@ void srv_save_stop(struct node *n)
 	struct srv_save *s = n->save;
 	if (!s)
 		return;
+	ck_pr_store_int(&s->cancel, 1);
 	pthread_mutex_lock(&s->lock);
 	bool join = s->joinable;
 	s->joinable = false;
 	pthread_mutex_unlock(&s->lock);
 	if (join)
 		pthread_join(s->thread, NULL);
+}
+
+bool srv_save_cancelled(struct node *n)
+{
+	return n->save && ck_pr_load_int(&n->save->cancel);
 }
 
 void srv_save_destroy(struct node *n)
@@ -227,6 +241,12 @@ int cmd_save(struct cmd_ctx *c)
 	pthread_mutex_lock(&s->lock);
 	while (s->jobs_done < job) {
 		pthread_mutex_unlock(&s->lock);
+		/* The worker exits only when its coroutines are idle: stop
+		 * waiting, and let srv_save_stop cancel the job. */
+		if (ck_pr_load_int(&n->shutdown)) {
+			resp_error(c->out, "ERR SAVE aborted: the server is shutting down");
+			return 0;
+		}
 		sched_sleep(c->w->sched, wait);
 		wait = wait * 2 > WAIT_MAX_NS ? WAIT_MAX_NS : wait * 2;
 		pthread_mutex_lock(&s->lock);

@@ -23,10 +23,14 @@ struct srv_save;
  * data found at start is what the medium held). Main thread, before the
  * workers start. 0 or -ENOMEM. */
 int srv_save_create(struct node *n);
-/* Wait for a running save. Main thread, after the workers stopped, before
- * the control plane stops (a cluster's save asks the peers through it)
- * and the region closes. */
+/* Cancel and wait for a running save: a cluster's save stops waiting for
+ * its peers (srv_save_cancelled); this node's own st_region_save, if it
+ * runs, ends first. Main thread, after the workers stopped, before the
+ * control plane stops (a cluster's save asks the peers through it) and the
+ * region closes. */
 void srv_save_stop(struct node *n);
+/* Has srv_save_stop been called? Any thread (the job's save_all polls it). */
+bool srv_save_cancelled(struct node *n);
 /* Free n->save (NULL-safe): after the control plane stopped (its threads
  * serve the peers' CTL_SAVE through it). */
 void srv_save_destroy(struct node *n);
@@ -41,7 +45,7 @@ int srv_save_local(struct node *n, char *err, size_t errlen);
 
 /* For INFO persistence. */
 struct srv_save_info {
-	uint64_t changes;        /* write commands committed since the last save began */
+	uint64_t changes;        /* changes committed since the last save began */
 	bool in_progress;
 	time_t lastsave;         /* unix time of the last successful save */
 	bool last_ok;            /* the last save (if any) succeeded */

@@ -35,10 +35,12 @@
  * yields the coroutine every SCRIPT_YIELD_NS, so the worker's other
  * clients are served, and its fabric waits yield as any transaction's do.
  *
- * Commands a script may call: those that run inside a transaction, and
- * PING, ECHO and TIME. The rest (CMD_NOTXN: CONFIG, INFO, KEYS, SCAN,
- * FLUSHALL, ...) are refused with an error, since they would not be part
- * of the script's transaction.
+ * Commands a script may call: those that run inside a transaction, those
+ * that read nothing of the keyspace (PING, ECHO, TIME, LASTSAVE, MOVE),
+ * and those that read it through the caller's transaction when given one
+ * (OBJECT, RANDOMKEY: CMD_SCRIPT_NOTXN). The rest (CMD_NOTXN: CONFIG,
+ * INFO, KEYS, SCAN, FLUSHALL, ...) are refused with an error, since they
+ * would not be part of the script's transaction.
  */
 #include "server/script.h"
 

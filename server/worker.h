@@ -6,6 +6,7 @@
 #ifndef RCKV_SRV_WORKER_H
 #define RCKV_SRV_WORKER_H
 
+#include <ck_pr.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,9 +32,10 @@ struct worker {
 	struct cc_worker *ccw;        /* executor state: address cache, ts clock,
 					 its transactions' stats and in-flight count */
 	struct srv_stats stats;       /* owner writes; see node.h */
-	uint64_t dirty;               /* write commands committed (owner writes; save.c
-					 reads with relaxed loads): not in stats, which
-					 CONFIG RESETSTAT zeroes */
+	uint64_t dirty;               /* keys changed by committed transactions
+					 (worker_add_dirty: the owner, ck_pr stores;
+					 save.c sums them with ck_pr loads): not in
+					 stats, which CONFIG RESETSTAT zeroes */
 	struct script_pool *scripts;  /* Lua VMs lent to running scripts (server/script.h) */
 
 	pthread_mutex_t clients_lock; /* guards the list links for CLIENT LIST */
@@ -54,6 +56,15 @@ struct worker {
  * one mutex, one wake-up.
  */
 int worker_call(struct worker *w, void (*fn)(struct worker *w, void *arg), void *arg);
+
+/* Count n keys changed (rdb_changes_since_last_save). Owner worker only:
+ * one writer, so a load and an atomic store make the sum other threads
+ * read (ck_pr_load_64) never torn. */
+static inline void worker_add_dirty(struct worker *w, uint64_t n)
+{
+	if (n)
+		ck_pr_store_64(&w->dirty, w->dirty + n);
+}
 
 /* Create worker `id` of n (listening sockets and fabric peers must exist).
  * 0, or -errno with err filled. */

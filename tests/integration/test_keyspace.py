@@ -176,6 +176,30 @@ def test_randomkey(make_server):
         assert c.call("RANDOMKEY") is None
 
 
+def test_randomkey_in_multi_sees_own_writes(make_server):
+    """RANDOMKEY queued in MULTI answers from the block's own view: a key
+    the block created (on an empty keyspace, the only key) is replied, one
+    it deleted is not, and with committed keys left it never replies a
+    removed one."""
+    s = make_server()
+    with s.raw() as c:
+        assert c.call_raw("MULTI") == OK
+        c.call("SET", "made", "1")
+        c.call("RANDOMKEY")
+        c.call("DEL", "made")
+        c.call("RANDOMKEY")
+        assert c.call("EXEC") == ["OK", b"made", 1, None]
+        for i in range(5):
+            c.call("SET", "k%d" % i, "x")
+        assert c.call_raw("MULTI") == OK
+        c.call("DEL", "k0", "k1", "k2", "k3")
+        for _ in range(10):
+            c.call("RANDOMKEY")
+        r = c.call("EXEC")
+        assert r[0] == 4 and set(r[1:]) == {b"k4"}, r
+        assert c.call("RANDOMKEY") == b"k4"
+
+
 # ---- OBJECT, DEBUG OBJECT ----
 
 def test_object(raw, key):
@@ -380,6 +404,41 @@ def test_save_bgsave_lastsave(make_server):
         assert is_err(c.call("SAVE"), "ERR Command not allowed inside a transaction")
         assert is_err(c.call("EXEC"),
                       "EXECABORT Transaction discarded because of previous errors.")
+
+
+def test_changes_since_last_save_count_changed_keys(make_server):
+    """rdb_changes_since_last_save counts what changed, as Redis's dirty
+    counter: MSET of 3 keys adds 3; a SET NX that sets nothing, a DEL of an
+    absent key, a read, add nothing; a pipelined run of writes (one
+    transaction in rckv) adds one per write; so do MULTI and a script."""
+    s = make_server()
+
+    def changes(c):
+        return int(int_info(c, "persistence", "rdb_changes_since_last_save"))
+    with s.raw() as c:
+        assert c.call_raw("SAVE") == OK
+        assert changes(c) == 0
+        c.call("MSET", "a", "1", "b", "2", "c", "3")
+        assert changes(c) == 3
+        assert c.call("SET", "a", "9", "NX") is None
+        assert c.call("DEL", "none") == 0
+        assert c.call("GET", "a") == b"1"
+        assert c.call("EXPIRE", "none", 100) == 0
+        assert changes(c) == 3
+        assert c.call("DEL", "a", "b", "none") == 2
+        assert changes(c) == 5
+        c.send(b"*2\r\n$4\r\nINCR\r\n$1\r\nc\r\n" * 5)
+        assert [c.read_raw() for _ in range(5)] == [b":%d\r\n" % i for i in range(4, 9)]
+        assert changes(c) == 10
+        assert c.call_raw("MULTI") == OK
+        c.call("SET", "x", "1")
+        c.call("SET", "x", "2")
+        c.call("DEL", "none")
+        assert c.call("EXEC") == ["OK", "OK", 0]
+        assert changes(c) == 12
+        assert c.call("EVAL", "redis.call('SET', KEYS[1], 1); redis.call('DEL', KEYS[2]); "
+                      "return redis.call('DEL', KEYS[3])", 3, "y", "x", "none") == 0
+        assert changes(c) == 14
 
 
 @pytest.mark.rckv_only

@@ -512,6 +512,33 @@ def test_commands_outside_transactions_are_refused(raw):
     assert raw.call_raw("EVAL", "return #redis.call('time')", "0") == b":2\r\n"
 
 
+def test_object_randomkey_lastsave_move_in_scripts(raw, key):
+    """Redis 7 lets a script call OBJECT, RANDOMKEY, LASTSAVE and MOVE.
+    rckv runs OBJECT and RANDOMKEY in the script's transaction, so they see
+    the script's own writes, as Redis's do."""
+    raw.call("FLUSHALL")
+    k = key + "k"
+    enc = "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('OBJECT', 'ENCODING', KEYS[1])"
+    assert raw.call_raw("EVAL", enc, "1", k, "12345") == bulk("int")
+    assert raw.call_raw("EVAL", enc, "1", k, "hello") == bulk("embstr")
+    assert raw.call_raw("EVAL", "return redis.call('OBJECT', 'REFCOUNT', KEYS[1])", "1",
+                        k) == b":1\r\n"
+    assert raw.call_raw("EVAL", "return redis.call('OBJECT', 'ENCODING', KEYS[1])", "1",
+                        k + "none") == NIL
+    assert raw.call_raw("EVAL_RO", "return redis.call('RANDOMKEY')", "0") == bulk(k)
+    gone = "redis.call('DEL', KEYS[1]); return redis.call('RANDOMKEY')"
+    assert raw.call_raw("EVAL", gone, "1", k) == NIL
+    assert raw.call_raw("EXISTS", k) == b":0\r\n"
+    made = "redis.call('SET', KEYS[1], 'v'); return redis.call('RANDOMKEY')"
+    assert raw.call_raw("EVAL", made, "1", k + "new") == bulk(k + "new")
+    assert raw.call_raw("EVAL", "return redis.call('LASTSAVE')", "0") == raw.call_raw("LASTSAVE")
+    move = "return redis.pcall('MOVE', KEYS[1], '0')"
+    assert raw.call_raw("EVAL", move, "1", k + "new").startswith(
+        b"-ERR source and destination objects are the same")
+    assert raw.call_raw("EVAL_RO", move, "1", k + "new").startswith(
+        b"-ERR Write commands are not allowed from read-only scripts")
+
+
 @pytest.mark.rckv_only
 def test_cjson_is_bounded(raw):
     """lua-cjson 2.1.0 sizes its buffer in int (CVE-2022-24834): a text
