@@ -51,6 +51,7 @@
 #include "server/node.h"
 #include "server/recovery.h"
 #include "server/save.h"
+#include "server/sigbus.h"
 #include "server/slots.h"
 #include "server/strutil.h"
 #include "server/worker.h"
@@ -808,9 +809,7 @@ static void *ctl_conn_main(void *arg)
  * them, as for the workers (server/worker.c). */
 static void block_signals(void)
 {
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	srv_block_async_signals(); /* faults stay deliverable (sigbus.h) */
 }
 
 /* The fabric listener's callback for a control connection: serve it on a

@@ -32,6 +32,7 @@
 #include "server/conn.h"
 #include "server/log.h"
 #include "server/script.h"
+#include "server/sigbus.h"
 
 #define HANDOFF_SLOTS 1024
 /* 8 MB, as a thread's: a Lua script recurses in C where Lua does not
@@ -258,12 +259,11 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct node *n = w->node;
-	sigset_t all;
 	char name[16];
 	snprintf(name, sizeof(name), "rckv-worker-%d", w->id);
 	pthread_setname_np(pthread_self(), name); /* top -H, perf, gdb */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL); /* main handles signals */
+	/* main handles signals; faults stay deliverable (sigbus.h) */
+	srv_block_async_signals();
 
 	struct epoll_event evs[256];
 	time_t last_reap = time(NULL);
