@@ -189,6 +189,15 @@ static void drain_handoff(struct worker *w)
 		adopt(w, (int)(intptr_t)p);
 }
 
+int worker_give_fd(struct worker *w, int fd)
+{
+	struct handoff *h = w->handoff;
+	if (!ck_ring_enqueue_mpsc(&h->ring, h->buf, (void *)(intptr_t)fd))
+		return -EAGAIN;
+	worker_wake(w);
+	return 0;
+}
+
 static void run_ready(struct worker *w)
 {
 	while (w->ready_head) {
