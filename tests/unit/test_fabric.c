@@ -2090,7 +2090,7 @@ static void *rpc_server_main(void *arg)
 		for (int i = 0; i < k; i++)
 			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 		pfd[k++] = (struct pollfd){ .fd = sv->stop_fd, .events = POLLIN };
-		poll(pfd, (nfds_t)k, sv->wait_ms);
+		poll(pfd, (nfds_t)k, __atomic_load_n(&sv->wait_ms, __ATOMIC_RELAXED));
 		fab_worker_poll(fw);
 		answer_deferred();
 		answer_waitwords();
@@ -2526,7 +2526,7 @@ static void test_rpc_wakeups(const char *be)
 	link_peer(&i, &t);
 	struct rpc_server sv;
 	rpc_server_start(&sv, &t, 0);
-	sv.wait_ms = -1;
+	__atomic_store_n(&sv.wait_ms, -1, __ATOMIC_RELAXED); /* its thread reads it (TSan) */
 	struct tworker w;
 	tw_init(&w, &i, 0);
 	struct fab_rpc_reply rs = { .cap = 0 };
