@@ -633,6 +633,14 @@ static void test_errors(const char *be)
 	CHECK(fab_cas1(&w.b, 1, UINT64_MAX - 7, 0, 1, &old) == -EFAULT);
 	CHECK(fab_faa1(&w.b, 1, UINT64_MAX - 7, 1, &old) == -EFAULT);
 	CHECK(fab_faa1(&w.b, 1, size, 1, &old) == -EFAULT);
+	if (strcmp(be, "tcp") == 0) {
+		/* A READ of almost 4 GiB: refused before the NIC thread
+		 * reserves its response (fuzz_tcp_wire's out-of-memory input,
+		 * tests/fuzz/corpus/fuzz_tcp_wire/regress-huge-read); the
+		 * connection goes on serving. */
+		CHECK(fab_read1(&w.b, 1, 0, buf, UINT32_MAX - 64) == -EFAULT);
+		CHECK(fab_read1(&w.b, 1, 0, &word, 8) == 0 && word == 42);
+	}
 	/* The same against the own node (the direct path). */
 	CHECK(fab_read1(&w.b, 2, size, buf, 8) == -EFAULT);
 	CHECK(fab_cas1(&w.b, 2, UINT64_MAX - 7, 0, 1, &old) == -EFAULT);
