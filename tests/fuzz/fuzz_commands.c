@@ -37,11 +37,25 @@
 #include "server/node.h"
 #include "server/srv.h"
 #include "server/worker.h"
+#include "storage/st.h"
 
 #define MAX_CMDS 64
 #define ANSWER_MS 10000
 
 static struct node node;
+static char dir[] = "/tmp/rckv-fuzz-XXXXXX";
+static char logpath[sizeof(dir) + 16];
+
+/* At the end of a run: the node's /dev/shm region and its directory go
+ * (after a crash, the next region opened on this machine sweeps the file
+ * of a dead process). */
+static void cleanup(void)
+{
+	if (node.cc.region)
+		unlink(st_region_path(node.cc.region));
+	unlink(logpath);
+	rmdir(dir);
+}
 
 static void set_opt(const char *name, const char *value)
 {
@@ -57,19 +71,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	static char dir[] = "/tmp/rckv-fuzz-XXXXXX";
-	char log[sizeof(dir) + 16], err[1024];
+	char err[1024];
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
 		abort();
 	}
-	snprintf(log, sizeof(log), "%s/log", dir);
+	snprintf(logpath, sizeof(logpath), "%s/log", dir);
 	signal(SIGPIPE, SIG_IGN);
 	cfg_defaults(&node.cfg);
 	set_opt("port", "0");
 	set_opt("bind", "127.0.0.1");
 	set_opt("dir", dir);
-	set_opt("logfile", log);
+	set_opt("logfile", logpath);
 	set_opt("loglevel", "warning");
 	set_opt("persistence", "none");
 	set_opt("memory", "16mb");
@@ -83,6 +96,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_commands: the node did not start: %s\n", err);
 		abort();
 	}
+	atexit(cleanup);
 	return 0;
 }
 
