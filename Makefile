@@ -3,7 +3,7 @@ BUILD ?= build
 TYPE  ?= Release
 JOBS  ?= $(shell nproc)
 
-.PHONY: all deps build run test bench check-serializable check-failover clean
+.PHONY: all deps build run test fuzz sanitize tsan bench check-serializable check-failover clean
 
 all: build
 
@@ -19,6 +19,49 @@ run: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
+
+# libFuzzer harnesses (tests/fuzz/): a clang build with ASan and UBSan
+# (UBSan fatal) in $(FUZZ_BUILD), then each harness for FUZZ_SECONDS, one
+# after the other, from the seeds in tests/fuzz/corpus/; prints each one's
+# executions and coverage and fails on a crash (scripts/fuzz.sh).
+# FUZZERS="fuzz_resp fuzz_config" runs only those.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD ?= build-fuzz
+FUZZERS ?=
+fuzz: deps
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release \
+		-DRCKV_FUZZ=ON -DRCKV_ASAN=ON -DRCKV_UBSAN=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) ./scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZERS)
+
+# ASan+UBSan: every unit test, then a short integration subset against the
+# sanitized server (a report in a server's log fails its test: rckvtest.py).
+# Suppressions, each with its reason, in tests/sanitizers/.
+SAN_BUILD ?= build-san
+SAN_PYTESTS ?= tests/integration/test_errors.py tests/integration/test_multi.py \
+	tests/integration/test_badinput.py tests/integration/test_pipeline_groups.py \
+	tests/integration/test_scripting.py tests/integration/test_resources.py \
+	tests/integration/test_restart.py tests/integration/test_cluster.py
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$(CURDIR)/tests/sanitizers/asan.supp \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(CURDIR)/tests/sanitizers/ubsan.supp
+sanitize: deps
+	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DRCKV_ASAN=ON -DRCKV_UBSAN=ON >/dev/null
+	@cmake --build $(SAN_BUILD) -j $(JOBS)
+	@cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure --timeout 600 -j 1 -R '^(unit|layers)\.'
+	@$(SAN_ENV) RCKV_SERVER=$(abspath $(SAN_BUILD))/rckv-server RCKV_BUILD=$(abspath $(SAN_BUILD)) \
+		RCKV_SOURCE_DIR=$(CURDIR) /usr/bin/python3 -m pytest -q -p no:cacheprovider $(SAN_PYTESTS)
+
+# ThreadSanitizer: the cc and fabric unit tests (tests/unit/test_cc.c,
+# test_fabric.c), suppressions with reasons in tests/sanitizers/tsan.supp.
+TSAN_BUILD ?= build-tsan
+tsan: deps
+	@cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DRCKV_TSAN=ON >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_cc test_fabric
+	@cd $(TSAN_BUILD) && for t in test_cc test_fabric; do \
+		echo "tsan: $$t"; \
+		TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/sanitizers/tsan.supp \
+			./$$t || exit 1; done
 
 # The long serializability check: 400 runs on all three topologies, 2 h 28
 # min of load plus each run's start and check (README.md "Checking

@@ -62,6 +62,21 @@ static inline void fiber_switch(void *f) { (void)f; }
 #define RCKV_ASAN_FIBERS 1
 #endif
 #endif
+/*
+ * A coroutine's stack is unmapped with the redzones of the frames it left
+ * still poisoned in ASan's shadow (one that never returns, or one
+ * destroyed while suspended), and a later mmap at the same addresses (a
+ * region, another stack) would inherit them: reads of a fresh mapping
+ * reported as stack-buffer-underflows (test_cc under ASan, depending on
+ * where the kernel puts the next mapping). coro_destroy unpoisons the
+ * stack before it unmaps it.
+ */
+#ifdef RCKV_ASAN_FIBERS
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#define asan_unpoison(addr, size) __asan_unpoison_memory_region(addr, size)
+#else
+#define asan_unpoison(addr, size) ((void)(addr), (void)(size))
+#endif
 #ifdef RCKV_ASAN_FIBERS
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
@@ -156,6 +171,7 @@ void coro_destroy(struct coro *co)
 		return;
 	if (co->fiber)
 		fiber_destroy(co->fiber);
+	asan_unpoison(co->stack_bottom, co->stack_size);
 	munmap(co->stack, co->map_len);
 	free(co);
 }

@@ -923,12 +923,21 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 		/* Where the response goes: its own buffer (calls), behind the
 		 * frames whose calls run, or w. */
 		struct buf *rb = e ? &e->resp : c->rq_tail ? &c->rq_tail->after : &c->w;
-		if (buf_reserve(rb, 8 + (size_t)resp))
+		/* A READ past the region fails with -EFAULT, whatever its
+		 * length: its bytes are never reserved, so one 32-byte op
+		 * cannot make this thread allocate up to 4 GiB for a response
+		 * that carries none (found by tests/fuzz/fuzz_tcp_wire.c). */
+		int32_t early = 0;
+		for (uint32_t i = 0; i < nfixed; i++)
+			if (ops[i].kind == FAB_READ &&
+			    (ops[i].off > self->size || ops[i].len > self->size - ops[i].off))
+				early = -EFAULT;
+		if (buf_reserve(rb, 8 + (early ? 0 : (size_t)resp)))
 			return -1;
 		char *out = rb->p + rb->len;
 		/* Point READ destinations and atomics' results into the response. */
 		char *dst = out + 8;
-		for (uint32_t i = 0; i < nops; i++) {
+		for (uint32_t i = 0; i < nops && !early; i++) {
 			opp[i] = &ops[i];
 			if (ops[i].kind == FAB_READ) {
 				ops[i].buf = dst;
@@ -939,8 +948,8 @@ static int nic_serve(struct tcp_nic *nic, struct nic_conn *c)
 				dst += 8;
 			}
 		}
-		int32_t status = nfixed ? fab_apply_request(f, opp, (int)nfixed) : 0;
-		for (uint32_t i = 0; i < nfixed; i++)
+		int32_t status = early ? early : nfixed ? fab_apply_request(f, opp, (int)nfixed) : 0;
+		for (uint32_t i = 0; i < nfixed && !early; i++)
 			if (ops[i].kind == FAB_CAS || ops[i].kind == FAB_FAA)
 				memcpy(oldpos[i], &olds[i], 8);
 		uint32_t rlen = status ? 4 : 4 + resp;

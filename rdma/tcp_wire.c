@@ -79,6 +79,10 @@ int tcp_request_decode(const char *q, uint32_t flen, struct fab_op *ops, uint32_
 			return -EPROTO;
 		if (wo.pad[0] & ~FAB_OP_FLUSH || (wo.pad[0] && wo.kind != FAB_READ))
 			return -EPROTO;
+		/* Reserved bytes are 0 (a frame that decodes encodes back to
+		 * itself: tests/fuzz/fuzz_tcp_wire.c) */
+		if (wo.pad[1] || wo.pad[2])
+			return -EPROTO;
 		/* RPCs end a frame (fab_exec's phases): none, or only RPCs, after one */
 		if (rpc && wo.kind != FAB_RPC)
 			return -EPROTO;

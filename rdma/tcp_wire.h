@@ -26,7 +26,8 @@ static_assert(sizeof(struct tcp_hello) == 16, "hello is 16 bytes");
 
 struct tcp_wire_op {
 	uint8_t kind;
-	uint8_t pad[3];  /* pad[0]: FAB_OP_FLUSH on a READ (fab_flush); else 0 */
+	uint8_t pad[3];  /* pad[0]: FAB_OP_FLUSH on a READ (fab_flush); else 0.
+			  * pad[1], pad[2]: 0 (a frame with others is refused) */
 	uint32_t len;
 	uint64_t off;
 	uint64_t cmp;

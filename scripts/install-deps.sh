@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages rckv needs to build, test and benchmark, and only
-# those that are missing. Safe to run repeatedly; needs root (or sudo) only when
+# those that are missing. clang and libclang-rt-14-dev (libFuzzer and the
+# sanitizer runtimes) build make fuzz; llvm gives the sanitizers' reports
+# their symbols (llvm-symbolizer). Safe to run repeatedly; needs root (or sudo) only when
 # something is missing.
 set -euo pipefail
 
@@ -9,6 +11,7 @@ PKGS=(
   libhiredis-dev libpmem-dev libck-dev libboost-context-dev
   libibverbs-dev librdmacm-dev libraft-dev libuv1-dev liblua5.1-0-dev lua-cjson-dev liblzf-dev
   redis-tools redis-server python3 python3-redis python3-pytest gnuplot-nox
+  clang libclang-rt-14-dev llvm
 )
 
 missing=()

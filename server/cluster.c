@@ -48,97 +48,16 @@
 #include "cc/txn.h"
 #include "rdma/listen.h"
 #include "rdma/tcp_wire.h"
+#include "server/ctl_wire.h"
 #include "server/log.h"
 #include "server/membership.h"
 #include "server/node.h"
 #include "server/recovery.h"
 #include "server/save.h"
+#include "server/sigbus.h"
 #include "server/slots.h"
 #include "server/strutil.h"
 #include "server/worker.h"
-
-enum ctl_type {
-	CTL_HELLO = 1,
-	CTL_FAB,
-	CTL_QUIESCE,
-	CTL_SWITCH,
-	CTL_RESUME,
-	CTL_FLUSH,
-	CTL_COUNT,
-	CTL_KEYS,
-	CTL_SCAN,
-	CTL_SETTLED,
-	CTL_SETTLE,
-	CTL_TAKE_SCAN,
-	CTL_TAKE_SETTLE,
-	CTL_STAGES,
-	CTL_SAVE,    /* save this node's region (SAVE, BGSAVE); answer: an error's text,
-		      * after CTL_PROGRESS frames while it saves (serve_save) */
-};
-
-/* A response status that is not the answer: the request is still being
- * served, and the answer (or another CTL_PROGRESS) follows. No body. Only
- * CTL_SAVE's keepalive sends it; real statuses are 0 or -errno. */
-#define CTL_PROGRESS 1
-
-#define CTL_MAX_PAYLOAD (64u << 20)
-/* The last digit follows the region layout version (storage/st.h): peers
- * compute block sizes and slot words of each other's regions, so nodes of
- * builds with other size classes refuse each other's HELLO. */
-#define CTL_HELLO_MAGIC "RCKVCTL3"
-static_assert(ST_LAYOUT_VERSION == 3, "CTL_HELLO_MAGIC names the layout version");
-
-struct ctl_req_hdr {
-	uint32_t type;
-	uint32_t len;
-};
-
-struct ctl_resp_hdr {
-	int32_t status;
-	uint32_t len;
-};
-
-/* What nodes tell each other at join. Fixed layout, little-endian. */
-struct ctl_hello {
-	char magic[8];
-	uint64_t cluster_id;
-	uint32_t node;
-	uint32_t reserved;
-	uint64_t incarnation;
-	uint64_t region_size;
-	struct st_layout layout;
-	char region_path[256];
-	char backend[16];
-	char proto[32];
-	char fabric_addr[128];
-	/* The undo log (server/recovery.c): the sender's decision records, and
-	 * its slots whose records the receiver must settle (txn, or 0). */
-	uint64_t decided[ST_LOG_SLOTS];
-	struct srv_pending pending;
-};
-
-/* CTL_SETTLED: the sender settled what the receiver reported to it. */
-struct ctl_settled {
-	uint64_t node;
-	struct srv_pending done;
-};
-
-/* CTL_SETTLE: outside a join, what the sender (a live coordinator) left on
- * the receiver, with its decision records: the receiver settles it and
- * answers; the sender then frees those entries (settler_main). */
-struct ctl_settle {
-	uint64_t node;
-	uint64_t decided[ST_LOG_SLOTS];
-	struct srv_pending pending;
-};
-
-/* CTL_TAKE_SCAN asks for a dead coordinator's log slots on the receiver
- * (answer: txn[] then mark[]); CTL_TAKE_SETTLE has them settled there with
- * the decisions the survivors' marks give (cluster_takeover). */
-struct ctl_take {
-	uint64_t dead;
-	uint64_t decided[ST_LOG_SLOTS];
-};
 
 struct peer {
 	int id;
@@ -694,7 +613,11 @@ static void *ctl_conn_main(void *arg)
 		void *resp = NULL;
 		size_t rlen = 0;
 
-		switch (h.type) {
+		/* Every body is checked before its handler sees it (ctl_wire.h). */
+		switch (ctl_request_check(h.type, req, h.len) ? 0 : h.type) {
+		case 0:
+			status = -EPROTO;
+			break;
 		case CTL_HELLO: {
 			struct ctl_hello *in = (void *)req, *out = malloc(sizeof(*out));
 			if (!out) {
@@ -702,17 +625,13 @@ static void *ctl_conn_main(void *arg)
 				break;
 			}
 			resp = out;
-			if (h.len != sizeof(*in) || memcmp(in->magic, CTL_HELLO_MAGIC, 8) != 0) {
-				status = -EPROTO;
-				break;
-			}
 			fill_hello(n, out, in->node);
 			rlen = sizeof(*out);
 			if (in->cluster_id != out->cluster_id) {
 				status = -EXDEV; /* caller reports the mismatch */
 				break;
 			}
-			if (in->node < FAB_MAX_NODES) {
+			{ /* ctl_request_check: in->node < FAB_MAX_NODES */
 				attach_late(n, in);
 				settle_from_hello(n, in);
 				/* A restarted peer made a new journal ring (its
@@ -730,28 +649,22 @@ static void *ctl_conn_main(void *arg)
 			break;
 		}
 		case CTL_SETTLE: /* a live peer's leftovers here (settler_main) */
-			if (h.len != sizeof(struct ctl_settle)) {
-				status = -EPROTO;
-				break;
-			} else {
+			{
 				const struct ctl_settle *v = (const void *)req;
-				if (v->node < FAB_MAX_NODES && v->node != (uint64_t)n->cfg.node_id)
+				if (v->node != (uint64_t)n->cfg.node_id)
 					srv_settle_pending(n, (unsigned)v->node, v->decided, &v->pending);
 				else
 					status = -EINVAL;
 			}
 			break;
 		case CTL_SETTLED: /* the peer settled the slots we reported to it */
-			if (h.len == sizeof(struct ctl_settled)) {
+			{
 				const struct ctl_settled *v = (const void *)req;
-				if (v->node < FAB_MAX_NODES)
-					srv_pending_settled(n, (unsigned)v->node, &v->done);
+				srv_pending_settled(n, (unsigned)v->node, &v->done);
 			}
 			break;
 		case CTL_TAKE_SCAN:
-			if (h.len != sizeof(struct ctl_take)) {
-				status = -EPROTO;
-			} else {
+			{
 				const struct ctl_take *v = (const void *)req;
 				uint64_t *out = malloc(2 * ST_LOG_SLOTS * sizeof(uint64_t));
 				if (!out) {
@@ -764,9 +677,7 @@ static void *ctl_conn_main(void *arg)
 			}
 			break;
 		case CTL_TAKE_SETTLE:
-			if (h.len != sizeof(struct ctl_take)) {
-				status = -EPROTO;
-			} else {
+			{
 				const struct ctl_take *v = (const void *)req;
 				mb_takeover_local(n, (unsigned)v->dead, v->decided);
 			}
@@ -820,11 +731,7 @@ static void *ctl_conn_main(void *arg)
 		case CTL_STAGES: {
 			uint32_t mask;
 			char err[200];
-			if (h.len != sizeof(mask)) {
-				status = -EPROTO;
-				break;
-			}
-			memcpy(&mask, req, sizeof(mask));
+			memcpy(&mask, req, sizeof(mask)); /* 4 bytes: ctl_request_check */
 			cc_stages_apply(&n->cc, mask);
 			ck_pr_store_32(&n->cfg.cc_stages, mask & CC_STAGES_ALL);
 			cc_stages_format(mask, err, sizeof(err));
@@ -856,11 +763,7 @@ static void *ctl_conn_main(void *arg)
 		}
 		case CTL_SCAN: {
 			uint64_t in[2];
-			if (h.len < 16) {
-				status = -EPROTO;
-				break;
-			}
-			memcpy(in, req, 16);
+			memcpy(in, req, 16); /* at least 16 bytes: ctl_request_check */
 			struct keybuf kb = { .pattern = req + 16, .plen = h.len - 16,
 					     .map = listing_begin(n), .self = (uint16_t)n->cfg.node_id };
 			uint64_t cursor = in[0];
@@ -904,9 +807,7 @@ static void *ctl_conn_main(void *arg)
  * them, as for the workers (server/worker.c). */
 static void block_signals(void)
 {
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	srv_block_async_signals(); /* faults stay deliverable (sigbus.h) */
 }
 
 /* The fabric listener's callback for a control connection: serve it on a
@@ -1091,6 +992,12 @@ static int join_peer(struct node *n, struct peer *p, char *err, size_t errlen)
 			snprintf(err, errlen,
 				 "node %d at %s belongs to another cluster (its cluster file differs "
 				 "from this one)", p->id, p->fabric);
+			free(theirs);
+			return -1;
+		}
+		if (rc == 0 && ctl_hello_check(theirs, rl) != 0) {
+			snprintf(err, errlen, "node %d at %s answered HELLO with a malformed message",
+				 p->id, p->fabric);
 			free(theirs);
 			return -1;
 		}
@@ -1488,15 +1395,11 @@ static const struct cc_cluster_ops cluster_cc_ops = {
 static int visit_keybuf(const char *p, size_t len, cluster_key_fn fn, void *arg)
 {
 	size_t off = 0;
-	while (off + 4 <= len) {
-		uint32_t kl;
-		memcpy(&kl, p + off, 4);
-		if (off + 4 + kl > len)
-			break;
-		if (fn(arg, p + off + 4, kl))
+	const char *key;
+	uint32_t kl;
+	while (ctl_keys_next(p, len, &off, &key, &kl) == 1)
+		if (fn(arg, key, kl))
 			return 1;
-		off += 4 + kl;
-	}
 	return 0;
 }
 

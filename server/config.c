@@ -647,7 +647,13 @@ int cfg_load_file(struct srv_config *c, const char *path, char *err, size_t errl
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+	int rc = cfg_load_stream(c, f, path, err, errlen);
+	fclose(f);
+	return rc;
+}
 
+int cfg_load_stream(struct srv_config *c, FILE *f, const char *path, char *err, size_t errlen)
+{
 	char *line = NULL;
 	size_t linecap = 0;
 	ssize_t n;
@@ -675,7 +681,6 @@ int cfg_load_file(struct srv_config *c, const char *path, char *err, size_t errl
 	if (rc == 0 && ferror(f))
 		rc = fail(err, errlen, "%s: read error: %s", path, strerror(errno));
 	free(line);
-	fclose(f);
 	return rc;
 }
 

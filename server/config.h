@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #define SRV_MAX_BIND 16
@@ -126,6 +127,9 @@ int cfg_set(struct srv_config *c, const char *name, int argc, char **argv, char 
  *   "conf/rckv.conf:12: unknown option 'prot'"
  */
 int cfg_load_file(struct srv_config *c, const char *path, char *err, size_t errlen);
+/* The same from an open stream (the fuzz harness reads from memory);
+ * `path` names it in messages. The caller closes f. */
+int cfg_load_stream(struct srv_config *c, FILE *f, const char *path, char *err, size_t errlen);
 
 /*
  * cfg_parse_argv - `rckv-server [file.conf] [--name value ...]`: loads the

@@ -43,6 +43,7 @@
 #include "server/log.h"
 #include "server/node.h"
 #include "server/recovery.h"
+#include "server/sigbus.h"
 #include "server/worker.h"
 
 /*
@@ -837,9 +838,7 @@ static void *raft_main(void *arg)
 {
 	struct membership *m = arg;
 	pthread_setname_np(pthread_self(), "rckv-raft");
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the main thread's */
+	srv_block_async_signals(); /* signals are the main thread's, faults not (sigbus.h) */
 	uv_run(&m->loop, UV_RUN_DEFAULT);
 	return NULL;
 }
@@ -1148,9 +1147,7 @@ static void *adopter_main(void *arg)
 {
 	struct membership *m = arg;
 	pthread_setname_np(pthread_self(), "rckv-config");
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	srv_block_async_signals();
 	pthread_mutex_lock(&m->mu);
 	while (!ck_pr_load_int(&m->stop)) {
 		struct mb_state st = m->applied;

@@ -20,6 +20,7 @@
 #include "cc/switch.h"
 #include "server/log.h"
 #include "server/save.h"
+#include "server/sigbus.h"
 #include "server/script.h"
 #include "server/membership.h"
 #include "server/recovery.h"
@@ -343,6 +344,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 			 strerror(errno));
 		return -1;
 	}
+	/* Before the region is mapped: a SIGBUS in it is logged (sigbus.h). */
+	srv_sigbus_install(n);
 	if (cc_setup(n, err, errlen) != 0)
 		return -1;
 	const struct cc_protocol *proto =
@@ -396,6 +399,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 		snprintf(err, errlen, "can't open the MemStore: %s", serr[0] ? serr : st_strerror(rc));
 		goto fail_cc;
 	}
+	srv_sigbus_watch(st_region_base(n->cc.region), st_region_layout(n->cc.region)->size,
+			 st_region_path(n->cc.region));
 	if (check_power_medium(n, &sc, err, errlen) != 0)
 		goto fail_region;
 	n->cc.layout = st_region_layout(n->cc.region);
@@ -536,6 +541,7 @@ fail_listen:
 	if (n->cc.fab)
 		fab_close(n->cc.fab);
 fail_region:
+	srv_sigbus_unwatch(st_region_base(n->cc.region));
 	st_region_close(n->cc.region, true);
 fail_cc:
 	cc_teardown(n);
@@ -573,6 +579,7 @@ void srv_node_stop(struct node *n)
 	fab_close(n->cc.fab);
 	free((void *)n->slots);
 	n->slots = NULL;
+	srv_sigbus_unwatch(st_region_base(n->cc.region));
 	st_region_close(n->cc.region, true);
 	cc_teardown(n);
 	srv_log(n, LOG_NOTICE, "MemStore closed cleanly. rckv is now ready to exit, bye bye...");

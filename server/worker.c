@@ -32,6 +32,7 @@
 #include "server/conn.h"
 #include "server/log.h"
 #include "server/script.h"
+#include "server/sigbus.h"
 
 #define HANDOFF_SLOTS 1024
 /* 8 MB, as a thread's: a Lua script recurses in C where Lua does not
@@ -188,6 +189,15 @@ static void drain_handoff(struct worker *w)
 		adopt(w, (int)(intptr_t)p);
 }
 
+int worker_give_fd(struct worker *w, int fd)
+{
+	struct handoff *h = w->handoff;
+	if (!ck_ring_enqueue_mpsc(&h->ring, h->buf, (void *)(intptr_t)fd))
+		return -EAGAIN;
+	worker_wake(w);
+	return 0;
+}
+
 static void run_ready(struct worker *w)
 {
 	while (w->ready_head) {
@@ -258,12 +268,11 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct node *n = w->node;
-	sigset_t all;
 	char name[16];
 	snprintf(name, sizeof(name), "rckv-worker-%d", w->id);
 	pthread_setname_np(pthread_self(), name); /* top -H, perf, gdb */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL); /* main handles signals */
+	/* main handles signals; faults stay deliverable (sigbus.h) */
+	srv_block_async_signals();
 
 	struct epoll_event evs[256];
 	time_t last_reap = time(NULL);

@@ -73,6 +73,14 @@ int worker_start(struct node *n, int id, struct worker **out, char *err, size_t 
 int worker_run(struct worker *w);
 /* Wake its epoll loop (new connection, shutdown). Any thread. */
 void worker_wake(struct worker *w);
+/*
+ * worker_give_fd - make connected socket fd a client of w, as an accepted
+ * connection is (the maxclients check included): for connections that do
+ * not come through a listening socket (tests/fuzz/fuzz_commands.c drives an
+ * in-process node over a socketpair). Any thread; w owns fd from then on.
+ * 0, or -EAGAIN when w's hand-off ring is full (fd is still the caller's).
+ */
+int worker_give_fd(struct worker *w, int fd);
 void worker_join(struct worker *w);
 void worker_destroy(struct worker *w);
 

@@ -12,9 +12,13 @@
  *                              medium, mapped through a volatile copy
  *                              /dev/shm/rckv-<pid>-node-<id>-sim.region
  *                              (st.h; swept like the none files).
- * A new file is created sparse under a temporary name, gets its header,
- * and is renamed into place, so a crash during creation never leaves a
- * half-made region under the real name.
+ * A new file is created under a temporary name with all its space
+ * reserved (reserve_space: a file system too small for `memory` stops the
+ * start with a message, where a sparse file would die of SIGBUS on the
+ * first page that finds no room), gets its header, and is renamed into
+ * place, so a crash during creation never leaves a half-made region under
+ * the real name. A reopened file gets its holes reserved the same way
+ * (fallocate mode 0 allocates holes and never writes a byte of data).
  *
  * Invariants:
  * (1) An existing file is checked with pread() before it is mapped
@@ -42,7 +46,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "storage/st_internal.h"
@@ -467,6 +474,122 @@ static int lock_file(int fd, const char *path, char *err, size_t errlen)
 	return e == EWOULDBLOCK ? ST_EBUSY : -e;
 }
 
+/* Bytes as "64.0 MiB" (messages). */
+static void human_bytes(uint64_t b, char *out, size_t len)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int u = 0;
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, len, "%" PRIu64 " bytes", b);
+	else
+		snprintf(out, len, "%.1f %s", v, unit[u]);
+}
+
+/* The directory part of path, for messages. */
+static void dir_of(const char *path, char *dir, size_t len)
+{
+	snprintf(dir, len, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, len, ".");
+}
+
+/* MemAvailable of /proc/meminfo in bytes, or 0 if unknown. */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	unsigned long long kb = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/*
+ * Reserve the blocks of fd's first `size` bytes, so that no later store to
+ * the mapping can find its file system full (a SIGBUS). The space free is
+ * checked first, so a region that cannot fit is refused without filling
+ * the file system for a moment (other processes write there too). Then
+ * fallocate mode 0, which allocates only the holes and never changes a
+ * byte already written, so it is safe on an existing region. On a file
+ * system in memory (tmpfs: /dev/shm) the reservation is memory, so the
+ * size must also fit 80% of the machine's available memory (MemAvailable:
+ * a region that takes it all takes the machine down with it). @fresh: the file is
+ * new and empty, so where the file system has no fallocate (EOPNOTSUPP),
+ * posix_fallocate's fallback, which writes a zero into every block, may
+ * be used; an existing file is never written that way (invariant (1)) and
+ * stays as it is. @name: the file as the user knows it (not a temporary
+ * name). On failure err names the directory, the size asked for and the
+ * space free there. Returns 0 or -errno.
+ */
+static int reserve_space(int fd, const char *name, uint64_t size, bool fresh, char *err,
+			 size_t errlen)
+{
+	char dir[PATH_MAX], want[32], avail[32] = "unknown", total[32] = "?";
+	struct statvfs vfs;
+	struct statfs fs;
+	struct stat sb;
+	uint64_t have = 0, need = size, ram = 0;
+	bool known = fstatvfs(fd, &vfs) == 0;
+	int e = 0;
+
+	if (fstat(fd, &sb) == 0) { /* a reopened file needs only its holes */
+		uint64_t got = (uint64_t)sb.st_blocks * 512;
+		need = got < size ? size - got : 0;
+	}
+	if (known) {
+		have = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		human_bytes(have, avail, sizeof(avail));
+		human_bytes((uint64_t)vfs.f_blocks * vfs.f_frsize, total, sizeof(total));
+	}
+	if (need > 0 && fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC)
+		ram = mem_available();
+	if (known && need > have)
+		e = ENOSPC;
+	else if (ram && need > ram / 5 * 4)
+		e = ENOMEM; /* leave the machine a fifth of what it has free */
+	else if (need > 0 && fallocate(fd, 0, 0, (off_t)size) != 0) {
+		e = errno;
+		if (e == EOPNOTSUPP || e == ENOSYS)
+			e = fresh ? posix_fallocate(fd, 0, (off_t)size) : 0;
+	}
+	if (e == 0)
+		return 0;
+	dir_of(name, dir, sizeof(dir));
+	human_bytes(size, want, sizeof(want));
+	if (e == ENOMEM) {
+		char ramh[32];
+		human_bytes(ram, ramh, sizeof(ramh));
+		snprintf(err, errlen,
+			 "cannot reserve %s (%" PRIu64 " bytes, the 'memory' option) for the region "
+			 "file %s in %s: that file system is memory, and the machine has %s "
+			 "available (MemAvailable; a region may take 80%% of it); %s free of %s "
+			 "on the file system. Choose a smaller 'memory', or persistence process "
+			 "with a 'dir' on disk",
+			 want, size, name, dir, ramh, avail, total);
+		return -ENOMEM;
+	}
+	snprintf(err, errlen,
+		 "cannot reserve %s (%" PRIu64 " bytes, the 'memory' option) for the region "
+		 "file %s in %s: %s; %s free of %s on that file system. Free space there, "
+		 "choose another 'dir' or a smaller 'memory'",
+		 want, size, name, dir, strerror(e), avail, total);
+	return -e;
+}
+
 /* Map an existing, validated region and mark it open (invariant (2)). */
 static int open_existing(struct st_region *r, const struct st_config *cfg, char *err,
 			 size_t errlen)
@@ -475,6 +598,9 @@ static int open_existing(struct st_region *r, const struct st_config *cfg, char 
 	if (rc)
 		return rc;
 	rc = validate(r->fd, r->path, cfg, &r->layout, err, errlen);
+	if (rc)
+		return rc;
+	rc = reserve_space(r->fd, r->path, r->layout.size, false, err, errlen);
 	if (rc)
 		return rc;
 	size_t len = 0;
@@ -511,26 +637,30 @@ static int create_new(struct st_region *r, const struct st_config *cfg, bool tmp
 		mk = tmp;
 	}
 	size_t len = 0;
-	errno = 0;
-	r->base = pmem_map_file(mk, r->layout.size,
-				PMEM_FILE_CREATE | PMEM_FILE_EXCL | PMEM_FILE_SPARSE, 0644, &len,
-				&r->is_pmem);
-	if (!r->base) {
-		int e = errno ? errno : EIO;
-		snprintf(err, errlen, "%s: cannot create: %s", mk, pmem_errormsg());
-		return -e;
-	}
-	r->mapped_len = len;
 	int rc;
-	r->fd = open(mk, O_RDWR | O_CLOEXEC);
+	r->fd = open(mk, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (r->fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", mk, strerror(-rc));
-		goto fail;
+		snprintf(err, errlen, "%s: cannot create: %s", mk, strerror(-rc));
+		return rc;
 	}
 	rc = lock_file(r->fd, mk, err, errlen);
 	if (rc)
 		goto fail;
+	/* The whole size, reserved before the first store (reserve_space);
+	 * the blocks read as zeros. */
+	rc = reserve_space(r->fd, r->path, r->layout.size, true, err, errlen);
+	if (rc)
+		goto fail;
+	errno = 0;
+	r->base = pmem_map_file(mk, 0, 0, 0, &len, &r->is_pmem);
+	if (!r->base || len != r->layout.size) {
+		rc = r->base ? -EINVAL : -(errno ? errno : EIO);
+		snprintf(err, errlen, "%s: cannot map: %s", mk,
+			 r->base ? "the file changed size" : pmem_errormsg());
+		goto fail;
+	}
+	r->mapped_len = len;
 	/* The file is sparse and reads as zeros: every area but the header
 	 * starts out right (empty index, unassigned slabs, free bitmaps). */
 	struct st_header *h = st_region_header(r);
@@ -564,7 +694,8 @@ fail:
 		close(r->fd);
 	r->fd = -1;
 	(void)unlink(mk);
-	pmem_unmap(r->base, len);
+	if (r->base)
+		pmem_unmap(r->base, len);
 	r->base = NULL;
 	return rc;
 }
@@ -720,9 +851,10 @@ static int volatile_copy(struct st_region *r, const char *vpath, int *durable_fd
 	}
 	int rc = 0;
 	const uint64_t size = r->layout.size;
-	if (ftruncate(vfd, (off_t)size) != 0) {
-		rc = -errno;
-		goto fail;
+	if ((rc = reserve_space(vfd, vpath, size, true, err, errlen)) != 0) {
+		close(vfd);
+		(void)unlink(vpath);
+		return rc;
 	}
 	/* The region file's data extents, from its mapping (the same page
 	 * cache): holes stay holes in the copy. */

@@ -675,9 +675,10 @@ static int check_grow(struct txn *t, void *arg)
 
 static int del_body(struct txn *t, void *arg)
 {
-	bool existed;
+	bool existed = false; /* set only when txn_del returns 0 (UBSan: a garbage bool) */
 	int rc = txn_del(t, "grow", 4, &existed);
-	*(bool *)arg = existed;
+	if (rc == CC_OK)
+		*(bool *)arg = existed;
 	return rc;
 }
 

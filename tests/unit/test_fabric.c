@@ -633,6 +633,14 @@ static void test_errors(const char *be)
 	CHECK(fab_cas1(&w.b, 1, UINT64_MAX - 7, 0, 1, &old) == -EFAULT);
 	CHECK(fab_faa1(&w.b, 1, UINT64_MAX - 7, 1, &old) == -EFAULT);
 	CHECK(fab_faa1(&w.b, 1, size, 1, &old) == -EFAULT);
+	if (strcmp(be, "tcp") == 0) {
+		/* A READ of almost 4 GiB: refused before the NIC thread
+		 * reserves its response (fuzz_tcp_wire's out-of-memory input,
+		 * tests/fuzz/corpus/fuzz_tcp_wire/regress-huge-read); the
+		 * connection goes on serving. */
+		CHECK(fab_read1(&w.b, 1, 0, buf, UINT32_MAX - 64) == -EFAULT);
+		CHECK(fab_read1(&w.b, 1, 0, &word, 8) == 0 && word == 42);
+	}
 	/* The same against the own node (the direct path). */
 	CHECK(fab_read1(&w.b, 2, size, buf, 8) == -EFAULT);
 	CHECK(fab_cas1(&w.b, 2, UINT64_MAX - 7, 0, 1, &old) == -EFAULT);
@@ -2090,7 +2098,7 @@ static void *rpc_server_main(void *arg)
 		for (int i = 0; i < k; i++)
 			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 		pfd[k++] = (struct pollfd){ .fd = sv->stop_fd, .events = POLLIN };
-		poll(pfd, (nfds_t)k, sv->wait_ms);
+		poll(pfd, (nfds_t)k, __atomic_load_n(&sv->wait_ms, __ATOMIC_RELAXED));
 		fab_worker_poll(fw);
 		answer_deferred();
 		answer_waitwords();
@@ -2526,7 +2534,7 @@ static void test_rpc_wakeups(const char *be)
 	link_peer(&i, &t);
 	struct rpc_server sv;
 	rpc_server_start(&sv, &t, 0);
-	sv.wait_ms = -1;
+	__atomic_store_n(&sv.wait_ms, -1, __ATOMIC_RELAXED); /* its thread reads it (TSan) */
 	struct tworker w;
 	tw_init(&w, &i, 0);
 	struct fab_rpc_reply rs = { .cap = 0 };
