@@ -132,7 +132,9 @@ int txn_del(struct txn *t, const char *key, size_t klen, bool *existed);
 #define ST_V_EXPIRES 0x01u
 #define ST_V_TYPE_SHIFT 1
 #define ST_V_TYPE_MASK 0x0eu
-enum txn_type { TXN_T_STRING = 0, TXN_T_HASH, TXN_T_LIST, TXN_T_SET, TXN_T_ZSET };
+/* TXN_T_PART: an internal item of a collection (storage/st.h, "Collections"):
+ * never a client's key, never with an expiry. */
+enum txn_type { TXN_T_STRING = 0, TXN_T_HASH, TXN_T_LIST, TXN_T_SET, TXN_T_ZSET, TXN_T_PART };
 struct txn_meta {
 	uint8_t type;      /* enum txn_type */
 	int64_t expire_ms; /* unix ms; 0: never */
