@@ -279,6 +279,7 @@ struct txn {
 	uint64_t cts;             /* commit timestamp (protocols that need one) */
 	int cause;                /* enum cc_cause of the last abort */
 	int attempt;              /* 0 for the first try, then 1, 2, ... (cc_run) */
+	uint32_t uniq_seq;        /* txn_unique calls in this attempt (txn_begin zeroes it) */
 	bool single_read;         /* txn_hint_single_read */
 	bool single_write;        /* txn_hint_single_write */
 	int fatal;                /* CC_EFAB once a fabric operation failed: the whole

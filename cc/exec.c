@@ -342,6 +342,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->unknown = 0;
 	t->unknown_noted = 0;
 	t->now_ms = 0; /* txn_now_ms: read at its first use */
+	t->uniq_seq = 0; /* txn_unique: the same values in every attempt */
 	t->reached = 0;
 	t->breaks = fab_worker_breaks(ccw->fw);
 	t->durable_waited = false;

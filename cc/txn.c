@@ -514,6 +514,17 @@ void txn_hint_single_write(struct txn *t)
 	t->single_write = true;
 }
 
+uint64_t txn_unique(struct txn *t)
+{
+	/* splitmix64's finalizer, a bijection: distinct (prio_ts, seq)
+	 * inputs below 2^64 stay distinct but for the sum's wrap */
+	uint64_t z = t->prio_ts + 0x9e3779b97f4a7c15ull * ++t->uniq_seq;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return z ? z : 1;
+}
+
 int txn_attempt(const struct txn *t)
 {
 	return t->attempt;

@@ -197,6 +197,17 @@ void txn_hint_single_read(struct txn *t);
  */
 void txn_hint_single_write(struct txn *t);
 
+/*
+ * txn_unique - a 64-bit value no other transaction gets (in the cluster,
+ * across restarts: a mix of the transaction's cluster-unique first
+ * timestamp and a count), never 0, and the same in every attempt: the
+ * n-th call of an attempt returns what the n-th call of the attempt
+ * before returned. Names made from it (a collection's part keys) are
+ * then the same keys when the transaction reruns, which calvin's OLLP
+ * needs to converge.
+ */
+uint64_t txn_unique(struct txn *t);
+
 /* The attempt the body runs in: 0 first, then 1, 2, ... after CC aborts. */
 int txn_attempt(const struct txn *t);
 

@@ -1036,7 +1036,8 @@ static void info_stats(struct info_ctx *x)
 			"txn_watch_failed:%llu\r\n"
 			"txn_groups:%llu\r\n"
 			"txn_group_splits:%llu\r\n"
-			"absent_key_reads:%llu\r\n",
+			"absent_key_reads:%llu\r\n"
+			"rckv_parts_collected:%llu\r\n",
 			(unsigned long long)s->conns_received, (unsigned long long)s->commands,
 			(unsigned long long)s->net_in, (unsigned long long)s->net_out,
 			(unsigned long long)s->conns_rejected,
@@ -1047,7 +1048,8 @@ static void info_stats(struct info_ctx *x)
 			(unsigned long long)cs->txn_committed, (unsigned long long)cs->txn_aborts,
 			(unsigned long long)cs->txn_retries, (unsigned long long)cs->txn_timeouts,
 			(unsigned long long)s->txn_watch_failed, (unsigned long long)s->txn_groups,
-			(unsigned long long)s->txn_group_splits, (unsigned long long)s->absent_reads);
+			(unsigned long long)s->txn_group_splits, (unsigned long long)s->absent_reads,
+			(unsigned long long)expire_cycle_collected(x->w->node));
 }
 
 static void info_replication(struct info_ctx *x)

@@ -35,6 +35,12 @@ void cmd_reply_bad_expire(struct cmd_ctx *c, const char *cmd);
  * they stop). 0 or -errno. */
 int expire_cycle_start(struct node *n);
 void expire_cycle_stop(struct node *n);
+/* A bucketed collection's root went (DEL, UNLINK): its parts are orphans
+ * now; the cycle forgets the live gens it saw and resumes its short pace
+ * (server/expire.c). Any thread; cheap. */
+void expire_cycle_poke(struct node *n);
+/* Orphan parts it deleted so far (INFO stats rckv_parts_collected). */
+uint64_t expire_cycle_collected(const struct node *n);
 /* Keys it deleted so far (INFO stats expired_keys). */
 uint64_t expire_cycle_expired(const struct node *n);
 
