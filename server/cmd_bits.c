@@ -984,13 +984,18 @@ int cmd_lcs(struct cmd_ctx *c)
 	bool fa, fb;
 	int rc;
 
+	/* LCS has its own text for a key of another type (Redis 7.0). */
 	rc = cmd_get_string(c, KEY(c, 1), &va, &alen, &fa);
+	if (rc == 0)
+		rc = cmd_get_string(c, KEY(c, 2), &vb, &blen, &fb);
+	if (rc == COLL_EWRONGTYPE) {
+		c->out->len = mark;
+		resp_error(c->out, "ERR The specified keys must contain string values");
+		return 0;
+	}
 	if (rc)
 		return cmd_txn_failed(c, mark, rc);
 	cmd_count_lookup(c, fa);
-	rc = cmd_get_string(c, KEY(c, 2), &vb, &blen, &fb);
-	if (rc)
-		return cmd_txn_failed(c, mark, rc);
 	cmd_count_lookup(c, fb);
 	if (!fa)
 		alen = 0;

@@ -1263,14 +1263,18 @@ static void info_fabric(struct info_ctx *x)
 			"fabric_cas:%llu\r\n"
 			"fabric_faa:%llu\r\n"
 			"fabric_rpcs:%llu\r\n"
-			"fabric_round_trips:%llu\r\n",
+			"fabric_round_trips:%llu\r\n"
+			"fabric_read_bytes:%llu\r\n"
+			"fabric_write_bytes:%llu\r\n",
 			n->cfg.fabric ? n->cfg.fabric : "", n->cfg.fabric_delay_us,
 			(unsigned long long)s->fab_txns, (unsigned long long)s->fab.verbs[FAB_READ],
 			(unsigned long long)s->fab.verbs[FAB_WRITE],
 			(unsigned long long)s->fab.verbs[FAB_CAS],
 			(unsigned long long)s->fab.verbs[FAB_FAA],
 			(unsigned long long)s->fab.verbs[FAB_RPC],
-			(unsigned long long)s->fab.round_trips);
+			(unsigned long long)s->fab.round_trips,
+			(unsigned long long)s->fab.bytes[FAB_READ],
+			(unsigned long long)s->fab.bytes[FAB_WRITE]);
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 

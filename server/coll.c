@@ -480,7 +480,7 @@ static bool intset_member(const char *s, size_t l)
 static void note_big(struct coll *c, const char *f, size_t fl, size_t vl)
 {
 	if (c->type == TXN_T_HASH) {
-		if (fl > 64 || vl > 64 || coll_len(c) > 128)
+		if (fl > 64 || vl > 64 || coll_len(c) > 512)
 			c->flags |= COLL_F_BIG;
 	} else if (c->type == TXN_T_SET) {
 		if (!intset_member(f, fl) || coll_len(c) > 512)

@@ -73,7 +73,9 @@ struct txn;
 
 #define COLL_ENC_INLINE 1
 #define COLL_ENC_BUCKETED 2
-#define COLL_F_BIG 0x01u /* Redis would hold it as a hashtable by now */
+#define COLL_F_BIG 0x01u /* Redis would hold it as a hashtable by now (its
+			    hash-max-listpack-entries 512, -value 64;
+			    set-max-intset-entries 512) */
 
 #define COLL_OWNER_ID 0xffffffffu
 #define COLL_ROOT_BUCKETED_LEN 32
