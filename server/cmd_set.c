@@ -427,7 +427,7 @@ struct setop_run {
 	struct coll *sets;
 	int nsets;
 	struct coll_elems res; /* the result, pointers into sets' buffers */
-	bool empty_key;        /* SINTER met a missing key */
+	bool empty_key;        /* SINTER met a missing key: empty result */
 };
 
 static void setop_free(struct setop_run *r)
@@ -453,9 +453,9 @@ static bool res_add(struct coll_elems *a, const struct coll_elem *e)
 }
 
 /*
- * Open keys argv[first..first+n) as sets, in Redis's order of checks:
- * SINTER stops at the first missing key (its result is empty, whatever
- * follows); SUNION and SDIFF skip missing keys. Then the operation.
+ * Open keys argv[first..first+n) as sets, each type checked (WRONGTYPE
+ * for any of another type, as Redis 7.0); a missing key is empty, so
+ * SINTER's result is empty when one is missing. Then the operation.
  * `limit` (SINTERCARD): stop after that many (0: no limit).
  */
 static int setop(struct cmd_ctx *c, enum setop op, int first, int n, uint64_t limit,
@@ -471,11 +471,11 @@ static int setop(struct cmd_ctx *c, enum setop op, int first, int n, uint64_t li
 		r->nsets++;
 		if (rc)
 			return rc;
-		if (op == OP_INTER && !r->sets[i].exists) {
+		if (op == OP_INTER && !r->sets[i].exists)
 			r->empty_key = true;
-			return CC_OK;
-		}
 	}
+	if (r->empty_key)
+		return CC_OK; /* every key's type checked first, as Redis 7.0 does */
 	struct coll_elems a = { 0 };
 	if (op == OP_UNION) {
 		struct sset seen = { 0 };
