@@ -481,8 +481,8 @@ int cmd_restore(struct cmd_ctx *c)
 		resp_error(c->out, ERR_DUMP_PAYLOAD);
 		return 0;
 	case RDB_ETYPE:
-		resp_errorf(c->out, "ERR RESTORE: the payload holds a %s; rckv stores strings only "
-			    "so far", rdb_type_name(val.type));
+		resp_errorf(c->out, "ERR RESTORE: the payload holds a %s; rckv restores strings "
+			    "only so far", rdb_type_name(val.type));
 		return 0;
 	case RDB_ETOOBIG:
 		cmd_reply_txn_error(c, CC_ETOOBIG);
