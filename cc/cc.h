@@ -282,6 +282,7 @@ struct txn {
 	uint32_t rand_n;          /* txn_rand's calls in this attempt */
 	uint64_t changes;         /* writes of this attempt that changed a key
 				     (cc_txn.changes); a savepoint keeps it */
+	uint32_t uniq_seq;        /* txn_unique calls in this attempt (txn_begin zeroes it) */
 	bool single_read;         /* txn_hint_single_read */
 	bool single_write;        /* txn_hint_single_write */
 	int fatal;                /* CC_EFAB once a fabric operation failed: the whole

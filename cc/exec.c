@@ -344,6 +344,7 @@ static void txn_begin(struct cc_worker *ccw, struct txn *t, int rec, uint64_t pr
 	t->now_ms = 0; /* txn_now_ms: read at its first use */
 	t->rand_n = 0; /* txn_rand: every attempt draws the same sequence */
 	t->changes = 0;
+	t->uniq_seq = 0; /* txn_unique: the same values in every attempt */
 	t->reached = 0;
 	t->breaks = fab_worker_breaks(ccw->fw);
 	t->durable_waited = false;

@@ -515,6 +515,17 @@ void txn_hint_single_write(struct txn *t)
 	t->single_write = true;
 }
 
+uint64_t txn_unique(struct txn *t)
+{
+	/* splitmix64's finalizer, a bijection: distinct (prio_ts, seq)
+	 * inputs below 2^64 stay distinct but for the sum's wrap */
+	uint64_t z = t->prio_ts + 0x9e3779b97f4a7c15ull * ++t->uniq_seq;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return z ? z : 1;
+}
+
 int txn_attempt(const struct txn *t)
 {
 	return t->attempt;
@@ -704,6 +715,8 @@ static size_t block_vlen(struct txn *t, size_t vlen)
  * full would (CC_EFULL), rather than overwrite what other transactions
  * wrote there.
  */
+#define TXN_SHRINK_MIN 1024 /* bytes a block must waste before a write moves it */
+
 static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 {
 	uint32_t pad = t->proto->item_room ? t->proto->item_room(t, a) : 0;
@@ -715,10 +728,15 @@ static int reserve_block(struct txn *t, struct cc_access *a, size_t vlen)
 	bool fits = sizeof(struct st_item) + a->klen + vlen + pad <= csz;
 	size_t bvlen = block_vlen(t, vlen) + pad;
 	uint32_t room = (uint32_t)(sizeof(struct st_item) + a->klen + bvlen);
+	/* A block far bigger than what it will hold (a collection's root
+	 * that went bucketed, a string overwritten by a short one) is traded
+	 * for one that fits: every read of the item reads its whole block. */
+	const bool oversized = csz >= 2 * room && csz - room >= TXN_SHRINK_MIN;
 	a->grow = false;
-	if (room <= csz && vlen <= cc_inplace_max(t->node->layout))
+	if (room <= csz && vlen <= cc_inplace_max(t->node->layout) && !oversized)
 		return CC_OK; /* in place (cc.h, cc_inplace_max) */
-	if (a->has_nref && room <= st_class_size(a->nref.cls)) {
+	const uint32_t nsz = a->has_nref ? st_class_size(a->nref.cls) : 0;
+	if (a->has_nref && room <= nsz && !(nsz >= 2 * room && nsz - room >= TXN_SHRINK_MIN)) {
 		a->grow = alone; /* move even though the value alone fits */
 		return CC_OK;
 	}

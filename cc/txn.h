@@ -132,7 +132,9 @@ int txn_del(struct txn *t, const char *key, size_t klen, bool *existed);
 #define ST_V_EXPIRES 0x01u
 #define ST_V_TYPE_SHIFT 1
 #define ST_V_TYPE_MASK 0x0eu
-enum txn_type { TXN_T_STRING = 0, TXN_T_HASH, TXN_T_LIST, TXN_T_SET, TXN_T_ZSET };
+/* TXN_T_PART: an internal item of a collection (storage/st.h, "Collections"):
+ * never a client's key, never with an expiry. */
+enum txn_type { TXN_T_STRING = 0, TXN_T_HASH, TXN_T_LIST, TXN_T_SET, TXN_T_ZSET, TXN_T_PART };
 struct txn_meta {
 	uint8_t type;      /* enum txn_type */
 	int64_t expire_ms; /* unix ms; 0: never */
@@ -195,6 +197,17 @@ void txn_hint_single_read(struct txn *t);
  * the validation round trip (silo does). Call before the first txn_* call.
  */
 void txn_hint_single_write(struct txn *t);
+
+/*
+ * txn_unique - a 64-bit value no other transaction gets (in the cluster,
+ * across restarts: a mix of the transaction's cluster-unique first
+ * timestamp and a count), never 0, and the same in every attempt: the
+ * n-th call of an attempt returns what the n-th call of the attempt
+ * before returned. Names made from it (a collection's part keys) are
+ * then the same keys when the transaction reruns, which calvin's OLLP
+ * needs to converge.
+ */
+uint64_t txn_unique(struct txn *t);
 
 /* The attempt the body runs in: 0 first, then 1, 2, ... after CC aborts. */
 int txn_attempt(const struct txn *t);

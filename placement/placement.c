@@ -34,6 +34,10 @@ uint16_t pl_crc16(const void *buf, size_t len)
 
 unsigned pl_keyslot(const char *key, size_t len)
 {
+	if (pl_part_key(key, len)) {
+		const uint8_t *s = (const uint8_t *)key + PL_PART_PREFIX_LEN;
+		return ((unsigned)s[0] | (unsigned)s[1] << 8) & (PL_SLOTS - 1);
+	}
 	const char *open = memchr(key, '{', len);
 	if (open) {
 		size_t rest = len - (size_t)(open - key) - 1;

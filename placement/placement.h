@@ -38,7 +38,34 @@
 #define PL_MAX_READERS 128  /* ck_epoch records per table */
 
 uint16_t pl_crc16(const void *buf, size_t len);
-/* The slot of a key, hash tags honoured. */
+/*
+ * Part keys: the internal items of a collection too big to live in one
+ * item (storage/st.h, "Collections"). A part key is exactly PL_PART_KEYLEN
+ * bytes:
+ *   PL_PART_PREFIX (6 bytes: 0xff 'r' 'c' 'k' 'v' 0x00) | u16 slot |
+ *   u64 gen | u32 part id          (integers little-endian)
+ * where slot is the slot of the collection's key when it was created. Its
+ * slot is that embedded slot, not a hash of its bytes, so every part lives
+ * on the nodes of the collection's key (its root). Clients cannot name
+ * keys with the prefix (dispatch refuses them), so no user key is ever
+ * taken for a part.
+ */
+#define PL_PART_PREFIX "\xffrckv\x00"
+#define PL_PART_PREFIX_LEN 6
+#define PL_PART_KEYLEN 20
+/* Does a key start with the reserved prefix (a part key, or a key that
+ * clients may not use)? */
+static inline bool pl_reserved_key(const char *key, size_t len)
+{
+	return len >= PL_PART_PREFIX_LEN && __builtin_memcmp(key, PL_PART_PREFIX,
+							     PL_PART_PREFIX_LEN) == 0;
+}
+/* Is it a part key (the prefix, and exactly PL_PART_KEYLEN bytes)? */
+static inline bool pl_part_key(const char *key, size_t len)
+{
+	return len == PL_PART_KEYLEN && pl_reserved_key(key, len);
+}
+/* The slot of a key, hash tags honoured; a part key's embedded slot. */
 unsigned pl_keyslot(const char *key, size_t len);
 
 /* A replica set: n distinct node ids, node[0] the primary. */

@@ -1054,6 +1054,8 @@ static int exec_batch(struct fab_batch *b)
 	if (b->stats) {
 		for (int i = 0; i < n; i++) {
 			b->stats->verbs[b->ops[i].kind]++;
+			if (b->ops[i].kind == FAB_READ || b->ops[i].kind == FAB_WRITE)
+				b->stats->bytes[b->ops[i].kind] += b->ops[i].len;
 			if (b->ops[i].kind != FAB_RPC)
 				b->stats->tag_verbs[b->ops[i].tag % FAB_TAGS]++;
 			else if (b->ops[i].off != FAB_RPC_OPS)
@@ -1189,6 +1191,8 @@ void fab_stats_add(struct fab_stats *dst, const struct fab_stats *src)
 	for (int k = 0; k < FAB_KINDS; k++)
 		dst->verbs[k] += src->verbs[k];
 	dst->round_trips += src->round_trips;
+	dst->bytes[0] += src->bytes[0];
+	dst->bytes[1] += src->bytes[1];
 	for (int k = 0; k < FAB_TAGS; k++) {
 		dst->tag_verbs[k] += src->tag_verbs[k];
 		dst->tag_rpcs[k] += src->tag_rpcs[k];

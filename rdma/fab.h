@@ -47,6 +47,8 @@ enum fab_kind { FAB_READ, FAB_WRITE, FAB_CAS, FAB_FAA, FAB_RPC, FAB_KINDS };
 struct fab_stats {
 	uint64_t verbs[FAB_KINDS]; /* by enum fab_kind; [FAB_RPC]: RPCs (messages) */
 	uint64_t round_trips;      /* fab_exec calls (or their RPC phases) that reached a peer */
+	uint64_t bytes[2];         /* bytes moved by one-sided READs [FAB_READ] and
+				      WRITEs [FAB_WRITE] (their len; not RPCs) */
 	/* By the ops' tag: one-sided verbs posted, and the messages that
 	 * carried ops of the tag two-sided (FAB_OP_TWOSIDED; a message that
 	 * carries ops of several tags counts once for each). */

@@ -46,6 +46,7 @@
 #include "cc/sched.h"
 #include "cc/switch.h"
 #include "cc/txn.h"
+#include "placement/placement.h"
 #include "rdma/listen.h"
 #include "rdma/tcp_wire.h"
 #include "server/ctl_wire.h"
@@ -392,7 +393,33 @@ struct keybuf {
 	uint64_t count;
 	const struct pl_map *map; /* with replicas: list the keys this node is primary of */
 	uint16_t self;
+	uint64_t filter;          /* SCAN_F_*: what a client's listing leaves out */
 };
+
+/*
+ * What a listing for a client leaves out (KEYS, SCAN, DBSIZE, RANDOMKEY):
+ * collection parts (server/coll.h), which are no client's keys, and with
+ * SCAN's TYPE option the keys of other types. The rejoin copy
+ * (cluster_scan_node) filters nothing: it copies parts too.
+ *   SCAN_F_PARTS        leave parts out
+ *   SCAN_F_TYPE | t<<8  keys of type t only (enum txn_type)
+ */
+#define SCAN_F_PARTS 1ull
+#define SCAN_F_TYPE 2ull
+
+static bool filtered_out(uint64_t filter, const char *key, uint32_t klen,
+			 const struct st_item *it)
+{
+	if ((filter & SCAN_F_PARTS) && pl_part_key(key, klen))
+		return true;
+	if (filter & SCAN_F_TYPE) {
+		uint64_t data = ck_pr_load_64((uint64_t *)&it->data);
+		uint8_t t = (uint8_t)((st_data_vflags(data) & ST_V_TYPE_MASK) >> ST_V_TYPE_SHIFT);
+		if (t != (uint8_t)(filter >> 8))
+			return true;
+	}
+	return false;
+}
 
 /*
  * With `replicas` N a node's region also holds the copies of the keys it
@@ -425,7 +452,7 @@ static int count_listed(void *arg, const char *key, uint32_t klen, const struct 
 {
 	(void)it;
 	struct keybuf *kb = arg;
-	kb->count += listed_here(kb->map, kb->self, key, klen);
+	kb->count += listed_here(kb->map, kb->self, key, klen) && !pl_part_key(key, klen);
 	return 0;
 }
 
@@ -433,9 +460,8 @@ uint64_t cluster_local_count(struct node *n)
 {
 	if (!n->cc.region)
 		return 0;
+	/* A walk, not st_count: parts are no client's keys. */
 	const struct pl_map *m = listing_begin(n);
-	if (!m)
-		return st_count(n->cc.region);
 	struct keybuf kb = { .map = m, .self = (uint16_t)n->cfg.node_id };
 	uint64_t cursor = 0;
 	do
@@ -483,7 +509,7 @@ static bool item_expired(const struct st_item *it)
 static int scan_collect(void *arg, const char *key, uint32_t klen, const struct st_item *it)
 {
 	struct keybuf *kb = arg;
-	if (item_expired(it))
+	if (item_expired(it) || filtered_out(kb->filter, key, klen, it))
 		return 0;
 	if (kb->plen && !srv_strmatch(kb->pattern, kb->plen, key, klen, false))
 		return 0;
@@ -751,7 +777,8 @@ static void *ctl_conn_main(void *arg)
 		}
 		case CTL_KEYS: {
 			struct keybuf kb = { .pattern = req, .plen = h.len, .map = listing_begin(n),
-					     .self = (uint16_t)n->cfg.node_id };
+					     .self = (uint16_t)n->cfg.node_id,
+					     .filter = SCAN_F_PARTS };
 			uint64_t cursor = 0;
 			do {
 				st_scan(n->cc.region, &cursor, 4096, scan_collect, &kb);
@@ -762,10 +789,11 @@ static void *ctl_conn_main(void *arg)
 			break;
 		}
 		case CTL_SCAN: {
-			uint64_t in[2];
-			memcpy(in, req, 16); /* at least 16 bytes: ctl_request_check */
-			struct keybuf kb = { .pattern = req + 16, .plen = h.len - 16,
-					     .map = listing_begin(n), .self = (uint16_t)n->cfg.node_id };
+			uint64_t in[3]; /* cursor, count, filter (SCAN_F_*) */
+			memcpy(in, req, 24); /* at least 24 bytes: ctl_request_check */
+			struct keybuf kb = { .pattern = req + 24, .plen = h.len - 24,
+					     .map = listing_begin(n), .self = (uint16_t)n->cfg.node_id,
+					     .filter = in[2] };
 			uint64_t cursor = in[0];
 			st_scan(n->cc.region, &cursor, in[1] ? in[1] : 1, scan_collect, &kb);
 			listing_end(n, kb.map);
@@ -1411,12 +1439,13 @@ struct local_visit {
 	int stopped;
 	const struct pl_map *map; /* as keybuf's */
 	uint16_t self;
+	uint64_t filter;          /* as keybuf's */
 };
 
 static int local_visit(void *arg, const char *key, uint32_t klen, const struct st_item *it)
 {
 	struct local_visit *lv = arg;
-	if (item_expired(it))
+	if (item_expired(it) || filtered_out(lv->filter, key, klen, it))
 		return 0;
 	if (lv->plen && !srv_strmatch(lv->pattern, lv->plen, key, klen, false))
 		return 0;
@@ -1431,7 +1460,7 @@ int cluster_keys(struct node *n, struct worker *w, const char *pattern, size_t p
 		 cluster_key_fn fn, void *arg, char *err, size_t errlen)
 {
 	struct local_visit lv = { pattern, plen, fn, arg, 0, listing_begin(n),
-				  (uint16_t)n->cfg.node_id };
+				  (uint16_t)n->cfg.node_id, SCAN_F_PARTS };
 	uint64_t cursor = 0;
 	do {
 		st_scan(n->cc.region, &cursor, 4096, local_visit, &lv);
@@ -1480,9 +1509,11 @@ int cluster_count(struct node *n, struct worker *w, uint64_t *count, char *err, 
 
 #define SCAN_NODE_SHIFT 48
 
-int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t count,
+int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t count, int type,
 		 cluster_key_fn fn, void *arg, char *err, size_t errlen)
 {
+	const uint64_t filter = SCAN_F_PARTS |
+				(type >= 0 ? SCAN_F_TYPE | (uint64_t)type << 8 : 0);
 	const struct slot_map *m = ck_pr_load_ptr(&n->slots);
 	uint64_t idx = *cursor >> SCAN_NODE_SHIFT;
 	uint64_t local = *cursor & ((1ull << SCAN_NODE_SHIFT) - 1);
@@ -1495,11 +1526,11 @@ int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t co
 		local = 0; /* lists nothing: its keys are listed where they are served now */
 	} else if (id == n->cfg.node_id) {
 		struct local_visit lv = { NULL, 0, fn, arg, 0, listing_begin(n),
-					  (uint16_t)n->cfg.node_id };
+					  (uint16_t)n->cfg.node_id, filter };
 		st_scan(n->cc.region, &local, count, local_visit, &lv);
 		listing_end(n, lv.map);
 	} else {
-		uint64_t in[2] = { local, count };
+		uint64_t in[3] = { local, count, filter };
 		void *r = NULL;
 		size_t rl = 0;
 		err[0] = '\0';
@@ -1563,7 +1594,8 @@ int cluster_random_key(struct node *n, struct worker *w, uint64_t seed, cluster_
 	for (int pass = 0; pass < 2 && !f.key && !f.oom; pass++) {
 		uint64_t cursor = pass == 0 ? start : 0;
 		do {
-			if (cluster_scan(n, w, &cursor, RANDOM_STEP, take_first, &f, err, errlen) != 0) {
+			if (cluster_scan(n, w, &cursor, RANDOM_STEP, -1, take_first, &f, err,
+					 errlen) != 0) {
 				free(f.key);
 				return -1;
 			}
@@ -1693,7 +1725,7 @@ int cluster_takeover(struct node *n, uint64_t out, uint64_t live, char *err, siz
 int cluster_scan_node(struct node *n, unsigned id, uint64_t *cursor, uint64_t count,
 		      cluster_key_fn fn, void *arg, char *err, size_t errlen)
 {
-	uint64_t in[2] = { *cursor, count };
+	uint64_t in[3] = { *cursor, count, 0 }; /* everything: parts too */
 	void *r = NULL;
 	size_t rl = 0;
 	int rc = ctl_call_within(n, NULL, (int)id, CTL_SCAN, in, sizeof(in), &r, &rl, err, errlen,

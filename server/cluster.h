@@ -70,9 +70,10 @@ uint64_t cluster_local_count(struct node *n);
  * One SCAN step across nodes: the cursor's high 16 bits index the node (in
  * slot-map order), the rest is that node's st_scan cursor. Visits up to
  * about `count` buckets' worth of keys and returns the next cursor (0 when
- * done).
+ * done). Collection parts are left out; type >= 0 (SCAN's TYPE): keys of
+ * that enum txn_type only.
  */
-int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t count,
+int cluster_scan(struct node *n, struct worker *w, uint64_t *cursor, uint64_t count, int type,
 		 cluster_key_fn fn, void *arg, char *err, size_t errlen);
 
 /*

@@ -38,6 +38,7 @@
 
 #include "cc/txn.h"
 #include "resp/resp.h"
+#include "server/coll.h"
 #include "server/command.h"
 #include "server/node.h"
 #include "server/strutil.h"
@@ -287,7 +288,7 @@ int cmd_setbit(struct cmd_ctx *c)
 		resp_error(c->out, "ERR bit is not an integer or out of range");
 		return 0;
 	}
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	if (!found) {
@@ -321,7 +322,7 @@ int cmd_getbit(struct cmd_ctx *c)
 
 	if (bit_offset(c, &c->argv[2], 0, &off))
 		return 0;
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	cmd_count_lookup(c, found);
@@ -346,7 +347,7 @@ int cmd_bitcount(struct cmd_ctx *c)
 	bool found;
 	int rc, isbit = 0;
 
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	if (!found || c->argc == 2) {
@@ -399,7 +400,7 @@ int cmd_bitpos(struct cmd_ctx *c)
 		resp_error(c->out, "ERR The bit argument must be 1 or 0.");
 		return 0;
 	}
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	cmd_count_lookup(c, found);
@@ -486,7 +487,7 @@ int cmd_bitop(struct cmd_ctx *c)
 		size_t vlen;
 		bool found;
 
-		rc = txn_get(c->txn, KEY(c, 3 + i), &v, &vlen, &found);
+		rc = cmd_get_string(c, KEY(c, 3 + i), &v, &vlen, &found);
 		if (rc)
 			goto out;
 		cmd_count_lookup(c, found);
@@ -799,7 +800,7 @@ static int bitfield(struct cmd_ctx *c, bool readonly)
 		resp_error(c->out, "ERR BITFIELD_RO only supports the GET subcommand");
 		goto out;
 	}
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		goto out;
 	if (!found) {
@@ -983,13 +984,18 @@ int cmd_lcs(struct cmd_ctx *c)
 	bool fa, fb;
 	int rc;
 
-	rc = txn_get(c->txn, KEY(c, 1), &va, &alen, &fa);
+	/* LCS has its own text for a key of another type (Redis 7.0). */
+	rc = cmd_get_string(c, KEY(c, 1), &va, &alen, &fa);
+	if (rc == 0)
+		rc = cmd_get_string(c, KEY(c, 2), &vb, &blen, &fb);
+	if (rc == COLL_EWRONGTYPE) {
+		c->out->len = mark;
+		resp_error(c->out, "ERR The specified keys must contain string values");
+		return 0;
+	}
 	if (rc)
 		return cmd_txn_failed(c, mark, rc);
 	cmd_count_lookup(c, fa);
-	rc = txn_get(c->txn, KEY(c, 2), &vb, &blen, &fb);
-	if (rc)
-		return cmd_txn_failed(c, mark, rc);
 	cmd_count_lookup(c, fb);
 	if (!fa)
 		alen = 0;

@@ -18,6 +18,7 @@
 
 #include "cc/txn.h"
 #include "resp/resp.h"
+#include "server/coll.h"
 #include "server/command.h"
 #include "server/expire.h"
 #include "server/strutil.h"
@@ -282,6 +283,8 @@ int cmd_getex(struct cmd_ctx *c)
 	bool found;
 	struct txn_meta m;
 	int rc = txn_get_meta(c->txn, KEY(c, 1), &val, &vlen, &found, &m);
+	if (rc == 0 && found && m.type != TXN_T_STRING)
+		rc = COLL_EWRONGTYPE;
 	if (rc)
 		return cmd_txn_failed(c, mark, rc);
 	cmd_count_lookup(c, found);

@@ -34,7 +34,9 @@
 #include "resp/resp.h"
 #include "server/client.h"
 #include "server/cluster.h"
+#include "server/coll.h"
 #include "server/command.h"
+#include "server/expire.h"
 #include "server/node.h"
 #include "server/strutil.h"
 #include "server/worker.h"
@@ -198,14 +200,25 @@ int cmd_del(struct cmd_ctx *c)
 	long long n = 0;
 	int i, rc;
 
+	bool dropped = false;
 	for (i = 1; i < c->argc; i++) {
 		bool existed;
+		const char *v;
+		size_t vlen;
+		struct txn_meta m;
+		uint64_t gen;
 
-		rc = txn_del(c->txn, KEY(c, i), &existed);
+		rc = txn_get_meta(c->txn, KEY(c, i), &v, &vlen, &existed, &m);
+		if (rc == 0 && existed && m.type != TXN_T_STRING && coll_root_gen(v, vlen, &gen))
+			dropped = true; /* its parts become orphans (server/coll.h) */
+		if (rc == 0)
+			rc = txn_del(c->txn, KEY(c, i), &existed);
 		if (rc)
 			return cmd_txn_failed(c, mark, rc);
 		n += existed;
 	}
+	if (dropped && c->node)
+		expire_cycle_poke(c->node); /* collect them soon */
 	resp_int(c->out, n);
 	return 0;
 }
@@ -246,8 +259,19 @@ void cmd_type_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen)
 	(void)v;
 	(void)vlen;
 	cmd_count_lookup(c, found);
-	/* Strings are the only type rckv stores so far. */
-	resp_status(c->out, found ? "string" : "none");
+	resp_status(c->out, found ? cmd_type_name(c->ktype) : "none");
+}
+
+const char *cmd_type_name(uint8_t type)
+{
+	switch (type) {
+	case TXN_T_STRING: return "string";
+	case TXN_T_HASH: return "hash";
+	case TXN_T_LIST: return "list";
+	case TXN_T_SET: return "set";
+	case TXN_T_ZSET: return "zset";
+	default: return "none"; /* a part: never a client's key */
+	}
 }
 
 int cmd_type(struct cmd_ctx *c)
@@ -487,10 +511,19 @@ int cmd_scan(struct cmd_ctx *c)
 			goto out;
 		}
 	}
-	/* Redis 7.0 accepts any type name; one that is not "string" simply
-	 * matches none of our keys. */
-	if (type)
-		kc.type_ok = arg_is(type, "string");
+	/* Redis 7.0 accepts any type name; one it does not know simply
+	 * matches no key. */
+	int want = -1;
+	if (type) {
+		static const uint8_t types[] = { TXN_T_STRING, TXN_T_HASH, TXN_T_LIST, TXN_T_SET,
+						 TXN_T_ZSET };
+		kc.type_ok = false;
+		for (size_t t = 0; t < sizeof(types); t++)
+			if (arg_is(type, cmd_type_name(types[t]))) {
+				want = types[t];
+				kc.type_ok = true;
+			}
+	}
 	/*
 	 * As Redis does with its dict buckets: visit one bucket at a time
 	 * until COUNT keys were seen (before filtering) or the scan is done,
@@ -506,7 +539,7 @@ int cmd_scan(struct cmd_ctx *c)
 	/* One step over one node (this one or a peer): its cursor carries the
 	 * node in its high bits (cluster.h). */
 	char err[256];
-	if (cluster_scan(c->node, c->w, &cursor, (uint64_t)maxiter, collect_key_c, &kc, err,
+	if (cluster_scan(c->node, c->w, &cursor, (uint64_t)maxiter, want, collect_key_c, &kc, err,
 			 sizeof(err)) != 0) {
 		resp_errorf(c->out, "ERR SCAN: %s", err);
 		goto out;

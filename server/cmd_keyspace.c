@@ -12,10 +12,10 @@
  * is one transaction over both: the destination's write and the source's
  * delete commit together or not at all, under every protocol.
  *
- * What a key holds is moved as a whole by key_copy(): today its value,
- * since strings are the only type and there is no expiry yet; the type
- * and the expiry time, once items carry them (DESIGN.md section 10), go
- * with it there and nowhere else.
+ * What a key holds is moved as a whole by key_copy(): its value, its type
+ * and its expiry (cc/txn.h txn_meta); for a bucketed collection
+ * (server/coll.h) RENAME moves the root only and renames the parts'
+ * owner, COPY copies every part under a new gen.
  *
  * One database: MOVE never moves (db 0 is the source: Redis's "same
  * objects" error; any other db: "DB index is out of range", as SELECT
@@ -51,6 +51,7 @@
 #include "cc/txn.h"
 #include "resp/resp.h"
 #include "server/client.h"
+#include "server/coll.h"
 #include "server/cluster.h"
 #include "server/command.h"
 #include "server/dispatch.h"
@@ -104,16 +105,33 @@ static int db_index(struct cmd_ctx *c, const struct resp_arg *a, long long *id)
  * one place that knows what a key carries besides its value.
  */
 static int key_copy(struct cmd_ctx *c, const struct resp_arg *from, const struct resp_arg *to,
-		    const char *v, size_t vlen)
+		    const char *v, size_t vlen, bool rename)
 {
 	const char *again;
 	size_t alen;
 	bool found;
 	struct txn_meta m;
+	uint64_t gen;
 	int rc = txn_get_meta(c->txn, from->p, from->len, &again, &alen, &found, &m);
 	if (rc)
 		return rc;
-	return txn_set_meta(c->txn, to->p, to->len, v, vlen, &m);
+	if (m.type == TXN_T_STRING || !coll_root_gen(v, vlen, &gen))
+		return txn_set_meta(c->txn, to->p, to->len, v, vlen, &m);
+	/* A bucketed collection (server/coll.h): RENAME moves the root
+	 * (its parts stay where they are, their owner names the new key);
+	 * COPY makes a new incarnation with every part copied. */
+	if (rename) {
+		if ((rc = coll_rename_owner(c->txn, v, vlen, to->p, to->len)))
+			return rc;
+		return txn_set_meta(c->txn, to->p, to->len, v, vlen, &m);
+	}
+	char *nv;
+	size_t nvl;
+	if ((rc = coll_copy_parts(c->txn, v, vlen, to->p, to->len, &nv, &nvl)))
+		return rc;
+	rc = txn_set_meta(c->txn, to->p, to->len, nv, nvl, &m);
+	free(nv);
+	return rc;
 }
 
 /* ---- RENAME, RENAMENX ---- */
@@ -156,7 +174,7 @@ static int rename_cmd(struct cmd_ctx *c, bool nx)
 	/* The destination first: v is the source's, alive until the source
 	 * is written (rule (2)). */
 	bool existed;
-	if ((rc = key_copy(c, &c->argv[1], dst, v, vlen)) ||
+	if ((rc = key_copy(c, &c->argv[1], dst, v, vlen, true)) ||
 	    (rc = txn_del(c->txn, KEY(c, 1), &existed)))
 		return cmd_txn_failed(c, mark, rc);
 	if (nx)
@@ -227,7 +245,7 @@ int cmd_copy(struct cmd_ctx *c)
 			return 0;
 		}
 	}
-	if ((rc = key_copy(c, &c->argv[1], &c->argv[2], v, vlen)))
+	if ((rc = key_copy(c, &c->argv[1], &c->argv[2], v, vlen, false)))
 		return cmd_txn_failed(c, mark, rc);
 	resp_int(c->out, 1);
 	return 0;
@@ -253,6 +271,7 @@ struct key_read {
 	bool found;
 	char *val; /* malloc'd copy */
 	size_t vlen;
+	struct txn_meta m;
 };
 
 static int key_read_body(struct txn *t, void *arg)
@@ -265,7 +284,7 @@ static int key_read_body(struct txn *t, void *arg)
 	free(r->val);
 	r->val = NULL;
 	r->found = false;
-	if ((rc = txn_get(t, r->key, r->klen, &v, &vlen, &r->found)))
+	if ((rc = txn_get_meta(t, r->key, r->klen, &v, &vlen, &r->found, &r->m)))
 		return rc;
 	if (r->found) {
 		if (!(r->val = malloc(vlen ? vlen : 1)))
@@ -450,13 +469,19 @@ int cmd_dump(struct cmd_ctx *c)
 	const char *v;
 	size_t vlen;
 	bool found;
-	int rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	struct txn_meta m;
+	int rc = txn_get_meta(c->txn, KEY(c, 1), &v, &vlen, &found, &m);
 
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	cmd_count_lookup(c, found);
 	if (!found) {
 		resp_null(c->out);
+		return 0;
+	}
+	if (m.type != TXN_T_STRING) {
+		resp_errorf(c->out, "ERR DUMP of a %s: rckv dumps strings only so far",
+			    cmd_type_name(m.type));
 		return 0;
 	}
 	struct rdb_buf b = { 0 };
@@ -562,8 +587,8 @@ int cmd_restore(struct cmd_ctx *c)
 		resp_error(c->out, ERR_DUMP_PAYLOAD);
 		return 0;
 	case RDB_ETYPE:
-		resp_errorf(c->out, "ERR RESTORE: the payload holds a %s; rckv stores strings only "
-			    "so far", rdb_type_name(val.type));
+		resp_errorf(c->out, "ERR RESTORE: the payload holds a %s; rckv restores strings "
+			    "only so far", rdb_type_name(val.type));
 		return 0;
 	case RDB_ETOOBIG:
 		cmd_reply_txn_error(c, CC_ETOOBIG);
@@ -662,9 +687,10 @@ int cmd_object(struct cmd_ctx *c)
 	if (!r.found) {
 		resp_null(c->out);
 	} else if (arg_is(sub, "encoding")) {
-		resp_bulk_cstr(c->out, encoding_of(v, vlen));
+		resp_bulk_cstr(c->out, r.m.type == TXN_T_STRING ? encoding_of(v, vlen)
+							       : coll_encoding_of(r.m.type, v, vlen));
 	} else if (arg_is(sub, "refcount")) {
-		resp_int(c->out, refcount_of(v, vlen));
+		resp_int(c->out, r.m.type == TXN_T_STRING ? refcount_of(v, vlen) : 1);
 	} else if (arg_is(sub, "idletime")) {
 		resp_int(c->out, 0);
 	} else { /* freq: dispatch admits only the subcommands of the table */
@@ -695,7 +721,9 @@ int cmd_debug_object(struct cmd_ctx *c)
 	snprintf(line, sizeof(line),
 		 "Value at:0x0 refcount:%lld encoding:%s serializedlength:%zu lru:0 "
 		 "lru_seconds_idle:0",
-		 refcount_of(r.val, r.vlen), encoding_of(r.val, r.vlen),
+		 refcount_of(r.val, r.vlen),
+		 r.m.type == TXN_T_STRING ? encoding_of(r.val, r.vlen)
+					  : coll_encoding_of(r.m.type, r.val, r.vlen),
 		 rdb_string_serialized_len(r.val, r.vlen));
 	free(r.val);
 	resp_status(c->out, line);

@@ -1036,7 +1036,8 @@ static void info_stats(struct info_ctx *x)
 			"txn_watch_failed:%llu\r\n"
 			"txn_groups:%llu\r\n"
 			"txn_group_splits:%llu\r\n"
-			"absent_key_reads:%llu\r\n",
+			"absent_key_reads:%llu\r\n"
+			"rckv_parts_collected:%llu\r\n",
 			(unsigned long long)s->conns_received, (unsigned long long)s->commands,
 			(unsigned long long)s->net_in, (unsigned long long)s->net_out,
 			(unsigned long long)s->conns_rejected,
@@ -1047,7 +1048,8 @@ static void info_stats(struct info_ctx *x)
 			(unsigned long long)cs->txn_committed, (unsigned long long)cs->txn_aborts,
 			(unsigned long long)cs->txn_retries, (unsigned long long)cs->txn_timeouts,
 			(unsigned long long)s->txn_watch_failed, (unsigned long long)s->txn_groups,
-			(unsigned long long)s->txn_group_splits, (unsigned long long)s->absent_reads);
+			(unsigned long long)s->txn_group_splits, (unsigned long long)s->absent_reads,
+			(unsigned long long)expire_cycle_collected(x->w->node));
 }
 
 static void info_replication(struct info_ctx *x)
@@ -1261,14 +1263,18 @@ static void info_fabric(struct info_ctx *x)
 			"fabric_cas:%llu\r\n"
 			"fabric_faa:%llu\r\n"
 			"fabric_rpcs:%llu\r\n"
-			"fabric_round_trips:%llu\r\n",
+			"fabric_round_trips:%llu\r\n"
+			"fabric_read_bytes:%llu\r\n"
+			"fabric_write_bytes:%llu\r\n",
 			n->cfg.fabric ? n->cfg.fabric : "", n->cfg.fabric_delay_us,
 			(unsigned long long)s->fab_txns, (unsigned long long)s->fab.verbs[FAB_READ],
 			(unsigned long long)s->fab.verbs[FAB_WRITE],
 			(unsigned long long)s->fab.verbs[FAB_CAS],
 			(unsigned long long)s->fab.verbs[FAB_FAA],
 			(unsigned long long)s->fab.verbs[FAB_RPC],
-			(unsigned long long)s->fab.round_trips);
+			(unsigned long long)s->fab.round_trips,
+			(unsigned long long)s->fab.bytes[FAB_READ],
+			(unsigned long long)s->fab.bytes[FAB_WRITE]);
 	pthread_mutex_unlock(&n->cfg_lock);
 }
 

@@ -34,6 +34,7 @@
 
 #include "cc/txn.h"
 #include "resp/resp.h"
+#include "server/coll.h"
 #include "server/command.h"
 #include "server/expire.h"
 #include "server/node.h"
@@ -107,6 +108,8 @@ static bool parse_ll(const struct resp_arg *a, long long *v)
 void cmd_get_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen)
 {
 	cmd_count_lookup(c, found);
+	if (cmd_reply_wrongtype(c, found, TXN_T_STRING))
+		return;
 	if (found)
 		resp_bulk(c->out, v, vlen);
 	else
@@ -242,6 +245,8 @@ int cmd_set(struct cmd_ctx *c)
 			return cmd_txn_failed(c, mark, rc);
 		if (fl & SET_KEEPTTL)
 			m.expire_ms = om.expire_ms;
+		if ((fl & SET_GET) && found && om.type != TXN_T_STRING)
+			return cmd_txn_failed(c, mark, COLL_EWRONGTYPE);
 	}
 	if (fl & SET_GET) {
 		/* Rule (2): quote the old value before overwriting it. */
@@ -293,7 +298,7 @@ int cmd_getset(struct cmd_ctx *c)
 	bool found;
 	int rc;
 
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, mark, rc);
 	cmd_count_lookup(c, found);
@@ -314,7 +319,7 @@ int cmd_getdel(struct cmd_ctx *c)
 	bool found, existed;
 	int rc;
 
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, mark, rc);
 	cmd_count_lookup(c, found);
@@ -342,11 +347,11 @@ int cmd_mget(struct cmd_ctx *c)
 		size_t vlen;
 		bool found;
 
-		rc = txn_get(c->txn, KEY(c, i), &v, &vlen, &found);
-		if (rc)
+		rc = cmd_get_string(c, KEY(c, i), &v, &vlen, &found);
+		if (rc && rc != COLL_EWRONGTYPE)
 			return cmd_txn_failed(c, mark, rc);
 		cmd_count_lookup(c, found);
-		if (found)
+		if (found && rc == 0) /* another type: nil, as Redis */
 			resp_bulk(c->out, v, vlen);
 		else
 			resp_null(c->out);
@@ -439,7 +444,7 @@ static int incr_by(struct cmd_ctx *c, long long incr)
 	bool found;
 	int rc, n;
 
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	if (found && srv_str2ll(v, vlen, &cur) != 0) {
@@ -506,7 +511,7 @@ int cmd_incrbyfloat(struct cmd_ctx *c)
 	bool found;
 	int rc, n;
 
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	if ((found && srv_str2ld(v, vlen, &cur) != 0) ||
@@ -540,7 +545,7 @@ int cmd_append(struct cmd_ctx *c)
 	char *buf;
 	int rc;
 
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	if (!found) {
@@ -574,6 +579,8 @@ void cmd_strlen_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen)
 {
 	(void)v;
 	cmd_count_lookup(c, found);
+	if (cmd_reply_wrongtype(c, found, TXN_T_STRING))
+		return;
 	resp_int(c->out, found ? (long long)vlen : 0);
 }
 
@@ -594,7 +601,7 @@ int cmd_getrange(struct cmd_ctx *c)
 		cmd_reply_not_int(c);
 		return 0;
 	}
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	cmd_count_lookup(c, found);
@@ -644,7 +651,7 @@ int cmd_setrange(struct cmd_ctx *c)
 		resp_error(c->out, "ERR offset is out of range");
 		return 0;
 	}
-	rc = txn_get(c->txn, KEY(c, 1), &v, &vlen, &found);
+	rc = cmd_get_string(c, KEY(c, 1), &v, &vlen, &found);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
 	if (!found)

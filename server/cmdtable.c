@@ -28,6 +28,8 @@
 #include <strings.h>
 
 #include "cc/txn.h"
+#include "placement/placement.h"
+#include "server/coll.h"
 #include "server/command.h"
 #include "server/memory.h"
 #include "server/node.h"
@@ -519,6 +521,235 @@ static const struct cmd_def table[] = {
 	  .acl_categories = "@keyspace @write @slow @dangerous",
 	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
 
+	/* ---- hash (cmd_hash.c) ---- */
+	{ .name = "hset", .fn = cmd_hset, .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Set the string value of a hash field",
+	  .complexity = "O(1) for each field/value pair added, so O(N) to add N field/value "
+	                "pairs when the command is called with multiple field/value pairs.",
+	  .acl_categories = "@write @hash @fast", .key_flags = "RW update" },
+	{ .name = "hsetnx", .fn = cmd_hsetnx, .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Set the value of a hash field, only if the field does not exist",
+	  .complexity = "O(1)",
+	  .acl_categories = "@write @hash @fast", .key_flags = "RW insert" },
+	{ .name = "hmset", .fn = cmd_hmset, .arity = -4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Set multiple hash fields to multiple values",
+	  .complexity = "O(N) where N is the number of fields being set.",
+	  .acl_categories = "@write @hash @fast", .key_flags = "RW update" },
+	{ .name = "hget", .fn = cmd_hget, .arity = 3, .flags = CMD_READONLY | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Get the value of a hash field",
+	  .complexity = "O(1)",
+	  .acl_categories = "@read @hash @fast", .key_flags = "RO access" },
+	{ .name = "hmget", .fn = cmd_hmget, .arity = -3, .flags = CMD_READONLY | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Get the values of all the given hash fields",
+	  .complexity = "O(N) where N is the number of fields being requested.",
+	  .acl_categories = "@read @hash @fast", .key_flags = "RO access" },
+	{ .name = "hdel", .fn = cmd_hdel, .arity = -3, .flags = CMD_WRITE | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Delete one or more hash fields",
+	  .complexity = "O(N) where N is the number of fields to be removed.",
+	  .acl_categories = "@write @hash @fast", .key_flags = "RW delete" },
+	{ .name = "hlen", .fn = cmd_hlen, .arity = 2, .flags = CMD_READONLY | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Get the number of fields in a hash",
+	  .complexity = "O(1)",
+	  .acl_categories = "@read @hash @fast", .key_flags = "RO" },
+	{ .name = "hstrlen", .fn = cmd_hstrlen, .arity = 3, .flags = CMD_READONLY | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "3.2.0",
+	  .summary = "Get the length of the value of a hash field",
+	  .complexity = "O(1)",
+	  .acl_categories = "@read @hash @fast", .key_flags = "RO" },
+	{ .name = "hexists", .fn = cmd_hexists, .arity = 3, .flags = CMD_READONLY | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Determine if a hash field exists",
+	  .complexity = "O(1)",
+	  .acl_categories = "@read @hash @fast", .key_flags = "RO" },
+	{ .name = "hkeys", .fn = cmd_hkeys, .arity = 2, .flags = CMD_READONLY,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Get all the fields in a hash",
+	  .complexity = "O(N) where N is the size of the hash.",
+	  .acl_categories = "@read @hash @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output_order" },
+	{ .name = "hvals", .fn = cmd_hvals, .arity = 2, .flags = CMD_READONLY,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Get all the values in a hash",
+	  .complexity = "O(N) where N is the size of the hash.",
+	  .acl_categories = "@read @hash @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output_order" },
+	{ .name = "hgetall", .fn = cmd_hgetall, .arity = 2, .flags = CMD_READONLY,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Get all the fields and values in a hash",
+	  .complexity = "O(N) where N is the size of the hash.",
+	  .acl_categories = "@read @hash @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output_order" },
+	{ .name = "hincrby", .fn = cmd_hincrby, .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.0.0",
+	  .summary = "Increment the integer value of a hash field by the given number",
+	  .complexity = "O(1)",
+	  .acl_categories = "@write @hash @fast", .key_flags = "RW access update" },
+	{ .name = "hincrbyfloat", .fn = cmd_hincrbyfloat, .arity = 4, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
+	  KEY1,
+	  .group = "hash", .since = "2.6.0",
+	  .summary = "Increment the float value of a hash field by the given amount",
+	  .complexity = "O(1)",
+	  .acl_categories = "@write @hash @fast", .key_flags = "RW access update" },
+	{ .name = "hrandfield", .fn = cmd_hrandfield, .arity = -2, .flags = CMD_READONLY,
+	  KEY1,
+	  .group = "hash", .since = "6.2.0",
+	  .summary = "Get one or multiple random fields from a hash",
+	  .complexity = "O(N) where N is the number of fields returned",
+	  .acl_categories = "@read @hash @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output" },
+	{ .name = "hscan", .fn = cmd_hscan, .arity = -3, .flags = CMD_READONLY,
+	  KEY1,
+	  .group = "hash", .since = "2.8.0",
+	  .summary = "Incrementally iterate hash fields and associated values",
+	  .complexity = "O(1) for every call. O(N) for a complete iteration, including enough "
+	                "command calls for the cursor to return back to 0. N is the number of "
+	                "elements inside the collection..",
+	  .acl_categories = "@read @hash @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output" },
+
+	/* ---- set (cmd_set.c) ---- */
+	{ .name = "sadd", .fn = cmd_sadd, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM | CMD_FAST,
+	  KEY1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Add one or more members to a set",
+	  .complexity = "O(1) for each element added, so O(N) to add N elements when the "
+	                "command is called with multiple arguments.",
+	  .acl_categories = "@write @set @fast", .key_flags = "RW insert" },
+	{ .name = "srem", .fn = cmd_srem, .arity = -3, .flags = CMD_WRITE | CMD_FAST,
+	  KEY1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Remove one or more members from a set",
+	  .complexity = "O(N) where N is the number of members to be removed.",
+	  .acl_categories = "@write @set @fast", .key_flags = "RW delete" },
+	{ .name = "scard", .fn = cmd_scard, .arity = 2, .flags = CMD_READONLY | CMD_FAST,
+	  KEY1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Get the number of members in a set",
+	  .complexity = "O(1)",
+	  .acl_categories = "@read @set @fast", .key_flags = "RO" },
+	{ .name = "sismember", .fn = cmd_sismember, .arity = 3, .flags = CMD_READONLY | CMD_FAST,
+	  KEY1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Determine if a given value is a member of a set",
+	  .complexity = "O(1)",
+	  .acl_categories = "@read @set @fast", .key_flags = "RO" },
+	{ .name = "smismember", .fn = cmd_smismember, .arity = -3, .flags = CMD_READONLY | CMD_FAST,
+	  KEY1,
+	  .group = "set", .since = "6.2.0",
+	  .summary = "Returns the membership associated with the given elements for a set",
+	  .complexity = "O(N) where N is the number of elements being checked for membership",
+	  .acl_categories = "@read @set @fast", .key_flags = "RO access" },
+	{ .name = "smembers", .fn = cmd_smembers, .arity = 2, .flags = CMD_READONLY,
+	  KEY1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Get all the members in a set",
+	  .complexity = "O(N) where N is the set cardinality.",
+	  .acl_categories = "@read @set @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output_order" },
+	{ .name = "spop", .fn = cmd_spop, .arity = -2, .flags = CMD_WRITE | CMD_FAST,
+	  KEY1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Remove and return one or multiple random members from a set",
+	  .complexity = "Without the count argument O(1), otherwise O(N) where N is the value "
+	                "of the passed count.",
+	  .acl_categories = "@write @set @fast", .key_flags = "RW access delete",
+	  .tips = "nondeterministic_output" },
+	{ .name = "srandmember", .fn = cmd_srandmember, .arity = -2, .flags = CMD_READONLY,
+	  KEY1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Get one or multiple random members from a set",
+	  .complexity = "Without the count argument O(1), otherwise O(N) where N is the "
+	                "absolute value of the passed count.",
+	  .acl_categories = "@read @set @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output" },
+	{ .name = "smove", .fn = cmd_smove, .arity = 4, .flags = CMD_WRITE | CMD_FAST,
+	  .first_key = 1, .last_key = 2, .key_step = 1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Move a member from one set to another",
+	  .complexity = "O(1)",
+	  .acl_categories = "@write @set @fast", .key_flags = "RW access delete",
+	  .rest_key_flags = "RW insert" },
+	{ .name = "sinter", .fn = cmd_sinter, .arity = -2, .flags = CMD_READONLY,
+	  .first_key = 1, .last_key = -1, .key_step = 1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Intersect multiple sets",
+	  .complexity = "O(N*M) worst case where N is the cardinality of the smallest set and M "
+	                "is the number of sets.",
+	  .acl_categories = "@read @set @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output_order" },
+	{ .name = "sunion", .fn = cmd_sunion, .arity = -2, .flags = CMD_READONLY,
+	  .first_key = 1, .last_key = -1, .key_step = 1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Add multiple sets",
+	  .complexity = "O(N) where N is the total number of elements in all given sets.",
+	  .acl_categories = "@read @set @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output_order" },
+	{ .name = "sdiff", .fn = cmd_sdiff, .arity = -2, .flags = CMD_READONLY,
+	  .first_key = 1, .last_key = -1, .key_step = 1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Subtract multiple sets",
+	  .complexity = "O(N) where N is the total number of elements in all given sets.",
+	  .acl_categories = "@read @set @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output_order" },
+	{ .name = "sinterstore", .fn = cmd_sinterstore, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
+	  .first_key = 1, .last_key = -1, .key_step = 1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Intersect multiple sets and store the resulting set in a key",
+	  .complexity = "O(N*M) worst case where N is the cardinality of the smallest set and M "
+	                "is the number of sets.",
+	  .acl_categories = "@write @set @slow", .key_flags = "RW update",
+	  .rest_key_flags = "RO access" },
+	{ .name = "sunionstore", .fn = cmd_sunionstore, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
+	  .first_key = 1, .last_key = -1, .key_step = 1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Add multiple sets and store the resulting set in a key",
+	  .complexity = "O(N) where N is the total number of elements in all given sets.",
+	  .acl_categories = "@write @set @slow", .key_flags = "OW update",
+	  .rest_key_flags = "RO access" },
+	{ .name = "sdiffstore", .fn = cmd_sdiffstore, .arity = -3, .flags = CMD_WRITE | CMD_DENYOOM,
+	  .first_key = 1, .last_key = -1, .key_step = 1,
+	  .group = "set", .since = "1.0.0",
+	  .summary = "Subtract multiple sets and store the resulting set in a key",
+	  .complexity = "O(N) where N is the total number of elements in all given sets.",
+	  .acl_categories = "@write @set @slow", .key_flags = "OW update",
+	  .rest_key_flags = "RO access" },
+	{ .name = "sintercard", .fn = cmd_sintercard, .arity = -3, .flags = CMD_READONLY | CMD_MOVABLEKEYS,
+	  .getkeys = cmd_sintercard_keys,
+	  .group = "set", .since = "7.0.0",
+	  .summary = "Intersect multiple sets and return the cardinality of the result",
+	  .complexity = "O(N*M) worst case where N is the cardinality of the smallest set and M "
+	                "is the number of sets.",
+	  .acl_categories = "@read @set @slow", .key_flags = "RO access" },
+	{ .name = "sscan", .fn = cmd_sscan, .arity = -3, .flags = CMD_READONLY,
+	  KEY1,
+	  .group = "set", .since = "2.8.0",
+	  .summary = "Incrementally iterate Set elements",
+	  .complexity = "O(1) for every call. O(N) for a complete iteration, including enough "
+	                "command calls for the cursor to return back to 0. N is the number of "
+	                "elements inside the collection..",
+	  .acl_categories = "@read @set @slow", .key_flags = "RO access",
+	  .tips = "nondeterministic_output" },
+
 	/* ---- keyspace (cmd_keyspace.c) ---- */
 	{ .name = "rename", .fn = cmd_rename, .arity = 3, .flags = CMD_WRITE, .first_key = 1,
 	  .last_key = 2, .key_step = 1, .group = "generic", .since = "1.0.0",
@@ -729,7 +960,7 @@ static const struct cmd_def table[] = {
 
 /* ---- lookup index ---- */
 
-#define IDX_SLOTS 512 /* power of two, several times NCOMMANDS */
+#define IDX_SLOTS 1024 /* power of two, several times NCOMMANDS */
 #define NAME_MAX_LEN 32 /* longer than any command name: such names miss at once */
 
 static_assert(IDX_SLOTS >= 4 * (sizeof(table) / sizeof(table[0])), "keep the index sparse");
@@ -855,6 +1086,21 @@ const char *cmd_key_flags(const struct cmd_def *d, int argc, const struct resp_a
 	return d->key_flags;
 }
 
+bool cmd_reserved_key(const struct cmd_def *d, int argc, const struct resp_arg *argv)
+{
+	int stack[16];
+	int *idx = argc <= 16 ? stack : malloc((size_t)argc * sizeof(int));
+	if (!idx)
+		return false; /* the command then fails for memory anyway */
+	int n = cmd_get_keys(d, argc, argv, idx, argc);
+	bool hit = false;
+	for (int i = 0; i < n && !hit; i++)
+		hit = pl_reserved_key(argv[idx[i]].p, argv[idx[i]].len);
+	if (idx != stack)
+		free(idx);
+	return hit;
+}
+
 /* ---- reply helpers ---- */
 
 /* The full name of the command being run, as Redis names it in errors. */
@@ -929,6 +1175,12 @@ void cmd_reply_txn_error(struct cmd_ctx *c, int rc)
 	case CC_EFAB:
 		resp_error(c->out, "ERR fabric error: a peer node did not answer");
 		break;
+	case COLL_EWRONGTYPE:
+		resp_error(c->out, COLL_WRONGTYPE_MSG);
+		break;
+	case COLL_ECORRUPT:
+		resp_error(c->out, "ERR internal error: a collection's stored value does not parse");
+		break;
 	default:
 		resp_errorf(c->out, "ERR %s", cc_strerror(rc));
 		break;
@@ -940,6 +1192,12 @@ int cmd_txn_failed(struct cmd_ctx *c, size_t mark, int rc)
 	c->out->len = mark;
 	if (rc == CC_ABORT)
 		return CC_ABORT;
+	if (rc == COLL_EWRONGTYPE) {
+		/* A reply, not a failure: handlers meet it before they write
+		 * (so nothing is rolled back, and a script's pcall sees it). */
+		resp_error(c->out, COLL_WRONGTYPE_MSG);
+		return 0;
+	}
 	cmd_reply_txn_error(c, rc);
 	return 0;
 }
@@ -959,9 +1217,29 @@ int cmd_read_key1(struct cmd_ctx *c, cmd_reply1 reply1)
 	const char *v;
 	size_t vlen;
 	bool found;
-	int rc = txn_get(c->txn, c->argv[1].p, c->argv[1].len, &v, &vlen, &found);
+	struct txn_meta m;
+	int rc = txn_get_meta(c->txn, c->argv[1].p, c->argv[1].len, &v, &vlen, &found, &m);
 	if (rc)
 		return cmd_txn_failed(c, c->out->len, rc);
+	c->ktype = m.type;
 	reply1(c, found, v, vlen);
 	return 0;
+}
+
+bool cmd_reply_wrongtype(struct cmd_ctx *c, bool found, uint8_t want)
+{
+	if (!found || c->ktype == want)
+		return false;
+	resp_error(c->out, COLL_WRONGTYPE_MSG);
+	return true;
+}
+
+int cmd_get_string(struct cmd_ctx *c, const char *key, size_t klen, const char **v, size_t *vl,
+		   bool *found)
+{
+	struct txn_meta m;
+	int rc = txn_get_meta(c->txn, key, klen, v, vl, found, &m);
+	if (rc == CC_OK && *found && m.type != TXN_T_STRING)
+		return COLL_EWRONGTYPE;
+	return rc;
 }

@@ -40,6 +40,7 @@ struct cmd_ctx {
 	struct resp_arg *argv;
 	struct resp_w *out;
 	bool failed; /* set by cmd_reply_txn_error: roll the command's writes back */
+	uint8_t ktype; /* cmd_read_key1: the type of what key 1 holds (a reply1 checks it) */
 };
 
 typedef int (*cmd_handler)(struct cmd_ctx *c);
@@ -124,6 +125,16 @@ int cmd_flag_names(uint32_t flags, const char **names, int max);
 /* Keys of a request per its def (for COMMAND GETKEYS); returns count, fills idx[]. */
 int cmd_get_keys(const struct cmd_def *d, int argc, const struct resp_arg *argv, int *idx,
 		 int max);
+/*
+ * cmd_reserved_key - does the request name a key that starts with the
+ * reserved prefix of collection parts (placement.h PL_PART_PREFIX)?
+ * Dispatch and scripts refuse such a request with CMD_RESERVED_KEY_ERR,
+ * so a client's key can never be taken for a part, nor reach one.
+ */
+bool cmd_reserved_key(const struct cmd_def *d, int argc, const struct resp_arg *argv);
+#define CMD_RESERVED_KEY_ERR \
+	"ERR key names that start with the bytes \\xff rckv \\x00 are reserved for rckv's " \
+	"collection parts"
 /* The key spec flags of the key at argv[pos], a key position of d in the
  * request argv[0..argc): its key_flags (or what var_key_flags says for
  * this request), or rest_key_flags past the first key. May be NULL. */
@@ -140,8 +151,20 @@ void cmd_reply_txn_error(struct cmd_ctx *c, int rc); /* OOM / too big / fabric, 
 int cmd_txn_failed(struct cmd_ctx *c, size_t mark, int rc);
 /* Count a keyspace hit or miss in the worker's stats. */
 void cmd_count_lookup(struct cmd_ctx *c, bool found);
-/* The handler of a command with a reply1: read key 1, then reply1. */
+/* The handler of a command with a reply1: read key 1 (its type into
+ * c->ktype), then reply1. */
 int cmd_read_key1(struct cmd_ctx *c, cmd_reply1 reply1);
+/* In a reply1: the key was found holding another type than `want`
+ * (enum txn_type): WRONGTYPE replied, true. */
+bool cmd_reply_wrongtype(struct cmd_ctx *c, bool found, uint8_t want);
+/*
+ * cmd_get_string - txn_get for a command that works on a string value
+ * (GET, INCR, APPEND, SETRANGE, the bit commands, ...): COLL_EWRONGTYPE
+ * (cmd_txn_failed replies Redis's WRONGTYPE error) when the key holds a
+ * hash, a set, or any other type.
+ */
+int cmd_get_string(struct cmd_ctx *c, const char *key, size_t klen, const char **v, size_t *vl,
+		   bool *found);
 
 /* Handler prototypes, grouped by file. */
 #define CMD(n) int n(struct cmd_ctx *c)
@@ -157,9 +180,27 @@ CMD(cmd_setbit); CMD(cmd_getbit); CMD(cmd_bitcount); CMD(cmd_bitpos); CMD(cmd_bi
 CMD(cmd_bitfield); CMD(cmd_bitfield_ro); CMD(cmd_lcs);
 void cmd_bitcount_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 const char *cmd_bitfield_key_flags(int argc, const struct resp_arg *argv);
+/* cmd_hash.c */
+CMD(cmd_hset); CMD(cmd_hsetnx); CMD(cmd_hmset); CMD(cmd_hget); CMD(cmd_hmget); CMD(cmd_hdel);
+CMD(cmd_hlen); CMD(cmd_hstrlen); CMD(cmd_hexists); CMD(cmd_hkeys); CMD(cmd_hvals);
+CMD(cmd_hgetall); CMD(cmd_hincrby); CMD(cmd_hincrbyfloat); CMD(cmd_hrandfield); CMD(cmd_hscan);
+/* HSCAN's and SSCAN's step over a collection of `type` (vals: its
+ * elements have values). */
+int cmd_coll_scan(struct cmd_ctx *c, uint8_t type, bool vals);
+/* Random bits for a command (HRANDFIELD, SPOP, ...): a seed, then draws. */
+uint64_t cmd_rnd_seed(struct cmd_ctx *c);
+uint64_t cmd_rnd_next(uint64_t *s);
+/* cmd_set.c */
+CMD(cmd_sadd); CMD(cmd_srem); CMD(cmd_scard); CMD(cmd_sismember); CMD(cmd_smismember);
+CMD(cmd_smembers); CMD(cmd_spop); CMD(cmd_srandmember); CMD(cmd_smove); CMD(cmd_sinter);
+CMD(cmd_sunion); CMD(cmd_sdiff); CMD(cmd_sinterstore); CMD(cmd_sunionstore);
+CMD(cmd_sdiffstore); CMD(cmd_sintercard); CMD(cmd_sscan);
+int cmd_sintercard_keys(int argc, const struct resp_arg *argv, int *idx, int max);
 /* cmd_keys.c */
 void cmd_exists_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 void cmd_type_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
+/* TYPE's name of an enum txn_type: "string", "hash", ... */
+const char *cmd_type_name(uint8_t type);
 CMD(cmd_del); CMD(cmd_exists); CMD(cmd_type); CMD(cmd_keys); CMD(cmd_scan);
 CMD(cmd_dbsize); CMD(cmd_flushdb); CMD(cmd_flushall);
 /* cmd_keyspace.c */

@@ -54,8 +54,8 @@ int ctl_request_check(uint32_t type, const void *body, size_t len)
 		return node_first(body, len, sizeof(struct ctl_take));
 	case CTL_STAGES:
 		return len == sizeof(uint32_t) ? 0 : -EPROTO;
-	case CTL_SCAN:
-		return len >= 2 * sizeof(uint64_t) ? 0 : -EPROTO;
+	case CTL_SCAN: /* cursor, count, filter, then the pattern */
+		return len >= 3 * sizeof(uint64_t) ? 0 : -EPROTO;
 	default:
 		return 0;
 	}

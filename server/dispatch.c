@@ -91,6 +91,10 @@ const struct cmd_def *srv_resolve(struct client *cl, struct resp_w *out, const s
 		resp_errorf(out, "ERR wrong number of arguments for '%s' command", def->name);
 		return NULL;
 	}
+	if (cmd_reserved_key(def, argc, argv)) {
+		resp_error(out, CMD_RESERVED_KEY_ERR);
+		return NULL;
+	}
 	*dirty = false;
 	return def;
 }
@@ -302,8 +306,9 @@ bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *de
 	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & CL_MULTI) || cl->nwatched)
 		return false;
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
-	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)))
-		return false;
+	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)) ||
+	    cmd_reserved_key(def, argc, argv))
+		return false; /* alone: srv_dispatch checks (and refuses) it */
 	if (srv_mem_refuses(w->node, def))
 		return false; /* alone: srv_dispatch refuses it */
 	size_t need = (size_t)argc * sizeof(struct resp_arg);

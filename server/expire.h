@@ -47,6 +47,12 @@ void expire_cycle_enable(struct node *n, bool on);
  * keyspace expires=: a count as of that pass, up to a tick or a backoff
  * old). */
 uint64_t expire_cycle_expiring(const struct node *n);
+/* A bucketed collection's root went (DEL, UNLINK): its parts are orphans
+ * now; the cycle forgets the live gens it saw and resumes its short pace
+ * (server/expire.c). Any thread; cheap. */
+void expire_cycle_poke(struct node *n);
+/* Orphan parts it deleted so far (INFO stats rckv_parts_collected). */
+uint64_t expire_cycle_collected(const struct node *n);
 /* Keys it deleted so far (INFO stats expired_keys). */
 uint64_t expire_cycle_expired(const struct node *n);
 

@@ -420,6 +420,10 @@ static int host_call(void *arg, int argc, struct resp_arg *argv, struct resp_w *
 		resp_error(out, "ERR This Redis command is not allowed from script");
 		return 0;
 	}
+	if (cmd_reserved_key(def, argc, argv)) {
+		resp_error(out, CMD_RESERVED_KEY_ERR);
+		return 0;
+	}
 	if ((def->flags & CMD_NOTXN) && !(def->flags & CMD_SCRIPT_NOTXN)) {
 		resp_errorf(out, "ERR This Redis command is not allowed from script in rckv: "
 			    "'%s' does not run inside the script's transaction", def->name);

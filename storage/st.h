@@ -20,6 +20,55 @@
  * region and handle, may live in one process (DESIGN.md principle 5).
  *
  * Errors: 0 on success, negative ST_E* or -errno.
+ *
+ * Collections (hashes and sets; lists and sorted sets build on the same
+ * pieces). Storage knows items only; this is the layout the layers above
+ * keep in them (server/coll.h has the format and the code, placement.h
+ * the part keys), written here because it is a choice about items.
+ *
+ *  - A collection key K is a ROOT item at K: its type and expiry in
+ *    vflags (cc/txn.h txn_meta) like any value. A small collection is
+ *    INLINE: the root's value holds every element, as Redis's listpack
+ *    does: one item, one READ, one WRITE per command. Past 128 elements
+ *    or 4 KiB of root value it becomes BUCKETED, for good: the root holds
+ *    32 bytes {enc, flags, linear-hashing level i and split pointer p,
+ *    slot, gen, count}, and the elements live in PART items, bucket b of
+ *    nbuckets = 2^i + p holding the fields whose st_hash h has
+ *    h mod 2^(i+1) == b when h mod 2^i < p, else h mod 2^i == b. When
+ *    count passes 16 per bucket, bucket p splits into p and p + 2^i and
+ *    p advances (i grows when p reaches 2^i): one bucket rewritten per
+ *    split, never the whole collection.
+ *  - Why: one item per key with the whole value serialized is simplest,
+ *    and right for small values (Redis makes the same choice below its
+ *    listpack limits), but a write then moves the whole value over the
+ *    fabric: an HSET on a 10,000-field hash would read and write ~200 KB.
+ *    Bucketed, it reads and writes the root (tens of bytes) and one
+ *    bucket (about 16 fields): ~1.5 KB read and ~1 KB written whatever
+ *    the size (README, measured). Every command stays one transaction:
+ *    root and buckets are items the protocol reads, locks and validates
+ *    like any other. The thresholds: below 128 elements a one-item root
+ *    costs one round trip where a bucketed one costs two (the bucket's
+ *    address depends on the root), and 4 KiB keeps the root in one block
+ *    (values over 4 KiB go out of place and cost another READ).
+ *  - Part keys are fixed-size internal keys, "\xffrckv\x00" | u16 slot |
+ *    u64 gen | u32 part id (placement.h PL_PART_*); pl_keyslot gives a
+ *    part key the slot embedded in it, the root's at creation, so parts
+ *    live on the root's node and its replicas. Part id 0xffffffff is the
+ *    OWNER, whose value is the root's key name (RENAME rewrites it).
+ *    Parts have type TXN_T_PART and never an expiry. Clients never see
+ *    them (KEYS, SCAN, DBSIZE, RANDOMKEY leave them out) and cannot name
+ *    a key with the prefix (dispatch refuses it).
+ *  - gen is unique per incarnation (txn_unique): RENAME moves the root
+ *    and its gen (the parts stay where they are, reachable though no
+ *    longer co-located when the new name's slot is on another node);
+ *    COPY makes a new gen and copies every part. DEL, an overwrite, an
+ *    expiry or a flush drop only the root: its parts become ORPHANS,
+ *    which the expiry scan (server/expire.c) collects: a transaction
+ *    reads the owner, the root it names, and deletes the parts if that
+ *    root is gone or holds another gen. A part is only ever written in a
+ *    transaction that read its root's gen, so a committed part without a
+ *    matching root can never be reached again (server/coll.h, invariant
+ *    (1)).
  */
 #ifndef RCKV_ST_H
 #define RCKV_ST_H

@@ -32,6 +32,32 @@ static void test_keyslot(void)
 	CHECK(pl_keyslot("foo{{bar}}zap", 13) == pl_keyslot("{bar", 4));
 }
 
+/* A part key's slot is the one embedded in it (its root's), whatever its
+ * other bytes hash to; one byte more or less and it is an ordinary key. */
+static void test_part_keyslot(void)
+{
+	char k[PL_PART_KEYLEN + 1];
+	memcpy(k, PL_PART_PREFIX, PL_PART_PREFIX_LEN);
+	const unsigned slot = pl_keyslot("foo", 3); /* 12182 */
+	k[6] = (char)(slot & 0xff);
+	k[7] = (char)(slot >> 8);
+	memcpy(k + 8, "\x01\x02\x03\x04\x05\x06\x07\x08{x}", 11); /* gen, id: a tag too */
+	k[19] = k[20] = 0;
+	CHECK(pl_part_key(k, PL_PART_KEYLEN) && pl_reserved_key(k, PL_PART_KEYLEN));
+	CHECK(pl_keyslot(k, PL_PART_KEYLEN) == slot);
+	CHECK(pl_crc16(k, PL_PART_KEYLEN) % PL_SLOTS != slot); /* not by chance */
+	CHECK(!pl_part_key(k, PL_PART_KEYLEN + 1) && pl_reserved_key(k, PL_PART_KEYLEN + 1));
+	CHECK(pl_keyslot(k, PL_PART_KEYLEN + 1) == pl_keyslot("x", 1)); /* its tag */
+	k[0] = 'x'; /* another prefix: hashed */
+	CHECK(!pl_part_key(k, PL_PART_KEYLEN) && !pl_reserved_key(k, PL_PART_KEYLEN));
+	CHECK(pl_keyslot(k, PL_PART_KEYLEN) == pl_keyslot("x", 1));
+	/* Slots above 16383 cannot be embedded by rckv; masked like any. */
+	k[0] = (char)0xff;
+	k[6] = (char)0xff;
+	k[7] = (char)0xff;
+	CHECK(pl_keyslot(k, PL_PART_KEYLEN) == 16383u);
+}
+
 static void test_spread(void)
 {
 	const uint16_t ids[3] = { 3, 1, 2 }; /* any order: kept ascending */
@@ -164,6 +190,7 @@ static void test_publish_waits_for_readers(void)
 int main(void)
 {
 	test_keyslot();
+	test_part_keyslot();
 	test_spread();
 	test_without();
 	test_publish_waits_for_readers();
