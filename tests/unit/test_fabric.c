@@ -133,6 +133,22 @@ static void fail(const char *file, int line, const char *what)
 		}                                                                  \
 	} while (0)
 
+/* A region word, read or written as the fabric's appliers touch it: an
+ * 8-byte atomic access (DESIGN.md section 8: region memory is shared).
+ * A plain access from the test would race, for ThreadSanitizer, with a
+ * handler thread's atomic FAA or CAS on the same word, whose ordering
+ * before the reply goes through ck's fences (inline assembly TSan does
+ * not see). */
+static uint64_t region_word(const char *base, size_t off)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)(base + off), __ATOMIC_ACQUIRE);
+}
+
+static void region_set(char *base, size_t off, uint64_t v)
+{
+	__atomic_store_n((uint64_t *)(void *)(base + off), v, __ATOMIC_RELEASE);
+}
+
 /* The watchdog (SIGALRM), and SIGTERM/SIGINT/SIGHUP from whoever stops
  * the test: kill the children, remove the region files, leave. Only
  * async-signal-safe calls. */
@@ -718,7 +734,7 @@ static void test_fence(const char *be)
 	CHECK(fab_read1(&w.b, 1, 0, &word, 8) == -EHOSTDOWN);
 	CHECK(*(volatile uint64_t *)t.base == 42);
 	fence_mixed_batch(&w, 5);
-	CHECK(*(volatile uint64_t *)(t.base + 16) == 0);
+	CHECK(region_word(t.base, 16) == 0);
 	/* Rejoined: reachable again (tcp: the fence shut the connection, and
 	 * the op that finds it so fails; the next one reconnects). */
 	fab_unfence(i.f, 1);
@@ -2186,7 +2202,7 @@ static void test_rpc(const char *be)
 	fab_read(&w.b, target, 64, &seen, 8);
 	fab_cas(&w.b, target, 64, 6, 100, &cas_old);
 	CHECK(fab_exec(&w.b) == 0);
-	CHECKV(old == 5 && seen == 6 && cas_old == 6 && *(uint64_t *)(tn->base + 64) == 100,
+	CHECKV(old == 5 && seen == 6 && cas_old == 6 && region_word(tn->base, 64) == 100,
 	       "order: rpc saw %llu, read %llu, cas %llu", (unsigned long long)old,
 	       (unsigned long long)seen, (unsigned long long)cas_old);
 	CHECK(st.verbs[FAB_RPC] == 1 && st.verbs[FAB_WRITE] == 1 && st.round_trips == 2);
@@ -2208,7 +2224,7 @@ static void test_rpc(const char *be)
 	bool all = true;
 	for (int k = 0; k < NB; k++)
 		all &= reps[k].status == 0 && olds[k] == 0 &&
-		       *(uint64_t *)(tn->base + 128 + 8 * k) == (uint64_t)k + 1;
+		       region_word(tn->base, 128 + 8 * k) == (uint64_t)k + 1;
 	CHECK(all);
 	CHECK(st.round_trips == 1 && st.verbs[FAB_RPC] == NB);
 	if (peer)
@@ -2269,10 +2285,10 @@ static void test_rpc(const char *be)
 	}
 
 	/* The own node answers too, on the calling worker (any backend). */
-	*(uint64_t *)(i.base + 256) = 9;
+	region_set(i.base, 256, 9);
 	rq = add_req(256, 1);
 	fab_rpc(&w.b, 2, RPC_ADD, &rq, sizeof(rq), &rep);
-	CHECK(fab_exec(&w.b) == 0 && rep.status == 0 && old == 9 && *(uint64_t *)(i.base + 256) == 10);
+	CHECK(fab_exec(&w.b) == 0 && rep.status == 0 && old == 9 && region_word(i.base, 256) == 10);
 
 	if (peer)
 		rpc_server_stop(&sv);
@@ -2308,14 +2324,14 @@ static void test_twosided(const char *be)
 	w.b.tag = SHIP;
 	fab_write(&w.b, 1, 512, &v, 8);
 	CHECK(fab_exec(&w.b) != 0 && (w.b.failed & (1ull << 1)));
-	CHECK(*(uint64_t *)(t.base + 512) == 0);
+	CHECK(region_word(t.base, 512) == 0);
 	struct rpc_server sv;
 	rpc_server_start(&sv, &t, 0);
 
 	/* Every kind in one message: one RPC, one round trip, no verb. */
 	char five[5] = { 'a', 'b', 'c', 'd', 'e' }, back[21] = { 0 };
 	uint64_t cas_old = 1, faa_old = 1;
-	*(uint64_t *)(t.base + 528) = 40;
+	region_set(t.base, 528, 40);
 	st = (struct fab_stats){ 0 };
 	fab_write(&w.b, 1, 512, &v, 8);
 	fab_write(&w.b, 1, 520, five, 5);
@@ -2327,7 +2343,7 @@ static void test_twosided(const char *be)
 	memcpy(&w0, back, 8);
 	memcpy(&w2, back + 16, 5);
 	CHECKV(cas_old == 7 && faa_old == 40 && w0 == 8 && memcmp(back + 8, five, 5) == 0 &&
-		       *(uint64_t *)(t.base + 528) == 42,
+		       region_word(t.base, 528) == 42,
 	       "cas %llu faa %llu read %llu", (unsigned long long)cas_old,
 	       (unsigned long long)faa_old, (unsigned long long)w0);
 	CHECKV(st.round_trips == 1 && st.verbs[FAB_RPC] == 1 && st.verbs[FAB_CAS] == 0 &&
@@ -2359,14 +2375,14 @@ static void test_twosided(const char *be)
 	w.b.tag = SHIP;
 	fab_faa(&w.b, 1, 4096, 1, NULL);
 	fab_write(&w.b, 1, 8192, big, FAB_RPC_MAX);
-	CHECK(fab_exec(&w.b) == 0 && t.base[8192] == 'B' && *(uint64_t *)(t.base + 4096) == 1);
+	CHECK(fab_exec(&w.b) == 0 && t.base[8192] == 'B' && region_word(t.base, 4096) == 1);
 	CHECK(st.verbs[FAB_RPC] == 1 && st.verbs[FAB_WRITE] == 1 && st.tag_verbs[SHIP] == 1);
 	free(big);
 
 	/* The own node applies its shipped ops on the calling worker. */
-	*(uint64_t *)(i.base + 256) = 9;
+	region_set(i.base, 256, 9);
 	fab_faa(&w.b, 2, 256, 1, &faa_old);
-	CHECK(fab_exec(&w.b) == 0 && faa_old == 9 && *(uint64_t *)(i.base + 256) == 10);
+	CHECK(fab_exec(&w.b) == 0 && faa_old == 9 && region_word(i.base, 256) == 10);
 
 	rpc_server_stop(&sv);
 	tw_fini(&w);
@@ -2557,7 +2573,7 @@ static void test_rpc_wakeups(const char *be)
 	pthread_join(th, NULL);
 	bool ok = true;
 	for (int k = 0; k < NC; k++)
-		ok &= cs[k].rc == 0 && cs[k].status == 0 && *(uint64_t *)(t.base + 512 + 8 * k) == 1;
+		ok &= cs[k].rc == 0 && cs[k].status == 0 && region_word(t.base, 512 + 8 * k) == 1;
 	CHECK(ok);
 
 	/* Two 64 KiB replies in one part: the second waits for room. */
@@ -2574,13 +2590,13 @@ static void test_rpc_wakeups(const char *be)
 
 	if (strcmp(be, "tcp") == 0) {
 		uint64_t v = 77;
-		*(uint64_t *)(t.base + 1024) = 5;
+		region_set(t.base, 1024, 5);
 		CHECK(fab_lose_replies(i.f, 1, 1, 0) == 0);
 		fab_rpc(&w.b, 1, RPC_SLEEP, NULL, 0, &rs);
 		fab_write(&w.b, 1, 1024, &v, 8);
 		CHECK(fab_exec(&w.b) < 0 && rs.status < 0);
 		sleep_ms(400); /* the call has run there by now */
-		CHECK(*(uint64_t *)(t.base + 1024) == 5);
+		CHECK(region_word(t.base, 1024) == 5);
 		fab_peer_back(i.f, 1);
 	}
 	rpc_server_stop(&sv);
