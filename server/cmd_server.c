@@ -43,6 +43,7 @@
 #include "server/srv.h"
 #include "server/strutil.h"
 #include "server/script.h"
+#include "server/pubsub.h"
 #include "server/worker.h"
 
 static bool arg_is(const struct resp_arg *a, const char *s)
@@ -1026,8 +1027,11 @@ static void info_stats(struct info_ctx *x)
 			"evicted_keys:0\r\n"
 			"keyspace_hits:%llu\r\n"
 			"keyspace_misses:%llu\r\n"
-			"pubsub_channels:0\r\n"
-			"pubsub_patterns:0\r\n"
+			"pubsub_channels:%lld\r\n"
+			"pubsub_patterns:%lld\r\n"
+			"pubsubshard_channels:%lld\r\n"
+			"pubsub_messages_delivered:%llu\r\n"
+			"pubsub_clients_cut_off:%llu\r\n"
 			"total_error_replies:%llu\r\n"
 			"txn_committed:%llu\r\n"
 			"txn_aborts:%llu\r\n"
@@ -1043,6 +1047,9 @@ static void info_stats(struct info_ctx *x)
 			(unsigned long long)expire_cycle_expired(x->w->node),
 			(unsigned long long)s->keyspace_hits,
 			(unsigned long long)s->keyspace_misses,
+			ps_node_count(x->w->node, PS_CHANNEL), ps_node_count(x->w->node, PS_PATTERN),
+			ps_node_count(x->w->node, PS_SHARD), (unsigned long long)s->pubsub_delivered,
+			(unsigned long long)s->pubsub_cutoffs,
 			(unsigned long long)(s->error_replies + s->proto_errors),
 			(unsigned long long)cs->txn_committed, (unsigned long long)cs->txn_aborts,
 			(unsigned long long)cs->txn_retries, (unsigned long long)cs->txn_timeouts,

@@ -267,6 +267,41 @@ static const struct cmd_def object_subs[] = {
 	{ .name = NULL },
 };
 
+#define F_PSUB (CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN | CMD_SUBCTX)
+#define F_PSINFO (CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+static const struct cmd_def pubsub_subs[] = {
+	{ .name = "pubsub|channels", .fn = cmd_pubsub, .arity = -2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "2.8.0", .summary = "List active channels",
+	  .complexity = "O(N) where N is the number of active channels, and assuming constant "
+			"time pattern matching (relatively short channels and patterns)",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|numsub", .fn = cmd_pubsub, .arity = -2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "2.8.0", .summary = "Get the count of subscribers for channels",
+	  .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested "
+			"channels",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|numpat", .fn = cmd_pubsub, .arity = 2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "2.8.0", .summary = "Get the count of unique patterns pattern "
+							  "subscriptions",
+	  .complexity = "O(1)", .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|shardchannels", .fn = cmd_pubsub, .arity = -2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "7.0.0", .summary = "List active shard channels",
+	  .complexity = "O(N) where N is the number of active shard channels, and assuming "
+			"constant time pattern matching (relatively short shard channels).",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|shardnumsub", .fn = cmd_pubsub, .arity = -2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "7.0.0",
+	  .summary = "Get the count of subscribers for shard channels",
+	  .complexity = "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
+			"shard channels",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|help", .fn = cmd_pubsub, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "pubsub", .since = "6.2.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
 static const struct cmd_def table[] = {
 	/* ---- string ---- */
 	{ .name = "get", .fn = cmd_get, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
@@ -595,7 +630,7 @@ static const struct cmd_def table[] = {
 
 	/* ---- connection ---- */
 	{ .name = "ping", .fn = cmd_ping, .arity = -1,
-	  .flags = CMD_FAST | CMD_NOTXN | CMD_SCRIPT_NOTXN,
+	  .flags = CMD_FAST | CMD_NOTXN | CMD_SCRIPT_NOTXN | CMD_SUBCTX,
 	  .group = "connection", .since = "1.0.0", .summary = "Ping the server",
 	  .complexity = "O(1)", .acl_categories = "@fast @connection",
 	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
@@ -611,10 +646,12 @@ static const struct cmd_def table[] = {
 	  .group = "connection", .since = "1.0.0", .summary = "Authenticate to the server",
 	  .complexity = "O(N) where N is the number of passwords defined for the user",
 	  .acl_categories = "@fast @connection" },
-	{ .name = "quit", .fn = cmd_quit, .arity = -1, .flags = F_PRELOGIN | CMD_MULTICTL,
+	{ .name = "quit", .fn = cmd_quit, .arity = -1,
+	  .flags = F_PRELOGIN | CMD_MULTICTL | CMD_SUBCTX,
 	  .group = "connection", .since = "1.0.0", .summary = "Close the connection",
 	  .complexity = "O(1)", .acl_categories = "@fast @connection" },
-	{ .name = "reset", .fn = cmd_reset, .arity = 1, .flags = F_PRELOGIN | CMD_MULTICTL,
+	{ .name = "reset", .fn = cmd_reset, .arity = 1,
+	  .flags = F_PRELOGIN | CMD_MULTICTL | CMD_SUBCTX,
 	  .group = "connection", .since = "6.2.0", .summary = "Reset the connection",
 	  .complexity = "O(1)", .acl_categories = "@fast @connection" },
 	{ .name = "select", .fn = cmd_select, .arity = 2,
@@ -694,6 +731,64 @@ static const struct cmd_def table[] = {
 	{ .name = "function", .fn = cmd_function, .arity = -2, .flags = CMD_NOTXN,
 	  .group = "scripting", .since = "7.0.0", .summary = "A container for function commands",
 	  .complexity = "Depends on subcommand.", .subcommands = function_subs,
+	  .acl_categories = "@slow" },
+
+	/* ---- pubsub ----
+	 * PUBLISH and SPUBLISH are not CMD_SCRIPT_NOTXN: a script's or a
+	 * MULTI's publish would be sent again by a retried attempt. */
+	{ .name = "subscribe", .fn = cmd_subscribe, .arity = -2, .flags = F_PSUB,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Listen for messages published to the "
+							  "given channels",
+	  .complexity = "O(N) where N is the number of channels to subscribe to.",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "unsubscribe", .fn = cmd_unsubscribe, .arity = -1, .flags = F_PSUB,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Stop listening for messages posted to "
+							  "the given channels",
+	  .complexity = "O(N) where N is the number of clients already subscribed to a channel.",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "psubscribe", .fn = cmd_psubscribe, .arity = -2, .flags = F_PSUB,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Listen for messages published to "
+							  "channels matching the given patterns",
+	  .complexity = "O(N) where N is the number of patterns the client is already subscribed "
+			"to.",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "punsubscribe", .fn = cmd_punsubscribe, .arity = -1, .flags = F_PSUB,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Stop listening for messages posted to "
+							  "channels matching the given patterns",
+	  .complexity = "O(N+M) where N is the number of patterns the client is already "
+			"subscribed and M is the number of total patterns subscribed in the "
+			"system (by any client).",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "ssubscribe", .fn = cmd_ssubscribe, .arity = -2, .flags = F_PSUB,
+	  .first_key = 1, .last_key = -1, .key_step = 1, .group = "pubsub", .since = "7.0.0",
+	  .summary = "Listen for messages published to the given shard channels",
+	  .complexity = "O(N) where N is the number of shard channels to subscribe to.",
+	  .acl_categories = "@pubsub @slow", .key_flags = "RO" },
+	{ .name = "sunsubscribe", .fn = cmd_sunsubscribe, .arity = -1, .flags = F_PSUB,
+	  .first_key = 1, .last_key = -1, .key_step = 1, .group = "pubsub", .since = "7.0.0",
+	  .summary = "Stop listening for messages posted to the given shard channels",
+	  .complexity = "O(N) where N is the number of clients already subscribed to a shard "
+			"channel.",
+	  .acl_categories = "@pubsub @slow", .key_flags = "RO" },
+	{ .name = "publish", .fn = cmd_publish, .arity = 3,
+	  .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_MAY_REPLICATE |
+		   CMD_NOTXN,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Post a message to a channel",
+	  .complexity = "O(N+M) where N is the number of clients subscribed to the receiving "
+			"channel and M is the total number of subscribed patterns (by any "
+			"client).",
+	  .acl_categories = "@pubsub @fast" },
+	{ .name = "spublish", .fn = cmd_spublish, .arity = 3,
+	  .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_MAY_REPLICATE |
+		   CMD_NOTXN,
+	  .first_key = 1, .last_key = 1, .key_step = 1, .group = "pubsub", .since = "7.0.0",
+	  .summary = "Post a message to a shard channel",
+	  .complexity = "O(N) where N is the number of clients subscribed to the receiving shard "
+			"channel.",
+	  .acl_categories = "@pubsub @fast", .key_flags = "RO" },
+	{ .name = "pubsub", .fn = cmd_pubsub, .arity = -2, .flags = CMD_NOTXN, .group = "pubsub",
+	  .since = "2.8.0", .summary = "A container for Pub/Sub commands",
+	  .complexity = "Depends on subcommand.", .subcommands = pubsub_subs,
 	  .acl_categories = "@slow" },
 
 	/* ---- transactions ----
@@ -814,10 +909,12 @@ int cmd_flag_names(uint32_t flags, const char **names, int max)
 	} order[] = {
 		{ CMD_WRITE, "write" },          { CMD_READONLY, "readonly" },
 		{ CMD_DENYOOM, "denyoom" },      { CMD_ADMIN, "admin" },
+		{ CMD_PUBSUB, "pubsub" },
 		{ CMD_NOSCRIPT, "noscript" },    { CMD_LOADING, "loading" },
 		{ CMD_STALE, "stale" },          { CMD_SKIP_MONITOR, "skip_monitor" },
 		{ CMD_SKIP_SLOWLOG, "skip_slowlog" }, { CMD_FAST, "fast" },
-		{ CMD_NOAUTH, "no_auth" },       { CMD_NO_MANDATORY_KEYS, "no_mandatory_keys" },
+		{ CMD_NOAUTH, "no_auth" },       { CMD_MAY_REPLICATE, "may_replicate" },
+		{ CMD_NO_MANDATORY_KEYS, "no_mandatory_keys" },
 		{ CMD_NOMULTI, "no_multi" },     { CMD_MOVABLEKEYS, "movablekeys" },
 		{ CMD_ALLOW_BUSY, "allow_busy" },
 	};

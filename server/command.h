@@ -75,6 +75,10 @@ enum {
 				       cmd_ctx.txn when that is set, as queued in
 				       MULTI (OBJECT, RANDOMKEY): in a script, the
 				       script's transaction */
+	CMD_PUBSUB = 1u << 19,      /* "pubsub" */
+	CMD_MAY_REPLICATE = 1u << 20, /* "may_replicate" */
+	CMD_SUBCTX = 1u << 21,      /* a RESP2 client with subscriptions may send it:
+				       (P|S)(UN)SUBSCRIBE, PING, QUIT, RESET */
 };
 
 struct cmd_def {
@@ -182,6 +186,10 @@ CMD(cmd_rckv);
 /* script.c */
 CMD(cmd_eval); CMD(cmd_evalsha); CMD(cmd_eval_ro); CMD(cmd_evalsha_ro);
 CMD(cmd_script);
+/* cmd_pubsub.c */
+CMD(cmd_subscribe); CMD(cmd_unsubscribe); CMD(cmd_psubscribe); CMD(cmd_punsubscribe);
+CMD(cmd_ssubscribe); CMD(cmd_sunsubscribe); CMD(cmd_publish); CMD(cmd_spublish);
+CMD(cmd_pubsub);
 /* multi.c */
 CMD(cmd_multi); CMD(cmd_exec); CMD(cmd_discard); CMD(cmd_watch); CMD(cmd_unwatch);
 #undef CMD

@@ -53,6 +53,7 @@ enum opt_type {
 	OT_STAGES, /* uint32_t, cc-stages: a mask of RPC stages (cc_stages_parse) */
 	OT_PSEUDO, /* not an rckv option: a fixed CONFIG GET answer for Redis tools */
 	OT_CNODE,  /* cluster-node <id> <client> <fabric> [<raft>] (host:port each), repeatable */
+	OT_COBL,   /* client-output-buffer-limit <class> <hard> <soft> <secs> [...] */
 };
 
 struct opt {
@@ -146,6 +147,8 @@ static const struct opt options[] = {
 	  NULL, "1gb" },
 	{ "proto-max-bulk-len", OT_MEM, true, OFF(proto_max_bulk_len), 1LL << 20, LLONG_MAX, NULL,
 	  "512mb" },
+	{ "client-output-buffer-limit", OT_COBL, true, OFF(cobl), 0, 0, NULL,
+	  "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60" },
 	/* storage */
 	{ "memory", OT_MEM, false, OFF(memory), 16LL << 20, 1LL << 44, NULL, "512mb" },
 	{ "maxmemory", OT_MEM, true, OFF(maxmemory), 0, LLONG_MAX, NULL, "0" },
@@ -349,6 +352,71 @@ static int set_cluster_node(struct srv_config *c, int argc, char **argv, char *e
 	return 0;
 }
 
+/*
+ * client-output-buffer-limit, as Redis 7.0 parses it: groups of <class>
+ * <hard> <soft> <soft-seconds>, given as separate words (a config file
+ * line) or as one string (CONFIG SET); a class not named keeps its
+ * limits. All groups are checked before any is stored. The texts are
+ * Redis's.
+ */
+static int set_cobl(struct srv_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+	char *words[64];
+	int nw = 0;
+	char *copy = NULL;
+	if (argc == 1) { /* one string: split it on spaces */
+		copy = strdup(argv[0]);
+		if (!copy)
+			return fail(err, errlen, "out of memory");
+		char *save = NULL;
+		for (char *s = strtok_r(copy, " \t", &save); s && nw < 64;
+		     s = strtok_r(NULL, " \t", &save))
+			words[nw++] = s;
+	} else {
+		for (int i = 0; i < argc && nw < 64; i++)
+			words[nw++] = argv[i];
+	}
+	long long v[3][3];
+	bool set[3] = { false, false, false };
+	int rc = 0;
+	if (nw == 0 || nw % 4 != 0) {
+		rc = fail(err, errlen, "Wrong number of arguments in buffer limit configuration.");
+		goto out;
+	}
+	for (int i = 0; i < nw; i += 4) {
+		int cls;
+		if (strcasecmp(words[i], "normal") == 0)
+			cls = SRV_COBL_NORMAL;
+		else if (strcasecmp(words[i], "replica") == 0 || strcasecmp(words[i], "slave") == 0)
+			cls = SRV_COBL_REPLICA;
+		else if (strcasecmp(words[i], "pubsub") == 0)
+			cls = SRV_COBL_PUBSUB;
+		else {
+			rc = fail(err, errlen,
+				  "Invalid client class specified in buffer limit configuration.");
+			goto out;
+		}
+		long long hard, soft, secs;
+		if (cfg_parse_memory(words[i + 1], &hard) != 0 ||
+		    cfg_parse_memory(words[i + 2], &soft) != 0 ||
+		    srv_str2ll(words[i + 3], strlen(words[i + 3]), &secs) != 0 || secs < 0) {
+			rc = fail(err, errlen, "Error in hard, soft or soft_seconds setting in buffer "
+					       "limit configuration.");
+			goto out;
+		}
+		v[cls][0] = hard;
+		v[cls][1] = soft;
+		v[cls][2] = secs;
+		set[cls] = true;
+	}
+	for (int k = 0; k < 3; k++)
+		for (int j = 0; set[k] && j < 3; j++)
+			ck_pr_store_64(&c->cobl[k][j], (uint64_t)v[k][j]);
+out:
+	free(copy);
+	return rc;
+}
+
 /* Parse one value of `o` and store it. Returns 0 or -1 with the reason. */
 static int set_value(struct srv_config *c, const struct opt *o, int argc, char **argv, char *err,
 		     size_t errlen)
@@ -385,6 +453,8 @@ static int set_value(struct srv_config *c, const struct opt *o, int argc, char *
 	}
 	if (o->type == OT_CNODE)
 		return set_cluster_node(c, argc, argv, err, errlen);
+	if (o->type == OT_COBL)
+		return set_cobl(c, argc, argv, err, errlen);
 	if (argc != 1)
 		return fail(err, errlen, "wrong number of arguments");
 
@@ -465,6 +535,7 @@ void cfg_defaults(struct srv_config *c)
 		const struct opt *o = &options[i];
 		if (o->type == OT_PSEUDO || o->type == OT_CNODE)
 			continue; /* no cluster nodes: a standalone node */
+		/* One string, as CONFIG SET gives it. */
 		char *arg = (char *)o->def;
 		/* A default that does not parse is a bug in the table above, and
 		 * the unit test exercises every one of them. */
@@ -739,6 +810,18 @@ static void format_value(const struct srv_config *c, const struct opt *o, char *
 	case OT_STAGES:
 		cc_stages_format(ck_pr_load_32((const uint32_t *)field), buf, cap);
 		break;
+	case OT_COBL:
+		snprintf(buf, cap, "normal %lld %lld %lld slave %lld %lld %lld pubsub %lld %lld %lld",
+			 (long long)ck_pr_load_64(&c->cobl[0][0]),
+			 (long long)ck_pr_load_64(&c->cobl[0][1]),
+			 (long long)ck_pr_load_64(&c->cobl[0][2]),
+			 (long long)ck_pr_load_64(&c->cobl[1][0]),
+			 (long long)ck_pr_load_64(&c->cobl[1][1]),
+			 (long long)ck_pr_load_64(&c->cobl[1][2]),
+			 (long long)ck_pr_load_64(&c->cobl[2][0]),
+			 (long long)ck_pr_load_64(&c->cobl[2][1]),
+			 (long long)ck_pr_load_64(&c->cobl[2][2]));
+		break;
 	case OT_CNODE: {
 		size_t len = 0;
 		buf[0] = '\0';
@@ -773,7 +856,7 @@ void cfg_get(const struct srv_config *c, const char *pattern, cfg_visit_fn fn, v
 			fn(arg, o->name, buf);
 			free(buf);
 		} else {
-			char buf[64]; /* numbers, yes/no, enum names, pseudo values */
+			char buf[256]; /* numbers, yes/no, enum names, pseudo values, cobl */
 			format_value(c, o, buf, sizeof(buf));
 			fn(arg, o->name, buf);
 		}

@@ -28,6 +28,8 @@ struct cfg_cluster_node {
 	char raft[128];   /* the configuration's Raft group and leases (replicas > 1) */
 };
 
+enum { SRV_COBL_NORMAL = 0, SRV_COBL_REPLICA = 1, SRV_COBL_PUBSUB = 2 };
+
 /* `coroutines auto`: 32 per worker, 256 under persistence power or
  * power-everysec, where every writing client waits for a sync and the next
  * sync takes the commits of every client waiting (srv_node_start). */
@@ -71,6 +73,11 @@ struct srv_config {
 	long long max_value_bytes;      /* max-value-bytes 1mb (mutable) */
 	long long query_buf_limit;      /* client-query-buffer-limit 1gb (mutable) */
 	long long proto_max_bulk_len;   /* proto-max-bulk-len 512mb (mutable) */
+	/* client-output-buffer-limit normal 0 0 0 replica 256mb 64mb 60 pubsub
+	 * 32mb 8mb 60 (mutable): per class (SRV_COBL_*), hard bytes, soft
+	 * bytes, soft seconds; 0 is no limit. rckv enforces pubsub's
+	 * (server/pubsub.c); normal and replica are kept for CONFIG GET. */
+	uint64_t cobl[3][3];
 
 	/* storage */
 	long long memory;               /* memory 512mb: MemStore region bytes */

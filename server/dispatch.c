@@ -227,6 +227,19 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 			cl->flags |= CL_DIRTY_EXEC;
 		return;
 	}
+	/* Redis's Pub/Sub context: a RESP2 connection with a subscription
+	 * carries pushed messages, so only these commands may share it. */
+	if ((cl->flags & CL_PUBSUB) && cl->proto == 2 && !(def->flags & CMD_SUBCTX)) {
+		char msg[300];
+		snprintf(msg, sizeof(msg),
+			 "ERR Can't execute '%.128s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
+			 "PING / QUIT / RESET are allowed in this context", def->name);
+		reply_error_sanitized(out, msg);
+		w->stats.error_replies++;
+		if (cl->flags & CL_MULTI)
+			cl->flags |= CL_DIRTY_EXEC;
+		return;
+	}
 	if ((cl->flags & CL_MULTI) && !(def->flags & CMD_MULTICTL)) {
 		if (def->flags & CMD_NOMULTI) {
 			resp_error(out, "ERR Command not allowed inside a transaction");
@@ -299,7 +312,8 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *def, int argc,
 		   const struct resp_arg *argv)
 {
-	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & CL_MULTI) || cl->nwatched)
+	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & (CL_MULTI | CL_PUBSUB)) ||
+	    cl->nwatched)
 		return false;
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
 	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)))

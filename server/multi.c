@@ -21,6 +21,7 @@
 #include "server/declare.h"
 #include "server/dispatch.h"
 #include "server/node.h"
+#include "server/pubsub.h"
 #include "server/worker.h"
 
 int multi_queue(struct client *cl, const struct cmd_def *def, int argc,
@@ -107,6 +108,7 @@ static int exec_body(struct txn *t, void *arg)
 	struct client *cl = c->cl;
 	c->out->len = r->mark;
 	r->watch_failed = false;
+	ps_defer_reset(cl); /* an aborted attempt's PUBLISHes */
 
 	for (int i = 0; i < cl->nwatched; i++) {
 		struct watched_key *wk = &cl->watched[i];
@@ -174,7 +176,9 @@ int cmd_exec(struct cmd_ctx *c)
 		c->w->stats.txn_watch_failed++;
 	} else {
 		worker_add_dirty(c->w, changes); /* rdb_changes_since_last_save (save.c) */
+		ps_defer_send(c->w, cl);
 	}
+	ps_defer_reset(cl);
 	c->w->stats.commands += (uint64_t)cl->mq_len;
 	client_discard_multi(cl);
 	client_unwatch(cl);

@@ -26,6 +26,7 @@
 #include "server/cluster.h"
 #include "server/node.h"
 #include "server/expire.h"
+#include "server/pubsub.h"
 #include "server/slots.h"
 #include "server/srv.h"
 #include "server/worker.h"
@@ -501,7 +502,8 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->nworkers = n->cfg.threads;
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
 	n->scripts = script_cache_create();
-	if (!n->workers || !n->scripts || srv_save_create(n) != 0) {
+	if (!n->workers || !n->scripts || ps_node_create(n, n->nworkers) != 0 ||
+	    srv_save_create(n) != 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_listen;
 	}
@@ -524,6 +526,7 @@ fail_workers:
 	free(n->workers);
 	n->workers = NULL;
 fail_listen:
+	ps_node_destroy(n);
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
 	mb_stop(n);
@@ -564,6 +567,7 @@ void srv_node_stop(struct node *n)
 		worker_destroy(n->workers[i]);
 	free(n->workers);
 	n->workers = NULL;
+	ps_node_destroy(n); /* after the workers: their clients unsubscribed */
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
 	srv_save_stop(n); /* a running save ends first: it writes the region */

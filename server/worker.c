@@ -31,6 +31,7 @@
 #include "server/client.h"
 #include "server/conn.h"
 #include "server/log.h"
+#include "server/pubsub.h"
 #include "server/script.h"
 
 #define HANDOFF_SLOTS 1024
@@ -186,6 +187,7 @@ static void drain_handoff(struct worker *w)
 	void *p;
 	while (ck_ring_dequeue_mpsc(&h->ring, h->buf, &p))
 		adopt(w, (int)(intptr_t)p);
+	ps_worker_drain(w); /* Pub/Sub messages share the wake (server/pubsub.c) */
 }
 
 static void run_ready(struct worker *w)
@@ -366,7 +368,8 @@ int worker_start(struct node *n, int id, struct worker **out, char *err, size_t 
 	ck_ring_init(&h->ring, HANDOFF_SLOTS);
 	w->ccw = cc_worker_create(&n->cc, id, w->sched, w->fw);
 	w->scripts = script_pool_create();
-	if (!w->ccw || !w->scripts)
+	w->ps = ps_worker_create();
+	if (!w->ccw || !w->scripts || !w->ps)
 		return -ENOMEM;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_wake };
 	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &ev);
@@ -400,6 +403,7 @@ void worker_destroy(struct worker *w)
 	if (!w)
 		return;
 	script_pool_free(w->scripts);
+	ps_worker_destroy(w->ps);
 	cc_worker_destroy(w->ccw);
 	fab_worker_destroy(w->fw);
 	sched_destroy(w->sched);

@@ -492,7 +492,8 @@ static void test_glob(void)
 				      "busy-reply-threshold lua-time-limit script-memory-limit "
 				      "max-key-bytes max-value-bytes "
 				      "client-query-buffer-limit "
-				      "proto-max-bulk-len checkpoint-log-size power-worker-sync-min "
+				      "proto-max-bulk-len client-output-buffer-limit "
+				      "checkpoint-log-size power-worker-sync-min "
 				      "power-sim-crash-in "
 				      "power-sim-crash-after fabric-delay-us");
 	CHECK_STR(match(&c, "nosuch*"), "");
@@ -501,7 +502,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 50);
+	CHECK(all.n == 51);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
