@@ -107,7 +107,10 @@ static int publish(struct cmd_ctx *c, int kind)
 	/* In EXEC (ctx->txn set), sent once the block committed. */
 	long long n = c->txn ? ps_defer(c->w, c->cl, kind, ch->p, ch->len, msg->p, msg->len)
 			     : ps_publish(c->w, kind, ch->p, ch->len, msg->p, msg->len);
-	if (n < 0)
+	if (n == -EMSGSIZE)
+		resp_error(c->out, "ERR channel and message are too large to publish across the "
+				   "cluster (64 KB together)");
+	else if (n < 0)
 		resp_error(c->out, "ERR out of memory");
 	else
 		resp_int(c->out, n);

@@ -463,7 +463,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	if (fab_open(&fc, &n->cc.fab, err, errlen) != 0)
 		goto fail_region;
 	n->cc.rpc_stages = n->cfg.cc_stages;
-	if (calvin_attach(&n->cc, err, errlen) != 0)
+	if (calvin_attach(&n->cc, err, errlen) != 0 || ps_cluster_attach(n, err, errlen) != 0)
 		goto fail_listen;
 	if (fab_attach_err(n->cc.fab, fc.self, st_region_base(n->cc.region), n->cc.layout->size, err,
 			   errlen) != 0)

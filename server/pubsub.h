@@ -100,4 +100,17 @@ long long ps_node_numsub(struct node *n, int kind, const char *ch, size_t clen);
  * INFO). Any thread. */
 long long ps_node_count(struct node *n, int kind);
 
+/*
+ * Across the cluster (server/pubsub_cluster.c): the fabric RPC handler id
+ * (apart from cc's: calvin.h 8.., calvin_ring.h 16..), its registration
+ * (after fab_open, before the workers start: 0 or -EINVAL with err), and
+ * the node_cluster_ops.publish of a cluster member: this node's receivers
+ * plus every other node's, -EMSGSIZE when channel and message together
+ * pass what one RPC carries (FAB_RPC_MAX less a header), -ENOMEM.
+ */
+#define SRV_RPC_PUBLISH 24
+int ps_cluster_attach(struct node *n, char *err, size_t errlen);
+long long ps_cluster_publish(struct node *n, struct worker *w, int kind, const char *ch,
+			     size_t clen, const char *msg, size_t mlen);
+
 #endif
