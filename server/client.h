@@ -86,6 +86,7 @@ struct client {
 	struct ps_client *ps; /* subscriptions, NULL until the first (server/pubsub.c) */
 	long nsubs[3];        /* their number per enum ps_kind: CLIENT LIST reads it */
 	struct resp_w psq;    /* PUBLISHes of a running EXEC, sent at commit (ps_defer) */
+	int txn_retries;      /* of the last command's transaction: attempts - 1 (SLOWLOG) */
 
 	struct client *prev, *next; /* the worker's client list */
 	bool in_ready;      /* queued on the worker's ready list */

@@ -43,6 +43,7 @@
 #include "server/srv.h"
 #include "server/strutil.h"
 #include "server/script.h"
+#include "server/cmdstat.h"
 #include "server/pubsub.h"
 #include "server/worker.h"
 
@@ -667,6 +668,7 @@ static void reset_stats(struct node *n)
 		zero_words(&n->workers[i]->stats, sizeof(struct srv_stats));
 		zero_words(cc_worker_stats(n->workers[i]->ccw), sizeof(struct cc_stats));
 	}
+	cmdstat_reset(n);
 }
 
 static const char *const config_help[] = {
@@ -1337,6 +1339,18 @@ static void info_cluster(struct info_ctx *x)
 	cc_placement_end(x->w->ccw);
 }
 
+static void info_commandstats(struct info_ctx *x)
+{
+	srv_sbuf_printf(x->b, "# Commandstats\r\n");
+	cmdstat_info_commands(x->n, x->b);
+}
+
+static void info_latencystats(struct info_ctx *x)
+{
+	srv_sbuf_printf(x->b, "# Latencystats\r\n");
+	cmdstat_info_latency(x->n, x->b);
+}
+
 static void info_keyspace(struct info_ctx *x)
 {
 	srv_sbuf_printf(x->b, "# Keyspace\r\n");
@@ -1351,18 +1365,21 @@ static void info_keyspace(struct info_ctx *x)
 static const struct {
 	const char *name;
 	void (*fn)(struct info_ctx *x);
+	bool not_default; /* only by name, "all" or "everything", as in Redis */
 } info_sections[] = {
-	{ "server", info_server },
-	{ "clients", info_clients },
-	{ "memory", info_memory },
-	{ "persistence", info_persistence },
-	{ "stats", info_stats },
-	{ "replication", info_replication },
-	{ "cpu", info_cpu },
-	{ "cc", info_cc },
-	{ "fabric", info_fabric },
-	{ "cluster", info_cluster },
-	{ "keyspace", info_keyspace },
+	{ "server", info_server, false },
+	{ "clients", info_clients, false },
+	{ "memory", info_memory, false },
+	{ "persistence", info_persistence, false },
+	{ "stats", info_stats, false },
+	{ "replication", info_replication, false },
+	{ "cpu", info_cpu, false },
+	{ "commandstats", info_commandstats, true },
+	{ "latencystats", info_latencystats, true },
+	{ "cc", info_cc, false },
+	{ "fabric", info_fabric, false },
+	{ "cluster", info_cluster, false },
+	{ "keyspace", info_keyspace, false },
 };
 
 #define NSECTIONS ((int)(sizeof(info_sections) / sizeof(info_sections[0])))
@@ -1370,12 +1387,14 @@ static const struct {
 int cmd_info(struct cmd_ctx *c)
 {
 	bool want[NSECTIONS];
-	bool everything = c->argc == 1;
+	bool everything = false, dflt = c->argc == 1;
 	memset(want, 0, sizeof(want));
 	for (int i = 1; i < c->argc; i++) {
 		const struct resp_arg *a = &c->argv[i];
-		if (arg_is(a, "all") || arg_is(a, "everything") || arg_is(a, "default"))
+		if (arg_is(a, "all") || arg_is(a, "everything"))
 			everything = true;
+		if (arg_is(a, "default"))
+			dflt = true;
 		for (int k = 0; k < NSECTIONS; k++)
 			if (arg_is(a, info_sections[k].name))
 				want[k] = true;
@@ -1386,7 +1405,7 @@ int cmd_info(struct cmd_ctx *c)
 	sum_stats(c->node, &x.st, &x.cst);
 	int emitted = 0;
 	for (int k = 0; k < NSECTIONS; k++) {
-		if (!everything && !want[k])
+		if (!everything && !want[k] && !(dflt && !info_sections[k].not_default))
 			continue;
 		if (emitted++)
 			srv_sbuf_printf(&b, "\r\n"); /* a blank line between sections */

@@ -155,7 +155,7 @@ static const struct cmd_def function_subs[] = {
 /* EVAL and its kind: transactional commands (no CMD_NOTXN), whose keys
  * script_getkeys finds. */
 #define F_EVAL (CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | \
-		CMD_MOVABLEKEYS)
+		CMD_MOVABLEKEYS | CMD_TXNBLOCK)
 
 static const struct cmd_def script_subs[] = {
 	{ .name = "script|load", .fn = cmd_script, .arity = 3,
@@ -297,6 +297,29 @@ static const struct cmd_def pubsub_subs[] = {
 	  .acl_categories = "@pubsub @slow" },
 	{ .name = "pubsub|help", .fn = cmd_pubsub, .arity = 2,
 	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "pubsub", .since = "6.2.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
+#define F_SLOWLOG (CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+static const struct cmd_def slowlog_subs[] = {
+	{ .name = "slowlog|get", .fn = cmd_slowlog, .arity = -2, .flags = F_SLOWLOG,
+	  .group = "server", .since = "2.2.12", .summary = "Get the slow log's entries",
+	  .complexity = "O(N) where N is the number of entries returned",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes nondeterministic_output" },
+	{ .name = "slowlog|len", .fn = cmd_slowlog, .arity = 2, .flags = F_SLOWLOG,
+	  .group = "server", .since = "2.2.12", .summary = "Get the slow log's length",
+	  .complexity = "O(1)", .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes response_policy:agg_sum nondeterministic_output" },
+	{ .name = "slowlog|reset", .fn = cmd_slowlog, .arity = 2, .flags = F_SLOWLOG,
+	  .group = "server", .since = "2.2.12", .summary = "Clear all entries from the slow log",
+	  .complexity = "O(N) where N is the number of entries in the slowlog",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
+	{ .name = "slowlog|help", .fn = cmd_slowlog, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "6.2.0",
 	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
 	  .acl_categories = "@slow" },
 	{ .name = NULL },
@@ -693,6 +716,10 @@ static const struct cmd_def table[] = {
 	  .complexity = "O(N) when saving, where N is the total number of keys in all "
 			"databases when saving data, otherwise O(1)",
 	  .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "slowlog", .fn = cmd_slowlog, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "server", .since = "2.2.12",
+	  .summary = "A container for slow log commands", .complexity = "Depends on subcommand.",
+	  .subcommands = slowlog_subs, .acl_categories = "@slow" },
 	{ .name = "debug", .fn = cmd_debug, .arity = -2, .flags = F_SUBADMIN, .group = "server",
 	  .since = "1.0.0", .summary = "A container for debugging commands",
 	  .complexity = "Depends on subcommand.", .acl_categories = "@admin @slow @dangerous" },
@@ -798,7 +825,8 @@ static const struct cmd_def table[] = {
 	  .since = "1.2.0", .summary = "Mark the start of a transaction block",
 	  .complexity = "O(1)", .acl_categories = "@fast @transaction" },
 	{ .name = "exec", .fn = cmd_exec, .arity = 1,
-	  .flags = F_TXCTL | CMD_SKIP_SLOWLOG | CMD_MULTICTL, .group = "transactions",
+	  .flags = F_TXCTL | CMD_SKIP_SLOWLOG | CMD_MULTICTL | CMD_TXNBLOCK,
+	  .group = "transactions",
 	  .since = "1.2.0", .summary = "Execute all commands issued after MULTI",
 	  .complexity = "Depends on commands in the transaction",
 	  .acl_categories = "@slow @transaction" },
@@ -845,8 +873,44 @@ static uint32_t name_hash(const char *s, size_t len)
 	return h;
 }
 
+/*
+ * Command ids (cmd_id): the rows of `table` are 0..NCOMMANDS-1, then each
+ * container's subcommand rows follow, container by container. sub_ranges
+ * maps a subcommand array to its first id. Written once by build_index.
+ */
+#define MAX_CONTAINERS 32
+static struct {
+	const struct cmd_def *first;
+	int n, base;
+} sub_ranges[MAX_CONTAINERS];
+static int nsub_ranges, nids;
+static const struct cmd_def *by_id[1024];
+
 __attribute__((constructor)) static void build_index(void)
 {
+	nids = NCOMMANDS;
+	for (int i = 0; i < NCOMMANDS; i++) {
+		by_id[i] = &table[i];
+		const struct cmd_def *s = table[i].subcommands;
+		if (!s)
+			continue;
+		if (nsub_ranges == MAX_CONTAINERS) {
+			fprintf(stderr, "rckv: more than %d container commands\n", MAX_CONTAINERS);
+			abort();
+		}
+		int k = 0;
+		while (s[k].name) {
+			if (nids == (int)(sizeof(by_id) / sizeof(by_id[0]))) {
+				fprintf(stderr, "rckv: too many command rows\n");
+				abort();
+			}
+			by_id[nids++] = &s[k++];
+		}
+		sub_ranges[nsub_ranges].first = s;
+		sub_ranges[nsub_ranges].n = k;
+		sub_ranges[nsub_ranges].base = nids - k;
+		nsub_ranges++;
+	}
 	for (int i = 0; i < NCOMMANDS; i++) {
 		size_t len = strlen(table[i].name);
 		/* Always on: a name too long for lookup or a duplicate row would
@@ -865,6 +929,26 @@ __attribute__((constructor)) static void build_index(void)
 		}
 		idx_slot[s] = (uint8_t)(i + 1);
 	}
+}
+
+int cmd_id(const struct cmd_def *d)
+{
+	if (d >= table && d < table + NCOMMANDS)
+		return (int)(d - table);
+	for (int i = 0; i < nsub_ranges; i++)
+		if (d >= sub_ranges[i].first && d < sub_ranges[i].first + sub_ranges[i].n)
+			return sub_ranges[i].base + (int)(d - sub_ranges[i].first);
+	return -1;
+}
+
+int cmd_id_count(void)
+{
+	return nids;
+}
+
+const struct cmd_def *cmd_by_id(int id)
+{
+	return id >= 0 && id < nids ? by_id[id] : NULL;
 }
 
 const struct cmd_def *cmd_lookup(const char *name, size_t len)

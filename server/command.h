@@ -79,6 +79,9 @@ enum {
 	CMD_MAY_REPLICATE = 1u << 20, /* "may_replicate" */
 	CMD_SUBCTX = 1u << 21,      /* a RESP2 client with subscriptions may send it:
 				       (P|S)(UN)SUBSCRIBE, PING, QUIT, RESET */
+	CMD_TXNBLOCK = 1u << 22,    /* runs a block of commands as one transaction (EXEC,
+				       a script): its slow log entry names protocol and
+				       retries (server/slowlog.c) */
 };
 
 struct cmd_def {
@@ -118,6 +121,11 @@ struct cmd_def {
 
 /* Look a command up by name (case-insensitive, not NUL-terminated). */
 const struct cmd_def *cmd_lookup(const char *name, size_t len);
+/* Dense ids of every row, subcommand rows included, 0..cmd_id_count()-1
+ * (for per-command statistics); cmd_id of a row not in the table is -1. */
+int cmd_id(const struct cmd_def *d);
+int cmd_id_count(void);
+const struct cmd_def *cmd_by_id(int id);
 /* Look a subcommand up in a container's table. */
 const struct cmd_def *cmd_lookup_sub(const struct cmd_def *parent, const char *name, size_t len);
 /* The whole table, for COMMAND / COMMAND COUNT / COMMAND DOCS. */
@@ -186,6 +194,8 @@ CMD(cmd_rckv);
 /* script.c */
 CMD(cmd_eval); CMD(cmd_evalsha); CMD(cmd_eval_ro); CMD(cmd_evalsha_ro);
 CMD(cmd_script);
+/* slowlog.c */
+CMD(cmd_slowlog);
 /* cmd_pubsub.c */
 CMD(cmd_subscribe); CMD(cmd_unsubscribe); CMD(cmd_psubscribe); CMD(cmd_punsubscribe);
 CMD(cmd_ssubscribe); CMD(cmd_sunsubscribe); CMD(cmd_publish); CMD(cmd_spublish);

@@ -175,6 +175,10 @@ static const struct opt options[] = {
 	{ "auto-rebalance", OT_BOOL, true, OFF(auto_rebalance), 0, 0, NULL, "yes" },
 	{ "cluster-node", OT_CNODE, false, OFF(cluster_nodes), 0, 0, NULL, "" },
 	/* operations */
+	{ "slowlog-log-slower-than", OT_LL, true, OFF(slowlog_slower_than), -1, LLONG_MAX, NULL,
+	  "10000" },
+	{ "slowlog-max-len", OT_LL, true, OFF(slowlog_max_len), 0, LLONG_MAX, NULL, "128" },
+	{ "latency-tracking", OT_BOOL, true, OFF(latency_tracking), 0, 0, NULL, "yes" },
 	{ "loglevel", OT_ENUM, true, OFF(loglevel), 0, 0, loglevel_choices, "notice" },
 	{ "logfile", OT_STR, false, OFF(logfile), 0, 0, NULL, "" },
 	{ "testing", OT_BOOL, false, OFF(testing), 0, 0, NULL, "no" },

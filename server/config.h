@@ -104,6 +104,9 @@ struct srv_config {
 	int ncluster_nodes;             /* 0: a standalone node */
 
 	/* operations */
+	long long slowlog_slower_than;  /* slowlog-log-slower-than 10000 (mutable): us; -1 off */
+	long long slowlog_max_len;      /* slowlog-max-len 128 (mutable) */
+	bool latency_tracking;          /* latency-tracking yes (mutable): INFO latencystats */
 	char *loglevel;                 /* loglevel notice: debug|verbose|notice|warning (mutable) */
 	char *logfile;                  /* logfile "": stdout */
 	bool testing;                   /* testing no: enables test-only protocols and faults */

@@ -27,6 +27,7 @@
 #include "server/node.h"
 #include "server/expire.h"
 #include "server/pubsub.h"
+#include "server/slowlog.h"
 #include "server/slots.h"
 #include "server/srv.h"
 #include "server/worker.h"
@@ -503,6 +504,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
 	n->scripts = script_cache_create();
 	if (!n->workers || !n->scripts || ps_node_create(n, n->nworkers) != 0 ||
+	    slowlog_create(n) != 0 ||
 	    srv_save_create(n) != 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_listen;
@@ -527,6 +529,7 @@ fail_workers:
 	n->workers = NULL;
 fail_listen:
 	ps_node_destroy(n);
+	slowlog_destroy(n);
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
 	mb_stop(n);
@@ -568,6 +571,7 @@ void srv_node_stop(struct node *n)
 	free(n->workers);
 	n->workers = NULL;
 	ps_node_destroy(n); /* after the workers: their clients unsubscribed */
+	slowlog_destroy(n);
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
 	srv_save_stop(n); /* a running save ends first: it writes the region */

@@ -25,6 +25,7 @@ struct durable;
 struct script_cache;
 struct srv_save;
 struct ps_node;
+struct slowlog;
 
 /* Cluster-wide operations (server/cluster.c); NULL on a standalone node.
  * (The protocol switch is cc's: cc_node.cops.) */
@@ -97,6 +98,7 @@ struct node {
 	int log_fd;                   /* log destination (server/log.c) */
 	struct script_cache *scripts; /* EVAL's cache, shared by the workers (server/script.h) */
 	struct ps_node *pubsub;       /* Pub/Sub registry (server/pubsub.c) */
+	struct slowlog *slowlog;      /* SLOWLOG (server/slowlog.c) */
 	struct srv_save *save;        /* SAVE, BGSAVE, LASTSAVE (server/save.h) */
 	struct expire_cycle *expire;  /* active expiry (server/expire.h) */
 	uint64_t recovered_keys;      /* live keys found at start */

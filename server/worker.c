@@ -30,6 +30,7 @@
 #include "rdma/fab.h"
 #include "server/client.h"
 #include "server/conn.h"
+#include "server/cmdstat.h"
 #include "server/log.h"
 #include "server/pubsub.h"
 #include "server/script.h"
@@ -369,7 +370,8 @@ int worker_start(struct node *n, int id, struct worker **out, char *err, size_t 
 	w->ccw = cc_worker_create(&n->cc, id, w->sched, w->fw);
 	w->scripts = script_pool_create();
 	w->ps = ps_worker_create();
-	if (!w->ccw || !w->scripts || !w->ps)
+	w->cstat = cmdstat_create();
+	if (!w->ccw || !w->scripts || !w->ps || !w->cstat)
 		return -ENOMEM;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_wake };
 	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &ev);
@@ -404,6 +406,7 @@ void worker_destroy(struct worker *w)
 		return;
 	script_pool_free(w->scripts);
 	ps_worker_destroy(w->ps);
+	cmdstat_free(w->cstat);
 	cc_worker_destroy(w->ccw);
 	fab_worker_destroy(w->fw);
 	sched_destroy(w->sched);
