@@ -761,8 +761,9 @@ static const struct cmd_def table[] = {
 	  .acl_categories = "@slow" },
 
 	/* ---- pubsub ----
-	 * PUBLISH and SPUBLISH are not CMD_SCRIPT_NOTXN: a script's or a
-	 * MULTI's publish would be sent again by a retried attempt. */
+	 * PUBLISH and SPUBLISH are CMD_SCRIPT_NOTXN: given a transaction (a
+	 * script's, an EXEC's), they queue the message until it commits
+	 * (ps_defer), so a retried attempt sends nothing twice. */
 	{ .name = "subscribe", .fn = cmd_subscribe, .arity = -2, .flags = F_PSUB,
 	  .group = "pubsub", .since = "2.0.0", .summary = "Listen for messages published to the "
 							  "given channels",
@@ -799,7 +800,7 @@ static const struct cmd_def table[] = {
 	  .acl_categories = "@pubsub @slow", .key_flags = "RO" },
 	{ .name = "publish", .fn = cmd_publish, .arity = 3,
 	  .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_MAY_REPLICATE |
-		   CMD_NOTXN,
+		   CMD_NOTXN | CMD_SCRIPT_NOTXN,
 	  .group = "pubsub", .since = "2.0.0", .summary = "Post a message to a channel",
 	  .complexity = "O(N+M) where N is the number of clients subscribed to the receiving "
 			"channel and M is the total number of subscribed patterns (by any "
@@ -807,7 +808,7 @@ static const struct cmd_def table[] = {
 	  .acl_categories = "@pubsub @fast" },
 	{ .name = "spublish", .fn = cmd_spublish, .arity = 3,
 	  .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_MAY_REPLICATE |
-		   CMD_NOTXN,
+		   CMD_NOTXN | CMD_SCRIPT_NOTXN,
 	  .first_key = 1, .last_key = 1, .key_step = 1, .group = "pubsub", .since = "7.0.0",
 	  .summary = "Post a message to a shard channel",
 	  .complexity = "O(N) where N is the number of clients subscribed to the receiving shard "

@@ -74,7 +74,8 @@ enum {
 				       LASTSAVE, MOVE), or reads it only through
 				       cmd_ctx.txn when that is set, as queued in
 				       MULTI (OBJECT, RANDOMKEY): in a script, the
-				       script's transaction */
+				       script's transaction; or acts only once that
+				       transaction committed (PUBLISH: ps_defer) */
 	CMD_PUBSUB = 1u << 19,      /* "pubsub" */
 	CMD_MAY_REPLICATE = 1u << 20, /* "may_replicate" */
 	CMD_SUBCTX = 1u << 21,      /* a RESP2 client with subscriptions may send it:

@@ -26,6 +26,7 @@
 #include "server/memory.h"
 #include "server/multi.h"
 #include "server/node.h"
+#include "server/pubsub.h"
 #include "server/slowlog.h"
 #include "server/worker.h"
 
@@ -124,10 +125,14 @@ int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx)
 	/* A command that replies with an error after some of its writes
 	 * (e.g. MSET on a full MemStore) must leave nothing of them. */
 	struct txn_savepoint sp = txn_savepoint(ctx->txn);
+	size_t psq = ctx->cl ? ctx->cl->psq.len : 0; /* its PUBLISHes too (ps_defer) */
 	ctx->failed = false;
 	int rc = def->fn(ctx);
-	if (rc == CC_OK && ctx->failed)
+	if (rc == CC_OK && ctx->failed) {
 		txn_rollback(ctx->txn, sp);
+		if (ctx->cl)
+			ctx->cl->psq.len = psq;
+	}
 	return rc;
 }
 
@@ -214,6 +219,7 @@ static int one_body(struct txn *t, void *arg)
 	o->ctx.out->len = o->mark; /* drop the reply of an aborted attempt */
 	o->ctx.txn = t;
 	o->ctx.cl->txn_retries = txn_attempt(t);
+	ps_defer_reset(o->ctx.cl); /* a script's PUBLISHes of an aborted attempt */
 	if (o->def->first_key > 0 && o->def->last_key == o->def->first_key) {
 		if (o->def->flags & CMD_READONLY)
 			txn_hint_single_read(t); /* e.g. GET: an absent key needs no item */
@@ -343,7 +349,10 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 		srv_reply_txn_failed(out, n, rc);
 	} else {
 		worker_add_dirty(w, changes); /* rdb_changes_since_last_save (save.c) */
+		if (cl->psq.len)
+			ps_defer_send(w, cl); /* a script's PUBLISHes, now it committed */
 	}
+	ps_defer_reset(cl);
 	account(w, cl, def, argc, argv, o.mark, sched_now_ns() - t0);
 }
 

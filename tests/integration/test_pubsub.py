@@ -260,3 +260,34 @@ def test_slow_subscriber_is_cut_off(make_server):
                 sub.read_raw()
                 got += 1
         assert got < 400
+
+
+def test_script_publish_once_committed(conns, key):
+    ch = key + "s"
+    sub, c = conns(), conns()
+    assert sub.call_raw("SUBSCRIBE", ch) == push("subscribe", ch, 1)
+    wait_numsub(c, ch, 1)
+    assert c.call_raw("EVAL", "return redis.call('PUBLISH', KEYS[1], 'one')", "1",
+                      ch) == b":1\r\n"
+    assert sub.read_raw() == push("message", ch, "one")
+    assert c.call_raw("EVAL", "redis.call('PUBLISH', KEYS[1], 'two') "
+                      "return redis.call('SPUBLISH', KEYS[1], 'three')", "1", ch) == b":0\r\n"
+    assert sub.read_raw() == push("message", ch, "two")
+    assert c.call_raw("PUBLISH", ch, "three") == b":1\r\n"
+    assert sub.read_raw() == push("message", ch, "three")
+
+
+@pytest.mark.rckv_only
+def test_failed_script_publishes_nothing(conns, key):
+    # rckv undoes everything of a script that ends in an error, its
+    # messages too (Redis would have sent them).
+    ch = key + "f"
+    sub, c = conns(), conns()
+    assert sub.call_raw("SUBSCRIBE", ch) == push("subscribe", ch, 1)
+    wait_numsub(c, ch, 1)
+    c.call("SET", key + "str", "abc")
+    got = c.call_raw("EVAL", "redis.call('PUBLISH', KEYS[1], 'lost') "
+                     "return redis.call('INCR', KEYS[2])", "2", ch, key + "str")
+    assert got.startswith(b"-ERR value is not an integer")
+    assert c.call_raw("PUBLISH", ch, "kept") == b":1\r\n"
+    assert sub.read_raw() == push("message", ch, "kept")
