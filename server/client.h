@@ -24,6 +24,7 @@ enum {
 	CL_CLOSE_ASAP = 1u << 3,   /* CLIENT KILL, write error */
 	CL_RUNNING = 1u << 4,      /* a coroutine is processing this client */
 	CL_PUBSUB = 1u << 5,       /* has a (P|S)SUBSCRIBE subscription (server/pubsub.h) */
+	CL_MONITOR = 1u << 6,      /* MONITOR: gets every command's line (server/monitor.c) */
 };
 
 /* A command queued between MULTI and EXEC: its own copy of the arguments. */

@@ -317,6 +317,8 @@ static void info_line(struct srv_sbuf *b, const struct client *cl, bool owner)
 	char flags[8], *f = flags;
 	if (fl & CL_PUBSUB)
 		*f++ = 'P';
+	if (fl & CL_MONITOR)
+		*f++ = 'O';
 	if (fl & CL_MULTI)
 		*f++ = 'x';
 	if (fl & CL_CLOSE_AFTER_REPLY)

@@ -213,15 +213,17 @@ static void reply_command_info(struct resp_w *out, const struct cmd_def *d)
  * optional (redis-cli then gives no argument hints). */
 static void reply_command_docs(struct resp_w *out, const struct cmd_def *d)
 {
-	resp_map(out, d->subcommands ? 5 : 4);
+	resp_map(out, 3 + (d->complexity != NULL) + (d->subcommands != NULL));
 	resp_bulk_cstr(out, "summary");
 	resp_bulk_cstr(out, d->summary);
 	resp_bulk_cstr(out, "since");
 	resp_bulk_cstr(out, d->since);
 	resp_bulk_cstr(out, "group");
 	resp_bulk_cstr(out, d->group);
-	resp_bulk_cstr(out, "complexity");
-	resp_bulk_cstr(out, d->complexity);
+	if (d->complexity) { /* Redis's MONITOR has none */
+		resp_bulk_cstr(out, "complexity");
+		resp_bulk_cstr(out, d->complexity);
+	}
 	if (d->subcommands) {
 		int n = 0;
 		for (const struct cmd_def *s = d->subcommands; s->name; s++)

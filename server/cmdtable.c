@@ -716,6 +716,11 @@ static const struct cmd_def table[] = {
 	  .complexity = "O(N) when saving, where N is the total number of keys in all "
 			"databases when saving data, otherwise O(1)",
 	  .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "monitor", .fn = cmd_monitor, .arity = 1,
+	  .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN,
+	  .group = "server", .since = "1.0.0",
+	  .summary = "Listen for all requests received by the server in real time",
+	  .complexity = NULL, .acl_categories = "@admin @slow @dangerous" },
 	{ .name = "slowlog", .fn = cmd_slowlog, .arity = -2, .flags = CMD_NOTXN,
 	  .group = "server", .since = "2.2.12",
 	  .summary = "A container for slow log commands", .complexity = "Depends on subcommand.",

@@ -24,6 +24,7 @@
 #include "server/declare.h"
 #include "server/membership.h"
 #include "server/memory.h"
+#include "server/monitor.h"
 #include "server/multi.h"
 #include "server/node.h"
 #include "server/pubsub.h"
@@ -175,6 +176,8 @@ static void account(struct worker *w, struct client *cl, const struct cmd_def *d
 	struct node *n = w->node;
 	bool failed = cl->out.len > mark && cl->out.p[mark] == '-';
 	cmdstat_call(w->cstat, cmd_id(def), ns, failed, n->cfg.latency_tracking);
+	if (monitor_on(n))
+		monitor_feed(n, cl, def, argc, argv);
 	uint64_t us = ns / 1000;
 	if (!slowlog_wants(n, us))
 		return;

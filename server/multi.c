@@ -19,6 +19,7 @@
 #include "cc/txn.h"
 #include "server/client.h"
 #include "server/cmdstat.h"
+#include "server/monitor.h"
 #include "server/command.h"
 #include "server/declare.h"
 #include "server/dispatch.h"
@@ -184,8 +185,13 @@ int cmd_exec(struct cmd_ctx *c)
 		/* commandstats: each queued command ran once, with its share of
 		 * the block's time (EXEC's own line has all of it, as in Redis). */
 		uint64_t share = cl->mq_len ? (sched_now_ns() - t0) / (uint64_t)cl->mq_len : 0;
-		for (int i = 0; i < cl->mq_len; i++)
+		bool mon = monitor_on(c->node);
+		for (int i = 0; i < cl->mq_len; i++) {
 			cmdstat_call(c->w->cstat, cmd_id(cl->mq[i].def), share, false, false);
+			if (mon) /* as Redis: the block's commands, then EXEC */
+				monitor_feed(c->node, cl, cl->mq[i].def, cl->mq[i].argc,
+					     cl->mq[i].argv);
+		}
 	}
 	ps_defer_reset(cl);
 	c->w->stats.commands += (uint64_t)cl->mq_len;

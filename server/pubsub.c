@@ -169,16 +169,22 @@ struct ps_reg {
 };
 
 struct ps_node {
-	pthread_rwlock_t lock; /* guards every field below */
+	/* Workers with a MONITOR client, a bit each: its owner sets and
+	 * clears its bit (ck_pr_or/and); every command loads it. Alone on its
+	 * cache line, written only when a monitor comes or goes. */
+	uint64_t monitor_mask __attribute__((aligned(64)));
+	pthread_rwlock_t lock __attribute__((aligned(64))); /* guards every field below */
 	int nworkers;
 	struct ps_dict by_kind[3]; /* enum ps_kind -> struct ps_reg */
 };
 
 int ps_node_create(struct node *n, int nworkers)
 {
-	struct ps_node *p = calloc(1, sizeof(*p));
+	size_t size = (sizeof(struct ps_node) + 63) & ~(size_t)63;
+	struct ps_node *p = aligned_alloc(64, size); /* its cache-line alignment */
 	if (!p)
 		return -ENOMEM;
+	memset(p, 0, size);
 	pthread_rwlock_init(&p->lock, NULL);
 	p->nworkers = nworkers;
 	n->pubsub = p;
@@ -255,6 +261,7 @@ struct ps_subs {
 struct ps_worker {
 	struct ps_env *inbox;      /* any thread pushes (CAS); the owner swaps */
 	struct ps_dict local[3];   /* owner only: enum ps_kind -> struct ps_subs */
+	struct ps_subs monitors;   /* owner only: its MONITOR clients */
 };
 
 /* A client's subscriptions (client.h: cl->ps), owner only. */
@@ -290,6 +297,7 @@ void ps_worker_destroy(struct ps_worker *pw)
 	}
 	for (int k = 0; k < 3; k++)
 		dict_free(&pw->local[k], subs_free);
+	free(pw->monitors.cl);
 	free(pw);
 }
 
@@ -472,6 +480,14 @@ static void deliver(struct client *cl, const struct ps_msg *m, const char *pat, 
 	bool running = cl->flags & CL_RUNNING;
 	struct resp_w *o = running ? &cl->ps->deferred : &cl->out;
 	o->proto = cl->proto;
+	if (m->kind == PS_MONITOR) {
+		/* A monitor is a normal client to client-output-buffer-limit,
+		 * whose limits are 0 (none), as in Redis. */
+		resp_w_raw(o, m->msg, m->mlen);
+		if (!running)
+			client_queue_write(cl);
+		return;
+	}
 	if (pat) {
 		resp_push(o, 4);
 		resp_bulk(o, "pmessage", 8);
@@ -522,9 +538,13 @@ void ps_worker_drain(struct worker *w)
 	for (e = fifo; e;) {
 		struct ps_env *next = e->next;
 		struct ps_msg *m = e->m;
-		struct ps_dent *d = dict_find(&pw->local[m->kind], m->ch, m->clen);
+		struct ps_dent *d = m->kind == PS_MONITOR
+					    ? NULL
+					    : dict_find(&pw->local[m->kind], m->ch, m->clen);
 		if (d)
 			deliver_subs(d->val, m, NULL, 0);
+		if (m->kind == PS_MONITOR)
+			deliver_subs(&pw->monitors, m, NULL, 0);
 		if (m->kind == PS_CHANNEL) {
 			DICT_EACH(&pw->local[PS_PATTERN], pe)
 			{
@@ -545,6 +565,58 @@ void ps_client_flush_deferred(struct client *cl)
 		return;
 	resp_w_append(&cl->out, &cl->ps->deferred);
 	resp_w_reset(&cl->ps->deferred);
+}
+
+/* ---- MONITOR ---- */
+
+int ps_monitor_add(struct client *cl)
+{
+	struct ps_worker *pw = cl->w->ps;
+	struct ps_subs *s = &pw->monitors;
+	if (cl->flags & CL_MONITOR)
+		return 0;
+	if (!client_ps(cl))
+		return -ENOMEM; /* its side buffer takes lines while it runs */
+	if (s->n == s->cap) {
+		int cap = s->cap ? s->cap * 2 : 4;
+		struct client **p = realloc(s->cl, (size_t)cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		s->cl = p;
+		s->cap = cap;
+	}
+	s->cl[s->n++] = cl;
+	cl->flags |= CL_MONITOR;
+	ck_pr_or_64(&cl->w->node->pubsub->monitor_mask, 1ULL << cl->w->id);
+	return 0;
+}
+
+void ps_monitor_remove(struct client *cl)
+{
+	if (!(cl->flags & CL_MONITOR))
+		return;
+	struct ps_subs *s = &cl->w->ps->monitors;
+	for (int i = 0; i < s->n; i++) {
+		if (s->cl[i] == cl) {
+			s->cl[i] = s->cl[--s->n];
+			break;
+		}
+	}
+	cl->flags &= ~CL_MONITOR;
+	if (s->n == 0)
+		ck_pr_and_64(&cl->w->node->pubsub->monitor_mask, ~(1ULL << cl->w->id));
+}
+
+uint64_t ps_monitor_mask(struct node *n)
+{
+	return n->pubsub ? ck_pr_load_64(&n->pubsub->monitor_mask) : 0;
+}
+
+void ps_monitor_send(struct node *n, const char *line, size_t len)
+{
+	uint64_t mask = ps_monitor_mask(n);
+	if (mask)
+		(void)send_local(n, mask, PS_MONITOR, "", 0, line, len);
 }
 
 /* ---- subscriptions (owner worker) ---- */
@@ -658,6 +730,7 @@ static void drop_one(void *arg, const char *name, size_t len)
 
 void ps_client_drop(struct client *cl)
 {
+	ps_monitor_remove(cl);
 	if (!cl->ps)
 		return;
 	for (int k = 0; k < 3; k++) {

@@ -23,6 +23,7 @@ enum ps_kind {
 	PS_CHANNEL = 0, /* SUBSCRIBE / PUBLISH */
 	PS_PATTERN = 1, /* PSUBSCRIBE (never a PUBLISH kind) */
 	PS_SHARD = 2,   /* SSUBSCRIBE / SPUBLISH */
+	PS_MONITOR = 3, /* a MONITOR line, to the worker's monitors (server/monitor.c) */
 };
 
 /* The node's registry (who subscribes to what, on which worker) for
@@ -83,6 +84,18 @@ void ps_client_each(struct client *cl, int kind, void (*fn)(void *arg, const cha
 							    size_t len), void *arg);
 /* Its number of subscriptions of a kind. */
 long ps_client_count(const struct client *cl, int kind);
+/*
+ * MONITOR (server/monitor.c) rides the same inboxes: ps_monitor_add makes
+ * cl a monitor of its worker (0, or -ENOMEM), ps_monitor_remove undoes it
+ * (close, RESET); ps_monitor_mask is the workers with monitors, one
+ * relaxed load, for the per-command check; ps_monitor_send pushes a
+ * formatted line to those workers, which append it to their monitors'
+ * replies. Owner worker (mask and send: any thread).
+ */
+int ps_monitor_add(struct client *cl);
+void ps_monitor_remove(struct client *cl);
+uint64_t ps_monitor_mask(struct node *n);
+void ps_monitor_send(struct node *n, const char *line, size_t len);
 /* Drop every subscription (RESET, close). */
 void ps_client_drop(struct client *cl);
 /* Messages that arrived while the client's coroutine ran go to its reply
