@@ -88,6 +88,8 @@ struct client {
 	long nsubs[3];        /* their number per enum ps_kind: CLIENT LIST reads it */
 	struct resp_w psq;    /* PUBLISHes of a running EXEC, sent at commit (ps_defer) */
 	int txn_retries;      /* of the last command's transaction: attempts - 1 (SLOWLOG) */
+	bool reply_off;       /* CLIENT REPLY OFF */
+	bool reply_skip;      /* CLIENT REPLY SKIP: no reply to the next command */
 
 	struct client *prev, *next; /* the worker's client list */
 	bool in_ready;      /* queued on the worker's ready list */

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "server/client.h"
+#include "server/client_ctl.h"
 #include "server/command.h"
 #include "server/node.h"
 #include "server/pubsub.h"
@@ -468,6 +469,28 @@ static const char *const client_help[] = {
 	"    Assign the name <name> to the current connection.",
 	"SETINFO <option> <value>",
 	"    Set client meta attributes (LIB-NAME or LIB-VER).",
+	"KILL <ip:port>",
+	"    Kill connection made from <ip:port>.",
+	"KILL <option> <value> [<option> <value> [...]]",
+	"    Kill connections. Options are:",
+	"    * ADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made from the specified address",
+	"    * LADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made to specified local address",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Kill connections by type.",
+	"    * USER <username>",
+	"      Kill connections authenticated by <username>.",
+	"    * SKIPME (YES|NO)",
+	"      Skip killing current connection (default: yes).",
+	"    * ID <client-id>",
+	"      Kill connections by client id.",
+	"PAUSE <timeout> [WRITE|ALL]",
+	"    Suspend all, or just write, clients for <timeout> milliseconds.",
+	"UNPAUSE",
+	"    Stop the current client pause, resuming traffic.",
+	"REPLY (ON|OFF|SKIP)",
+	"    Control the replies sent to the current connection.",
 	"NO-EVICT (ON|OFF)",
 	"    Protect current client connection from eviction (rckv never evicts clients).",
 	"HELP",
@@ -512,6 +535,17 @@ int cmd_client(struct cmd_ctx *c)
 		client_info(c);
 	} else if (strcmp(s, "setinfo") == 0) {
 		client_setinfo(c);
+	} else if (strcmp(s, "kill") == 0) {
+		client_kill(c);
+	} else if (strcmp(s, "pause") == 0) {
+		client_pause(c);
+	} else if (strcmp(s, "unpause") == 0) {
+		client_unpause(c);
+	} else if (strcmp(s, "reply") == 0) {
+		client_reply(c);
+	} else if (strcmp(s, "tracking") == 0) {
+		resp_error(c->out, "ERR CLIENT TRACKING is not supported by rckv: it has no "
+				   "client-side caching invalidation yet");
 	} else if (strcmp(s, "no-evict") == 0) {
 		if (arg_is(&c->argv[2], "on") || arg_is(&c->argv[2], "off"))
 			resp_status(c->out, "OK");

@@ -265,7 +265,14 @@ static void client_run(struct sched *s, void *arg)
 			srv_group_run(w, cl);
 		} else {
 			srv_group_run(w, cl);
+			/* CLIENT REPLY OFF / SKIP: the reply is dropped (its
+			 * group never forms: srv_group_add). */
+			bool skip = cl->reply_skip, off = cl->reply_off;
+			size_t mark = cl->out.len;
+			cl->reply_skip = false;
 			srv_dispatch(w, cl, def, argc, argv);
+			if (skip || (off && cl->reply_off))
+				cl->out.len = mark;
 		}
 		if (cl->ps)
 			ps_client_flush_deferred(cl); /* between replies, not inside one */

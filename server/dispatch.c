@@ -21,6 +21,7 @@
 #include "server/client.h"
 #include "server/cmdstat.h"
 #include "server/command.h"
+#include "server/client_ctl.h"
 #include "server/declare.h"
 #include "server/membership.h"
 #include "server/memory.h"
@@ -325,6 +326,8 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 			 .out = out },
 		.mark = out->len,
 	};
+	if (client_paused(n, cl, def))
+		client_wait_unpaused(w, cl, def); /* CLIENT PAUSE: on this coroutine */
 	uint64_t t0 = sched_now_ns();
 	cl->txn_retries = 0;
 	if (def->flags & CMD_NOTXN) {
@@ -385,8 +388,10 @@ bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *de
 		   const struct resp_arg *argv)
 {
 	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & (CL_MULTI | CL_PUBSUB)) ||
-	    cl->nwatched)
+	    cl->nwatched || cl->reply_off || cl->reply_skip)
 		return false;
+	if (ck_pr_load_64(&w->node->pause_until_ms))
+		return false; /* alone, through srv_dispatch's CLIENT PAUSE wait */
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
 	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)))
 		return false;

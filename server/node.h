@@ -85,6 +85,11 @@ struct node {
 	struct membership *membership; /* replicas > 1: the configuration (server/membership.c) */
 
 	int shutdown;                 /* set by SHUTDOWN or a signal; workers exit */
+	/* CLIENT PAUSE (server/client_ctl.c): until when (monotonic ms, 0:
+	 * none) and whether ALL commands wait (else writes): set under
+	 * cfg_lock with ck_pr stores, read with ck_pr loads by every command. */
+	uint64_t pause_until_ms;
+	int pause_all;
 	int exit_code;
 	uint64_t next_client_id;      /* ck_pr_faa */
 	uint64_t connected_clients;   /* ck_pr_inc/dec */

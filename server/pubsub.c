@@ -522,6 +522,22 @@ static void deliver_subs(struct ps_subs *s, const struct ps_msg *m, const char *
 		deliver(s->cl[i], m, pat, plen);
 }
 
+/* CLIENT KILL: the owner closes its client (at the end of the round,
+ * client_flush_pending, or when its coroutine finishes). */
+static void kill_local(struct worker *w, const struct ps_msg *m)
+{
+	uint64_t id;
+	memcpy(&id, m->msg, sizeof(id));
+	for (struct client *cl = w->clients; cl; cl = cl->next) {
+		if (cl->id != id)
+			continue;
+		cl->flags |= CL_CLOSE_ASAP;
+		if (!(cl->flags & CL_RUNNING))
+			client_queue_write(cl);
+		break;
+	}
+}
+
 void ps_worker_drain(struct worker *w)
 {
 	struct ps_worker *pw = w->ps;
@@ -538,7 +554,9 @@ void ps_worker_drain(struct worker *w)
 	for (e = fifo; e;) {
 		struct ps_env *next = e->next;
 		struct ps_msg *m = e->m;
-		struct ps_dent *d = m->kind == PS_MONITOR
+		if (m->kind == PS_KILL)
+			kill_local(w, m);
+		struct ps_dent *d = m->kind >= PS_MONITOR
 					    ? NULL
 					    : dict_find(&pw->local[m->kind], m->ch, m->clen);
 		if (d)
@@ -605,6 +623,11 @@ void ps_monitor_remove(struct client *cl)
 	cl->flags &= ~CL_MONITOR;
 	if (s->n == 0)
 		ck_pr_and_64(&cl->w->node->pubsub->monitor_mask, ~(1ULL << cl->w->id));
+}
+
+void ps_kill_send(struct node *n, int wid, uint64_t id)
+{
+	(void)send_local(n, 1ULL << wid, PS_KILL, "", 0, (const char *)&id, sizeof(id));
 }
 
 uint64_t ps_monitor_mask(struct node *n)

@@ -24,6 +24,7 @@ enum ps_kind {
 	PS_PATTERN = 1, /* PSUBSCRIBE (never a PUBLISH kind) */
 	PS_SHARD = 2,   /* SSUBSCRIBE / SPUBLISH */
 	PS_MONITOR = 3, /* a MONITOR line, to the worker's monitors (server/monitor.c) */
+	PS_KILL = 4,    /* CLIENT KILL of one of the worker's clients (server/client_ctl.c) */
 };
 
 /* The node's registry (who subscribes to what, on which worker) for
@@ -93,6 +94,8 @@ long ps_client_count(const struct client *cl, int kind);
  * replies. Owner worker (mask and send: any thread).
  */
 int ps_monitor_add(struct client *cl);
+/* Have worker wid close its client `id` (if it still has it). Any thread. */
+void ps_kill_send(struct node *n, int wid, uint64_t id);
 void ps_monitor_remove(struct client *cl);
 uint64_t ps_monitor_mask(struct node *n);
 void ps_monitor_send(struct node *n, const char *line, size_t len);
