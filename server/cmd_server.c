@@ -673,6 +673,26 @@ static void reset_stats(struct node *n)
 	cmdstat_reset(n);
 }
 
+static void config_rewrite(struct cmd_ctx *c)
+{
+	struct node *n = c->node;
+	if (!n->config_file) {
+		resp_error(c->out, "ERR The server is running without a config file");
+		return;
+	}
+	char err[256];
+	pthread_mutex_lock(&n->cfg_lock);
+	int rc = cfg_rewrite(&n->cfg, n->config_file, err, sizeof(err));
+	pthread_mutex_unlock(&n->cfg_lock);
+	if (rc != 0) {
+		srv_log(n, LOG_WARNING, "CONFIG REWRITE failed: %s", err);
+		resp_errorf(c->out, "ERR Rewriting config file: %s", err);
+		return;
+	}
+	srv_log(n, LOG_NOTICE, "CONFIG REWRITE executed with success.");
+	resp_status(c->out, "OK");
+}
+
 static const char *const config_help[] = {
 	"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"GET <pattern>",
@@ -681,6 +701,8 @@ static const char *const config_help[] = {
 	"    Set the configuration <directive> to <value>.",
 	"RESETSTAT",
 	"    Reset statistics reported by the INFO command.",
+	"REWRITE",
+	"    Rewrite the configuration file.",
 	"HELP",
 	"    Prints this help.",
 };
@@ -697,6 +719,8 @@ int cmd_config(struct cmd_ctx *c)
 	} else if (strcmp(sub, "resetstat") == 0) {
 		reset_stats(c->node);
 		resp_status(c->out, "OK");
+	} else if (strcmp(sub, "rewrite") == 0) {
+		config_rewrite(c);
 	} else {
 		reply_help(c, config_help, (int)(sizeof(config_help) / sizeof(config_help[0])));
 	}
