@@ -704,7 +704,6 @@ int ps_unsubscribe(struct client *cl, int kind, const char *name, size_t len)
 	struct ps_dent *ce = pc ? dict_find(&pc->names[kind], name, len) : NULL;
 	if (!ce)
 		return 0;
-	dict_del(&pc->names[kind], ce);
 	struct ps_worker *pw = cl->w->ps;
 	struct ps_dent *le = dict_find(&pw->local[kind], name, len);
 	if (le) {
@@ -725,6 +724,7 @@ int ps_unsubscribe(struct client *cl, int kind, const char *name, size_t len)
 		}
 	}
 	(void)reg_update(cl->w->node->pubsub, kind, name, len, cl->w->id, -1);
+	dict_del(&pc->names[kind], ce); /* last: name may be its key (ps_client_drop) */
 	update_flag(cl);
 	return 1;
 }

@@ -291,3 +291,22 @@ def test_failed_script_publishes_nothing(conns, key):
     assert got.startswith(b"-ERR value is not an integer")
     assert c.call_raw("PUBLISH", ch, "kept") == b":1\r\n"
     assert sub.read_raw() == push("message", ch, "kept")
+
+
+def test_close_with_many_subscriptions(conns, key):
+    # Closing drops every subscription (this freed a name still in use
+    # before: caught by the ASan build).
+    chans = [key + "c%d" % i for i in range(50)]
+    s, q = conns(), conns()
+    s.send(encode("SUBSCRIBE", *chans) + encode("PSUBSCRIBE", key + "p*", key + "q*") +
+           encode("SSUBSCRIBE", key + "s"))
+    for _ in range(53):
+        s.read_raw()
+    assert wait_numsub(q, chans[-1], 1) == 1
+    s.close()
+    assert wait_numsub(q, chans[0], 0) == 0
+    end = time.monotonic() + 5
+    while q.call("PUBSUB", "NUMPAT") and time.monotonic() < end:
+        time.sleep(0.01)
+    got = q.call("PUBSUB", "NUMSUB", *chans)
+    assert got[1::2] == [0] * 50 and q.call("PUBSUB", "SHARDCHANNELS", key + "*") == []
