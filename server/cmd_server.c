@@ -1447,6 +1447,40 @@ int cmd_info(struct cmd_ctx *c)
 
 /* ======================= TIME SHUTDOWN ======================= */
 
+/* ROLE: every rckv node is a primary to its clients (replicas are the
+ * MemStore's, not Redis's replication): Redis's reply of a master with no
+ * replicas. */
+int cmd_role(struct cmd_ctx *c)
+{
+	resp_array(c->out, 3);
+	resp_bulk_cstr(c->out, "master");
+	resp_int(c->out, 0);
+	resp_array(c->out, 0);
+	return 0;
+}
+
+/* WAIT: a commit installs on every replica of its keys before it replies
+ * (FORD's coalescent commit, DESIGN.md section 7), so every acknowledged
+ * write is already on replicas - 1 other nodes: answered at once. */
+int cmd_wait(struct cmd_ctx *c)
+{
+	long long want, ms;
+	if (srv_str2ll(c->argv[1].p, c->argv[1].len, &want) != 0) {
+		cmd_reply_not_int(c);
+		return 0;
+	}
+	if (srv_str2ll(c->argv[2].p, c->argv[2].len, &ms) != 0) {
+		resp_error(c->out, "ERR timeout is not an integer or out of range");
+		return 0;
+	}
+	if (ms < 0) {
+		resp_error(c->out, "ERR timeout is negative");
+		return 0;
+	}
+	resp_int(c->out, c->node->cfg.replicas - 1);
+	return 0;
+}
+
 int cmd_time(struct cmd_ctx *c)
 {
 	struct timeval tv;

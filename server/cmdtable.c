@@ -352,6 +352,33 @@ static const struct cmd_def slowlog_subs[] = {
 	{ .name = NULL },
 };
 
+#define F_MEMSUB CMD_NOTXN
+static const struct cmd_def memory_subs[] = {
+	{ .name = "memory|usage", .fn = cmd_memory, .arity = -3, .flags = F_OBJKEY, KEY2,
+	  .group = "server", .since = "4.0.0", .summary = "Estimate the memory usage of a key",
+	  .complexity = "O(N) where N is the number of samples.",
+	  .acl_categories = "@read @slow", .key_flags = "RO" },
+	{ .name = "memory|doctor", .fn = cmd_memory, .arity = 2, .flags = F_MEMSUB,
+	  .group = "server", .since = "4.0.0", .summary = "Outputs memory problems report",
+	  .complexity = "O(1)", .acl_categories = "@slow",
+	  .tips = "nondeterministic_output request_policy:all_shards response_policy:special" },
+	{ .name = "memory|malloc-stats", .fn = cmd_memory, .arity = 2, .flags = F_MEMSUB,
+	  .group = "server", .since = "4.0.0", .summary = "Show allocator internal stats",
+	  .complexity = "Depends on how much memory is allocated, could be slow",
+	  .acl_categories = "@slow",
+	  .tips = "nondeterministic_output request_policy:all_shards response_policy:special" },
+	{ .name = "memory|purge", .fn = cmd_memory, .arity = 2, .flags = F_MEMSUB,
+	  .group = "server", .since = "4.0.0", .summary = "Ask the allocator to release memory",
+	  .complexity = "Depends on how much memory is allocated, could be slow",
+	  .acl_categories = "@slow",
+	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
+	{ .name = "memory|help", .fn = cmd_memory, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "4.0.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
 static const struct cmd_def table[] = {
 	/* ---- string ---- */
 	{ .name = "get", .fn = cmd_get, .arity = 2, .flags = CMD_READONLY | CMD_FAST, KEY1,
@@ -655,6 +682,10 @@ static const struct cmd_def table[] = {
 			"for sorted set values the complexity is O(N*M*log(N)) because inserting "
 			"values into sorted sets is O(log(N)).",
 	  .acl_categories = "@keyspace @write @slow @dangerous", .key_flags = "OW update" },
+	{ .name = "memory", .fn = cmd_memory, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "server", .since = "4.0.0", .summary = "A container for memory diagnostics commands",
+	  .complexity = "Depends on subcommand.", .subcommands = memory_subs,
+	  .acl_categories = "@slow" },
 	{ .name = "object", .fn = cmd_object, .arity = -2, .flags = CMD_NOTXN,
 	  .group = "generic", .since = "2.2.3",
 	  .summary = "A container for object introspection commands",
@@ -743,6 +774,17 @@ static const struct cmd_def table[] = {
 	  .complexity = "O(N) when saving, where N is the total number of keys in all "
 			"databases when saving data, otherwise O(1)",
 	  .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "role", .fn = cmd_role, .arity = 1,
+	  .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOTXN,
+	  .group = "server", .since = "2.8.12",
+	  .summary = "Return the role of the instance in the context of replication",
+	  .complexity = "O(1)", .acl_categories = "@admin @fast @dangerous" },
+	{ .name = "wait", .fn = cmd_wait, .arity = 3, .flags = CMD_NOSCRIPT | CMD_NOTXN,
+	  .group = "generic", .since = "3.0.0",
+	  .summary = "Wait for the synchronous replication of all the write commands sent in the "
+		     "context of the current connection",
+	  .complexity = "O(1)", .acl_categories = "@slow @connection",
+	  .tips = "request_policy:all_shards response_policy:agg_min" },
 	{ .name = "monitor", .fn = cmd_monitor, .arity = 1,
 	  .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN,
 	  .group = "server", .since = "1.0.0",

@@ -178,6 +178,7 @@ CMD(cmd_dbsize); CMD(cmd_flushdb); CMD(cmd_flushall);
 /* cmd_keyspace.c */
 CMD(cmd_rename); CMD(cmd_renamenx); CMD(cmd_copy); CMD(cmd_move); CMD(cmd_randomkey);
 CMD(cmd_dump); CMD(cmd_restore); CMD(cmd_object); CMD(cmd_debug_object);
+CMD(cmd_memory);
 /* save.c */
 CMD(cmd_save); CMD(cmd_bgsave); CMD(cmd_lastsave);
 /* cmd_expire.c */
@@ -189,7 +190,7 @@ CMD(cmd_ping); CMD(cmd_echo); CMD(cmd_hello); CMD(cmd_auth); CMD(cmd_quit); CMD(
 CMD(cmd_select); CMD(cmd_client);
 /* cmd_server.c */
 CMD(cmd_command); CMD(cmd_config); CMD(cmd_info); CMD(cmd_time); CMD(cmd_shutdown);
-CMD(cmd_function); CMD(cmd_debug);
+CMD(cmd_function); CMD(cmd_debug); CMD(cmd_role); CMD(cmd_wait);
 /* cmd_rckv.c */
 CMD(cmd_rckv);
 /* script.c */
