@@ -44,6 +44,7 @@
 #include "server/strutil.h"
 #include "server/script.h"
 #include "server/cmdstat.h"
+#include "server/latency.h"
 #include "server/pubsub.h"
 #include "server/worker.h"
 
@@ -603,7 +604,10 @@ static void config_set(struct cmd_ctx *c)
 		const char *to = cc_pair == lock_pair ? n->cfg.cc : values[cc_pair];
 		bool shared = strcmp(lock_pair >= 0 ? scratch.cc_lock_mode : n->cfg.cc_lock_mode,
 				     "shared") == 0;
-		if (cc_switch(&n->cc, c->w->ccw, to, shared, err, sizeof(err)) != 0) {
+		uint64_t t0 = sched_now_ns();
+		int src = cc_switch(&n->cc, c->w->ccw, to, shared, err, sizeof(err));
+		latency_add(n, "cc-switch", (sched_now_ns() - t0) / 1000000); /* LATENCY */
+		if (src != 0) {
 			resp_errorf(c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
 				    names[cc_pair], err[0] ? err : "protocol switch failed");
 			goto out;

@@ -329,6 +329,35 @@ static const struct cmd_def pubsub_subs[] = {
 	{ .name = NULL },
 };
 
+#define F_LATENCY (CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+static const struct cmd_def latency_subs[] = {
+	{ .name = "latency|latest", .fn = cmd_latency, .arity = 2, .flags = F_LATENCY,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Return the latest latency samples for all events.", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
+	{ .name = "latency|history", .fn = cmd_latency, .arity = 3, .flags = F_LATENCY,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Return timestamp-latency samples for the event.", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
+	{ .name = "latency|reset", .fn = cmd_latency, .arity = -2, .flags = F_LATENCY,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Reset latency data for one or more events.", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
+	{ .name = "latency|doctor", .fn = cmd_latency, .arity = 2, .flags = F_LATENCY,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Return a human readable latency analysis report.", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
+	{ .name = "latency|help", .fn = cmd_latency, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "2.8.13",
+	  .summary = "Show helpful text about the different subcommands.", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
 #define F_SLOWLOG (CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOTXN)
 static const struct cmd_def slowlog_subs[] = {
 	{ .name = "slowlog|get", .fn = cmd_slowlog, .arity = -2, .flags = F_SLOWLOG,
@@ -785,6 +814,10 @@ static const struct cmd_def table[] = {
 		     "context of the current connection",
 	  .complexity = "O(1)", .acl_categories = "@slow @connection",
 	  .tips = "request_policy:all_shards response_policy:agg_min" },
+	{ .name = "latency", .fn = cmd_latency, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "server", .since = "2.8.13", .summary = "A container for latency diagnostics commands",
+	  .complexity = "Depends on subcommand.", .subcommands = latency_subs,
+	  .acl_categories = "@slow" },
 	{ .name = "monitor", .fn = cmd_monitor, .arity = 1,
 	  .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN,
 	  .group = "server", .since = "1.0.0",

@@ -197,7 +197,7 @@ CMD(cmd_rckv);
 CMD(cmd_eval); CMD(cmd_evalsha); CMD(cmd_eval_ro); CMD(cmd_evalsha_ro);
 CMD(cmd_script);
 /* slowlog.c, monitor.c */
-CMD(cmd_slowlog); CMD(cmd_monitor);
+CMD(cmd_slowlog); CMD(cmd_monitor); CMD(cmd_latency);
 /* cmd_pubsub.c */
 CMD(cmd_subscribe); CMD(cmd_unsubscribe); CMD(cmd_psubscribe); CMD(cmd_punsubscribe);
 CMD(cmd_ssubscribe); CMD(cmd_sunsubscribe); CMD(cmd_publish); CMD(cmd_spublish);

@@ -179,6 +179,8 @@ static const struct opt options[] = {
 	  "10000" },
 	{ "slowlog-max-len", OT_LL, true, OFF(slowlog_max_len), 0, LLONG_MAX, NULL, "128" },
 	{ "latency-tracking", OT_BOOL, true, OFF(latency_tracking), 0, 0, NULL, "yes" },
+	{ "latency-monitor-threshold", OT_LL, true, OFF(latency_threshold_ms), 0, LLONG_MAX, NULL,
+	  "0" },
 	{ "loglevel", OT_ENUM, true, OFF(loglevel), 0, 0, loglevel_choices, "notice" },
 	{ "logfile", OT_STR, false, OFF(logfile), 0, 0, NULL, "" },
 	{ "testing", OT_BOOL, false, OFF(testing), 0, 0, NULL, "no" },

@@ -107,6 +107,7 @@ struct srv_config {
 	long long slowlog_slower_than;  /* slowlog-log-slower-than 10000 (mutable): us; -1 off */
 	long long slowlog_max_len;      /* slowlog-max-len 128 (mutable) */
 	bool latency_tracking;          /* latency-tracking yes (mutable): INFO latencystats */
+	long long latency_threshold_ms; /* latency-monitor-threshold 0 (mutable): LATENCY; 0 off */
 	char *loglevel;                 /* loglevel notice: debug|verbose|notice|warning (mutable) */
 	char *logfile;                  /* logfile "": stdout */
 	bool testing;                   /* testing no: enables test-only protocols and faults */

@@ -25,6 +25,7 @@
 #include "server/declare.h"
 #include "server/membership.h"
 #include "server/memory.h"
+#include "server/latency.h"
 #include "server/monitor.h"
 #include "server/multi.h"
 #include "server/node.h"
@@ -179,6 +180,9 @@ static void account(struct worker *w, struct client *cl, const struct cmd_def *d
 	cmdstat_call(w->cstat, cmd_id(def), ns, failed, n->cfg.latency_tracking);
 	if (monitor_on(n))
 		monitor_feed(n, cl, def, argc, argv);
+	uint64_t thr = latency_threshold(n);
+	if (thr && ns / 1000000 >= thr)
+		latency_add(n, (def->flags & CMD_FAST) ? "fast-command" : "command", ns / 1000000);
 	uint64_t us = ns / 1000;
 	if (!slowlog_wants(n, us))
 		return;

@@ -27,6 +27,7 @@
 #include "server/node.h"
 #include "server/expire.h"
 #include "server/pubsub.h"
+#include "server/latency.h"
 #include "server/slowlog.h"
 #include "server/slots.h"
 #include "server/srv.h"
@@ -504,7 +505,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
 	n->scripts = script_cache_create();
 	if (!n->workers || !n->scripts || ps_node_create(n, n->nworkers) != 0 ||
-	    slowlog_create(n) != 0 ||
+	    slowlog_create(n) != 0 || latency_create(n) != 0 ||
 	    srv_save_create(n) != 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_listen;
@@ -515,6 +516,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	}
 	for (int i = 0; i < n->nworkers; i++)
 		worker_run(n->workers[i]);
+	latency_add(n, "recovery", n->recovery_ms); /* LATENCY, if the threshold is set */
 	if (expire_cycle_start(n) != 0)
 		srv_log(n, LOG_WARNING, "active expiry not started (out of memory or threads): "
 			"expired keys stay absent but keep their memory");
@@ -530,6 +532,7 @@ fail_workers:
 fail_listen:
 	ps_node_destroy(n);
 	slowlog_destroy(n);
+	latency_destroy(n);
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
 	mb_stop(n);
@@ -572,6 +575,7 @@ void srv_node_stop(struct node *n)
 	n->workers = NULL;
 	ps_node_destroy(n); /* after the workers: their clients unsubscribed */
 	slowlog_destroy(n);
+	latency_destroy(n);
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
 	srv_save_stop(n); /* a running save ends first: it writes the region */

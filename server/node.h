@@ -26,6 +26,7 @@ struct script_cache;
 struct srv_save;
 struct ps_node;
 struct slowlog;
+struct latency;
 
 /* Cluster-wide operations (server/cluster.c); NULL on a standalone node.
  * (The protocol switch is cc's: cc_node.cops.) */
@@ -104,6 +105,7 @@ struct node {
 	struct script_cache *scripts; /* EVAL's cache, shared by the workers (server/script.h) */
 	struct ps_node *pubsub;       /* Pub/Sub registry (server/pubsub.c) */
 	struct slowlog *slowlog;      /* SLOWLOG (server/slowlog.c) */
+	struct latency *latency;      /* LATENCY (server/latency.c) */
 	struct srv_save *save;        /* SAVE, BGSAVE, LASTSAVE (server/save.h) */
 	struct expire_cycle *expire;  /* active expiry (server/expire.h) */
 	uint64_t recovered_keys;      /* live keys found at start */
