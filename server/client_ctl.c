@@ -136,7 +136,7 @@ static long long kill_matching(struct cmd_ctx *c, const struct kill_filter *f)
 			if (cl == c->cl)
 				c->cl->flags |= CL_CLOSE_AFTER_REPLY; /* after this reply */
 			else
-				ps_kill_send(n, w->id, cl->id);
+				ps_kill_send(n, c->w, w->id, cl->id);
 		}
 		pthread_mutex_unlock(&w->clients_lock);
 	}

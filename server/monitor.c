@@ -82,7 +82,7 @@ void monitor_feed(struct node *n, const struct client *cl, const struct cmd_def 
 	}
 	srv_sbuf_printf(&b, "\r\n");
 	if (!b.failed)
-		ps_monitor_send(n, b.p, b.len);
+		ps_monitor_send(n, cl->w, b.p, b.len);
 	srv_sbuf_free(&b);
 }
 

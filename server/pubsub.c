@@ -301,8 +301,8 @@ void ps_worker_destroy(struct ps_worker *pw)
 	free(pw);
 }
 
-static int send_local(struct node *n, uint64_t mask, int kind, const char *ch, size_t clen,
-		      const char *msg, size_t mlen);
+static int send_local(struct node *n, struct worker *self, uint64_t mask, int kind,
+		      const char *ch, size_t clen, const char *msg, size_t mlen);
 
 /* The receivers of a message on ch, and in *mask the workers they are on. */
 static long long count_local(struct ps_node *p, int kind, const char *ch, size_t clen,
@@ -336,15 +336,15 @@ static long long count_local(struct ps_node *p, int kind, const char *ch, size_t
 	return count;
 }
 
-long long ps_publish_local(struct node *n, int kind, const char *ch, size_t clen,
-			   const char *msg, size_t mlen)
+long long ps_publish_local(struct node *n, struct worker *self, int kind, const char *ch,
+			   size_t clen, const char *msg, size_t mlen)
 {
 	struct ps_node *p = n->pubsub;
 	uint64_t mask;
 	long long count = count_local(p, kind, ch, clen, &mask);
 	if (!mask)
 		return count;
-	return send_local(n, mask, kind, ch, clen, msg, mlen) == 0 ? count : -ENOMEM;
+	return send_local(n, self, mask, kind, ch, clen, msg, mlen) == 0 ? count : -ENOMEM;
 }
 
 long long ps_publish(struct worker *w, int kind, const char *ch, size_t clen, const char *msg,
@@ -353,7 +353,7 @@ long long ps_publish(struct worker *w, int kind, const char *ch, size_t clen, co
 	struct node *n = w->node;
 	if (n->cops && n->cops->publish)
 		return n->cops->publish(n, w, kind, ch, clen, msg, mlen);
-	return ps_publish_local(n, kind, ch, clen, msg, mlen);
+	return ps_publish_local(n, w, kind, ch, clen, msg, mlen);
 }
 
 /* The deferred publishes of a client: records of this header, then the
@@ -399,8 +399,8 @@ void ps_defer_send(struct worker *w, struct client *cl)
 
 /* Push a message onto the inboxes of the workers in mask (invariant (1)).
  * 0 or -ENOMEM. */
-static int send_local(struct node *n, uint64_t mask, int kind, const char *ch, size_t clen,
-		      const char *msg, size_t mlen)
+static int send_local(struct node *n, struct worker *self, uint64_t mask, int kind,
+		      const char *ch, size_t clen, const char *msg, size_t mlen)
 {
 	struct ps_node *p = n->pubsub;
 	unsigned nt = (unsigned)__builtin_popcountll(mask);
@@ -431,8 +431,11 @@ static int send_local(struct node *n, uint64_t mask, int kind, const char *ch, s
 			old = ck_pr_load_ptr(&w->ps->inbox);
 			env->next = old;
 		} while (!ck_pr_cas_ptr(&w->ps->inbox, old, env));
-		if (!old)
-			worker_wake(w); /* a non-empty inbox already has its wake */
+		/* A non-empty inbox already has its wake; the calling worker
+		 * drains its own at the end of this round (worker.c) and needs
+		 * none: one eventfd write saved per message to itself. */
+		if (!old && w != self)
+			worker_wake(w);
 	}
 	return 0;
 }
@@ -577,6 +580,11 @@ void ps_worker_drain(struct worker *w)
 	}
 }
 
+bool ps_worker_pending(struct worker *w)
+{
+	return ck_pr_load_ptr(&w->ps->inbox) != NULL;
+}
+
 void ps_client_flush_deferred(struct client *cl)
 {
 	if (!cl->ps || !cl->ps->deferred.len)
@@ -625,9 +633,9 @@ void ps_monitor_remove(struct client *cl)
 		ck_pr_and_64(&cl->w->node->pubsub->monitor_mask, ~(1ULL << cl->w->id));
 }
 
-void ps_kill_send(struct node *n, int wid, uint64_t id)
+void ps_kill_send(struct node *n, struct worker *self, int wid, uint64_t id)
 {
-	(void)send_local(n, 1ULL << wid, PS_KILL, "", 0, (const char *)&id, sizeof(id));
+	(void)send_local(n, self, 1ULL << wid, PS_KILL, "", 0, (const char *)&id, sizeof(id));
 }
 
 uint64_t ps_monitor_mask(struct node *n)
@@ -635,11 +643,11 @@ uint64_t ps_monitor_mask(struct node *n)
 	return n->pubsub ? ck_pr_load_64(&n->pubsub->monitor_mask) : 0;
 }
 
-void ps_monitor_send(struct node *n, const char *line, size_t len)
+void ps_monitor_send(struct node *n, struct worker *self, const char *line, size_t len)
 {
 	uint64_t mask = ps_monitor_mask(n);
 	if (mask)
-		(void)send_local(n, mask, PS_MONITOR, "", 0, line, len);
+		(void)send_local(n, self, mask, PS_MONITOR, "", 0, line, len);
 }
 
 /* ---- subscriptions (owner worker) ---- */

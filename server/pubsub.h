@@ -39,6 +39,9 @@ void ps_worker_destroy(struct ps_worker *pw);
 /* The eventfd of the worker was readable: deliver what the inbox holds.
  * Owner worker, from its loop (never inside a coroutine). */
 void ps_worker_drain(struct worker *w);
+/* Has w's inbox something (the loop then must not sleep: a worker's
+ * messages to itself come with no wake-up)? Owner worker. */
+bool ps_worker_pending(struct worker *w);
 
 /*
  * ps_publish_local - publish on this node: every subscriber of `ch` (kind
@@ -46,10 +49,11 @@ void ps_worker_drain(struct worker *w);
  * channel subscribers) on every worker gets the message, in the order of
  * this thread's calls. Returns the number of receivers (Redis's PUBLISH
  * reply), or -ENOMEM (nothing delivered). Never blocks on a subscriber.
- * Any thread.
+ * Any thread; `self` is the worker it runs on, if any (NULL otherwise):
+ * its own inbox needs no wake-up.
  */
-long long ps_publish_local(struct node *n, int kind, const char *ch, size_t clen,
-			   const char *msg, size_t mlen);
+long long ps_publish_local(struct node *n, struct worker *self, int kind, const char *ch,
+			   size_t clen, const char *msg, size_t mlen);
 
 /*
  * ps_publish - PUBLISH / SPUBLISH of a client on worker w: on this node
@@ -95,10 +99,10 @@ long ps_client_count(const struct client *cl, int kind);
  */
 int ps_monitor_add(struct client *cl);
 /* Have worker wid close its client `id` (if it still has it). Any thread. */
-void ps_kill_send(struct node *n, int wid, uint64_t id);
+void ps_kill_send(struct node *n, struct worker *self, int wid, uint64_t id);
 void ps_monitor_remove(struct client *cl);
 uint64_t ps_monitor_mask(struct node *n);
-void ps_monitor_send(struct node *n, const char *line, size_t len);
+void ps_monitor_send(struct node *n, struct worker *self, const char *line, size_t len);
 /* Drop every subscription (RESET, close). */
 void ps_client_drop(struct client *cl);
 /* Messages that arrived while the client's coroutine ran go to its reply

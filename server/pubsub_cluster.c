@@ -58,8 +58,10 @@ static int h_publish(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	    (rq.kind != PS_CHANNEL && rq.kind != PS_SHARD))
 		return -EINVAL;
 	const char *ch = (const char *)c->req + sizeof(rq);
-	int64_t count = n->pubsub ? ps_publish_local(n, (int)rq.kind, ch, rq.clen, ch + rq.clen,
-						     rq.mlen)
+	int wid = fab_worker_id(c->fw);
+	struct worker *self = wid >= 0 && wid < n->nworkers ? n->workers[wid] : NULL;
+	int64_t count = n->pubsub ? ps_publish_local(n, self, (int)rq.kind, ch, rq.clen,
+						     ch + rq.clen, rq.mlen)
 				  : 0;
 	if (count < 0)
 		return (int)count;
@@ -82,7 +84,7 @@ long long ps_cluster_publish(struct node *n, struct worker *w, int kind, const c
 {
 	if (clen + mlen > PUB_MAX)
 		return -EMSGSIZE;
-	long long total = ps_publish_local(n, kind, ch, clen, msg, mlen);
+	long long total = ps_publish_local(n, w, kind, ch, clen, msg, mlen);
 	if (total < 0)
 		return total;
 	int np = n->cfg.ncluster_nodes;

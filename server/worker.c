@@ -283,8 +283,9 @@ static void *worker_main(void *arg)
 		 * for 2 us must not sleep a whole millisecond. */
 		int64_t timeout = sched_timeout_ns(w->sched);
 		if (((w->ready_head || ck_pr_load_ptr(&w->tasks)) && sched_free_count(w->sched) > 0) ||
-		    cc_worker_pass_due(w->ccw))
-			timeout = 0; /* cc_worker_pass_due: commits no one syncs else */
+		    cc_worker_pass_due(w->ccw) || ps_worker_pending(w))
+			timeout = 0; /* cc_worker_pass_due: commits no one syncs else;
+					ps_worker_pending: messages it sent itself */
 		if (n->cfg.timeout > 0 && (timeout < 0 || timeout > 1000000000))
 			timeout = 1000000000;
 		if (stopping && (timeout < 0 || timeout > 10000000))
@@ -319,6 +320,7 @@ static void *worker_main(void *arg)
 		start_tasks(w);
 		sched_run(w->sched);
 		fab_worker_flush(w->fw); /* the fabric requests its coroutines posted */
+		ps_worker_drain(w); /* what its coroutines published to it: no wake (pubsub.c) */
 		/* The replies before the commits' sync: persistence power may
 		 * sync on this thread (cc/durable.c, wal_round), and the replies
 		 * of the previous round's commits must not wait for this one. */
