@@ -38,6 +38,7 @@
 #include "cc/cc.h"
 #include "placement/placement.h"
 #include "rdma/fab.h"
+#include "server/notify.h"
 #include "server/strutil.h"
 #include "storage/st.h"
 
@@ -54,6 +55,7 @@ enum opt_type {
 	OT_PSEUDO, /* not an rckv option: a fixed CONFIG GET answer for Redis tools */
 	OT_CNODE,  /* cluster-node <id> <client> <fabric> [<raft>] (host:port each), repeatable */
 	OT_COBL,   /* client-output-buffer-limit <class> <hard> <soft> <secs> [...] */
+	OT_NOTIFY, /* uint32_t, notify-keyspace-events: Redis's class letters (notify.h) */
 };
 
 struct opt {
@@ -179,6 +181,7 @@ static const struct opt options[] = {
 	  "10000" },
 	{ "slowlog-max-len", OT_LL, true, OFF(slowlog_max_len), 0, LLONG_MAX, NULL, "128" },
 	{ "latency-tracking", OT_BOOL, true, OFF(latency_tracking), 0, 0, NULL, "yes" },
+	{ "notify-keyspace-events", OT_NOTIFY, true, OFF(notify_flags), 0, 0, NULL, "" },
 	{ "latency-monitor-threshold", OT_LL, true, OFF(latency_threshold_ms), 0, LLONG_MAX, NULL,
 	  "0" },
 	{ "loglevel", OT_ENUM, true, OFF(loglevel), 0, 0, loglevel_choices, "notice" },
@@ -519,6 +522,14 @@ static int set_value(struct srv_config *c, const struct opt *o, int argc, char *
 	}
 	case OT_STR:
 		return store_string((char **)field, a, err, errlen);
+	case OT_NOTIFY: {
+		uint32_t f;
+		if (notify_parse(a, &f) != 0)
+			return fail(err, errlen,
+				    "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.");
+		ck_pr_store_32((uint32_t *)field, f);
+		return 0;
+	}
 	default:
 		return fail(err, errlen, "internal error: option type %d", (int)o->type);
 	}
@@ -815,6 +826,9 @@ static void format_value(const struct srv_config *c, const struct opt *o, char *
 		break;
 	case OT_STAGES:
 		cc_stages_format(ck_pr_load_32((const uint32_t *)field), buf, cap);
+		break;
+	case OT_NOTIFY:
+		notify_format(ck_pr_load_32((const uint32_t *)field), buf, cap);
 		break;
 	case OT_COBL:
 		snprintf(buf, cap, "normal %lld %lld %lld slave %lld %lld %lld pubsub %lld %lld %lld",

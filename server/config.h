@@ -108,6 +108,7 @@ struct srv_config {
 	long long slowlog_max_len;      /* slowlog-max-len 128 (mutable) */
 	bool latency_tracking;          /* latency-tracking yes (mutable): INFO latencystats */
 	long long latency_threshold_ms; /* latency-monitor-threshold 0 (mutable): LATENCY; 0 off */
+	uint32_t notify_flags;          /* notify-keyspace-events "" (mutable): server/notify.h */
 	char *loglevel;                 /* loglevel notice: debug|verbose|notice|warning (mutable) */
 	char *logfile;                  /* logfile "": stdout */
 	bool testing;                   /* testing no: enables test-only protocols and faults */

@@ -29,6 +29,7 @@
 #include "server/monitor.h"
 #include "server/multi.h"
 #include "server/node.h"
+#include "server/notify.h"
 #include "server/pubsub.h"
 #include "server/slowlog.h"
 #include "server/worker.h"
@@ -129,12 +130,16 @@ int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx)
 	 * (e.g. MSET on a full MemStore) must leave nothing of them. */
 	struct txn_savepoint sp = txn_savepoint(ctx->txn);
 	size_t psq = ctx->cl ? ctx->cl->psq.len : 0; /* its PUBLISHes too (ps_defer) */
+	struct notify_pre np;
+	notify_pre(ctx, def, &np); /* keyspace notifications: server/notify.h */
 	ctx->failed = false;
 	int rc = def->fn(ctx);
 	if (rc == CC_OK && ctx->failed) {
 		txn_rollback(ctx->txn, sp);
 		if (ctx->cl)
 			ctx->cl->psq.len = psq;
+	} else if (rc == CC_OK) {
+		notify_post(ctx, def, &np);
 	}
 	return rc;
 }
@@ -455,6 +460,7 @@ static int group_body(struct txn *t, void *arg)
 	if (txn_attempt(t) > 0)
 		return CC_EALONE; /* contention: each command alone (above) */
 	cl->out.len = g->mark;
+	ps_defer_reset(cl); /* its commands' keyspace notifications (notify.h) */
 	for (int i = 0; i < cl->ngrp; i++) {
 		struct cmd_ctx ctx = { .node = g->w->node, .w = g->w, .cl = cl, .txn = t,
 				       .argc = cl->grp[i].argc, .argv = group_argv(cl, i),
@@ -495,6 +501,8 @@ void srv_group_run(struct worker *w, struct client *cl)
 		worker_add_dirty(w, changes);
 		w->stats.txn_groups++;
 		cl->last_cmd = cl->grp[n - 1].def->name;
+		if (cl->psq.len)
+			ps_defer_send(w, cl); /* keyspace notifications, now it committed */
 		/* Each command gets its share of the group's time. */
 		uint64_t share = (sched_now_ns() - t0) / (uint64_t)n;
 		cl->txn_retries = 0;
@@ -502,12 +510,14 @@ void srv_group_run(struct worker *w, struct client *cl)
 			account(w, cl, cl->grp[i].def, cl->grp[i].argc, group_argv(cl, i), g.at[i],
 				share);
 	} else if (rc == CC_EUNKNOWN) {
+		ps_defer_reset(cl);
 		cl->out.len = g.mark;
 		for (int i = 0; i < n; i++)
 			srv_reply_txn_failed(&cl->out, w->node, rc);
 		w->stats.commands += (uint64_t)n;
 	} else {
 		cl->out.len = g.mark;
+		ps_defer_reset(cl);
 		w->stats.txn_group_splits++;
 		cl->ngrp = 0; /* srv_dispatch must not see a group */
 		for (int i = 0; i < n; i++)

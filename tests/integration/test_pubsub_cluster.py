@@ -93,3 +93,46 @@ def test_spublish_and_multi_across_nodes(cluster):
         big = "x" * (70 * 1024)
         err = p.call("PUBLISH", "shard", big)
         assert "too large to publish across the cluster" in str(err)
+
+
+def test_keyspace_events_of_a_cross_node_multi(cluster):
+    """A MULTI/EXEC over keys on all three nodes: subscribers on every node
+    get each key's event once, after EXEC committed, in the block's order."""
+    keys = [cluster.key_on(node, "kn") for node in (1, 2, 3)]
+    subs = []
+    try:
+        with cluster.raw(1) as c:
+            assert c.call("CONFIG", "SET", "notify-keyspace-events", "E$") == "OK"
+        for node in (2, 3):  # CONFIG SET is per node, as in Redis
+            with cluster.raw(node) as c:
+                c.call("CONFIG", "SET", "notify-keyspace-events", "E$")
+        for node in (1, 2, 3):
+            s = cluster.raw(node)
+            s.call("SUBSCRIBE", "__keyevent@0__:set")
+            subs.append(s)
+        with cluster.raw(2) as c:
+            assert c.call("MULTI") == "OK"
+            for k in keys:
+                c.call("SET", k, "v")
+            # Nothing before EXEC: the events wait for the commit.
+            for s in subs:
+                s.sock.settimeout(0.3)
+                with pytest.raises(OSError):
+                    s.read()
+                s.sock.settimeout(10)
+            assert c.call("EXEC") == ["OK", "OK", "OK"]
+            c.call("PUBLISH", "__keyevent@0__:set", "end")
+        for s in subs:
+            got = []
+            while True:
+                m = s.read()
+                if m[2] == b"end":
+                    break
+                got.append(m[2].decode())
+            assert got == keys  # once each, in the block's order
+    finally:
+        for s in subs:
+            s.close()
+        for node in (1, 2, 3):
+            with cluster.raw(node) as c:
+                c.call("CONFIG", "SET", "notify-keyspace-events", "")

@@ -496,14 +496,14 @@ static void test_glob(void)
 				      "checkpoint-log-size power-worker-sync-min "
 				      "power-sim-crash-in "
 				      "power-sim-crash-after fabric-delay-us slowlog-log-slower-than "
-				      "slowlog-max-len latency-monitor-threshold");
+				      "slowlog-max-len notify-keyspace-events latency-monitor-threshold");
 	CHECK_STR(match(&c, "nosuch*"), "");
 	CHECK_STR(match(&c, ""), "");
 	/* "*" lists every option once, the pseudo options last. */
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 55);
+	CHECK(all.n == 56);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
