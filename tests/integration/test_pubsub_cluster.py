@@ -136,3 +136,24 @@ def test_keyspace_events_of_a_cross_node_multi(cluster):
         for node in (1, 2, 3):
             with cluster.raw(node) as c:
                 c.call("CONFIG", "SET", "notify-keyspace-events", "")
+
+
+def test_slow_subscriber_on_another_node_is_cut_off(cluster):
+    """A subscriber on node 3 that reads nothing is disconnected by node 3's
+    client-output-buffer-limit; the publisher on node 1 goes on at its pace."""
+    with cluster.raw(3) as c3, cluster.raw(3) as slow, cluster.raw(1) as pub:
+        assert c3.call("CONFIG", "SET", "client-output-buffer-limit",
+                       "pubsub 1mb 512kb 0") == "OK"
+        slow.call("SUBSCRIBE", "slow")
+        assert wait_numsub(c3, "slow", 1) == 1
+        payload = "x" * 50000  # under one RPC (64 KB)
+        start = time.monotonic()
+        for _ in range(8):
+            pub.send(b"".join(encode("PUBLISH", "slow", payload) for _ in range(100)))
+            for _ in range(100):
+                pub.read()
+        assert time.monotonic() - start < 60
+        assert wait_numsub(c3, "slow", 0) == 0
+        assert slow.expect_closed(timeout=10)
+        assert c3.call("CONFIG", "SET", "client-output-buffer-limit",
+                       "pubsub 32mb 8mb 60") == "OK"
