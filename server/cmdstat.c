@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "server/command.h"
 #include "server/node.h"
@@ -203,4 +204,97 @@ void cmdstat_reset(struct node *n)
 				ck_pr_store_64(&h[k], 0);
 		}
 	}
+}
+
+/* A command's histogram summed over the workers into h; its calls. */
+static uint64_t sum_hist(struct node *n, int id, uint64_t *h)
+{
+	uint64_t total = 0;
+	memset(h, 0, NBUCKETS * sizeof(*h));
+	for (int i = 0; i < n->nworkers; i++) {
+		struct worker *w = n->workers[i];
+		if (!w || !w->cstat || id >= w->cstat->n)
+			continue;
+		uint64_t *wh = ck_pr_load_ptr(&w->cstat->rows[id].hist);
+		for (unsigned k = 0; wh && k < NBUCKETS; k++) {
+			uint64_t v = ck_pr_load_64(&wh[k]);
+			h[k] += v;
+			total += v;
+		}
+	}
+	return total;
+}
+
+/* One command's LATENCY HISTOGRAM entry: Redis's cumulative counts at
+ * doubling bounds from 1024 ns, keyed by the bound in whole us. */
+static void reply_one(struct resp_w *out, const struct cmd_def *d, const uint64_t *h,
+		      uint64_t total)
+{
+	uint64_t bounds[64], cum[64];
+	int nb = 0;
+	uint64_t seen = 0;
+	unsigned k = 0;
+	for (uint64_t bound = 1024; seen < total && nb < 64; bound *= 2) {
+		/* Past the histogram's range, the last bucket holds the rest. */
+		while (k < NBUCKETS && (bucket_top(k) <= bound || bound >= (1ull << MAX_EXP)))
+			seen += h[k++];
+		if (nb == 0 ? seen > 0 : seen > cum[nb - 1]) {
+			bounds[nb] = bound / 1000;
+			cum[nb++] = seen;
+		}
+	}
+	resp_bulk_cstr(out, d->name);
+	resp_map(out, 2);
+	resp_bulk_cstr(out, "calls");
+	resp_int(out, (long long)total);
+	resp_bulk_cstr(out, "histogram_usec");
+	resp_map(out, nb);
+	for (int i = 0; i < nb; i++) {
+		resp_int(out, (long long)bounds[i]);
+		resp_int(out, (long long)cum[i]);
+	}
+}
+
+void cmdstat_reply_histogram(struct node *n, struct resp_w *out, int argc,
+			     const struct resp_arg *argv)
+{
+	int ids = cmd_id_count();
+	uint64_t *h = malloc(NBUCKETS * sizeof(*h));
+	char *want = calloc((size_t)ids, 1);
+	if (!h || !want) {
+		free(h);
+		free(want);
+		resp_error(out, "ERR out of memory");
+		return;
+	}
+	/* No names: every command; a container's name: its subcommands. */
+	for (int id = 0; id < ids; id++) {
+		const struct cmd_def *d = cmd_by_id(id);
+		bool hit = argc == 0;
+		for (int i = 0; i < argc && !hit; i++) {
+			const char *bar = strchr(d->name, '|');
+			size_t plen = bar ? (size_t)(bar - d->name) : strlen(d->name);
+			hit = (argv[i].len == strlen(d->name) &&
+			       strncasecmp(argv[i].p, d->name, argv[i].len) == 0) ||
+			      (bar && argv[i].len == plen && strncasecmp(argv[i].p, d->name, plen) == 0);
+		}
+		want[id] = hit;
+	}
+	struct resp_w body;
+	resp_w_init(&body, out->proto);
+	long nout = 0;
+	for (int id = 0; id < ids; id++) {
+		if (!want[id])
+			continue;
+		uint64_t total = sum_hist(n, id, h);
+		if (!total)
+			continue;
+		reply_one(&body, cmd_by_id(id), h, total);
+		nout++;
+	}
+	resp_map(out, nout);
+	resp_w_append(out, &body);
+	resp_w_free(&body);
+	free(h);
+	free(want);
 }

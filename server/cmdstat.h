@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "resp/resp.h"
+
 struct node;
 struct srv_sbuf;
 struct cmdstat;
@@ -36,6 +38,11 @@ void cmdstat_reject(struct cmdstat *s, int id);
  * node's workers. Any worker. */
 void cmdstat_info_commands(struct node *n, struct srv_sbuf *b);
 void cmdstat_info_latency(struct node *n, struct srv_sbuf *b);
+/* LATENCY HISTOGRAM [name ...]: Redis 7.0's map of command -> calls and
+ * cumulative counts at doubling bounds (us); no names: every command with
+ * calls; a container's name: its subcommands. Any worker. */
+void cmdstat_reply_histogram(struct node *n, struct resp_w *out, int argc,
+			     const struct resp_arg *argv);
 /* CONFIG RESETSTAT. Any worker. */
 void cmdstat_reset(struct node *n);
 

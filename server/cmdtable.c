@@ -351,6 +351,14 @@ static const struct cmd_def latency_subs[] = {
 	  .summary = "Return a human readable latency analysis report.", .complexity = "O(1)",
 	  .acl_categories = "@admin @slow @dangerous",
 	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
+	{ .name = "latency|histogram", .fn = cmd_latency, .arity = -2, .flags = F_LATENCY,
+	  .group = "server", .since = "7.0.0",
+	  .summary = "Return the cumulative distribution of latencies of a subset of commands or "
+		     "all.",
+	  .complexity = "O(N) where N is the number of commands with latency information being "
+			"retrieved.",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
 	{ .name = "latency|help", .fn = cmd_latency, .arity = 2,
 	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "2.8.13",
 	  .summary = "Show helpful text about the different subcommands.", .complexity = "O(1)",

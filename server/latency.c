@@ -2,7 +2,8 @@
  * latency.c: the latency monitor (latency.h) and the LATENCY command, with
  * Redis 7.0's replies: per event, up to 160 samples of [unix time, ms],
  * one per second (a second's samples keep their maximum), and the
- * all-time maximum. LATENCY GRAPH and HISTOGRAM are not built.
+ * all-time maximum; HISTOGRAM is INFO latencystats' histograms (cmdstat.c).
+ * LATENCY GRAPH is not built.
  */
 #include "server/latency.h"
 
@@ -15,6 +16,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "server/cmdstat.h"
 #include "server/command.h"
 #include "server/node.h"
 #include "server/strutil.h"
@@ -119,6 +121,9 @@ static const char *const latency_help[] = {
 	"RESET [<event> ...]",
 	"    Reset latency data of one or more <event> classes.",
 	"    (default: reset all data for all event classes)",
+	"HISTOGRAM [COMMAND ...]",
+	"    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+	"    If no commands are specified then all histograms are replied.",
 	"HELP",
 	"    Prints this help.",
 };
@@ -286,6 +291,8 @@ int cmd_latency(struct cmd_ctx *c)
 		reset(c, l);
 	else if (IS("doctor"))
 		doctor(c, l);
+	else if (IS("histogram"))
+		cmdstat_reply_histogram(c->node, c->out, c->argc - 2, c->argv + 2);
 	else {
 		int k = (int)(sizeof(latency_help) / sizeof(latency_help[0]));
 		resp_array(c->out, k);

@@ -63,3 +63,21 @@ def test_slow_command_is_an_event(c):
     assert b"1. command: 1 latency spikes" in doc
     assert c.call_raw("LATENCY", "RESET", "command", "foo") == b":1\r\n"
     assert c.call_raw("LATENCY", "LATEST") == b"*0\r\n"
+
+
+def test_histogram(c, key):
+    assert c.call("CONFIG", "RESETSTAT") == "OK"
+    for _ in range(5):
+        c.call("SET", key, "1")
+    c.call("CONFIG", "GET", "port")
+    got = c.call("LATENCY", "HISTOGRAM", "set", "nosuch")
+    assert got[0] == b"set" and len(got) == 2
+    entry = dict(zip(got[1][::2], got[1][1::2]))
+    assert entry[b"calls"] == 5
+    hist = entry[b"histogram_usec"]
+    bounds, counts = hist[::2], hist[1::2]
+    assert bounds == sorted(bounds) and counts == sorted(counts) and counts[-1] == 5
+    # A container's name gives its subcommands.
+    got = c.call("LATENCY", "HISTOGRAM", "config")
+    assert b"config|get" in got[::2]
+    assert c.call("LATENCY", "HISTOGRAM", "nosuch") == []
