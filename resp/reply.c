@@ -314,6 +314,11 @@ void resp_array(struct resp_w *w, long n)
 	w_line_ll(w, '*', n);
 }
 
+void resp_push(struct resp_w *w, long n)
+{
+	w_line_ll(w, w->proto == 3 ? '>' : '*', n);
+}
+
 void resp_map(struct resp_w *w, long n)
 {
 	if (w->proto == 3)

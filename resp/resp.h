@@ -84,6 +84,7 @@ void resp_bulk_ll(struct resp_w *w, long long v);            /* integer as a bul
 void resp_null(struct resp_w *w);                            /* $-1 or _ */
 void resp_null_array(struct resp_w *w);                      /* *-1 or _ */
 void resp_array(struct resp_w *w, long n);                   /* *n */
+void resp_push(struct resp_w *w, long n);                    /* >n, or *n in RESP2 (Pub/Sub) */
 void resp_map(struct resp_w *w, long n);                     /* %n, or *2n in RESP2 */
 void resp_set(struct resp_w *w, long n);                     /* ~n, or *n in RESP2 */
 void resp_double(struct resp_w *w, double d);                /* ,d or bulk in RESP2 */

@@ -15,6 +15,7 @@
 
 struct worker;
 struct coro;
+struct ps_client;
 
 enum {
 	CL_MULTI = 1u << 0,        /* between MULTI and EXEC/DISCARD */
@@ -22,6 +23,8 @@ enum {
 	CL_CLOSE_AFTER_REPLY = 1u << 2, /* QUIT, protocol error */
 	CL_CLOSE_ASAP = 1u << 3,   /* CLIENT KILL, write error */
 	CL_RUNNING = 1u << 4,      /* a coroutine is processing this client */
+	CL_PUBSUB = 1u << 5,       /* has a (P|S)SUBSCRIBE subscription (server/pubsub.h) */
+	CL_MONITOR = 1u << 6,      /* MONITOR: gets every command's line (server/monitor.c) */
 };
 
 /* A command queued between MULTI and EXEC: its own copy of the arguments. */
@@ -80,6 +83,13 @@ struct client {
 	time_t ctime;       /* connect time */
 	time_t last_active; /* last command time */
 	const char *last_cmd; /* name of the last command run */
+
+	struct ps_client *ps; /* subscriptions, NULL until the first (server/pubsub.c) */
+	long nsubs[3];        /* their number per enum ps_kind: CLIENT LIST reads it */
+	struct resp_w psq;    /* PUBLISHes of a running EXEC, sent at commit (ps_defer) */
+	int txn_retries;      /* of the last command's transaction: attempts - 1 (SLOWLOG) */
+	bool reply_off;       /* CLIENT REPLY OFF */
+	bool reply_skip;      /* CLIENT REPLY SKIP: no reply to the next command */
 
 	struct client *prev, *next; /* the worker's client list */
 	bool in_ready;      /* queued on the worker's ready list */

@@ -53,6 +53,7 @@
 #include "server/log.h"
 #include "server/membership.h"
 #include "server/node.h"
+#include "server/pubsub.h"
 #include "server/recovery.h"
 #include "server/save.h"
 #include "server/sigbus.h"
@@ -1372,6 +1373,7 @@ static int save_all(struct node *n, char *err, size_t errlen)
 static const struct node_cluster_ops cluster_ops = {
 	.flush_all = flush_all,
 	.save_all = save_all,
+	.publish = ps_cluster_publish,
 };
 
 /*

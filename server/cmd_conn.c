@@ -22,8 +22,10 @@
 #include <time.h>
 
 #include "server/client.h"
+#include "server/client_ctl.h"
 #include "server/command.h"
 #include "server/node.h"
+#include "server/pubsub.h"
 #include "server/strutil.h"
 #include "server/worker.h"
 
@@ -133,9 +135,17 @@ static void set_proto(struct cmd_ctx *c, int proto)
 
 int cmd_ping(struct cmd_ctx *c)
 {
-	if (c->argc > 2)
+	if (c->argc > 2) {
 		cmd_reply_wrong_args(c);
-	else if (c->argc == 2)
+	} else if ((c->cl->flags & CL_PUBSUB) && c->cl->proto == 2) {
+		/* Redis's: the pushed messages' array shape, RESP2 only. */
+		resp_array(c->out, 2);
+		resp_bulk(c->out, "pong", 4);
+		if (c->argc == 2)
+			resp_bulk(c->out, c->argv[1].p, c->argv[1].len);
+		else
+			resp_bulk(c->out, "", 0);
+	} else if (c->argc == 2)
 		resp_bulk(c->out, c->argv[1].p, c->argv[1].len);
 	else
 		resp_status(c->out, "PONG");
@@ -281,6 +291,7 @@ int cmd_reset(struct cmd_ctx *c)
 	static const struct resp_arg none = { .p = "", .len = 0 };
 	client_discard_multi(cl);
 	client_unwatch(cl);
+	ps_client_drop(cl);
 	(void)set_client_str(cl, &cl->name, &none); /* clearing cannot fail */
 	set_proto(c, 2);
 	cl->authed = !requirepass_set(c->node);
@@ -305,6 +316,10 @@ static void info_line(struct srv_sbuf *b, const struct client *cl, bool owner)
 	time_t now = time(NULL);
 	uint32_t fl = cl->flags; /* once: the line shows one state */
 	char flags[8], *f = flags;
+	if (fl & CL_PUBSUB)
+		*f++ = 'P';
+	if (fl & CL_MONITOR)
+		*f++ = 'O';
 	if (fl & CL_MULTI)
 		*f++ = 'x';
 	if (fl & CL_CLOSE_AFTER_REPLY)
@@ -321,12 +336,14 @@ static void info_line(struct srv_sbuf *b, const struct client *cl, bool owner)
 	size_t tot = sizeof(*cl) + cl->out.cap + qbuf + multi_mem;
 	srv_sbuf_printf(b,
 			"id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s "
-			"db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=0 argv-mem=0 "
+			"db=0 sub=%ld psub=%ld ssub=%ld multi=%d qbuf=%zu qbuf-free=0 argv-mem=0 "
 			"multi-mem=%zu rbs=%zu rbp=%zu obl=%zu oll=0 omem=0 tot-mem=%zu "
 			"events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 			(unsigned long long)cl->id, cl->addr, cl->laddr, cl->fd,
 			cl->name ? cl->name : "", (long long)(now - cl->ctime),
 			(long long)(now - cl->last_active), flags,
+			ps_client_count(cl, PS_CHANNEL), ps_client_count(cl, PS_PATTERN),
+			ps_client_count(cl, PS_SHARD),
 			(fl & CL_MULTI) ? cl->mq_len : -1, qbuf, multi_mem, cl->out.cap,
 			cl->out.cap, pending, tot, pending ? "rw" : "r",
 			cl->last_cmd ? cl->last_cmd : "NULL", cl->proto,
@@ -452,6 +469,28 @@ static const char *const client_help[] = {
 	"    Assign the name <name> to the current connection.",
 	"SETINFO <option> <value>",
 	"    Set client meta attributes (LIB-NAME or LIB-VER).",
+	"KILL <ip:port>",
+	"    Kill connection made from <ip:port>.",
+	"KILL <option> <value> [<option> <value> [...]]",
+	"    Kill connections. Options are:",
+	"    * ADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made from the specified address",
+	"    * LADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made to specified local address",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Kill connections by type.",
+	"    * USER <username>",
+	"      Kill connections authenticated by <username>.",
+	"    * SKIPME (YES|NO)",
+	"      Skip killing current connection (default: yes).",
+	"    * ID <client-id>",
+	"      Kill connections by client id.",
+	"PAUSE <timeout> [WRITE|ALL]",
+	"    Suspend all, or just write, clients for <timeout> milliseconds.",
+	"UNPAUSE",
+	"    Stop the current client pause, resuming traffic.",
+	"REPLY (ON|OFF|SKIP)",
+	"    Control the replies sent to the current connection.",
 	"NO-EVICT (ON|OFF)",
 	"    Protect current client connection from eviction (rckv never evicts clients).",
 	"HELP",
@@ -496,6 +535,17 @@ int cmd_client(struct cmd_ctx *c)
 		client_info(c);
 	} else if (strcmp(s, "setinfo") == 0) {
 		client_setinfo(c);
+	} else if (strcmp(s, "kill") == 0) {
+		client_kill(c);
+	} else if (strcmp(s, "pause") == 0) {
+		client_pause(c);
+	} else if (strcmp(s, "unpause") == 0) {
+		client_unpause(c);
+	} else if (strcmp(s, "reply") == 0) {
+		client_reply(c);
+	} else if (strcmp(s, "tracking") == 0) {
+		resp_error(c->out, "ERR CLIENT TRACKING is not supported by rckv: it has no "
+				   "client-side caching invalidation yet");
 	} else if (strcmp(s, "no-evict") == 0) {
 		if (arg_is(&c->argv[2], "on") || arg_is(&c->argv[2], "off"))
 			resp_status(c->out, "OK");

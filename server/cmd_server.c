@@ -43,6 +43,9 @@
 #include "server/srv.h"
 #include "server/strutil.h"
 #include "server/script.h"
+#include "server/cmdstat.h"
+#include "server/latency.h"
+#include "server/pubsub.h"
 #include "server/worker.h"
 
 static bool arg_is(const struct resp_arg *a, const char *s)
@@ -211,15 +214,17 @@ static void reply_command_info(struct resp_w *out, const struct cmd_def *d)
  * optional (redis-cli then gives no argument hints). */
 static void reply_command_docs(struct resp_w *out, const struct cmd_def *d)
 {
-	resp_map(out, d->subcommands ? 5 : 4);
+	resp_map(out, 3 + (d->complexity != NULL) + (d->subcommands != NULL));
 	resp_bulk_cstr(out, "summary");
 	resp_bulk_cstr(out, d->summary);
 	resp_bulk_cstr(out, "since");
 	resp_bulk_cstr(out, d->since);
 	resp_bulk_cstr(out, "group");
 	resp_bulk_cstr(out, d->group);
-	resp_bulk_cstr(out, "complexity");
-	resp_bulk_cstr(out, d->complexity);
+	if (d->complexity) { /* Redis's MONITOR has none */
+		resp_bulk_cstr(out, "complexity");
+		resp_bulk_cstr(out, d->complexity);
+	}
 	if (d->subcommands) {
 		int n = 0;
 		for (const struct cmd_def *s = d->subcommands; s->name; s++)
@@ -599,7 +604,10 @@ static void config_set(struct cmd_ctx *c)
 		const char *to = cc_pair == lock_pair ? n->cfg.cc : values[cc_pair];
 		bool shared = strcmp(lock_pair >= 0 ? scratch.cc_lock_mode : n->cfg.cc_lock_mode,
 				     "shared") == 0;
-		if (cc_switch(&n->cc, c->w->ccw, to, shared, err, sizeof(err)) != 0) {
+		uint64_t t0 = sched_now_ns();
+		int src = cc_switch(&n->cc, c->w->ccw, to, shared, err, sizeof(err));
+		latency_add(n, "cc-switch", (sched_now_ns() - t0) / 1000000); /* LATENCY */
+		if (src != 0) {
 			resp_errorf(c->out, "ERR CONFIG SET failed (possibly related to argument '%s') - %s",
 				    names[cc_pair], err[0] ? err : "protocol switch failed");
 			goto out;
@@ -666,6 +674,27 @@ static void reset_stats(struct node *n)
 		zero_words(&n->workers[i]->stats, sizeof(struct srv_stats));
 		zero_words(cc_worker_stats(n->workers[i]->ccw), sizeof(struct cc_stats));
 	}
+	cmdstat_reset(n);
+}
+
+static void config_rewrite(struct cmd_ctx *c)
+{
+	struct node *n = c->node;
+	if (!n->config_file) {
+		resp_error(c->out, "ERR The server is running without a config file");
+		return;
+	}
+	char err[256];
+	pthread_mutex_lock(&n->cfg_lock);
+	int rc = cfg_rewrite(&n->cfg, n->config_file, err, sizeof(err));
+	pthread_mutex_unlock(&n->cfg_lock);
+	if (rc != 0) {
+		srv_log(n, LOG_WARNING, "CONFIG REWRITE failed: %s", err);
+		resp_errorf(c->out, "ERR Rewriting config file: %s", err);
+		return;
+	}
+	srv_log(n, LOG_NOTICE, "CONFIG REWRITE executed with success.");
+	resp_status(c->out, "OK");
 }
 
 static const char *const config_help[] = {
@@ -676,6 +705,8 @@ static const char *const config_help[] = {
 	"    Set the configuration <directive> to <value>.",
 	"RESETSTAT",
 	"    Reset statistics reported by the INFO command.",
+	"REWRITE",
+	"    Rewrite the configuration file.",
 	"HELP",
 	"    Prints this help.",
 };
@@ -692,6 +723,8 @@ int cmd_config(struct cmd_ctx *c)
 	} else if (strcmp(sub, "resetstat") == 0) {
 		reset_stats(c->node);
 		resp_status(c->out, "OK");
+	} else if (strcmp(sub, "rewrite") == 0) {
+		config_rewrite(c);
 	} else {
 		reply_help(c, config_help, (int)(sizeof(config_help) / sizeof(config_help[0])));
 	}
@@ -1026,8 +1059,11 @@ static void info_stats(struct info_ctx *x)
 			"evicted_keys:0\r\n"
 			"keyspace_hits:%llu\r\n"
 			"keyspace_misses:%llu\r\n"
-			"pubsub_channels:0\r\n"
-			"pubsub_patterns:0\r\n"
+			"pubsub_channels:%lld\r\n"
+			"pubsub_patterns:%lld\r\n"
+			"pubsubshard_channels:%lld\r\n"
+			"pubsub_messages_delivered:%llu\r\n"
+			"pubsub_clients_cut_off:%llu\r\n"
 			"total_error_replies:%llu\r\n"
 			"txn_committed:%llu\r\n"
 			"txn_aborts:%llu\r\n"
@@ -1044,6 +1080,9 @@ static void info_stats(struct info_ctx *x)
 			(unsigned long long)expire_cycle_expired(x->w->node),
 			(unsigned long long)s->keyspace_hits,
 			(unsigned long long)s->keyspace_misses,
+			ps_node_count(x->w->node, PS_CHANNEL), ps_node_count(x->w->node, PS_PATTERN),
+			ps_node_count(x->w->node, PS_SHARD), (unsigned long long)s->pubsub_delivered,
+			(unsigned long long)s->pubsub_cutoffs,
 			(unsigned long long)(s->error_replies + s->proto_errors),
 			(unsigned long long)cs->txn_committed, (unsigned long long)cs->txn_aborts,
 			(unsigned long long)cs->txn_retries, (unsigned long long)cs->txn_timeouts,
@@ -1336,6 +1375,18 @@ static void info_cluster(struct info_ctx *x)
 	cc_placement_end(x->w->ccw);
 }
 
+static void info_commandstats(struct info_ctx *x)
+{
+	srv_sbuf_printf(x->b, "# Commandstats\r\n");
+	cmdstat_info_commands(x->n, x->b);
+}
+
+static void info_latencystats(struct info_ctx *x)
+{
+	srv_sbuf_printf(x->b, "# Latencystats\r\n");
+	cmdstat_info_latency(x->n, x->b);
+}
+
 static void info_keyspace(struct info_ctx *x)
 {
 	srv_sbuf_printf(x->b, "# Keyspace\r\n");
@@ -1350,18 +1401,21 @@ static void info_keyspace(struct info_ctx *x)
 static const struct {
 	const char *name;
 	void (*fn)(struct info_ctx *x);
+	bool not_default; /* only by name, "all" or "everything", as in Redis */
 } info_sections[] = {
-	{ "server", info_server },
-	{ "clients", info_clients },
-	{ "memory", info_memory },
-	{ "persistence", info_persistence },
-	{ "stats", info_stats },
-	{ "replication", info_replication },
-	{ "cpu", info_cpu },
-	{ "cc", info_cc },
-	{ "fabric", info_fabric },
-	{ "cluster", info_cluster },
-	{ "keyspace", info_keyspace },
+	{ "server", info_server, false },
+	{ "clients", info_clients, false },
+	{ "memory", info_memory, false },
+	{ "persistence", info_persistence, false },
+	{ "stats", info_stats, false },
+	{ "replication", info_replication, false },
+	{ "cpu", info_cpu, false },
+	{ "commandstats", info_commandstats, true },
+	{ "latencystats", info_latencystats, true },
+	{ "cc", info_cc, false },
+	{ "fabric", info_fabric, false },
+	{ "cluster", info_cluster, false },
+	{ "keyspace", info_keyspace, false },
 };
 
 #define NSECTIONS ((int)(sizeof(info_sections) / sizeof(info_sections[0])))
@@ -1369,12 +1423,14 @@ static const struct {
 int cmd_info(struct cmd_ctx *c)
 {
 	bool want[NSECTIONS];
-	bool everything = c->argc == 1;
+	bool everything = false, dflt = c->argc == 1;
 	memset(want, 0, sizeof(want));
 	for (int i = 1; i < c->argc; i++) {
 		const struct resp_arg *a = &c->argv[i];
-		if (arg_is(a, "all") || arg_is(a, "everything") || arg_is(a, "default"))
+		if (arg_is(a, "all") || arg_is(a, "everything"))
 			everything = true;
+		if (arg_is(a, "default"))
+			dflt = true;
 		for (int k = 0; k < NSECTIONS; k++)
 			if (arg_is(a, info_sections[k].name))
 				want[k] = true;
@@ -1385,7 +1441,7 @@ int cmd_info(struct cmd_ctx *c)
 	sum_stats(c->node, &x.st, &x.cst);
 	int emitted = 0;
 	for (int k = 0; k < NSECTIONS; k++) {
-		if (!everything && !want[k])
+		if (!everything && !want[k] && !(dflt && !info_sections[k].not_default))
 			continue;
 		if (emitted++)
 			srv_sbuf_printf(&b, "\r\n"); /* a blank line between sections */
@@ -1400,6 +1456,40 @@ int cmd_info(struct cmd_ctx *c)
 }
 
 /* ======================= TIME SHUTDOWN ======================= */
+
+/* ROLE: every rckv node is a primary to its clients (replicas are the
+ * MemStore's, not Redis's replication): Redis's reply of a master with no
+ * replicas. */
+int cmd_role(struct cmd_ctx *c)
+{
+	resp_array(c->out, 3);
+	resp_bulk_cstr(c->out, "master");
+	resp_int(c->out, 0);
+	resp_array(c->out, 0);
+	return 0;
+}
+
+/* WAIT: a commit installs on every replica of its keys before it replies
+ * (FORD's coalescent commit, DESIGN.md section 7), so every acknowledged
+ * write is already on replicas - 1 other nodes: answered at once. */
+int cmd_wait(struct cmd_ctx *c)
+{
+	long long want, ms;
+	if (srv_str2ll(c->argv[1].p, c->argv[1].len, &want) != 0) {
+		cmd_reply_not_int(c);
+		return 0;
+	}
+	if (srv_str2ll(c->argv[2].p, c->argv[2].len, &ms) != 0) {
+		resp_error(c->out, "ERR timeout is not an integer or out of range");
+		return 0;
+	}
+	if (ms < 0) {
+		resp_error(c->out, "ERR timeout is negative");
+		return 0;
+	}
+	resp_int(c->out, c->node->cfg.replicas - 1);
+	return 0;
+}
 
 int cmd_time(struct cmd_ctx *c)
 {

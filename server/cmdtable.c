@@ -71,6 +71,28 @@ static const struct cmd_def client_subs[] = {
 	  .group = "connection", .since = "7.2.0",
 	  .summary = "Sets information specific to the client or connection.",
 	  .complexity = "O(1)", .acl_categories = "@slow @connection" },
+	{ .name = "client|kill", .fn = cmd_client, .arity = -3, .flags = F_SUBADMIN,
+	  .group = "connection", .since = "2.4.0", .summary = "Kill the connection of a client",
+	  .complexity = "O(N) where N is the number of client connections",
+	  .acl_categories = "@admin @slow @dangerous @connection" },
+	{ .name = "client|pause", .fn = cmd_client, .arity = -3, .flags = F_SUBADMIN,
+	  .group = "connection", .since = "2.9.50",
+	  .summary = "Stop processing commands from clients for some time", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous @connection" },
+	{ .name = "client|unpause", .fn = cmd_client, .arity = 2, .flags = F_SUBADMIN,
+	  .group = "connection", .since = "6.2.0",
+	  .summary = "Resume processing of clients that were paused",
+	  .complexity = "O(N) Where N is the number of paused clients",
+	  .acl_categories = "@admin @slow @dangerous @connection" },
+	{ .name = "client|reply", .fn = cmd_client, .arity = 3, .flags = F_CONN,
+	  .group = "connection", .since = "3.2.0",
+	  .summary = "Instruct the server whether to reply to commands", .complexity = "O(1)",
+	  .acl_categories = "@slow @connection" },
+	{ .name = "client|tracking", .fn = cmd_client, .arity = -3, .flags = F_CONN,
+	  .group = "connection", .since = "6.0.0",
+	  .summary = "Enable or disable server assisted client side caching support",
+	  .complexity = "O(1). Some options may introduce additional complexity.",
+	  .acl_categories = "@slow @connection" },
 	{ .name = "client|no-evict", .fn = cmd_client, .arity = 3, .flags = F_SUBADMIN,
 	  .group = "connection", .since = "7.0.0",
 	  .summary = "Set client eviction mode for the current connection",
@@ -130,6 +152,11 @@ static const struct cmd_def config_subs[] = {
 	  .complexity = "O(N) when N is the number of configuration parameters provided",
 	  .acl_categories = "@admin @slow @dangerous",
 	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
+	{ .name = "config|rewrite", .fn = cmd_config, .arity = 2, .flags = F_SUBADMIN,
+	  .group = "server", .since = "2.8.0",
+	  .summary = "Overwrite the configuration file with the in-memory configuration",
+	  .complexity = "O(1)", .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
 	{ .name = "config|resetstat", .fn = cmd_config, .arity = 2, .flags = F_SUBADMIN,
 	  .group = "server", .since = "2.0.0", .summary = "Reset the stats returned by INFO",
 	  .complexity = "O(1)", .acl_categories = "@admin @slow @dangerous" },
@@ -157,7 +184,7 @@ static const struct cmd_def function_subs[] = {
 /* EVAL and its kind: transactional commands (no CMD_NOTXN), whose keys
  * script_getkeys finds. */
 #define F_EVAL (CMD_NOSCRIPT | CMD_STALE | CMD_SKIP_MONITOR | CMD_NO_MANDATORY_KEYS | \
-		CMD_MOVABLEKEYS)
+		CMD_MOVABLEKEYS | CMD_TXNBLOCK)
 
 static const struct cmd_def script_subs[] = {
 	{ .name = "script|load", .fn = cmd_script, .arity = 3,
@@ -266,6 +293,128 @@ static const struct cmd_def object_subs[] = {
 	  .summary = "Get the time since a Redis object was last accessed", .complexity = "O(1)",
 	  .acl_categories = "@keyspace @read @slow", .key_flags = "RO",
 	  .tips = "nondeterministic_output" },
+	{ .name = NULL },
+};
+
+#define F_PSUB (CMD_PUBSUB | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN | CMD_SUBCTX)
+#define F_PSINFO (CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+static const struct cmd_def pubsub_subs[] = {
+	{ .name = "pubsub|channels", .fn = cmd_pubsub, .arity = -2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "2.8.0", .summary = "List active channels",
+	  .complexity = "O(N) where N is the number of active channels, and assuming constant "
+			"time pattern matching (relatively short channels and patterns)",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|numsub", .fn = cmd_pubsub, .arity = -2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "2.8.0", .summary = "Get the count of subscribers for channels",
+	  .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested "
+			"channels",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|numpat", .fn = cmd_pubsub, .arity = 2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "2.8.0", .summary = "Get the count of unique patterns pattern "
+							  "subscriptions",
+	  .complexity = "O(1)", .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|shardchannels", .fn = cmd_pubsub, .arity = -2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "7.0.0", .summary = "List active shard channels",
+	  .complexity = "O(N) where N is the number of active shard channels, and assuming "
+			"constant time pattern matching (relatively short shard channels).",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|shardnumsub", .fn = cmd_pubsub, .arity = -2, .flags = F_PSINFO,
+	  .group = "pubsub", .since = "7.0.0",
+	  .summary = "Get the count of subscribers for shard channels",
+	  .complexity = "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
+			"shard channels",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "pubsub|help", .fn = cmd_pubsub, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "pubsub", .since = "6.2.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
+#define F_LATENCY (CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+static const struct cmd_def latency_subs[] = {
+	{ .name = "latency|latest", .fn = cmd_latency, .arity = 2, .flags = F_LATENCY,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Return the latest latency samples for all events.", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
+	{ .name = "latency|history", .fn = cmd_latency, .arity = 3, .flags = F_LATENCY,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Return timestamp-latency samples for the event.", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
+	{ .name = "latency|reset", .fn = cmd_latency, .arity = -2, .flags = F_LATENCY,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Reset latency data for one or more events.", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
+	{ .name = "latency|doctor", .fn = cmd_latency, .arity = 2, .flags = F_LATENCY,
+	  .group = "server", .since = "2.8.13",
+	  .summary = "Return a human readable latency analysis report.", .complexity = "O(1)",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
+	{ .name = "latency|histogram", .fn = cmd_latency, .arity = -2, .flags = F_LATENCY,
+	  .group = "server", .since = "7.0.0",
+	  .summary = "Return the cumulative distribution of latencies of a subset of commands or "
+		     "all.",
+	  .complexity = "O(N) where N is the number of commands with latency information being "
+			"retrieved.",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "nondeterministic_output request_policy:all_nodes response_policy:special" },
+	{ .name = "latency|help", .fn = cmd_latency, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "2.8.13",
+	  .summary = "Show helpful text about the different subcommands.", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
+#define F_SLOWLOG (CMD_ADMIN | CMD_LOADING | CMD_STALE | CMD_NOTXN)
+static const struct cmd_def slowlog_subs[] = {
+	{ .name = "slowlog|get", .fn = cmd_slowlog, .arity = -2, .flags = F_SLOWLOG,
+	  .group = "server", .since = "2.2.12", .summary = "Get the slow log's entries",
+	  .complexity = "O(N) where N is the number of entries returned",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes nondeterministic_output" },
+	{ .name = "slowlog|len", .fn = cmd_slowlog, .arity = 2, .flags = F_SLOWLOG,
+	  .group = "server", .since = "2.2.12", .summary = "Get the slow log's length",
+	  .complexity = "O(1)", .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes response_policy:agg_sum nondeterministic_output" },
+	{ .name = "slowlog|reset", .fn = cmd_slowlog, .arity = 2, .flags = F_SLOWLOG,
+	  .group = "server", .since = "2.2.12", .summary = "Clear all entries from the slow log",
+	  .complexity = "O(N) where N is the number of entries in the slowlog",
+	  .acl_categories = "@admin @slow @dangerous",
+	  .tips = "request_policy:all_nodes response_policy:all_succeeded" },
+	{ .name = "slowlog|help", .fn = cmd_slowlog, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "6.2.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
+	{ .name = NULL },
+};
+
+#define F_MEMSUB CMD_NOTXN
+static const struct cmd_def memory_subs[] = {
+	{ .name = "memory|usage", .fn = cmd_memory, .arity = -3, .flags = F_OBJKEY, KEY2,
+	  .group = "server", .since = "4.0.0", .summary = "Estimate the memory usage of a key",
+	  .complexity = "O(N) where N is the number of samples.",
+	  .acl_categories = "@read @slow", .key_flags = "RO" },
+	{ .name = "memory|doctor", .fn = cmd_memory, .arity = 2, .flags = F_MEMSUB,
+	  .group = "server", .since = "4.0.0", .summary = "Outputs memory problems report",
+	  .complexity = "O(1)", .acl_categories = "@slow",
+	  .tips = "nondeterministic_output request_policy:all_shards response_policy:special" },
+	{ .name = "memory|malloc-stats", .fn = cmd_memory, .arity = 2, .flags = F_MEMSUB,
+	  .group = "server", .since = "4.0.0", .summary = "Show allocator internal stats",
+	  .complexity = "Depends on how much memory is allocated, could be slow",
+	  .acl_categories = "@slow",
+	  .tips = "nondeterministic_output request_policy:all_shards response_policy:special" },
+	{ .name = "memory|purge", .fn = cmd_memory, .arity = 2, .flags = F_MEMSUB,
+	  .group = "server", .since = "4.0.0", .summary = "Ask the allocator to release memory",
+	  .complexity = "Depends on how much memory is allocated, could be slow",
+	  .acl_categories = "@slow",
+	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
+	{ .name = "memory|help", .fn = cmd_memory, .arity = 2,
+	  .flags = CMD_LOADING | CMD_STALE | CMD_NOTXN, .group = "server", .since = "4.0.0",
+	  .summary = "Show helpful text about the different subcommands", .complexity = "O(1)",
+	  .acl_categories = "@slow" },
 	{ .name = NULL },
 };
 
@@ -801,6 +950,10 @@ static const struct cmd_def table[] = {
 			"for sorted set values the complexity is O(N*M*log(N)) because inserting "
 			"values into sorted sets is O(log(N)).",
 	  .acl_categories = "@keyspace @write @slow @dangerous", .key_flags = "OW update" },
+	{ .name = "memory", .fn = cmd_memory, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "server", .since = "4.0.0", .summary = "A container for memory diagnostics commands",
+	  .complexity = "Depends on subcommand.", .subcommands = memory_subs,
+	  .acl_categories = "@slow" },
 	{ .name = "object", .fn = cmd_object, .arity = -2, .flags = CMD_NOTXN,
 	  .group = "generic", .since = "2.2.3",
 	  .summary = "A container for object introspection commands",
@@ -826,7 +979,7 @@ static const struct cmd_def table[] = {
 
 	/* ---- connection ---- */
 	{ .name = "ping", .fn = cmd_ping, .arity = -1,
-	  .flags = CMD_FAST | CMD_NOTXN | CMD_SCRIPT_NOTXN,
+	  .flags = CMD_FAST | CMD_NOTXN | CMD_SCRIPT_NOTXN | CMD_SUBCTX,
 	  .group = "connection", .since = "1.0.0", .summary = "Ping the server",
 	  .complexity = "O(1)", .acl_categories = "@fast @connection",
 	  .tips = "request_policy:all_shards response_policy:all_succeeded" },
@@ -842,10 +995,12 @@ static const struct cmd_def table[] = {
 	  .group = "connection", .since = "1.0.0", .summary = "Authenticate to the server",
 	  .complexity = "O(N) where N is the number of passwords defined for the user",
 	  .acl_categories = "@fast @connection" },
-	{ .name = "quit", .fn = cmd_quit, .arity = -1, .flags = F_PRELOGIN | CMD_MULTICTL,
+	{ .name = "quit", .fn = cmd_quit, .arity = -1,
+	  .flags = F_PRELOGIN | CMD_MULTICTL | CMD_SUBCTX,
 	  .group = "connection", .since = "1.0.0", .summary = "Close the connection",
 	  .complexity = "O(1)", .acl_categories = "@fast @connection" },
-	{ .name = "reset", .fn = cmd_reset, .arity = 1, .flags = F_PRELOGIN | CMD_MULTICTL,
+	{ .name = "reset", .fn = cmd_reset, .arity = 1,
+	  .flags = F_PRELOGIN | CMD_MULTICTL | CMD_SUBCTX,
 	  .group = "connection", .since = "6.2.0", .summary = "Reset the connection",
 	  .complexity = "O(1)", .acl_categories = "@fast @connection" },
 	{ .name = "select", .fn = cmd_select, .arity = 2,
@@ -887,6 +1042,30 @@ static const struct cmd_def table[] = {
 	  .complexity = "O(N) when saving, where N is the total number of keys in all "
 			"databases when saving data, otherwise O(1)",
 	  .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "role", .fn = cmd_role, .arity = 1,
+	  .flags = CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_NOTXN,
+	  .group = "server", .since = "2.8.12",
+	  .summary = "Return the role of the instance in the context of replication",
+	  .complexity = "O(1)", .acl_categories = "@admin @fast @dangerous" },
+	{ .name = "wait", .fn = cmd_wait, .arity = 3, .flags = CMD_NOSCRIPT | CMD_NOTXN,
+	  .group = "generic", .since = "3.0.0",
+	  .summary = "Wait for the synchronous replication of all the write commands sent in the "
+		     "context of the current connection",
+	  .complexity = "O(1)", .acl_categories = "@slow @connection",
+	  .tips = "request_policy:all_shards response_policy:agg_min" },
+	{ .name = "latency", .fn = cmd_latency, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "server", .since = "2.8.13", .summary = "A container for latency diagnostics commands",
+	  .complexity = "Depends on subcommand.", .subcommands = latency_subs,
+	  .acl_categories = "@slow" },
+	{ .name = "monitor", .fn = cmd_monitor, .arity = 1,
+	  .flags = CMD_ADMIN | CMD_NOSCRIPT | CMD_LOADING | CMD_STALE | CMD_NOTXN,
+	  .group = "server", .since = "1.0.0",
+	  .summary = "Listen for all requests received by the server in real time",
+	  .complexity = NULL, .acl_categories = "@admin @slow @dangerous" },
+	{ .name = "slowlog", .fn = cmd_slowlog, .arity = -2, .flags = CMD_NOTXN,
+	  .group = "server", .since = "2.2.12",
+	  .summary = "A container for slow log commands", .complexity = "Depends on subcommand.",
+	  .subcommands = slowlog_subs, .acl_categories = "@slow" },
 	{ .name = "debug", .fn = cmd_debug, .arity = -2, .flags = F_SUBADMIN, .group = "server",
 	  .since = "1.0.0", .summary = "A container for debugging commands",
 	  .complexity = "Depends on subcommand.", .acl_categories = "@admin @slow @dangerous" },
@@ -927,6 +1106,65 @@ static const struct cmd_def table[] = {
 	  .complexity = "Depends on subcommand.", .subcommands = function_subs,
 	  .acl_categories = "@slow" },
 
+	/* ---- pubsub ----
+	 * PUBLISH and SPUBLISH are CMD_SCRIPT_NOTXN: given a transaction (a
+	 * script's, an EXEC's), they queue the message until it commits
+	 * (ps_defer), so a retried attempt sends nothing twice. */
+	{ .name = "subscribe", .fn = cmd_subscribe, .arity = -2, .flags = F_PSUB,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Listen for messages published to the "
+							  "given channels",
+	  .complexity = "O(N) where N is the number of channels to subscribe to.",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "unsubscribe", .fn = cmd_unsubscribe, .arity = -1, .flags = F_PSUB,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Stop listening for messages posted to "
+							  "the given channels",
+	  .complexity = "O(N) where N is the number of clients already subscribed to a channel.",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "psubscribe", .fn = cmd_psubscribe, .arity = -2, .flags = F_PSUB,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Listen for messages published to "
+							  "channels matching the given patterns",
+	  .complexity = "O(N) where N is the number of patterns the client is already subscribed "
+			"to.",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "punsubscribe", .fn = cmd_punsubscribe, .arity = -1, .flags = F_PSUB,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Stop listening for messages posted to "
+							  "channels matching the given patterns",
+	  .complexity = "O(N+M) where N is the number of patterns the client is already "
+			"subscribed and M is the number of total patterns subscribed in the "
+			"system (by any client).",
+	  .acl_categories = "@pubsub @slow" },
+	{ .name = "ssubscribe", .fn = cmd_ssubscribe, .arity = -2, .flags = F_PSUB,
+	  .first_key = 1, .last_key = -1, .key_step = 1, .group = "pubsub", .since = "7.0.0",
+	  .summary = "Listen for messages published to the given shard channels",
+	  .complexity = "O(N) where N is the number of shard channels to subscribe to.",
+	  .acl_categories = "@pubsub @slow", .key_flags = "RO" },
+	{ .name = "sunsubscribe", .fn = cmd_sunsubscribe, .arity = -1, .flags = F_PSUB,
+	  .first_key = 1, .last_key = -1, .key_step = 1, .group = "pubsub", .since = "7.0.0",
+	  .summary = "Stop listening for messages posted to the given shard channels",
+	  .complexity = "O(N) where N is the number of clients already subscribed to a shard "
+			"channel.",
+	  .acl_categories = "@pubsub @slow", .key_flags = "RO" },
+	{ .name = "publish", .fn = cmd_publish, .arity = 3,
+	  .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_MAY_REPLICATE |
+		   CMD_NOTXN | CMD_SCRIPT_NOTXN,
+	  .group = "pubsub", .since = "2.0.0", .summary = "Post a message to a channel",
+	  .complexity = "O(N+M) where N is the number of clients subscribed to the receiving "
+			"channel and M is the total number of subscribed patterns (by any "
+			"client).",
+	  .acl_categories = "@pubsub @fast" },
+	{ .name = "spublish", .fn = cmd_spublish, .arity = 3,
+	  .flags = CMD_PUBSUB | CMD_LOADING | CMD_STALE | CMD_FAST | CMD_MAY_REPLICATE |
+		   CMD_NOTXN | CMD_SCRIPT_NOTXN,
+	  .first_key = 1, .last_key = 1, .key_step = 1, .group = "pubsub", .since = "7.0.0",
+	  .summary = "Post a message to a shard channel",
+	  .complexity = "O(N) where N is the number of clients subscribed to the receiving shard "
+			"channel.",
+	  .acl_categories = "@pubsub @fast", .key_flags = "RO" },
+	{ .name = "pubsub", .fn = cmd_pubsub, .arity = -2, .flags = CMD_NOTXN, .group = "pubsub",
+	  .since = "2.8.0", .summary = "A container for Pub/Sub commands",
+	  .complexity = "Depends on subcommand.", .subcommands = pubsub_subs,
+	  .acl_categories = "@slow" },
+
 	/* ---- transactions ----
 	 * UNWATCH has no CMD_MULTICTL: Redis 7.0 queues it inside MULTI. */
 	{ .name = "multi", .fn = cmd_multi, .arity = 1,
@@ -934,7 +1172,8 @@ static const struct cmd_def table[] = {
 	  .since = "1.2.0", .summary = "Mark the start of a transaction block",
 	  .complexity = "O(1)", .acl_categories = "@fast @transaction" },
 	{ .name = "exec", .fn = cmd_exec, .arity = 1,
-	  .flags = F_TXCTL | CMD_SKIP_SLOWLOG | CMD_MULTICTL, .group = "transactions",
+	  .flags = F_TXCTL | CMD_SKIP_SLOWLOG | CMD_MULTICTL | CMD_TXNBLOCK,
+	  .group = "transactions",
 	  .since = "1.2.0", .summary = "Execute all commands issued after MULTI",
 	  .complexity = "Depends on commands in the transaction",
 	  .acl_categories = "@slow @transaction" },
@@ -981,8 +1220,44 @@ static uint32_t name_hash(const char *s, size_t len)
 	return h;
 }
 
+/*
+ * Command ids (cmd_id): the rows of `table` are 0..NCOMMANDS-1, then each
+ * container's subcommand rows follow, container by container. sub_ranges
+ * maps a subcommand array to its first id. Written once by build_index.
+ */
+#define MAX_CONTAINERS 32
+static struct {
+	const struct cmd_def *first;
+	int n, base;
+} sub_ranges[MAX_CONTAINERS];
+static int nsub_ranges, nids;
+static const struct cmd_def *by_id[1024];
+
 __attribute__((constructor)) static void build_index(void)
 {
+	nids = NCOMMANDS;
+	for (int i = 0; i < NCOMMANDS; i++) {
+		by_id[i] = &table[i];
+		const struct cmd_def *s = table[i].subcommands;
+		if (!s)
+			continue;
+		if (nsub_ranges == MAX_CONTAINERS) {
+			fprintf(stderr, "rckv: more than %d container commands\n", MAX_CONTAINERS);
+			abort();
+		}
+		int k = 0;
+		while (s[k].name) {
+			if (nids == (int)(sizeof(by_id) / sizeof(by_id[0]))) {
+				fprintf(stderr, "rckv: too many command rows\n");
+				abort();
+			}
+			by_id[nids++] = &s[k++];
+		}
+		sub_ranges[nsub_ranges].first = s;
+		sub_ranges[nsub_ranges].n = k;
+		sub_ranges[nsub_ranges].base = nids - k;
+		nsub_ranges++;
+	}
 	for (int i = 0; i < NCOMMANDS; i++) {
 		size_t len = strlen(table[i].name);
 		/* Always on: a name too long for lookup or a duplicate row would
@@ -1001,6 +1276,26 @@ __attribute__((constructor)) static void build_index(void)
 		}
 		idx_slot[s] = (uint8_t)(i + 1);
 	}
+}
+
+int cmd_id(const struct cmd_def *d)
+{
+	if (d >= table && d < table + NCOMMANDS)
+		return (int)(d - table);
+	for (int i = 0; i < nsub_ranges; i++)
+		if (d >= sub_ranges[i].first && d < sub_ranges[i].first + sub_ranges[i].n)
+			return sub_ranges[i].base + (int)(d - sub_ranges[i].first);
+	return -1;
+}
+
+int cmd_id_count(void)
+{
+	return nids;
+}
+
+const struct cmd_def *cmd_by_id(int id)
+{
+	return id >= 0 && id < nids ? by_id[id] : NULL;
 }
 
 const struct cmd_def *cmd_lookup(const char *name, size_t len)
@@ -1045,10 +1340,12 @@ int cmd_flag_names(uint32_t flags, const char **names, int max)
 	} order[] = {
 		{ CMD_WRITE, "write" },          { CMD_READONLY, "readonly" },
 		{ CMD_DENYOOM, "denyoom" },      { CMD_ADMIN, "admin" },
+		{ CMD_PUBSUB, "pubsub" },
 		{ CMD_NOSCRIPT, "noscript" },    { CMD_LOADING, "loading" },
 		{ CMD_STALE, "stale" },          { CMD_SKIP_MONITOR, "skip_monitor" },
 		{ CMD_SKIP_SLOWLOG, "skip_slowlog" }, { CMD_FAST, "fast" },
-		{ CMD_NOAUTH, "no_auth" },       { CMD_NO_MANDATORY_KEYS, "no_mandatory_keys" },
+		{ CMD_NOAUTH, "no_auth" },       { CMD_MAY_REPLICATE, "may_replicate" },
+		{ CMD_NO_MANDATORY_KEYS, "no_mandatory_keys" },
 		{ CMD_NOMULTI, "no_multi" },     { CMD_MOVABLEKEYS, "movablekeys" },
 		{ CMD_ALLOW_BUSY, "allow_busy" },
 	};

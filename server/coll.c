@@ -495,6 +495,18 @@ int coll_put(struct coll *c, const char *f, size_t fl, const char *v, size_t vl,
 {
 	struct coll_elem e;
 	int rc;
+	if (!c->vals) {
+		/* A set's member already there: nothing to write (and no event). */
+		const char *pv;
+		size_t pvl;
+		bool present;
+		if ((rc = coll_get(c, f, fl, &pv, &pvl, &present)))
+			return rc;
+		if (present) {
+			*added = false;
+			return CC_OK;
+		}
+	}
 	if (c->enc == COLL_ENC_INLINE) {
 		bool had = ebuf_find(&c->in, c->vals, f, fl, &e);
 		if (ebuf_put(&c->in, c->vals, had ? &e : NULL, f, fl, v, vl))
@@ -728,6 +740,34 @@ int coll_random(struct coll *c, uint64_t rnd, struct coll_elem *e)
 	for (uint32_t i = 0; i <= k; i++)
 		if (!coll_ebuf_next(b, c->vals, &off, e))
 			return COLL_ECORRUPT;
+	return CC_OK;
+}
+
+int coll_usage(struct coll *c, uint64_t samples, uint64_t *bytes)
+{
+	uint64_t nb = nbuckets(c), sum = 0;
+	*bytes = 0;
+	if (c->enc != COLL_ENC_BUCKETED || nb == 0)
+		return CC_OK;
+	uint64_t k = samples == 0 || samples > nb ? nb : samples;
+	for (uint64_t i = 0; i < k; i++) {
+		/* Spread over the ids: those below the split point hold half. */
+		struct coll_bucket *bk;
+		int rc = bucket_get(c, (uint32_t)(i * nb / k), false, &bk);
+		if (rc)
+			return rc;
+		if (bk->b.n)
+			sum += st_item_bytes(PL_PART_KEYLEN, (uint32_t)bk->b.len);
+	}
+	char ok[PL_PART_KEYLEN];
+	const char *v;
+	size_t vl;
+	bool found;
+	coll_part_key(ok, c->slot, c->gen, COLL_OWNER_ID);
+	int rc = txn_get(c->t, ok, sizeof(ok), &v, &vl, &found);
+	if (rc)
+		return rc;
+	*bytes = sum * nb / k + (found ? st_item_bytes(sizeof(ok), (uint32_t)vl) : 0);
 	return CC_OK;
 }
 

@@ -185,6 +185,12 @@ int coll_scan(struct coll *c, uint64_t *cursor, uint64_t count, coll_elem_fn fn,
  * empty, then a random element of it. rnd: the caller's random bits. */
 int coll_random(struct coll *c, uint64_t rnd, struct coll_elem *e);
 /*
+ * coll_usage - MEMORY USAGE's part: *bytes, the MemStore bytes of the
+ * collection's parts (its buckets and owner; 0 inline), from the first
+ * `samples` buckets scaled to all of them (samples 0: every bucket).
+ */
+int coll_usage(struct coll *c, uint64_t samples, uint64_t *bytes);
+/*
  * coll_save - write what changed: the root (deleted, with its owner, when
  * the last element went, as Redis deletes an empty collection), and every
  * bucket changed (an empty one deleted). Nothing when nothing changed.

@@ -75,7 +75,15 @@ enum {
 				       LASTSAVE, MOVE), or reads it only through
 				       cmd_ctx.txn when that is set, as queued in
 				       MULTI (OBJECT, RANDOMKEY): in a script, the
-				       script's transaction */
+				       script's transaction; or acts only once that
+				       transaction committed (PUBLISH: ps_defer) */
+	CMD_PUBSUB = 1u << 19,      /* "pubsub" */
+	CMD_MAY_REPLICATE = 1u << 20, /* "may_replicate" */
+	CMD_SUBCTX = 1u << 21,      /* a RESP2 client with subscriptions may send it:
+				       (P|S)(UN)SUBSCRIBE, PING, QUIT, RESET */
+	CMD_TXNBLOCK = 1u << 22,    /* runs a block of commands as one transaction (EXEC,
+				       a script): its slow log entry names protocol and
+				       retries (server/slowlog.c) */
 };
 
 struct cmd_def {
@@ -115,6 +123,11 @@ struct cmd_def {
 
 /* Look a command up by name (case-insensitive, not NUL-terminated). */
 const struct cmd_def *cmd_lookup(const char *name, size_t len);
+/* Dense ids of every row, subcommand rows included, 0..cmd_id_count()-1
+ * (for per-command statistics); cmd_id of a row not in the table is -1. */
+int cmd_id(const struct cmd_def *d);
+int cmd_id_count(void);
+const struct cmd_def *cmd_by_id(int id);
 /* Look a subcommand up in a container's table. */
 const struct cmd_def *cmd_lookup_sub(const struct cmd_def *parent, const char *name, size_t len);
 /* The whole table, for COMMAND / COMMAND COUNT / COMMAND DOCS. */
@@ -206,6 +219,7 @@ CMD(cmd_dbsize); CMD(cmd_flushdb); CMD(cmd_flushall);
 /* cmd_keyspace.c */
 CMD(cmd_rename); CMD(cmd_renamenx); CMD(cmd_copy); CMD(cmd_move); CMD(cmd_randomkey);
 CMD(cmd_dump); CMD(cmd_restore); CMD(cmd_object); CMD(cmd_debug_object);
+CMD(cmd_memory);
 /* save.c */
 CMD(cmd_save); CMD(cmd_bgsave); CMD(cmd_lastsave);
 /* cmd_expire.c */
@@ -217,12 +231,18 @@ CMD(cmd_ping); CMD(cmd_echo); CMD(cmd_hello); CMD(cmd_auth); CMD(cmd_quit); CMD(
 CMD(cmd_select); CMD(cmd_client);
 /* cmd_server.c */
 CMD(cmd_command); CMD(cmd_config); CMD(cmd_info); CMD(cmd_time); CMD(cmd_shutdown);
-CMD(cmd_function); CMD(cmd_debug);
+CMD(cmd_function); CMD(cmd_debug); CMD(cmd_role); CMD(cmd_wait);
 /* cmd_rckv.c */
 CMD(cmd_rckv);
 /* script.c */
 CMD(cmd_eval); CMD(cmd_evalsha); CMD(cmd_eval_ro); CMD(cmd_evalsha_ro);
 CMD(cmd_script);
+/* slowlog.c, monitor.c */
+CMD(cmd_slowlog); CMD(cmd_monitor); CMD(cmd_latency);
+/* cmd_pubsub.c */
+CMD(cmd_subscribe); CMD(cmd_unsubscribe); CMD(cmd_psubscribe); CMD(cmd_punsubscribe);
+CMD(cmd_ssubscribe); CMD(cmd_sunsubscribe); CMD(cmd_publish); CMD(cmd_spublish);
+CMD(cmd_pubsub);
 /* multi.c */
 CMD(cmd_multi); CMD(cmd_exec); CMD(cmd_discard); CMD(cmd_watch); CMD(cmd_unwatch);
 #undef CMD

@@ -38,6 +38,7 @@
 #include "cc/cc.h"
 #include "placement/placement.h"
 #include "rdma/fab.h"
+#include "server/notify.h"
 #include "server/strutil.h"
 #include "storage/st.h"
 
@@ -53,6 +54,8 @@ enum opt_type {
 	OT_STAGES, /* uint32_t, cc-stages: a mask of RPC stages (cc_stages_parse) */
 	OT_PSEUDO, /* not an rckv option: a fixed CONFIG GET answer for Redis tools */
 	OT_CNODE,  /* cluster-node <id> <client> <fabric> [<raft>] (host:port each), repeatable */
+	OT_COBL,   /* client-output-buffer-limit <class> <hard> <soft> <secs> [...] */
+	OT_NOTIFY, /* uint32_t, notify-keyspace-events: Redis's class letters (notify.h) */
 };
 
 struct opt {
@@ -146,6 +149,8 @@ static const struct opt options[] = {
 	  NULL, "1gb" },
 	{ "proto-max-bulk-len", OT_MEM, true, OFF(proto_max_bulk_len), 1LL << 20, LLONG_MAX, NULL,
 	  "512mb" },
+	{ "client-output-buffer-limit", OT_COBL, true, OFF(cobl), 0, 0, NULL,
+	  "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60" },
 	/* storage */
 	{ "memory", OT_MEM, false, OFF(memory), 16LL << 20, 1LL << 44, NULL, "512mb" },
 	{ "maxmemory", OT_MEM, true, OFF(maxmemory), 0, LLONG_MAX, NULL, "0" },
@@ -172,6 +177,13 @@ static const struct opt options[] = {
 	{ "auto-rebalance", OT_BOOL, true, OFF(auto_rebalance), 0, 0, NULL, "yes" },
 	{ "cluster-node", OT_CNODE, false, OFF(cluster_nodes), 0, 0, NULL, "" },
 	/* operations */
+	{ "slowlog-log-slower-than", OT_LL, true, OFF(slowlog_slower_than), -1, LLONG_MAX, NULL,
+	  "10000" },
+	{ "slowlog-max-len", OT_LL, true, OFF(slowlog_max_len), 0, LLONG_MAX, NULL, "128" },
+	{ "latency-tracking", OT_BOOL, true, OFF(latency_tracking), 0, 0, NULL, "yes" },
+	{ "notify-keyspace-events", OT_NOTIFY, true, OFF(notify_flags), 0, 0, NULL, "" },
+	{ "latency-monitor-threshold", OT_LL, true, OFF(latency_threshold_ms), 0, LLONG_MAX, NULL,
+	  "0" },
 	{ "loglevel", OT_ENUM, true, OFF(loglevel), 0, 0, loglevel_choices, "notice" },
 	{ "logfile", OT_STR, false, OFF(logfile), 0, 0, NULL, "" },
 	{ "testing", OT_BOOL, false, OFF(testing), 0, 0, NULL, "no" },
@@ -349,6 +361,71 @@ static int set_cluster_node(struct srv_config *c, int argc, char **argv, char *e
 	return 0;
 }
 
+/*
+ * client-output-buffer-limit, as Redis 7.0 parses it: groups of <class>
+ * <hard> <soft> <soft-seconds>, given as separate words (a config file
+ * line) or as one string (CONFIG SET); a class not named keeps its
+ * limits. All groups are checked before any is stored. The texts are
+ * Redis's.
+ */
+static int set_cobl(struct srv_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+	char *words[64];
+	int nw = 0;
+	char *copy = NULL;
+	if (argc == 1) { /* one string: split it on spaces */
+		copy = strdup(argv[0]);
+		if (!copy)
+			return fail(err, errlen, "out of memory");
+		char *save = NULL;
+		for (char *s = strtok_r(copy, " \t", &save); s && nw < 64;
+		     s = strtok_r(NULL, " \t", &save))
+			words[nw++] = s;
+	} else {
+		for (int i = 0; i < argc && nw < 64; i++)
+			words[nw++] = argv[i];
+	}
+	long long v[3][3];
+	bool set[3] = { false, false, false };
+	int rc = 0;
+	if (nw == 0 || nw % 4 != 0) {
+		rc = fail(err, errlen, "Wrong number of arguments in buffer limit configuration.");
+		goto out;
+	}
+	for (int i = 0; i < nw; i += 4) {
+		int cls;
+		if (strcasecmp(words[i], "normal") == 0)
+			cls = SRV_COBL_NORMAL;
+		else if (strcasecmp(words[i], "replica") == 0 || strcasecmp(words[i], "slave") == 0)
+			cls = SRV_COBL_REPLICA;
+		else if (strcasecmp(words[i], "pubsub") == 0)
+			cls = SRV_COBL_PUBSUB;
+		else {
+			rc = fail(err, errlen,
+				  "Invalid client class specified in buffer limit configuration.");
+			goto out;
+		}
+		long long hard, soft, secs;
+		if (cfg_parse_memory(words[i + 1], &hard) != 0 ||
+		    cfg_parse_memory(words[i + 2], &soft) != 0 ||
+		    srv_str2ll(words[i + 3], strlen(words[i + 3]), &secs) != 0 || secs < 0) {
+			rc = fail(err, errlen, "Error in hard, soft or soft_seconds setting in buffer "
+					       "limit configuration.");
+			goto out;
+		}
+		v[cls][0] = hard;
+		v[cls][1] = soft;
+		v[cls][2] = secs;
+		set[cls] = true;
+	}
+	for (int k = 0; k < 3; k++)
+		for (int j = 0; set[k] && j < 3; j++)
+			ck_pr_store_64(&c->cobl[k][j], (uint64_t)v[k][j]);
+out:
+	free(copy);
+	return rc;
+}
+
 /* Parse one value of `o` and store it. Returns 0 or -1 with the reason. */
 static int set_value(struct srv_config *c, const struct opt *o, int argc, char **argv, char *err,
 		     size_t errlen)
@@ -385,6 +462,8 @@ static int set_value(struct srv_config *c, const struct opt *o, int argc, char *
 	}
 	if (o->type == OT_CNODE)
 		return set_cluster_node(c, argc, argv, err, errlen);
+	if (o->type == OT_COBL)
+		return set_cobl(c, argc, argv, err, errlen);
 	if (argc != 1)
 		return fail(err, errlen, "wrong number of arguments");
 
@@ -443,6 +522,14 @@ static int set_value(struct srv_config *c, const struct opt *o, int argc, char *
 	}
 	case OT_STR:
 		return store_string((char **)field, a, err, errlen);
+	case OT_NOTIFY: {
+		uint32_t f;
+		if (notify_parse(a, &f) != 0)
+			return fail(err, errlen,
+				    "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.");
+		ck_pr_store_32((uint32_t *)field, f);
+		return 0;
+	}
 	default:
 		return fail(err, errlen, "internal error: option type %d", (int)o->type);
 	}
@@ -465,6 +552,7 @@ void cfg_defaults(struct srv_config *c)
 		const struct opt *o = &options[i];
 		if (o->type == OT_PSEUDO || o->type == OT_CNODE)
 			continue; /* no cluster nodes: a standalone node */
+		/* One string, as CONFIG SET gives it. */
 		char *arg = (char *)o->def;
 		/* A default that does not parse is a bug in the table above, and
 		 * the unit test exercises every one of them. */
@@ -744,6 +832,21 @@ static void format_value(const struct srv_config *c, const struct opt *o, char *
 	case OT_STAGES:
 		cc_stages_format(ck_pr_load_32((const uint32_t *)field), buf, cap);
 		break;
+	case OT_NOTIFY:
+		notify_format(ck_pr_load_32((const uint32_t *)field), buf, cap);
+		break;
+	case OT_COBL:
+		snprintf(buf, cap, "normal %lld %lld %lld slave %lld %lld %lld pubsub %lld %lld %lld",
+			 (long long)ck_pr_load_64(&c->cobl[0][0]),
+			 (long long)ck_pr_load_64(&c->cobl[0][1]),
+			 (long long)ck_pr_load_64(&c->cobl[0][2]),
+			 (long long)ck_pr_load_64(&c->cobl[1][0]),
+			 (long long)ck_pr_load_64(&c->cobl[1][1]),
+			 (long long)ck_pr_load_64(&c->cobl[1][2]),
+			 (long long)ck_pr_load_64(&c->cobl[2][0]),
+			 (long long)ck_pr_load_64(&c->cobl[2][1]),
+			 (long long)ck_pr_load_64(&c->cobl[2][2]));
+		break;
 	case OT_CNODE: {
 		size_t len = 0;
 		buf[0] = '\0';
@@ -778,7 +881,7 @@ void cfg_get(const struct srv_config *c, const char *pattern, cfg_visit_fn fn, v
 			fn(arg, o->name, buf);
 			free(buf);
 		} else {
-			char buf[64]; /* numbers, yes/no, enum names, pseudo values */
+			char buf[256]; /* numbers, yes/no, enum names, pseudo values, cobl */
 			format_value(c, o, buf, sizeof(buf));
 			fn(arg, o->name, buf);
 		}
@@ -794,4 +897,170 @@ bool cfg_is_mutable(const char *name)
 bool cfg_exists(const char *name)
 {
 	return find_opt(name) != NULL;
+}
+
+/* ---- CONFIG REWRITE ---- */
+
+/* A value as a config line writes it: words as they are, a string that
+ * would not read back as one word quoted with Redis's escapes. */
+static void put_value(FILE *f, const struct opt *o, const char *v)
+{
+	bool plain = v[0] != '\0';
+	for (const char *p = v; *p && plain; p++)
+		plain = *p > ' ' && *p < 0x7f && *p != '"' && *p != '\'' && *p != '\\';
+	if (plain || (o->type != OT_STR && o->type != OT_ENUM && o->type != OT_PROTO)) {
+		fputs(v, f); /* bind, client-output-buffer-limit: several words */
+		return;
+	}
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", f);
+		else if (*p == '\r')
+			fputs("\\r", f);
+		else if (*p == '\t')
+			fputs("\\t", f);
+		else if (*p < ' ' || *p >= 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* Does the config line w (name and arguments) give option o the value
+ * cur (as CONFIG GET shows it)? */
+static bool line_says(const struct opt *o, const struct words *w, const char *cur)
+{
+	if (!cur)
+		return false;
+	struct srv_config scratch;
+	char why[256];
+	cfg_defaults(&scratch);
+	bool same = false;
+	if (set_value(&scratch, o, w->n - 1, w->v + 1, why, sizeof(why)) == 0) {
+		char buf[256];
+		format_value(&scratch, o, buf, sizeof(buf));
+		same = o->type != OT_STR && o->type != OT_BIND && strcmp(buf, cur) == 0;
+		if (o->type == OT_STR) {
+			const char *s = *(char *const *)((const char *)&scratch + o->off);
+			same = strcmp(s ? s : "", cur) == 0;
+		}
+	}
+	cfg_free(&scratch);
+	return same;
+}
+
+struct rw_value {
+	char *cur;
+	bool differs; /* from the default */
+	bool written;
+};
+
+static void rw_visit(void *arg, const char *name, const char *value)
+{
+	struct rw_value *vals = arg;
+	const struct opt *o = find_opt(name);
+	struct rw_value *v = &vals[o - options];
+	free(v->cur);
+	v->cur = strdup(value);
+}
+
+static void rw_visit_default(void *arg, const char *name, const char *value)
+{
+	struct rw_value *vals = arg;
+	const struct opt *o = find_opt(name);
+	struct rw_value *v = &vals[o - options];
+	v->differs = !v->cur || strcmp(v->cur, value) != 0;
+}
+
+int cfg_rewrite(const struct srv_config *c, const char *path, char *err, size_t errlen)
+{
+	struct rw_value vals[NOPTIONS];
+	memset(vals, 0, sizeof(vals));
+	struct srv_config def;
+	cfg_get(c, "*", rw_visit, vals);
+	cfg_defaults(&def);
+	cfg_get(&def, "*", rw_visit_default, vals);
+	cfg_free(&def);
+
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.rewrite-%ld", path, (long)getpid());
+	FILE *in = fopen(path, "r"), *out = NULL;
+	int rc = 0;
+	if (!in) {
+		rc = fail(err, errlen, "%s", strerror(errno));
+		goto done;
+	}
+	out = fopen(tmp, "w");
+	if (!out) {
+		rc = fail(err, errlen, "%s", strerror(errno));
+		goto done;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	bool generated = false;
+	while (getline(&line, &cap, in) >= 0) {
+		const char *p = line;
+		while (*p && isspace((unsigned char)*p))
+			p++;
+		struct words w = { 0 };
+		char why[256];
+		const struct opt *o = NULL;
+		if (*p && *p != '#' && split_line(p, &w, why, sizeof(why)) == 0 && w.n > 0)
+			o = find_opt(w.v[0]);
+		if (strcmp(line, "# Generated by CONFIG REWRITE\n") == 0)
+			generated = true;
+		if (!o || !o->mutable_) {
+			/* Comments, blank lines, and options CONFIG SET cannot
+			 * change (they have their value since start): kept. */
+			fputs(line, out);
+		} else if (!vals[o - options].written && line_says(o, &w, vals[o - options].cur)) {
+			fputs(line, out); /* the value it has: the user's spelling kept */
+			vals[o - options].written = true;
+		} else if (!vals[o - options].written) {
+			fprintf(out, "%s ", o->name);
+			put_value(out, o, vals[o - options].cur ? vals[o - options].cur : "");
+			fputc('\n', out);
+			vals[o - options].written = true;
+		} /* else: a later line of an option already written: dropped */
+		words_free(&w);
+	}
+	free(line);
+	/* Mutable options changed from their default and not in the file. */
+	for (size_t i = 0; i < NOPTIONS; i++) {
+		if (!options[i].mutable_ || vals[i].written || !vals[i].differs || !vals[i].cur)
+			continue;
+		if (!generated) {
+			fputs("# Generated by CONFIG REWRITE\n", out);
+			generated = true;
+		}
+		fprintf(out, "%s ", options[i].name);
+		put_value(out, &options[i], vals[i].cur);
+		fputc('\n', out);
+	}
+	if (fflush(out) != 0 || fsync(fileno(out)) != 0 || ferror(in)) {
+		rc = fail(err, errlen, "%s", strerror(errno ? errno : EIO));
+		goto done;
+	}
+	if (fclose(out) != 0) {
+		out = NULL;
+		rc = fail(err, errlen, "%s", strerror(errno));
+		goto done;
+	}
+	out = NULL;
+	if (rename(tmp, path) != 0)
+		rc = fail(err, errlen, "%s", strerror(errno));
+done:
+	if (out)
+		fclose(out);
+	if (in)
+		fclose(in);
+	if (rc != 0)
+		unlink(tmp);
+	for (size_t i = 0; i < NOPTIONS; i++)
+		free(vals[i].cur);
+	return rc;
 }

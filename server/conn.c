@@ -24,6 +24,7 @@
 #include "server/dispatch.h"
 #include "server/log.h"
 #include "server/node.h"
+#include "server/pubsub.h"
 #include "server/worker.h"
 
 #define READ_CHUNK (64 * 1024)
@@ -75,6 +76,7 @@ struct client *client_create(struct worker *w, int fd)
 	pthread_mutex_unlock(&n->cfg_lock);
 	cl->ctime = cl->last_active = time(NULL);
 	resp_w_init(&cl->out, 2);
+	resp_w_init(&cl->psq, 2);
 
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -118,10 +120,12 @@ static void client_free(struct client *cl)
 	w->nclients--;
 	pthread_mutex_unlock(&w->clients_lock);
 	ck_pr_dec_64(&w->node->connected_clients);
+	ps_client_drop(cl);
 	client_discard_multi(cl);
 	client_unwatch(cl);
 	resp_parser_free(cl->parser);
 	resp_w_free(&cl->out);
+	resp_w_free(&cl->psq);
 	free(cl->gbuf);
 	free(cl->name);
 	free(cl->lib_name);
@@ -261,8 +265,17 @@ static void client_run(struct sched *s, void *arg)
 			srv_group_run(w, cl);
 		} else {
 			srv_group_run(w, cl);
+			/* CLIENT REPLY OFF / SKIP: the reply is dropped (its
+			 * group never forms: srv_group_add). */
+			bool skip = cl->reply_skip, off = cl->reply_off;
+			size_t mark = cl->out.len;
+			cl->reply_skip = false;
 			srv_dispatch(w, cl, def, argc, argv);
+			if (skip || (off && cl->reply_off))
+				cl->out.len = mark;
 		}
+		if (cl->ps)
+			ps_client_flush_deferred(cl); /* between replies, not inside one */
 		if (cl->flags & (CL_CLOSE_AFTER_REPLY | CL_CLOSE_ASAP))
 			break;
 		if (ck_pr_load_int(&w->node->shutdown))
@@ -274,21 +287,30 @@ static void client_run(struct sched *s, void *arg)
 		}
 	}
 	srv_group_run(w, cl); /* what is left of a pipeline of writes */
+	if (cl->ps)
+		ps_client_flush_deferred(cl);
 	cl->flags &= ~CL_RUNNING;
 	if (cl->flags & CL_CLOSE_ASAP) {
 		client_close(cl);
 		return;
 	}
 	/* The replies go out with the round's others (client_flush_pending). */
-	if (!cl->in_wlist && (cl->out.len > cl->out_sent || (cl->flags & CL_CLOSE_AFTER_REPLY))) {
-		cl->in_wlist = true;
-		cl->wnext = w->wlist;
-		w->wlist = cl;
-	}
+	if (cl->out.len > cl->out_sent || (cl->flags & CL_CLOSE_AFTER_REPLY))
+		client_queue_write(cl);
 	if (cl->more_input) {
 		cl->more_input = false;
 		ready_push(cl);
 	}
+}
+
+void client_queue_write(struct client *cl)
+{
+	if (cl->in_wlist)
+		return;
+	struct worker *w = cl->w;
+	cl->in_wlist = true;
+	cl->wnext = w->wlist;
+	w->wlist = cl;
 }
 
 void client_flush_pending(struct worker *w)

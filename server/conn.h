@@ -24,6 +24,10 @@ int client_start(struct client *cl);
  * still running when the rest arrive, instead of going back to sleep
  * between replies and being woken again for each. */
 void client_flush_pending(struct worker *w);
+/* Queue cl's replies to be written with the round's others
+ * (client_flush_pending): for output that no command of its own produced
+ * (Pub/Sub messages). Owner worker, outside cl's coroutine. */
+void client_queue_write(struct client *cl);
 /* Close now, or as soon as its coroutine finishes. */
 void client_close(struct client *cl);
 /* Close every client (shutdown). */

@@ -7,21 +7,31 @@
  */
 #include "server/dispatch.h"
 
+#include <ck_pr.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "cc/cc.h"
 #include "cc/exec.h"
+#include "cc/sched.h"
 #include "cc/txn.h"
 #include "server/client.h"
+#include "server/cmdstat.h"
 #include "server/command.h"
+#include "server/client_ctl.h"
 #include "server/declare.h"
 #include "server/membership.h"
 #include "server/memory.h"
+#include "server/latency.h"
+#include "server/monitor.h"
 #include "server/multi.h"
 #include "server/node.h"
+#include "server/notify.h"
+#include "server/pubsub.h"
+#include "server/slowlog.h"
 #include "server/worker.h"
 
 /* Redis's rejectCommandFormat: the message may quote client bytes, which
@@ -123,10 +133,18 @@ int srv_call(const struct cmd_def *def, struct cmd_ctx *ctx)
 	/* A command that replies with an error after some of its writes
 	 * (e.g. MSET on a full MemStore) must leave nothing of them. */
 	struct txn_savepoint sp = txn_savepoint(ctx->txn);
+	size_t psq = ctx->cl ? ctx->cl->psq.len : 0; /* its PUBLISHes too (ps_defer) */
+	struct notify_pre np;
+	notify_pre(ctx, def, &np); /* keyspace notifications: server/notify.h */
 	ctx->failed = false;
 	int rc = def->fn(ctx);
-	if (rc == CC_OK && ctx->failed)
+	if (rc == CC_OK && ctx->failed) {
 		txn_rollback(ctx->txn, sp);
+		if (ctx->cl)
+			ctx->cl->psq.len = psq;
+	} else if (rc == CC_OK) {
+		notify_post(ctx, def, &np);
+	}
 	return rc;
 }
 
@@ -158,6 +176,54 @@ static void exec_abort(struct client *cl, struct resp_w *out, size_t mark)
 	client_unwatch(cl);
 }
 
+/*
+ * Statistics of a command that ran (INFO commandstats, latencystats, the
+ * slow log): ns it took, its reply at out->p[mark] (an error: failed). Per
+ * worker, no lock; the slow log's mutex only for a slow command.
+ */
+static void account(struct worker *w, struct client *cl, const struct cmd_def *def, int argc,
+		    const struct resp_arg *argv, size_t mark, uint64_t ns)
+{
+	struct node *n = w->node;
+	bool failed = cl->out.len > mark && cl->out.p[mark] == '-';
+	cmdstat_call(w->cstat, cmd_id(def), ns, failed, n->cfg.latency_tracking);
+	if (monitor_on(n))
+		monitor_feed(n, cl, def, argc, argv);
+	uint64_t thr = latency_threshold(n);
+	if (thr && ns / 1000000 >= thr)
+		latency_add(n, (def->flags & CMD_FAST) ? "fast-command" : "command", ns / 1000000);
+	uint64_t us = ns / 1000;
+	if (!slowlog_wants(n, us))
+		return;
+	/* EXEC is skip_slowlog in Redis, whose queued commands get entries of
+	 * their own; here the block is one transaction, and EXEC its entry. */
+	if ((def->flags & CMD_SKIP_SLOWLOG) && !(def->flags & CMD_TXNBLOCK))
+		return;
+	char note[96];
+	const char *np = NULL;
+	if ((def->flags & CMD_TXNBLOCK) || cl->txn_retries > 0) {
+		const struct cc_protocol *p = ck_pr_load_ptr(&n->cc.proto);
+		snprintf(note, sizeof(note), "(rckv: cc=%s retries=%d)", p ? p->name : "?",
+			 cl->txn_retries);
+		np = note;
+	}
+	slowlog_add(n, cl, argc, argv, us, np);
+}
+
+/* Redis counts a known command refused before it ran as rejected_calls;
+ * an unknown command or subcommand counts nowhere. */
+static void account_refused(struct worker *w, const struct cmd_def *top, int argc,
+			    struct resp_arg *argv)
+{
+	if (!top)
+		return;
+	const struct cmd_def *d = top;
+	if (top->subcommands && argc >= 2)
+		d = cmd_lookup_sub(top, argv[1].p, argv[1].len);
+	if (d)
+		cmdstat_reject(w->cstat, cmd_id(d));
+}
+
 struct one {
 	const struct cmd_def *def;
 	struct cmd_ctx ctx;
@@ -169,6 +235,8 @@ static int one_body(struct txn *t, void *arg)
 	struct one *o = arg;
 	o->ctx.out->len = o->mark; /* drop the reply of an aborted attempt */
 	o->ctx.txn = t;
+	o->ctx.cl->txn_retries = txn_attempt(t);
+	ps_defer_reset(o->ctx.cl); /* a script's PUBLISHes of an aborted attempt */
 	if (o->def->first_key > 0 && o->def->last_key == o->def->first_key) {
 		if (o->def->flags & CMD_READONLY)
 			txn_hint_single_read(t); /* e.g. GET: an absent key needs no item */
@@ -198,6 +266,7 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	const struct cmd_def *def = srv_resolve(cl, out, top, argc, argv, &dirty);
 	if (!def) {
 		w->stats.error_replies++;
+		account_refused(w, top, argc, argv);
 		if (cl->flags & CL_MULTI) {
 			cl->flags |= CL_DIRTY_EXEC;
 			if (argv[0].len == 4 && strncasecmp(argv[0].p, "exec", 4) == 0)
@@ -209,6 +278,7 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	w->stats.commands++;
 	if (!cl->authed && !(def->flags & CMD_NOAUTH)) {
 		resp_error(out, "NOAUTH Authentication required.");
+		cmdstat_reject(w->cstat, cmd_id(def));
 		if (cl->flags & CL_MULTI)
 			cl->flags |= CL_DIRTY_EXEC;
 		return;
@@ -221,12 +291,28 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	    queue_denies_oom(n, cl)) {
 		resp_error(out, SRV_OOM_MAXMEMORY);
 		w->stats.error_replies++;
+		cmdstat_reject(w->cstat, cmd_id(def));
 		exec_abort(cl, out, mark);
 		return;
 	}
 	if (srv_mem_refuses(n, def)) {
 		resp_error(out, SRV_OOM_MAXMEMORY);
 		w->stats.error_replies++;
+		cmdstat_reject(w->cstat, cmd_id(def));
+		if (cl->flags & CL_MULTI)
+			cl->flags |= CL_DIRTY_EXEC;
+		return;
+	}
+	/* Redis's Pub/Sub context: a RESP2 connection with a subscription
+	 * carries pushed messages, so only these commands may share it. */
+	if ((cl->flags & CL_PUBSUB) && cl->proto == 2 && !(def->flags & CMD_SUBCTX)) {
+		char msg[300];
+		snprintf(msg, sizeof(msg),
+			 "ERR Can't execute '%.128s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
+			 "PING / QUIT / RESET are allowed in this context", def->name);
+		reply_error_sanitized(out, msg);
+		w->stats.error_replies++;
+		cmdstat_reject(w->cstat, cmd_id(def));
 		if (cl->flags & CL_MULTI)
 			cl->flags |= CL_DIRTY_EXEC;
 		return;
@@ -234,6 +320,7 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	if ((cl->flags & CL_MULTI) && !(def->flags & CMD_MULTICTL)) {
 		if (def->flags & CMD_NOMULTI) {
 			resp_error(out, "ERR Command not allowed inside a transaction");
+			cmdstat_reject(w->cstat, cmd_id(def));
 			cl->flags |= CL_DIRTY_EXEC;
 			return;
 		}
@@ -252,14 +339,20 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 			 .out = out },
 		.mark = out->len,
 	};
+	if (client_paused(n, cl, def))
+		client_wait_unpaused(w, cl, def); /* CLIENT PAUSE: on this coroutine */
+	uint64_t t0 = sched_now_ns();
+	cl->txn_retries = 0;
 	if (def->flags & CMD_NOTXN) {
 		(void)srv_call(def, &o.ctx);
+		account(w, cl, def, argc, argv, o.mark, sched_now_ns() - t0);
 		return;
 	}
 	/* GET and its kind on an absent key: no transaction (cc_key_absent). */
 	if (def->reply1 && argc == 2 && cc_key_absent(w->ccw, argv[1].p, argv[1].len)) {
 		def->reply1(&o.ctx, false, NULL, 0);
 		w->stats.absent_reads++;
+		account(w, cl, def, argc, argv, o.mark, sched_now_ns() - t0);
 		return;
 	}
 	struct srv_decl d;
@@ -275,7 +368,11 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 		srv_reply_txn_failed(out, n, rc);
 	} else {
 		worker_add_dirty(w, changes); /* rdb_changes_since_last_save (save.c) */
+		if (cl->psq.len)
+			ps_defer_send(w, cl); /* a script's PUBLISHes, now it committed */
 	}
+	ps_defer_reset(cl);
+	account(w, cl, def, argc, argv, o.mark, sched_now_ns() - t0);
 }
 
 /*
@@ -303,8 +400,11 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *def, int argc,
 		   const struct resp_arg *argv)
 {
-	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & CL_MULTI) || cl->nwatched)
+	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & (CL_MULTI | CL_PUBSUB)) ||
+	    cl->nwatched || cl->reply_off || cl->reply_skip)
 		return false;
+	if (ck_pr_load_64(&w->node->pause_until_ms))
+		return false; /* alone, through srv_dispatch's CLIENT PAUSE wait */
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
 	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)) ||
 	    cmd_reserved_key(def, argc, argv))
@@ -355,6 +455,7 @@ struct group_run {
 	struct worker *w;
 	struct client *cl;
 	size_t mark;
+	size_t at[SRV_GROUP_MAX]; /* where each command's reply starts */
 };
 
 static int group_body(struct txn *t, void *arg)
@@ -364,10 +465,12 @@ static int group_body(struct txn *t, void *arg)
 	if (txn_attempt(t) > 0)
 		return CC_EALONE; /* contention: each command alone (above) */
 	cl->out.len = g->mark;
+	ps_defer_reset(cl); /* its commands' keyspace notifications (notify.h) */
 	for (int i = 0; i < cl->ngrp; i++) {
 		struct cmd_ctx ctx = { .node = g->w->node, .w = g->w, .cl = cl, .txn = t,
 				       .argc = cl->grp[i].argc, .argv = group_argv(cl, i),
 				       .out = &cl->out };
+		g->at[i] = cl->out.len;
 		int rc = srv_call(cl->grp[i].def, &ctx);
 		if (rc != CC_OK)
 			return rc;
@@ -388,6 +491,7 @@ void srv_group_run(struct worker *w, struct client *cl)
 		return;
 	}
 	struct group_run g = { .w = w, .cl = cl, .mark = cl->out.len };
+	uint64_t t0 = sched_now_ns();
 	struct srv_decl d;
 	srv_decl_init(&d);
 	for (int i = 0; i < n; i++)
@@ -402,13 +506,23 @@ void srv_group_run(struct worker *w, struct client *cl)
 		worker_add_dirty(w, changes);
 		w->stats.txn_groups++;
 		cl->last_cmd = cl->grp[n - 1].def->name;
+		if (cl->psq.len)
+			ps_defer_send(w, cl); /* keyspace notifications, now it committed */
+		/* Each command gets its share of the group's time. */
+		uint64_t share = (sched_now_ns() - t0) / (uint64_t)n;
+		cl->txn_retries = 0;
+		for (int i = 0; i < n; i++)
+			account(w, cl, cl->grp[i].def, cl->grp[i].argc, group_argv(cl, i), g.at[i],
+				share);
 	} else if (rc == CC_EUNKNOWN) {
+		ps_defer_reset(cl);
 		cl->out.len = g.mark;
 		for (int i = 0; i < n; i++)
 			srv_reply_txn_failed(&cl->out, w->node, rc);
 		w->stats.commands += (uint64_t)n;
 	} else {
 		cl->out.len = g.mark;
+		ps_defer_reset(cl);
 		w->stats.txn_group_splits++;
 		cl->ngrp = 0; /* srv_dispatch must not see a group */
 		for (int i = 0; i < n; i++)

@@ -38,6 +38,7 @@
 #include "server/log.h"
 #include "server/node.h"
 #include "server/coll.h"
+#include "server/notify.h"
 #include "server/worker.h"
 #include "storage/st.h"
 
@@ -289,8 +290,10 @@ static void reap_slice(struct worker *w, void *arg)
 		struct reap r = { .k = { .p = s->keys[i], .len = s->klen[i],
 					 .access = CC_KEY_READ | CC_KEY_WRITE } };
 		const struct cc_txn tx = { .keys = &r.k, .nkeys = 1, .body = reap_body, .arg = &r };
-		if (cc_run(w->ccw, &tx) == 0 && r.reaped)
+		if (cc_run(w->ccw, &tx) == 0 && r.reaped) {
 			ck_pr_inc_64(&ec->expired);
+			notify_expired(w, s->keys[i], s->klen[i]); /* after its commit */
+		}
 		free(s->keys[i]);
 	}
 }

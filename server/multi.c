@@ -15,12 +15,16 @@
 #include <string.h>
 
 #include "cc/exec.h"
+#include "cc/sched.h"
 #include "cc/txn.h"
 #include "server/client.h"
+#include "server/cmdstat.h"
+#include "server/monitor.h"
 #include "server/command.h"
 #include "server/declare.h"
 #include "server/dispatch.h"
 #include "server/node.h"
+#include "server/pubsub.h"
 #include "server/worker.h"
 
 int multi_queue(struct client *cl, const struct cmd_def *def, int argc,
@@ -107,6 +111,8 @@ static int exec_body(struct txn *t, void *arg)
 	struct client *cl = c->cl;
 	c->out->len = r->mark;
 	r->watch_failed = false;
+	ps_defer_reset(cl); /* an aborted attempt's PUBLISHes */
+	cl->txn_retries = txn_attempt(t);
 
 	for (int i = 0; i < cl->nwatched; i++) {
 		struct watched_key *wk = &cl->watched[i];
@@ -154,6 +160,7 @@ int cmd_exec(struct cmd_ctx *c)
 		return 0;
 	}
 	struct exec_run r = { .c = c, .mark = c->out->len };
+	uint64_t t0 = sched_now_ns();
 	/* The block's key set: the watched keys (read for their versions),
 	 * then every queued command's. */
 	struct srv_decl d;
@@ -174,7 +181,19 @@ int cmd_exec(struct cmd_ctx *c)
 		c->w->stats.txn_watch_failed++;
 	} else {
 		worker_add_dirty(c->w, changes); /* rdb_changes_since_last_save (save.c) */
+		ps_defer_send(c->w, cl);
+		/* commandstats: each queued command ran once, with its share of
+		 * the block's time (EXEC's own line has all of it, as in Redis). */
+		uint64_t share = cl->mq_len ? (sched_now_ns() - t0) / (uint64_t)cl->mq_len : 0;
+		bool mon = monitor_on(c->node);
+		for (int i = 0; i < cl->mq_len; i++) {
+			cmdstat_call(c->w->cstat, cmd_id(cl->mq[i].def), share, false, false);
+			if (mon) /* as Redis: the block's commands, then EXEC */
+				monitor_feed(c->node, cl, cl->mq[i].def, cl->mq[i].argc,
+					     cl->mq[i].argv);
+		}
 	}
+	ps_defer_reset(cl);
 	c->w->stats.commands += (uint64_t)cl->mq_len;
 	client_discard_multi(cl);
 	client_unwatch(cl);

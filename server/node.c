@@ -27,6 +27,9 @@
 #include "server/cluster.h"
 #include "server/node.h"
 #include "server/expire.h"
+#include "server/pubsub.h"
+#include "server/latency.h"
+#include "server/slowlog.h"
 #include "server/slots.h"
 #include "server/srv.h"
 #include "server/worker.h"
@@ -467,7 +470,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	if (fab_open(&fc, &n->cc.fab, err, errlen) != 0)
 		goto fail_region;
 	n->cc.rpc_stages = n->cfg.cc_stages;
-	if (calvin_attach(&n->cc, err, errlen) != 0)
+	if (calvin_attach(&n->cc, err, errlen) != 0 || ps_cluster_attach(n, err, errlen) != 0)
 		goto fail_listen;
 	if (fab_attach_err(n->cc.fab, fc.self, st_region_base(n->cc.region), n->cc.layout->size, err,
 			   errlen) != 0)
@@ -506,7 +509,9 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->nworkers = n->cfg.threads;
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
 	n->scripts = script_cache_create();
-	if (!n->workers || !n->scripts || srv_save_create(n) != 0) {
+	if (!n->workers || !n->scripts || ps_node_create(n, n->nworkers) != 0 ||
+	    slowlog_create(n) != 0 || latency_create(n) != 0 ||
+	    srv_save_create(n) != 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_listen;
 	}
@@ -516,6 +521,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	}
 	for (int i = 0; i < n->nworkers; i++)
 		worker_run(n->workers[i]);
+	latency_add(n, "recovery", n->recovery_ms); /* LATENCY, if the threshold is set */
 	if (expire_cycle_start(n) != 0)
 		srv_log(n, LOG_WARNING, "active expiry not started (out of memory or threads): "
 			"expired keys stay absent but keep their memory");
@@ -529,6 +535,9 @@ fail_workers:
 	free(n->workers);
 	n->workers = NULL;
 fail_listen:
+	ps_node_destroy(n);
+	slowlog_destroy(n);
+	latency_destroy(n);
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
 	mb_stop(n);
@@ -570,6 +579,9 @@ void srv_node_stop(struct node *n)
 		worker_destroy(n->workers[i]);
 	free(n->workers);
 	n->workers = NULL;
+	ps_node_destroy(n); /* after the workers: their clients unsubscribed */
+	slowlog_destroy(n);
+	latency_destroy(n);
 	script_cache_free(n->scripts);
 	n->scripts = NULL;
 	srv_save_stop(n); /* a running save ends first: it writes the region */

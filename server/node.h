@@ -24,6 +24,9 @@ struct node;
 struct durable;
 struct script_cache;
 struct srv_save;
+struct ps_node;
+struct slowlog;
+struct latency;
 
 /* Cluster-wide operations (server/cluster.c); NULL on a standalone node.
  * (The protocol switch is cc's: cc_node.cops.) */
@@ -34,6 +37,10 @@ struct node_cluster_ops {
 	 * with srv_save_local, the peers' at the same time. Blocking: save.c's
 	 * job thread. 0, or -errno with err naming the node. */
 	int (*save_all)(struct node *n, char *err, size_t errlen);
+	/* PUBLISH / SPUBLISH on every node (server/pubsub.h, ps_publish): the
+	 * receivers on all of them, or -errno. On a coroutine of w. */
+	long long (*publish)(struct node *n, struct worker *w, int kind, const char *ch,
+			     size_t clen, const char *msg, size_t mlen);
 };
 
 /*
@@ -54,6 +61,8 @@ struct srv_stats {
 	uint64_t txn_groups;          /* pipelined write groups committed as one txn */
 	uint64_t txn_group_splits;    /* groups run again command by command */
 	uint64_t absent_reads;        /* reads of one absent key answered without a txn */
+	uint64_t pubsub_delivered;    /* messages taken from the worker's Pub/Sub inbox */
+	uint64_t pubsub_cutoffs;      /* subscribers closed by client-output-buffer-limit */
 };
 
 struct node {
@@ -77,6 +86,11 @@ struct node {
 	struct membership *membership; /* replicas > 1: the configuration (server/membership.c) */
 
 	int shutdown;                 /* set by SHUTDOWN or a signal; workers exit */
+	/* CLIENT PAUSE (server/client_ctl.c): until when (monotonic ms, 0:
+	 * none) and whether ALL commands wait (else writes): set under
+	 * cfg_lock with ck_pr stores, read with ck_pr loads by every command. */
+	uint64_t pause_until_ms;
+	int pause_all;
 	int exit_code;
 	uint64_t next_client_id;      /* ck_pr_faa */
 	uint64_t connected_clients;   /* ck_pr_inc/dec */
@@ -89,6 +103,9 @@ struct node {
 	int nlisten;
 	int log_fd;                   /* log destination (server/log.c) */
 	struct script_cache *scripts; /* EVAL's cache, shared by the workers (server/script.h) */
+	struct ps_node *pubsub;       /* Pub/Sub registry (server/pubsub.c) */
+	struct slowlog *slowlog;      /* SLOWLOG (server/slowlog.c) */
+	struct latency *latency;      /* LATENCY (server/latency.c) */
 	struct srv_save *save;        /* SAVE, BGSAVE, LASTSAVE (server/save.h) */
 	struct expire_cycle *expire;  /* active expiry (server/expire.h) */
 	uint64_t recovered_keys;      /* live keys found at start */

@@ -62,6 +62,7 @@
 #include "server/dispatch.h"
 #include "server/log.h"
 #include "server/node.h"
+#include "server/notify.h"
 #include "server/script_vm.h"
 #include "server/sha1.h"
 #include "server/strutil.h"
@@ -441,6 +442,8 @@ static int host_call(void *arg, int argc, struct resp_arg *argv, struct resp_w *
 	 * not nest, cc/txn.h), and EVAL's must undo the whole script. */
 	struct cmd_ctx qc = { .node = c->node, .w = c->w, .cl = c->cl, .txn = c->txn,
 			      .argc = argc, .argv = argv, .out = out };
+	struct notify_pre np;
+	notify_pre(&qc, def, &np); /* keyspace notifications: server/notify.h */
 	if (def->fn(&qc) == CC_ABORT) {
 		x->stop = STOP_ABORT;
 		return SCRIPT_STOP;
@@ -456,6 +459,7 @@ static int host_call(void *arg, int argc, struct resp_arg *argv, struct resp_w *
 		x->stop = STOP_FAILED;
 		return SCRIPT_STOP;
 	}
+	notify_post(&qc, def, &np);
 	return 0;
 }
 

@@ -30,7 +30,9 @@
 #include "rdma/fab.h"
 #include "server/client.h"
 #include "server/conn.h"
+#include "server/cmdstat.h"
 #include "server/log.h"
+#include "server/pubsub.h"
 #include "server/script.h"
 #include "server/sigbus.h"
 
@@ -187,6 +189,7 @@ static void drain_handoff(struct worker *w)
 	void *p;
 	while (ck_ring_dequeue_mpsc(&h->ring, h->buf, &p))
 		adopt(w, (int)(intptr_t)p);
+	ps_worker_drain(w); /* Pub/Sub messages share the wake (server/pubsub.c) */
 }
 
 int worker_give_fd(struct worker *w, int fd)
@@ -289,8 +292,9 @@ static void *worker_main(void *arg)
 		 * for 2 us must not sleep a whole millisecond. */
 		int64_t timeout = sched_timeout_ns(w->sched);
 		if (((w->ready_head || ck_pr_load_ptr(&w->tasks)) && sched_free_count(w->sched) > 0) ||
-		    cc_worker_pass_due(w->ccw))
-			timeout = 0; /* cc_worker_pass_due: commits no one syncs else */
+		    cc_worker_pass_due(w->ccw) || ps_worker_pending(w))
+			timeout = 0; /* cc_worker_pass_due: commits no one syncs else;
+					ps_worker_pending: messages it sent itself */
 		if (n->cfg.timeout > 0 && (timeout < 0 || timeout > 1000000000))
 			timeout = 1000000000;
 		if (stopping && (timeout < 0 || timeout > 10000000))
@@ -325,6 +329,7 @@ static void *worker_main(void *arg)
 		start_tasks(w);
 		sched_run(w->sched);
 		fab_worker_flush(w->fw); /* the fabric requests its coroutines posted */
+		ps_worker_drain(w); /* what its coroutines published to it: no wake (pubsub.c) */
 		/* The replies before the commits' sync: persistence power may
 		 * sync on this thread (cc/durable.c, wal_round), and the replies
 		 * of the previous round's commits must not wait for this one. */
@@ -375,7 +380,9 @@ int worker_start(struct node *n, int id, struct worker **out, char *err, size_t 
 	ck_ring_init(&h->ring, HANDOFF_SLOTS);
 	w->ccw = cc_worker_create(&n->cc, id, w->sched, w->fw);
 	w->scripts = script_pool_create();
-	if (!w->ccw || !w->scripts)
+	w->ps = ps_worker_create();
+	w->cstat = cmdstat_create();
+	if (!w->ccw || !w->scripts || !w->ps || !w->cstat)
 		return -ENOMEM;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_wake };
 	epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wakefd, &ev);
@@ -409,6 +416,8 @@ void worker_destroy(struct worker *w)
 	if (!w)
 		return;
 	script_pool_free(w->scripts);
+	ps_worker_destroy(w->ps);
+	cmdstat_free(w->cstat);
 	cc_worker_destroy(w->ccw);
 	fab_worker_destroy(w->fw);
 	sched_destroy(w->sched);

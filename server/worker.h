@@ -19,6 +19,8 @@ struct fab_worker;
 struct cc_worker;
 struct worker_task;
 struct script_pool;
+struct ps_worker;
+struct cmdstat;
 
 struct worker {
 	struct node *node;
@@ -37,6 +39,8 @@ struct worker {
 					 save.c sums them with ck_pr loads): not in
 					 stats, which CONFIG RESETSTAT zeroes */
 	struct script_pool *scripts;  /* Lua VMs lent to running scripts (server/script.h) */
+	struct ps_worker *ps;         /* Pub/Sub inbox and local subscribers (server/pubsub.c) */
+	struct cmdstat *cstat;        /* INFO commandstats / latencystats (server/cmdstat.h) */
 
 	pthread_mutex_t clients_lock; /* guards the list links for CLIENT LIST */
 	struct client *clients;       /* list of this worker's clients */

@@ -99,6 +99,12 @@ static unsigned coarsen(unsigned cls)
 
 uint32_t st_class_size(uint8_t cls) { return cls < ST_NCLASSES ? st_csize(cls) : 0; }
 
+uint64_t st_item_bytes(uint32_t klen, uint32_t vlen)
+{
+	int cls = st_class_for(klen, vlen);
+	return cls < 0 ? sizeof(struct st_item) + (uint64_t)klen + vlen : st_csize((uint8_t)cls);
+}
+
 int st_class_for(uint32_t klen, uint32_t vlen)
 {
 	uint64_t need = (sizeof(struct st_item) + (uint64_t)klen + vlen + 7) & ~7ull;

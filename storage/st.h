@@ -239,6 +239,9 @@ unsigned st_class_count(void);
 uint32_t st_class_size(uint8_t cls);
 /* Smallest class holding an item with these lengths, or -1 if none does. */
 int st_class_for(uint32_t klen, uint32_t vlen);
+/* Bytes an item with these lengths takes: its block, or (too big for any
+ * class) its exact size. */
+uint64_t st_item_bytes(uint32_t klen, uint32_t vlen);
 
 /* 64-bit hash of a key; every node must compute the same. */
 uint64_t st_hash(const void *key, size_t len);
