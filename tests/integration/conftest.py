@@ -19,8 +19,10 @@ Markers:
   rckv_only      skipped when RCKV_TEST_TARGET=redis
   redis_only     skipped against rckv (tests that only validate the suite)
   time_limit(s)  this test's time bound (default 45 s); SIGALRM fails it
+  long           a variant only `make check-long` (RCKV_LONG=1) runs
 """
 
+import os
 import signal
 
 import pytest
@@ -42,6 +44,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "rckv_only: rckv-specific behaviour, skipped against redis")
     config.addinivalue_line("markers", "redis_only: runs only against redis-server")
     config.addinivalue_line("markers", "time_limit(seconds): bound this test's run time")
+    config.addinivalue_line("markers", "long: a variant `make check-long` runs (RCKV_LONG=1), "
+                            "not `make test`")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -50,6 +54,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="rckv-specific (RCKV_TEST_TARGET=redis)"))
         if not REDIS_MODE and item.get_closest_marker("redis_only"):
             item.add_marker(pytest.mark.skip(reason="runs only with RCKV_TEST_TARGET=redis"))
+        if item.get_closest_marker("long") and not os.environ.get("RCKV_LONG"):
+            item.add_marker(pytest.mark.skip(reason="a long variant: make check-long"))
 
 
 def pytest_report_header(config):

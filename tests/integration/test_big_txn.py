@@ -48,7 +48,8 @@ def values_of(r, keys, chunk=5000):
 
 
 @pytest.mark.time_limit(120)
-@pytest.mark.parametrize("persistence", ["process", "power", "power-everysec"])
+@pytest.mark.parametrize("persistence", [pytest.param("process", marks=pytest.mark.long), "power",
+                                         pytest.param("power-everysec", marks=pytest.mark.long)])
 def test_pipeline_of_100000_sets_commits_on_one_node(make_server, persistence):
     """In every persistence mode (power's write-ahead log takes the whole
     transaction as one record of tens of MB), and it is all there after a
@@ -68,7 +69,7 @@ def test_pipeline_of_100000_sets_commits_on_one_node(make_server, persistence):
 
 
 @pytest.mark.time_limit(180)
-@pytest.mark.parametrize("persistence", ["process", "power"])
+@pytest.mark.parametrize("persistence", [pytest.param("process", marks=pytest.mark.long), "power"])
 def test_pipeline_of_100000_sets_commits_on_shm3(make_cluster, persistence):
     """Under power, each node of the cluster logs what the transaction
     wrote there, through its journal ring (README "Durability"): the
