@@ -14,6 +14,7 @@
  * so replies that quote a value are written before the change.
  */
 #include <errno.h>
+#include <ck_pr.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "server/client.h"
 #include "server/coll.h"
 #include "server/command.h"
+#include "server/node.h"
 #include "server/strutil.h"
 
 #define KEY(c, i) (c)->argv[i].p, (c)->argv[i].len
@@ -39,7 +41,11 @@ static bool arg_is(const struct resp_arg *a, const char *word)
 
 static int hopen(struct cmd_ctx *c, struct coll *h)
 {
-	return coll_open(c->txn, KEY(c, 1), TXN_T_HASH, true, h);
+	int rc = coll_open(c->txn, KEY(c, 1), TXN_T_HASH, true, h);
+	if (c->node)
+		coll_set_limits(h, (uint64_t)ck_pr_load_64((uint64_t *)&c->node->cfg.hash_max_entries),
+				(uint64_t)ck_pr_load_64((uint64_t *)&c->node->cfg.hash_max_value));
+	return rc;
 }
 
 /* End a handler after a coll call failed (rule (1)). */

@@ -13,6 +13,7 @@
  * root is overwritten, and its old parts, if it had any, are left to the
  * expiry scan (coll.h invariant (1)).
  */
+#include <ck_pr.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "resp/resp.h"
 #include "server/coll.h"
 #include "server/command.h"
+#include "server/node.h"
 #include "server/strutil.h"
 #include "storage/st.h"
 
@@ -35,7 +37,10 @@ static bool arg_is(const struct resp_arg *a, const char *word)
 
 static int sopen(struct cmd_ctx *c, int i, struct coll *s)
 {
-	return coll_open(c->txn, KEY(c, i), TXN_T_SET, false, s);
+	int rc = coll_open(c->txn, KEY(c, i), TXN_T_SET, false, s);
+	if (c->node)
+		coll_set_limits(s, (uint64_t)ck_pr_load_64((uint64_t *)&c->node->cfg.set_max_intset), 0);
+	return rc;
 }
 
 static int sfail(struct cmd_ctx *c, struct coll *s, size_t mark, int rc)

@@ -367,6 +367,8 @@ int coll_open(struct txn *t, const char *key, size_t klen, uint8_t type, bool va
 	c->type = type;
 	c->vals = vals;
 	c->enc = COLL_ENC_INLINE;
+	c->big_entries = 512; /* Redis's defaults */
+	c->big_value = 64;
 	const char *v;
 	size_t vl;
 	bool found;
@@ -381,6 +383,12 @@ int coll_open(struct txn *t, const char *key, size_t klen, uint8_t type, bool va
 	c->exists = true;
 	c->expire_ms = m.expire_ms;
 	return parse_root(c, v, vl);
+}
+
+void coll_set_limits(struct coll *c, uint64_t entries, uint64_t value)
+{
+	c->big_entries = entries;
+	c->big_value = value;
 }
 
 void coll_free(struct coll *c)
@@ -480,10 +488,10 @@ static bool intset_member(const char *s, size_t l)
 static void note_big(struct coll *c, const char *f, size_t fl, size_t vl)
 {
 	if (c->type == TXN_T_HASH) {
-		if (fl > 64 || vl > 64 || coll_len(c) > 512)
+		if (fl > c->big_value || vl > c->big_value || coll_len(c) > c->big_entries)
 			c->flags |= COLL_F_BIG;
 	} else if (c->type == TXN_T_SET) {
-		if (!intset_member(f, fl) || coll_len(c) > 512)
+		if (!intset_member(f, fl) || coll_len(c) > c->big_entries)
 			c->flags |= COLL_F_BIG;
 	}
 }

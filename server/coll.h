@@ -74,8 +74,8 @@ struct txn;
 #define COLL_ENC_INLINE 1
 #define COLL_ENC_BUCKETED 2
 #define COLL_F_BIG 0x01u /* Redis would hold it as a hashtable by now (its
-			    hash-max-listpack-entries 512, -value 64;
-			    set-max-intset-entries 512) */
+			    hash-max-listpack-entries and -value,
+			    set-max-intset-entries: coll_set_limits) */
 
 #define COLL_OWNER_ID 0xffffffffu
 #define COLL_ROOT_BUCKETED_LEN 32
@@ -138,6 +138,9 @@ struct coll {
 	bool dirty;      /* the root must be written */
 	int64_t expire_ms;
 	uint8_t enc, flags;
+	/* Redis's encoding thresholds (COLL_F_BIG): coll_open sets Redis's
+	 * defaults, coll_set_limits the server's. */
+	uint64_t big_entries, big_value;
 	struct coll_ebuf in; /* inline: the elements */
 	/* bucketed */
 	uint16_t slot;
@@ -158,6 +161,9 @@ struct coll {
 int coll_open(struct txn *t, const char *key, size_t klen, uint8_t type, bool vals,
 	      struct coll *c);
 void coll_free(struct coll *c);
+/* Redis's thresholds for COLL_F_BIG: a hash's hash-max-listpack-entries
+ * and -value, a set's set-max-intset-entries (value unused). */
+void coll_set_limits(struct coll *c, uint64_t entries, uint64_t value);
 /* Elements now. */
 static inline uint64_t coll_len(const struct coll *c)
 {

@@ -80,6 +80,18 @@ struct srv_config {
 	 * (server/pubsub.c); normal and replica are kept for CONFIG GET. */
 	uint64_t cobl[3][3];
 
+	/* Redis's encoding thresholds (mutable): when OBJECT ENCODING turns a
+	 * collection into a hashtable (server/coll.h, COLL_F_BIG). rckv's own
+	 * layout (inline root or parts) does not depend on them. The zset and
+	 * list ones are kept for CONFIG GET until those types use them. */
+	long long hash_max_entries;     /* hash-max-listpack-entries 512 */
+	long long hash_max_value;       /* hash-max-listpack-value 64 */
+	long long set_max_intset;       /* set-max-intset-entries 512 */
+	long long zset_max_entries;     /* zset-max-listpack-entries 128 */
+	long long zset_max_value;       /* zset-max-listpack-value 64 */
+	long long list_max_size;        /* list-max-listpack-size -2 */
+	long long list_compress_depth;  /* list-compress-depth 0 */
+
 	/* storage */
 	long long memory;               /* memory 512mb: MemStore region bytes */
 	long long maxmemory;            /* maxmemory 0 (mutable): past it, commands that

@@ -162,6 +162,34 @@ def test_wrongtype_both_ways(raw, key):
     assert raw.call("SETNX", key + "n", "x") == 0
 
 
+def test_encoding_thresholds_are_redis_config(make_server, key):
+    """hash-max-listpack-entries/-value (and their ziplist names) and
+    set-max-intset-entries move OBJECT ENCODING's conversion as in Redis."""
+    s = make_server()
+    with s.raw() as raw:
+        assert raw.call("CONFIG", "SET", "hash-max-ziplist-entries", "4") == "OK"
+        assert raw.call("CONFIG", "GET", "hash-max-listpack-entries") == [
+            b"hash-max-listpack-entries", b"4"]
+        assert raw.call("CONFIG", "SET", "hash-max-listpack-value", "3") == "OK"
+        raw.call("HSET", key + "h", "a", "1", "b", "2", "c", "3", "d", "4")
+        assert raw.call("OBJECT", "ENCODING", key + "h") == b"listpack"
+        raw.call("HSET", key + "h", "e", "5")
+        assert raw.call("OBJECT", "ENCODING", key + "h") == b"hashtable"
+        raw.call("HSET", key + "v", "a", "1234")
+        assert raw.call("OBJECT", "ENCODING", key + "v") == b"hashtable"
+        assert raw.call("CONFIG", "SET", "set-max-intset-entries", "2") == "OK"
+        raw.call("SADD", key + "s", "1", "2")
+        assert raw.call("OBJECT", "ENCODING", key + "s") == b"intset"
+        raw.call("SADD", key + "s", "3")
+        assert raw.call("OBJECT", "ENCODING", key + "s") == b"hashtable"
+        assert raw.call_raw("CONFIG", "SET", "list-max-listpack-size", "x") == (
+            b"-ERR CONFIG SET failed (possibly related to argument 'list-max-listpack-size') - "
+            b"argument couldn't be parsed into an integer\r\n")
+        for name, dflt in (("zset-max-listpack-entries", b"128"), ("list-compress-depth", b"0"),
+                           ("list-max-ziplist-size", b"-2")):
+            assert raw.call("CONFIG", "GET", name) == [name.encode(), dflt]
+
+
 def test_object_encoding_and_scan_type(raw, key):
     k = key + "h"
     raw.call("HSET", k, "a", "1")

@@ -484,7 +484,9 @@ static void test_glob(void)
 	CHECK_STR(match(&c, "*bytes"), "max-key-bytes max-value-bytes");
 	CHECK_STR(match(&c, "t?meout"), "timeout");
 	CHECK_STR(match(&c, "[ct]*s"), "threads coroutines cc-stages calvin-epoch-us");
-	CHECK_STR(match(&c, "[^a-s]*"), "tcp-backlog timeout threads txn-timeout testing");
+	CHECK_STR(match(&c, "[^a-s]*"), "tcp-backlog timeout threads txn-timeout "
+					 "zset-max-listpack-entries zset-max-ziplist-entries "
+					 "zset-max-listpack-value zset-max-ziplist-value testing");
 	CHECK_STR(match(&c, "[a-c]?"), "cc");
 	CHECK_STR(match(&c, "no\\de"), "node");
 	CHECK_STR(match(&c, "*-*-*"), "busy-poll-us cc-lock-mode maat-list-slots calvin-epoch-us "
@@ -493,6 +495,12 @@ static void test_glob(void)
 				      "max-key-bytes max-value-bytes "
 				      "client-query-buffer-limit "
 				      "proto-max-bulk-len client-output-buffer-limit "
+				      "hash-max-listpack-entries hash-max-ziplist-entries "
+				      "hash-max-listpack-value hash-max-ziplist-value "
+				      "set-max-intset-entries zset-max-listpack-entries "
+				      "zset-max-ziplist-entries zset-max-listpack-value "
+				      "zset-max-ziplist-value list-max-listpack-size "
+				      "list-max-ziplist-size list-compress-depth "
 				      "checkpoint-log-size power-worker-sync-min "
 				      "power-sim-crash-in "
 				      "power-sim-crash-after fabric-delay-us slowlog-log-slower-than "
@@ -503,7 +511,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 56);
+	CHECK(all.n == 68);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
