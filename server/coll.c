@@ -727,17 +727,21 @@ int coll_random(struct coll *c, uint64_t rnd, struct coll_elem *e)
 	if (c->enc == COLL_ENC_BUCKETED) {
 		uint64_t nb = nbuckets(c);
 		/* Buckets hold COLL_LOAD / 2 or more on average: a random one
-		 * is rarely empty; after a few misses, walk on from one. */
+		 * is rarely empty; after a few misses, walk every bucket on from
+		 * the last one tried (a set that SPOP emptied down to one bucket
+		 * must still find it). The ids come from the LCG's high bits:
+		 * its low bits have short periods. */
 		const struct coll_ebuf *pick = NULL;
-		for (int tries = 0; tries < 2 * (int)nb + 8 && !pick; tries++) {
-			uint32_t id = (uint32_t)((tries < 8 ? rnd : rnd + (uint64_t)tries) % nb);
+		uint64_t id = 0;
+		for (uint64_t tries = 0; tries < nb + 8 && !pick; tries++) {
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			id = tries < 8 ? (rnd >> 33) % nb : (id + 1) % nb;
 			struct coll_bucket *bk;
-			int rc = bucket_get(c, id, false, &bk);
+			int rc = bucket_get(c, (uint32_t)id, false, &bk);
 			if (rc)
 				return rc;
 			if (bk->b.n)
 				pick = &bk->b;
-			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
 		}
 		if (!pick)
 			return COLL_ECORRUPT; /* count says not empty */

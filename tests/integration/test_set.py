@@ -267,3 +267,18 @@ def test_cluster_sunionstore_and_smove_in_multi(cluster3, key, cc):
         conns[1].call("CONFIG", "SET", "cc", "silo")
         for c in conns.values():
             c.close()
+
+
+def test_spop_empties_a_big_set_one_by_one(r, key):
+    """SPOP to the last member of a set that once had 3,000: near the end
+    one bucket of many holds what is left, and SPOP must still find it
+    (it once gave up and replied an internal error)."""
+    k = key + "s"
+    members = {b"%d" % i for i in range(3000)}
+    r.sadd(k, *members)
+    p = r.pipeline(transaction=False)
+    for _ in range(3000):
+        p.spop(k)
+    popped = p.execute()
+    assert sorted(popped) == sorted(members)
+    assert r.spop(k) is None and r.exists(k) == 0
