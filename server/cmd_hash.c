@@ -329,6 +329,10 @@ int cmd_hincrbyfloat(struct cmd_ctx *c)
 		resp_error(c->out, "ERR value is not a valid float");
 		return 0;
 	}
+	if (isnan(incr) || isinf(incr)) {
+		resp_error(c->out, "ERR value is NaN or Infinity");
+		return 0;
+	}
 	struct coll h;
 	const char *v;
 	size_t vl;

@@ -573,12 +573,9 @@ static int store_result(struct cmd_ctx *c, const struct coll_elems *res)
 	int rc = 0;
 	if (res->n == 0)
 		return txn_del(c->txn, KEY(c, 1), &existed);
-	memset(&d, 0, sizeof(d));
-	d.t = c->txn;
-	d.key = c->argv[1].p;
-	d.klen = c->argv[1].len;
-	d.type = TXN_T_SET;
-	d.enc = COLL_ENC_INLINE;
+	coll_init(&d, c->txn, KEY(c, 1), TXN_T_SET, false);
+	if (c->node)
+		coll_set_limits(&d, (uint64_t)ck_pr_load_64((uint64_t *)&c->node->cfg.set_max_intset), 0);
 	for (size_t i = 0; rc == 0 && i < res->n; i++)
 		rc = coll_put(&d, res->e[i].f, res->e[i].fl, NULL, 0, &added);
 	if (rc == 0)
@@ -633,12 +630,8 @@ int cmd_sintercard(struct cmd_ctx *c)
 {
 	size_t mark = c->out->len;
 	long long nk, limit = 0;
-	if (srv_str2ll(c->argv[1].p, c->argv[1].len, &nk) != 0) {
-		cmd_reply_not_int(c);
-		return 0;
-	}
-	if (nk <= 0) {
-		resp_error(c->out, "ERR numkeys should be greater than 0");
+	if (srv_str2ll(c->argv[1].p, c->argv[1].len, &nk) != 0 || nk <= 0) {
+		resp_error(c->out, "ERR numkeys should be greater than 0"); /* both, as Redis */
 		return 0;
 	}
 	if (nk > c->argc - 2) {

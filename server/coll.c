@@ -357,8 +357,8 @@ static int parse_root(struct coll *c, const char *v, size_t vl)
 	return CC_OK;
 }
 
-int coll_open(struct txn *t, const char *key, size_t klen, uint8_t type, bool vals,
-	      struct coll *c)
+void coll_init(struct coll *c, struct txn *t, const char *key, size_t klen, uint8_t type,
+	       bool vals)
 {
 	memset(c, 0, sizeof(*c));
 	c->t = t;
@@ -369,6 +369,12 @@ int coll_open(struct txn *t, const char *key, size_t klen, uint8_t type, bool va
 	c->enc = COLL_ENC_INLINE;
 	c->big_entries = 512; /* Redis's defaults */
 	c->big_value = 64;
+}
+
+int coll_open(struct txn *t, const char *key, size_t klen, uint8_t type, bool vals,
+	      struct coll *c)
+{
+	coll_init(c, t, key, klen, type, vals);
 	const char *v;
 	size_t vl;
 	bool found;

@@ -160,6 +160,10 @@ struct coll {
  */
 int coll_open(struct txn *t, const char *key, size_t klen, uint8_t type, bool vals,
 	      struct coll *c);
+/* An empty inline collection at key, not read: one that replaces whatever
+ * the key held (SINTERSTORE's destination). */
+void coll_init(struct coll *c, struct txn *t, const char *key, size_t klen, uint8_t type,
+	       bool vals);
 void coll_free(struct coll *c);
 /* Redis's thresholds for COLL_F_BIG: a hash's hash-max-listpack-entries
  * and -value, a set's set-max-intset-entries (value unused). */

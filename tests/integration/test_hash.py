@@ -97,6 +97,13 @@ def test_hincrby_and_hincrbyfloat(raw, key):
     assert raw.call("HINCRBYFLOAT", k, "n", "1.5e3") == b"1498"
     assert is_err(raw.call("HINCRBYFLOAT", k, "s", 1), "ERR hash value is not a float")
     assert is_err(raw.call("HINCRBYFLOAT", k, "f", "x"), "ERR value is not a valid float")
+    assert is_err(raw.call("HINCRBYFLOAT", k, "f", "+inf"), "ERR value is NaN or Infinity")
+    assert is_err(raw.call("HINCRBYFLOAT", key + "none", "f", "inf"),
+                  "ERR value is NaN or Infinity")
+    assert raw.call("EXISTS", key + "none") == 0
+    assert raw.call("HSET", k, "huge", "1e4932") == 1
+    assert is_err(raw.call("HINCRBYFLOAT", k, "huge", "1e4932"),
+                  "ERR increment would produce NaN or Infinity")
     assert raw.call("HGET", k, "f") == b"1.75"
 
 

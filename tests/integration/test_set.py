@@ -149,6 +149,7 @@ def test_sintercard(raw, key):
     assert raw.call("SINTERCARD", 1, a) == 4
     assert raw.call("SINTERCARD", 2, a, key + "missing") == 0
     assert is_err(raw.call("SINTERCARD", 0, a), "ERR numkeys should be greater than 0")
+    assert is_err(raw.call("SINTERCARD", "a", a), "ERR numkeys should be greater than 0")
     assert is_err(raw.call("SINTERCARD", 3, a, b),
                   "ERR Number of keys can't be greater than number of args")
     assert is_err(raw.call("SINTERCARD", 2, a, b, "LIMIT", -1), "ERR LIMIT can't be negative")
@@ -181,6 +182,14 @@ def test_types_and_encoding(raw, key):
     k2 = key + "s2"
     raw.call("SADD", k2, *range(513))                          # past set-max-intset-entries
     assert raw.call("OBJECT", "ENCODING", k2) == b"hashtable"
+    # A store makes a new set, encoded by what it holds (k was a hashtable).
+    k3 = key + "s3"
+    raw.call("SADD", k3, 2, 3, 4)
+    assert raw.call("SINTERSTORE", k, k2, k3) == 3
+    assert raw.call("OBJECT", "ENCODING", k) == b"intset"
+    assert raw.call("SUNIONSTORE", k, k3, k3) == 3
+    assert raw.call("OBJECT", "ENCODING", k) == b"intset"
+    raw.call("DEL", k3)
     raw.call("HSET", h, "a", "1")
     raw.call("SET", s, "v")
     for cmd in (("SADD", h, "a"), ("SREM", s, "a"), ("SCARD", s), ("SISMEMBER", h, "a"),
