@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from rckvtest import REPO, free_port, run, server_binary
+from rckvtest import REPO, Error, free_port, run, server_binary
 
 pytestmark = pytest.mark.rckv_only
 
@@ -140,3 +140,14 @@ def test_shipped_config_starts(make_server):
     with s.raw() as c:
         assert c.call_raw("SET", "k", "v") == b"+OK\r\n"
         assert c.call_raw("GET", "k") == b"$1\r\nv\r\n"
+
+
+def test_config_set_save_to_nothing(raw):
+    """Test suites and tools turn snapshots off with CONFIG SET save "" (and
+    appendonly no): rckv persists every commit itself, so that is what it
+    does already and is accepted; asking for snapshots is refused."""
+    assert raw.call("CONFIG", "SET", "save", "") == "OK"
+    assert raw.call("CONFIG", "SET", "appendonly", "no") == "OK"
+    assert raw.call("CONFIG", "GET", "save") == [b"save", b""]
+    r = raw.call("CONFIG", "SET", "save", "900 1")
+    assert isinstance(r, Error) and "'save' is not an rckv option" in r, r

@@ -257,9 +257,11 @@ static void test_set_errors(void)
 	CHECK_STR(c.cc, "nowait"); /* as the table spells it */
 	/* Names are case-insensitive, as in redis.conf. */
 	CHECK(set1(&c, "PORT", "7000", err, sizeof(err)) == 0 && c.port == 7000);
-	/* Pseudo options answer CONFIG GET only. */
-	CHECK(set1(&c, "save", "", err, sizeof(err)) == -1);
-	CHECK(set1(&c, "appendonly", "no", err, sizeof(err)) == -1);
+	/* Pseudo options answer CONFIG GET, and take only what rckv does. */
+	CHECK(set1(&c, "save", "", err, sizeof(err)) == 0);
+	CHECK(set1(&c, "appendonly", "no", err, sizeof(err)) == 0);
+	CHECK(set1(&c, "save", "900 1", err, sizeof(err)) == -1);
+	CHECK(set1(&c, "appendonly", "yes", err, sizeof(err)) == -1);
 
 	/* Argument counts. */
 	char *two[2] = { "1", "2" };
@@ -277,7 +279,7 @@ static void test_set_errors(void)
 	CHECK(cfg_is_mutable("maxclients") && cfg_is_mutable("CC") && cfg_is_mutable("timeout"));
 	CHECK(cfg_is_mutable("requirepass") && cfg_is_mutable("loglevel"));
 	CHECK(!cfg_is_mutable("port") && !cfg_is_mutable("memory") && !cfg_is_mutable("threads"));
-	CHECK(!cfg_is_mutable("save") && !cfg_is_mutable("nosuch"));
+	CHECK(!cfg_is_mutable("databases") && !cfg_is_mutable("nosuch"));
 	CHECK(cfg_exists("save") && cfg_exists("Port") && !cfg_exists("nosuch"));
 	cfg_free(&c);
 }
@@ -365,6 +367,17 @@ static void test_file_errors(void)
 	expect_file_error("save 900 1\n",
 			  "1: option 'save': 'save' is not an rckv option (CONFIG GET reports '' "
 			  "for Redis tools only)");
+	{ /* set to what rckv does anyway: accepted */
+		struct srv_config ok;
+		char err[1024] = "";
+		cfg_defaults(&ok);
+		CHECK(cfg_load_file(&ok, write_conf("ok.conf", "save \"\"\nappendonly no\n"), err,
+				    sizeof(err)) == 0);
+		cfg_free(&ok);
+	}
+	expect_file_error("appendonly yes\n",
+			  "1: option 'appendonly': 'appendonly' is not an rckv option (CONFIG GET "
+			  "reports 'no' for Redis tools only)");
 	expect_file_error("port 6379 # trailing comment\n",
 			  "1: option 'port': wrong number of arguments");
 
