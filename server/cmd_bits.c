@@ -65,13 +65,6 @@ static long long proto_max(const struct cmd_ctx *c)
 			 PROTO_MAX_BULK_LEN_DEFAULT);
 }
 
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-	size_t n = strlen(word);
-
-	return a->len == n && strncasecmp(a->p, word, n) == 0;
-}
-
 static bool parse_ll(const struct resp_arg *a, long long *v)
 {
 	return srv_str2ll(a->p, a->len, v) == 0;

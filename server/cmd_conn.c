@@ -29,11 +29,6 @@
 #include "server/strutil.h"
 #include "server/worker.h"
 
-static bool arg_is(const struct resp_arg *a, const char *s)
-{
-	return a->len == strlen(s) && strncasecmp(a->p, s, a->len) == 0;
-}
-
 /* ---- passwords ---- */
 
 /* Compare in time that depends on the lengths only, not on where the

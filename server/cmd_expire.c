@@ -25,12 +25,6 @@
 
 #define KEY(c, i) (c)->argv[i].p, (c)->argv[i].len
 
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-	size_t n = strlen(word);
-	return a->len == n && strncasecmp(a->p, word, n) == 0;
-}
-
 void cmd_reply_bad_expire(struct cmd_ctx *c, const char *cmd)
 {
 	resp_errorf(c->out, "ERR invalid expire time in '%s' command", cmd);

@@ -33,12 +33,6 @@
 
 #define KEY(c, i) (c)->argv[i].p, (c)->argv[i].len
 
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-	size_t n = strlen(word);
-	return a->len == n && strncasecmp(a->p, word, n) == 0;
-}
-
 static int hopen(struct cmd_ctx *c, struct coll *h)
 {
 	int rc = coll_open(c->txn, KEY(c, 1), TXN_T_HASH, true, h);

@@ -51,13 +51,6 @@
 /* Fewest index buckets one SCAN call may visit (see cmd_scan). */
 #define SCAN_MIN_BUCKETS 16384
 
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-	size_t n = strlen(word);
-
-	return a->len == n && strncasecmp(a->p, word, n) == 0;
-}
-
 /* ---- keys a MULTI block wrote before this command ---- */
 
 struct key_list {

@@ -68,13 +68,6 @@ static const char ERR_SAME_OBJECT[] = "ERR source and destination objects are th
 static const char ERR_DB_RANGE[] = "ERR DB index is out of range";
 static const char ERR_DUMP_PAYLOAD[] = "ERR DUMP payload version or checksum are wrong";
 
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-	size_t n = strlen(word);
-
-	return a->len == n && strncasecmp(a->p, word, n) == 0;
-}
-
 static bool same_arg(const struct resp_arg *a, const struct resp_arg *b)
 {
 	return a->len == b->len && memcmp(a->p, b->p, a->len) == 0;

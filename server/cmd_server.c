@@ -48,11 +48,6 @@
 #include "server/pubsub.h"
 #include "server/worker.h"
 
-static bool arg_is(const struct resp_arg *a, const char *s)
-{
-	return a->len == strlen(s) && strncasecmp(a->p, s, a->len) == 0;
-}
-
 static int clamp128(size_t len)
 {
 	return (int)(len > 128 ? 128 : len);
@@ -1586,6 +1581,9 @@ static const char *const debug_help[] = {
 	"    Write <message> to the server log.",
 	"OBJECT <key>",
 	"    Show low level info about the `key` and associated value.",
+	"RELOAD [option ...]",
+	"    Save the RDB on disk and reload it back to memory. Options: MERGE, NOFLUSH,",
+	"    NOSAVE. (rckv: a SAVE; the data stays where it is, nothing is reloaded.)",
 	"SLEEP <seconds>",
 	"    Stop the server for <seconds>. Decimals allowed.",
 	"    (rckv: only this connection waits; other clients are served.)",
@@ -1658,6 +1656,8 @@ int cmd_debug(struct cmd_ctx *c)
 		free(msg);
 	} else if (c->argc == 3 && arg_is(sub, "object")) {
 		return cmd_debug_object(c);
+	} else if (arg_is(sub, "reload")) {
+		return srv_debug_reload(c);
 	} else if (c->argc == 3 && arg_is(sub, "set-active-expire")) {
 		expire_cycle_enable(c->node, !(c->argv[2].len == 1 && c->argv[2].p[0] == '0'));
 		resp_status(c->out, "OK");

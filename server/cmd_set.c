@@ -29,12 +29,6 @@
 
 #define KEY(c, i) (c)->argv[i].p, (c)->argv[i].len
 
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-	size_t n = strlen(word);
-	return a->len == n && strncasecmp(a->p, word, n) == 0;
-}
-
 static int sopen(struct cmd_ctx *c, int i, struct coll *s)
 {
 	int rc = coll_open(c->txn, KEY(c, i), TXN_T_SET, false, s);

@@ -90,14 +90,6 @@ static bool result_too_long(struct cmd_ctx *c, unsigned long long base, unsigned
 	return false;
 }
 
-/* Case-insensitive comparison of a binary-safe argument with an option word. */
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-	size_t n = strlen(word);
-
-	return a->len == n && strncasecmp(a->p, word, n) == 0;
-}
-
 static bool parse_ll(const struct resp_arg *a, long long *v)
 {
 	return srv_str2ll(a->p, a->len, v) == 0;

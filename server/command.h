@@ -18,6 +18,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
+#include <strings.h>
 
 #include "resp/resp.h"
 
@@ -30,6 +32,13 @@ struct node;
 struct worker;
 struct client;
 struct txn;
+
+/* Is argument a the option word `word` (ASCII, any case)? */
+static inline bool arg_is(const struct resp_arg *a, const char *word)
+{
+	size_t n = strlen(word);
+	return a->len == n && strncasecmp(a->p, word, n) == 0;
+}
 
 struct cmd_ctx {
 	struct node *node;

@@ -50,11 +50,6 @@ static void repr(struct srv_sbuf *b, const char *p, size_t len)
 	srv_sbuf_printf(b, "\"");
 }
 
-static bool arg_is(const struct resp_arg *a, const char *s)
-{
-	return a->len == strlen(s) && strncasecmp(a->p, s, a->len) == 0;
-}
-
 void monitor_feed(struct node *n, const struct client *cl, const struct cmd_def *def, int argc,
 		  const struct resp_arg *argv)
 {

@@ -226,6 +226,25 @@ static bool refuse(struct cmd_ctx *c, int rc)
 	return rc != 0;
 }
 
+int srv_debug_reload(struct cmd_ctx *c)
+{
+	bool nosave = false;
+	for (int i = 2; i < c->argc; i++) {
+		if (arg_is(&c->argv[i], "nosave")) {
+			nosave = true;
+		} else if (!arg_is(&c->argv[i], "merge") && !arg_is(&c->argv[i], "noflush")) {
+			resp_error(c->out,
+				   "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+			return 0;
+		}
+	}
+	if (nosave || persistence_none(c->node)) {
+		resp_status(c->out, "OK");
+		return 0;
+	}
+	return cmd_save(c);
+}
+
 int cmd_save(struct cmd_ctx *c)
 {
 	struct node *n = c->node;

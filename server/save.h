@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
+struct cmd_ctx;
 struct node;
 struct srv_save;
 
@@ -42,6 +43,14 @@ void srv_save_destroy(struct node *n);
  * Returns 0, or -errno with err filled (-ENOTSUP: persistence none).
  */
 int srv_save_local(struct node *n, char *err, size_t errlen);
+
+/*
+ * srv_debug_reload - DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: Redis saves
+ * its RDB and loads it back; rckv's data is its MemStore, which nothing
+ * needs to load: a SAVE (as cmd_save, all nodes) unless NOSAVE or
+ * persistence none, and the data as it was.
+ */
+int srv_debug_reload(struct cmd_ctx *c);
 
 /* For INFO persistence. */
 struct srv_save_info {

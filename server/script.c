@@ -602,11 +602,6 @@ int cmd_evalsha_ro(struct cmd_ctx *c)
 
 /* ---- SCRIPT ---- */
 
-static bool arg_is(const struct resp_arg *a, const char *word)
-{
-	return a->len == strlen(word) && strncasecmp(a->p, word, a->len) == 0;
-}
-
 static int script_load(struct cmd_ctx *c)
 {
 	struct script_cache *sc = c->node->scripts;

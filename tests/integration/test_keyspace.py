@@ -238,8 +238,8 @@ def test_debug_object(raw, key):
     assert fields["encoding"] == "embstr"
     assert fields["serializedlength"] == "6"
     assert is_err(raw.call("DEBUG", "OBJECT", key + "none"), NO_SUCH_KEY)
-    assert is_err(raw.call("DEBUG", "RELOAD"),
-                  "ERR unknown subcommand or wrong number of arguments for 'RELOAD'. "
+    assert is_err(raw.call("DEBUG", "NOSUCH"),
+                  "ERR unknown subcommand or wrong number of arguments for 'NOSUCH'. "
                   "Try DEBUG HELP.")
 
 
@@ -406,6 +406,22 @@ def test_save_bgsave_lastsave(make_server):
         assert is_err(c.call("SAVE"), "ERR Command not allowed inside a transaction")
         assert is_err(c.call("EXEC"),
                       "EXECABORT Transaction discarded because of previous errors.")
+
+
+@pytest.mark.rckv_only  # redis-server refuses DEBUG unless enable-debug-command
+def test_debug_reload_saves_and_keeps_the_data(make_server):
+    s = make_server()
+    with s.raw() as c:
+        c.call("SET", "k", "v")
+        assert int_info(c, "persistence", "rdb_changes_since_last_save") != "0"
+        assert c.call_raw("DEBUG", "RELOAD") == OK
+        assert int_info(c, "persistence", "rdb_changes_since_last_save") == "0"
+        c.call("SET", "k2", "v")
+        assert c.call_raw("DEBUG", "RELOAD", "NOSAVE", "MERGE") == OK
+        assert int_info(c, "persistence", "rdb_changes_since_last_save") == "1"
+        assert c.call("MGET", "k", "k2") == [b"v", b"v"]
+        assert is_err(c.call("DEBUG", "RELOAD", "foo"),
+                      "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
 
 
 def test_changes_since_last_save_count_changed_keys(make_server):
