@@ -173,6 +173,7 @@ struct calvin {
 	struct calvin_stats st;
 	uint64_t digest;            /* of the queued order (calvin_order_digest) */
 	struct calvin_ring *ring;   /* ACQUIRE's one-sided transport (calvin_ring.h) */
+	bool stall_deliver;         /* testing: calvin_stall_deliver (under the mutex) */
 };
 
 /* The wire. */
@@ -1775,6 +1776,25 @@ void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *dig
 
 /* ---- the coordinator's side (on the transaction's coroutine) ---- */
 
+void calvin_stall_deliver(struct cc_node *n)
+{
+	struct calvin *cv = n->calvin;
+	pthread_mutex_lock(&cv->mu);
+	cv->stall_deliver = true;
+	pthread_mutex_unlock(&cv->mu);
+}
+
+/* Testing (calvin_stall_deliver): the DELIVER of e to `to` goes alone,
+ * and the round waits, as an initiator would that hung between its
+ * DELIVERs; then it sends the others. */
+static void stall_round(struct calvin *cv, struct txn *t, uint64_t e, uint16_t to)
+{
+	(void)fab_exec(&t->batch);
+	cc_log(cv->n, CC_LOG_WARNING, "calvin: testing: epoch %" PRIu64 " delivered to node %u "
+	       "only; the round stalls for %u ms", e, to, CALVIN_STALL_MS);
+	sched_sleep(t->ccw->sched, CALVIN_STALL_MS * 1000000ull);
+}
+
 /* The members of the configuration, ascending. */
 static int members(struct txn *t, uint16_t *out)
 {
@@ -1884,6 +1904,11 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 				dl[j].need[mem[i]] = cnt[mem[j]];
 			}
 		}
+		pthread_mutex_lock(&cv->mu);
+		bool stall = !again && cv->stall_deliver;
+		if (stall)
+			cv->stall_deliver = false;
+		pthread_mutex_unlock(&cv->mu);
 		int self_j = -1;
 		for (int j = 0; j < nm; j++) {
 			if (mem[j] == self) {
@@ -1894,6 +1919,10 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 				continue;
 			rr[j] = (struct fab_rpc_reply){ 0 };
 			fab_rpc(&t->batch, mem[j], CALVIN_RPC_DELIVER, &dl[j], sizeof(dl[j]), &rr[j]);
+			if (stall) {
+				stall_round(cv, t, rq.e, mem[j]);
+				stall = false;
+			}
 		}
 		(void)fab_exec(&t->batch);
 		pthread_mutex_lock(&cv->mu);

@@ -427,3 +427,10 @@ def test_coordinator_killed(calvin3, key):
             assert time.time() < deadline
             time.sleep(0.2)
     both(2, k, 3)
+
+
+def test_debug_calvin_stall_deliver_needs_testing(make_server):
+    """The fault is refused without `testing yes`, and named clearly."""
+    with make_server(opts={"cc": "calvin"}).client() as c:
+        with pytest.raises(redis.ResponseError, match="needs 'testing yes'"):
+            c.execute_command("DEBUG", "CALVIN-STALL-DELIVER")
