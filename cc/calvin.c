@@ -5,6 +5,10 @@
  * A participant's state per epoch e (struct epoch, in a ring):
  *   OPEN      --an ACQUIRE, a RELEASE or a local part of e arrives: counted
  *   KNOWN     --DELIVER(e): how many parts each coordinator sends here
+ *               (from e's initiator; or, if that one died before it
+ *               reached this node, from a round that closes e again:
+ *               close_round, which a stuck coordinator of e or of a
+ *               later epoch runs, calvin_sequence)
  *   COMPLETE  every part arrived and e - 1 is processed
  *   PROCESSED --process(): the parts, sorted by (node, seq), queue their
  *               locks; the slot is free again
@@ -173,6 +177,7 @@ struct calvin {
 	struct calvin_stats st;
 	uint64_t digest;            /* of the queued order (calvin_order_digest) */
 	struct calvin_ring *ring;   /* ACQUIRE's one-sided transport (calvin_ring.h) */
+	bool stall_deliver;         /* testing: calvin_stall_deliver (under the mutex) */
 };
 
 /* The wire. */
@@ -181,6 +186,7 @@ struct close_req {
 };
 struct close_rep {
 	uint64_t closed_before;
+	uint64_t processed;        /* the last epoch queued there, once e is closed */
 	uint32_t cnt[FAB_MAX_NODES];
 };
 struct deliver_req {
@@ -1423,6 +1429,7 @@ static int h_close(void *arg, struct fab_rpc_call *c, uint32_t *len)
 	} else {
 		counts_of(cv, rq.e, rp->cnt);
 	}
+	rp->processed = cv->processed;
 	pthread_mutex_unlock(&cv->mu);
 	*len = sizeof(*rp);
 	return 0;
@@ -1775,6 +1782,25 @@ void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *dig
 
 /* ---- the coordinator's side (on the transaction's coroutine) ---- */
 
+void calvin_stall_deliver(struct cc_node *n)
+{
+	struct calvin *cv = n->calvin;
+	pthread_mutex_lock(&cv->mu);
+	cv->stall_deliver = true;
+	pthread_mutex_unlock(&cv->mu);
+}
+
+/* Testing (calvin_stall_deliver): the DELIVER of e to `to` goes alone,
+ * and the round waits, as an initiator would that hung between its
+ * DELIVERs; then it sends the others. */
+static void stall_round(struct calvin *cv, struct txn *t, uint64_t e, uint16_t to)
+{
+	(void)fab_exec(&t->batch);
+	cc_log(cv->n, CC_LOG_WARNING, "calvin: testing: epoch %" PRIu64 " delivered to node %u "
+	       "only; the round stalls for %u ms", e, to, CALVIN_STALL_MS);
+	sched_sleep(t->ccw->sched, CALVIN_STALL_MS * 1000000ull);
+}
+
 /* The members of the configuration, ascending. */
 static int members(struct txn *t, uint16_t *out)
 {
@@ -1792,8 +1818,15 @@ static int members(struct txn *t, uint16_t *out)
  * answers the counts it gave for it, and the DELIVER tells everyone which
  * members are gone. A member that does not answer CLOSE is gone: left out
  * of the epoch, and purged everywhere (purge), so nothing waits for it.
+ *
+ * Returns, for a round with again != 0, the oldest epoch before `again`
+ * that a member answered it has closed and not queued yet (0: none). An
+ * initiator that died between its DELIVERs (they go to each member in
+ * turn) left such an epoch known to some members only; the others queue
+ * nothing after it, and only a round for that very epoch ends their wait
+ * (the caller's, calvin_sequence).
  */
-static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
+static uint64_t close_round(struct calvin *cv, struct txn *t, uint64_t again)
 {
 	const uint16_t self = fab_self(t->node->fab);
 	uint16_t mem[PL_MAX_NODES];
@@ -1805,9 +1838,10 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 		free(rep);
 		free(rr);
 		free(dl);
-		return;
+		return 0;
 	}
 	uint32_t inc[FAB_MAX_NODES];
+	uint64_t behind = 0;
 	for (int tries = 0; tries < 3; tries++) {
 		pthread_mutex_lock(&cv->mu);
 		struct close_req rq = { .e = again ? again : cv->closed + 1 };
@@ -1843,6 +1877,9 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 				continue;
 			}
 			ok++;
+			if (again && rep[i].processed < again - 1 &&
+			    (!behind || rep[i].processed + 1 < behind))
+				behind = rep[i].processed + 1;
 			if (rep[i].closed_before >= rq.e) {
 				stale++;
 				if (rep[i].closed_before > maxc)
@@ -1884,6 +1921,11 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 				dl[j].need[mem[i]] = cnt[mem[j]];
 			}
 		}
+		pthread_mutex_lock(&cv->mu);
+		bool stall = !again && cv->stall_deliver;
+		if (stall)
+			cv->stall_deliver = false;
+		pthread_mutex_unlock(&cv->mu);
 		int self_j = -1;
 		for (int j = 0; j < nm; j++) {
 			if (mem[j] == self) {
@@ -1894,6 +1936,10 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 				continue;
 			rr[j] = (struct fab_rpc_reply){ 0 };
 			fab_rpc(&t->batch, mem[j], CALVIN_RPC_DELIVER, &dl[j], sizeof(dl[j]), &rr[j]);
+			if (stall) {
+				stall_round(cv, t, rq.e, mem[j]);
+				stall = false;
+			}
 		}
 		(void)fab_exec(&t->batch);
 		pthread_mutex_lock(&cv->mu);
@@ -1912,6 +1958,7 @@ static void close_round(struct calvin *cv, struct txn *t, uint64_t again)
 	free(rep);
 	free(rr);
 	free(dl);
+	return behind;
 }
 
 /* How long a labeled transaction waits for its grants before it suspects
@@ -1944,7 +1991,7 @@ static void initiate(struct calvin *cv, struct txn *t, uint64_t limit)
 			break;
 		sched_sleep(t->ccw->sched, 1000000);
 	}
-	close_round(cv, t, 0);
+	(void)close_round(cv, t, 0);
 }
 /* The bytes of lk's key an ACQUIRE carries: none past FWD_KEY_MAX (its
  * value is not forwarded). */
@@ -2153,7 +2200,12 @@ int calvin_sequence(struct txn *t, struct calvin_mine *m)
 		pthread_mutex_lock(&cv->mu);
 		uint64_t e = cv->processed < m->epoch ? cv->processed + 1 : m->epoch;
 		pthread_mutex_unlock(&cv->mu);
-		close_round(cv, t, e);
+		/* A participant that waits for an older epoch (its DELIVER
+		 * died with its initiator) grants nothing until that epoch
+		 * is closed again too: no transaction of its own may wait
+		 * there to do it. */
+		if ((e = close_round(cv, t, e)) != 0)
+			(void)close_round(cv, t, e);
 	}
 	if (m->failed) {
 		/* A participant that failed after its ACQUIRE may have latched

@@ -156,6 +156,13 @@ void calvin_peer_failed(struct cc_node *n, uint16_t peer);
  * holds is dropped, and it takes up the cluster's epochs afresh at its
  * rejoin, as a restarted node does (calvin.c, catch_up). Quiesced. */
 void calvin_reset(struct cc_node *n);
+/* Testing (DEBUG CALVIN-STALL-DELIVER, which needs 'testing yes'): the
+ * next epoch this node closes as its initiator is delivered to the first
+ * other member only; the round then waits CALVIN_STALL_MS before it
+ * delivers to the rest, as an initiator that hung between its DELIVERs
+ * (a test kills the node meanwhile). Any thread. */
+#define CALVIN_STALL_MS 30000u
+void calvin_stall_deliver(struct cc_node *n);
 /* The counters, and a digest of the order in which this node queued
  * transactions (equal on two nodes that queued the same ones). */
 void calvin_stats_get(struct cc_node *n, struct calvin_stats *out, uint64_t *digest);

@@ -1594,6 +1594,10 @@ static const char *const debug_help[] = {
 	"    (rckv, 'testing yes', tcp fabric) After <after> (default 0) more, the",
 	"    next <count> (default 1) fabric requests to <node> run there, but their",
 	"    replies are lost, as when a connection breaks.",
+	"CALVIN-STALL-DELIVER",
+	"    (rckv, 'testing yes', cc calvin) The next epoch this node closes is",
+	"    delivered to one other node only, and the closing stalls for 30 s, as",
+	"    when its initiator hangs or dies between its DELIVERs.",
 	"HELP",
 	"    Prints this help.",
 };
@@ -1633,6 +1637,18 @@ static void debug_lose_reply(struct cmd_ctx *c)
 		resp_status(c->out, "OK");
 }
 
+/* DEBUG CALVIN-STALL-DELIVER: a fault for the tests of an epoch whose
+ * initiator died between its DELIVERs (calvin_stall_deliver). */
+static void debug_calvin_stall(struct cmd_ctx *c)
+{
+	if (!c->node->cfg.testing) {
+		resp_error(c->out, "ERR DEBUG CALVIN-STALL-DELIVER needs 'testing yes'");
+		return;
+	}
+	calvin_stall_deliver(&c->node->cc);
+	resp_status(c->out, "OK");
+}
+
 int cmd_debug(struct cmd_ctx *c)
 {
 	const struct resp_arg *sub = &c->argv[1];
@@ -1663,6 +1679,8 @@ int cmd_debug(struct cmd_ctx *c)
 		resp_status(c->out, "OK");
 	} else if (c->argc >= 3 && c->argc <= 5 && arg_is(sub, "fabric-lose-reply")) {
 		debug_lose_reply(c);
+	} else if (c->argc == 2 && arg_is(sub, "calvin-stall-deliver")) {
+		debug_calvin_stall(c);
 	} else if (c->argc == 3 && arg_is(sub, "sleep")) {
 		/* strtod as Redis: text that is not a number sleeps 0 s. */
 		char buf[64];

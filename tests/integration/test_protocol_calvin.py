@@ -407,14 +407,7 @@ def test_coordinator_killed(calvin3, key):
     [t.join() for t in th]
 
     def both(via, keys, bound):
-        with cl.client(via, socket_timeout=30) as c:
-            t0 = time.time()
-            p = c.pipeline(transaction=True)
-            p.incr(keys[1])
-            p.incr(keys[2])
-            a, b = p.execute()
-            assert a == b, (a, b)
-            assert time.time() - t0 < bound
+        incr_pair(cl, via, keys, bound)
     both(1, other, 3)
     both(2, other, 3)
     cl.node(3).start()
@@ -427,3 +420,71 @@ def test_coordinator_killed(calvin3, key):
             assert time.time() < deadline
             time.sleep(0.2)
     both(2, k, 3)
+
+
+def incr_pair(cl, via, keys, bound):
+    """MULTI INCR keys[1] INCR keys[2] EXEC through node `via`, which
+    commits within `bound` seconds and finds both equal."""
+    with cl.client(via, socket_timeout=30) as c:
+        t0 = time.time()
+        p = c.pipeline(transaction=True)
+        p.incr(keys[1])
+        p.incr(keys[2])
+        a, b = p.execute()
+        assert a == b, (a, b)
+        assert time.time() - t0 < bound
+
+
+def test_initiator_killed_between_delivers(make_cluster, fabric, key):
+    """kill -9 of a node while it closes an epoch, after its DELIVER
+    reached node 1 and before it reached node 2 (DEBUG
+    CALVIN-STALL-DELIVER holds the round there). Node 1 queues the epoch;
+    node 2 closed it but never learns its counts, so it queues nothing
+    after it. A transaction of node 1 between nodes 1 and 2, in a later
+    epoch, has that epoch closed again for node 2 and commits at once,
+    rather than wait for node 2's grant until txn-timeout (the CI failure
+    of test_coordinator_killed[shm])."""
+    cl = make_cluster(fabric, opts={"cc": "calvin", "calvin-epoch-us": 2000,
+                                    "testing": "yes"})
+    k = keys_on_each(cl, key)
+    other = keys_on_each(cl, key + "other")
+    with cl.client(3) as c:
+        assert c.execute_command("DEBUG", "CALVIN-STALL-DELIVER") == b"OK"
+
+    def stalled():  # node 3 initiates its epoch, and dies in the round
+        with cl.client(3, socket_timeout=60) as c:
+            p = c.pipeline(transaction=True)
+            p.incr(k[1])
+            p.incr(k[2])
+            try:
+                p.execute()
+            except (redis.RedisError, OSError):
+                pass
+
+    th = threading.Thread(target=stalled)
+    th.start()
+    deadline = time.time() + 10
+    while "delivered to node 1 only" not in cl.node(3).log_text():
+        assert time.time() < deadline, "node 3 did not stall its round"
+        time.sleep(0.05)
+    cl.node(3).kill9()
+    th.join()
+    incr_pair(cl, 1, other, 3)
+    incr_pair(cl, 2, other, 3)
+    cl.node(3).start()
+    deadline = time.time() + 20
+    while True:  # node 3 comes back (it settles nothing: it acquired nothing)
+        try:
+            incr_pair(cl, 1, k, 30)
+            break
+        except redis.RedisError:
+            assert time.time() < deadline
+            time.sleep(0.2)
+    incr_pair(cl, 2, k, 3)
+
+
+def test_debug_calvin_stall_deliver_needs_testing(make_server):
+    """The fault is refused without `testing yes`, and named clearly."""
+    with make_server(opts={"cc": "calvin"}).client() as c:
+        with pytest.raises(redis.ResponseError, match="needs 'testing yes'"):
+            c.execute_command("DEBUG", "CALVIN-STALL-DELIVER")
