@@ -56,6 +56,7 @@
 #include "server/command.h"
 #include "server/dispatch.h"
 #include "server/node.h"
+#include "server/sha1.h"
 #include "server/rdb.h"
 #include "server/strutil.h"
 #include "server/worker.h"
@@ -721,6 +722,105 @@ int cmd_debug_object(struct cmd_ctx *c)
 		 rdb_string_serialized_len(r.val, r.vlen));
 	free(r.val);
 	resp_status(c->out, line);
+	return 0;
+}
+
+/*
+ * DEBUG DIGEST-VALUE key [key ...]: a 40-hex digest of each value (40
+ * zeros for a missing key), equal for equal values, as Redis's test suites
+ * compare a copy with its source: SHA-1 of the type and, for a string, its
+ * bytes; for a hash or a set, of the XOR of each element's SHA-1, so that
+ * the order of the elements does not matter. Not Redis's own digests
+ * (those depend on its encodings); the expiry is not part of it, as in
+ * Redis. Each key is read in a transaction of its own.
+ */
+struct digest {
+	struct key_read r;
+	unsigned char acc[20];
+};
+
+static void hex_xor(unsigned char acc[20], const char hex[40])
+{
+	for (int i = 0; i < 20; i++) {
+		unsigned v = 0;
+		for (int k = 0; k < 2; k++) {
+			char ch = hex[2 * i + k];
+			v = v * 16 + (unsigned)(ch <= '9' ? ch - '0' : ch - 'a' + 10);
+		}
+		acc[i] ^= (unsigned char)v;
+	}
+}
+
+static int digest_elem(void *arg, const struct coll_elem *e)
+{
+	struct digest *d = arg;
+	char *buf = malloc(e->fl + e->vl + 1), hex[41];
+	if (!buf)
+		return 1;
+	memcpy(buf, e->f, e->fl);
+	buf[e->fl] = '\0'; /* field and value apart: ("ab","") is not ("a","b") */
+	if (e->vl)
+		memcpy(buf + e->fl + 1, e->v, e->vl);
+	sha1_hex(buf, e->fl + e->vl + 1, hex);
+	free(buf);
+	hex_xor(d->acc, hex);
+	return 0;
+}
+
+static int digest_body(struct txn *t, void *arg)
+{
+	struct digest *d = arg;
+	memset(d->acc, 0, sizeof(d->acc));
+	int rc = key_read_body(t, &d->r);
+	if (rc || !d->r.found || (d->r.m.type != TXN_T_HASH && d->r.m.type != TXN_T_SET))
+		return rc;
+	struct coll s;
+	bool vals = d->r.m.type == TXN_T_HASH;
+	rc = coll_open(t, d->r.key, d->r.klen, d->r.m.type, vals, &s);
+	if (rc == 0)
+		rc = coll_foreach(&s, digest_elem, d);
+	coll_free(&s);
+	return rc;
+}
+
+int cmd_debug_digest_value(struct cmd_ctx *c)
+{
+	size_t mark = c->out->len;
+	resp_array(c->out, c->argc - 2);
+	for (int i = 2; i < c->argc; i++) {
+		struct digest d = { .r = { .key = c->argv[i].p, .klen = c->argv[i].len } };
+		const struct cc_key k = { .p = d.r.key, .len = (uint32_t)d.r.klen,
+					  .access = CC_KEY_READ };
+		const struct cc_txn tx = { .keys = &k, .nkeys = 1, .body = digest_body, .arg = &d };
+		int rc = c->txn ? digest_body(c->txn, &d) : cc_run(c->w->ccw, &tx);
+		char hex[41];
+		if (rc) {
+			free(d.r.val);
+			if (c->txn)
+				return cmd_txn_failed(c, mark, rc); /* the error, not the array */
+			c->out->len = mark;
+			srv_reply_txn_failed(c->out, c->node, rc);
+			return 0;
+		}
+		if (!d.r.found) {
+			memset(hex, '0', 40);
+		} else {
+			size_t n = d.r.m.type == TXN_T_STRING ? d.r.vlen : sizeof(d.acc);
+			char *buf = malloc(n + 1);
+			if (!buf) {
+				free(d.r.val);
+				c->out->len = mark;
+				resp_error(c->out, "ERR out of memory");
+				return 0;
+			}
+			buf[0] = (char)d.r.m.type;
+			memcpy(buf + 1, d.r.m.type == TXN_T_STRING ? (const void *)d.r.val : d.acc, n);
+			sha1_hex(buf, n + 1, hex);
+			free(buf);
+		}
+		free(d.r.val);
+		resp_bulk(c->out, hex, 40);
+	}
 	return 0;
 }
 

@@ -1581,6 +1581,8 @@ static const char *const debug_help[] = {
 	"    Write <message> to the server log.",
 	"OBJECT <key>",
 	"    Show low level info about the `key` and associated value.",
+	"DIGEST-VALUE <key> [<key> ...]",
+	"    Output a hex signature of the values of all the specified keys.",
 	"RELOAD [option ...]",
 	"    Save the RDB on disk and reload it back to memory. Options: MERGE, NOFLUSH,",
 	"    NOSAVE. (rckv: a SAVE; the data stays where it is, nothing is reloaded.)",
@@ -1672,6 +1674,8 @@ int cmd_debug(struct cmd_ctx *c)
 		free(msg);
 	} else if (c->argc == 3 && arg_is(sub, "object")) {
 		return cmd_debug_object(c);
+	} else if (c->argc >= 2 && arg_is(sub, "digest-value")) {
+		return cmd_debug_digest_value(c);
 	} else if (arg_is(sub, "reload")) {
 		return srv_debug_reload(c);
 	} else if (c->argc == 3 && arg_is(sub, "set-active-expire")) {

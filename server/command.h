@@ -228,6 +228,7 @@ CMD(cmd_dbsize); CMD(cmd_flushdb); CMD(cmd_flushall);
 /* cmd_keyspace.c */
 CMD(cmd_rename); CMD(cmd_renamenx); CMD(cmd_copy); CMD(cmd_move); CMD(cmd_randomkey);
 CMD(cmd_dump); CMD(cmd_restore); CMD(cmd_object); CMD(cmd_debug_object);
+CMD(cmd_debug_digest_value);
 CMD(cmd_memory);
 /* save.c */
 CMD(cmd_save); CMD(cmd_bgsave); CMD(cmd_lastsave);

@@ -851,3 +851,32 @@ def test_restore_truncated_huge_length_is_bad_format(raw, key):
     for body in (b"\x00\x80\xff\xff\xff\xff", b"\x00\x81\xff\xff\xff\xff\xff\xff\xff\xff",
                  b"\x00\xc3\x05\x80\x7f\xff\xff\xffabcde"):
         assert raw.call("RESTORE", key, 0, seal(body)) == "ERR Bad data format"
+
+
+@pytest.mark.rckv_only  # redis-server refuses DEBUG unless enable-debug-command
+def test_debug_digest_value(raw, key):
+    """Equal values digest equally whatever their order or node of origin
+    (COPY of a hash, a hash built in another order); a changed value, a
+    field/value split differently, another type: another digest; a missing
+    key: 40 zeros, as Redis's test suites expect."""
+    h, h2, h3, hc, s, k = (key + x for x in ("h", "h2", "h3", "hc", "s", "k"))
+    raw.call("HSET", h, "a", "1", "b", "2")
+    raw.call("HSET", h2, "b", "2", "a", "1")
+    raw.call("HSET", h3, "a", "1", "b", "3")
+    raw.call("COPY", h, hc)
+    raw.call("SADD", s, "a", "b")
+    raw.call("SET", k, "v")
+    d = raw.call("DEBUG", "DIGEST-VALUE", h, h2, h3, hc, s, k, key + "none")
+    assert d[0] == d[1] == d[3] and len(set(d[:1] + d[2:3] + d[4:])) == 5, d
+    assert d[6] == b"0" * 40 and all(len(x) == 40 for x in d)
+    raw.call("HSET", key + "x", "ab", "")
+    raw.call("HSET", key + "y", "a", "b")
+    a, b = raw.call("DEBUG", "DIGEST-VALUE", key + "x", key + "y")
+    assert a != b
+    big = key + "big"
+    raw.call("SADD", big, *range(2000))
+    raw.call("COPY", big, big + "c")
+    one, two = raw.call("DEBUG", "DIGEST-VALUE", big, big + "c")
+    assert one == two
+    raw.call("SREM", big + "c", 5)
+    assert raw.call("DEBUG", "DIGEST-VALUE", big + "c")[0] != one
