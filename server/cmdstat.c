@@ -139,6 +139,25 @@ void cmdstat_info_commands(struct node *n, struct srv_sbuf *b)
 	}
 }
 
+/* A command's histogram summed over the workers into h; its calls. */
+static uint64_t sum_hist(struct node *n, int id, uint64_t *h)
+{
+	uint64_t total = 0;
+	memset(h, 0, NBUCKETS * sizeof(*h));
+	for (int i = 0; i < n->nworkers; i++) {
+		struct worker *w = n->workers[i];
+		if (!w || !w->cstat || id >= w->cstat->n)
+			continue;
+		uint64_t *wh = ck_pr_load_ptr(&w->cstat->rows[id].hist);
+		for (unsigned k = 0; wh && k < NBUCKETS; k++) {
+			uint64_t v = ck_pr_load_64(&wh[k]);
+			h[k] += v;
+			total += v;
+		}
+	}
+	return total;
+}
+
 void cmdstat_info_latency(struct node *n, struct srv_sbuf *b)
 {
 	static const double pcts[] = { 50.0, 99.0, 99.9 };
@@ -148,21 +167,7 @@ void cmdstat_info_latency(struct node *n, struct srv_sbuf *b)
 		return;
 	int ids = cmd_id_count();
 	for (int id = 0; id < ids; id++) {
-		uint64_t total = 0;
-		memset(h, 0, NBUCKETS * sizeof(*h));
-		for (int i = 0; i < n->nworkers; i++) {
-			struct worker *w = n->workers[i];
-			if (!w || !w->cstat || id >= w->cstat->n)
-				continue;
-			uint64_t *wh = ck_pr_load_ptr(&w->cstat->rows[id].hist);
-			if (!wh)
-				continue;
-			for (unsigned k = 0; k < NBUCKETS; k++) {
-				uint64_t v = ck_pr_load_64(&wh[k]);
-				h[k] += v;
-				total += v;
-			}
-		}
+		uint64_t total = sum_hist(n, id, h);
 		if (!total)
 			continue;
 		srv_sbuf_printf(b, "latency_percentiles_usec_%s:", cmd_by_id(id)->name);
@@ -204,25 +209,6 @@ void cmdstat_reset(struct node *n)
 				ck_pr_store_64(&h[k], 0);
 		}
 	}
-}
-
-/* A command's histogram summed over the workers into h; its calls. */
-static uint64_t sum_hist(struct node *n, int id, uint64_t *h)
-{
-	uint64_t total = 0;
-	memset(h, 0, NBUCKETS * sizeof(*h));
-	for (int i = 0; i < n->nworkers; i++) {
-		struct worker *w = n->workers[i];
-		if (!w || !w->cstat || id >= w->cstat->n)
-			continue;
-		uint64_t *wh = ck_pr_load_ptr(&w->cstat->rows[id].hist);
-		for (unsigned k = 0; wh && k < NBUCKETS; k++) {
-			uint64_t v = ck_pr_load_64(&wh[k]);
-			h[k] += v;
-			total += v;
-		}
-	}
-	return total;
 }
 
 /* One command's LATENCY HISTOGRAM entry: Redis's cumulative counts at

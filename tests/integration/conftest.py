@@ -12,6 +12,7 @@ Fixtures:
                  tests that need their own server; all are cleaned up
   r              redis-py client to `server`, fresh per test
   raw            RawConn to `server`, fresh per test
+  conns          conns() makes more RawConns to `server`, closed after
   key            a key prefix unique to the test, so tests sharing a
                  module server never see each other's keys
 
@@ -191,6 +192,23 @@ def raw(server):
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture
+def conns(server):
+    """conns() gives another RawConn to `server`; all are closed after."""
+    made = []
+
+    def make():
+        c = server.raw()
+        made.append(c)
+        return c
+
+    try:
+        yield make
+    finally:
+        for c in made:
+            c.close()
 
 
 @pytest.fixture

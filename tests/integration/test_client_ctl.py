@@ -5,28 +5,11 @@ Validated against redis-server 7.0 with RCKV_TEST_TARGET=redis.
 """
 
 import re
-import threading
 import time
 
 import pytest
 
 from rckvtest import encode
-
-
-@pytest.fixture
-def conns(server):
-    made = []
-
-    def make():
-        c = server.raw()
-        made.append(c)
-        return c
-
-    try:
-        yield make
-    finally:
-        for c in made:
-            c.close()
 
 
 def info(c, field):

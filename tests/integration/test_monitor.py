@@ -6,29 +6,8 @@ Validated against redis-server 7.0 with RCKV_TEST_TARGET=redis.
 """
 
 import re
-import time
-
-import pytest
-
-from rckvtest import encode
 
 LINE = re.compile(rb"^\+(\d+)\.(\d{6}) \[0 ([0-9.]+:\d+)\] (.*)\r\n$")
-
-
-@pytest.fixture
-def conns(server):
-    made = []
-
-    def make():
-        c = server.raw()
-        made.append(c)
-        return c
-
-    try:
-        yield make
-    finally:
-        for c in made:
-            c.close()
 
 
 def addr_of(c):

@@ -36,22 +36,6 @@ CTX_ERR = (b"-ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / P
            b"QUIT / RESET are allowed in this context\r\n")
 
 
-@pytest.fixture
-def conns(server):
-    made = []
-
-    def make():
-        c = server.raw()
-        made.append(c)
-        return c
-
-    try:
-        yield make
-    finally:
-        for c in made:
-            c.close()
-
-
 def wait_numsub(c, ch, n, kind="NUMSUB"):
     # Subscriptions are registered when their confirmation is sent; this
     # only guards a slow CI machine against reading too early.
