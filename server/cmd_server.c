@@ -835,17 +835,10 @@ static void info_memory(struct info_ctx *x)
 	struct node *n = x->n;
 	struct srv_mem m;
 	srv_mem_sample(n, &m);
-	unsigned long long rss = 0, total = 0;
+	unsigned long long rss = srv_mem_rss(), total = 0;
 	long page = sysconf(_SC_PAGESIZE), pages = sysconf(_SC_PHYS_PAGES);
 	if (page > 0 && pages > 0)
 		total = (unsigned long long)page * (unsigned long long)pages;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f) {
-		unsigned long long size, resident;
-		if (fscanf(f, "%llu %llu", &size, &resident) == 2 && page > 0)
-			rss = resident * (unsigned long long)page;
-		fclose(f);
-	}
 	const struct st_layout *L = st_region_layout(n->cc.region);
 	int64_t res_region = st_region_resident(n->cc.region, 0, L->size);
 	int64_t res_index = st_region_resident(n->cc.region, L->index_off, L->index_buckets * 64);

@@ -10,6 +10,7 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/command.h"
 #include "server/memory.h"
@@ -35,6 +36,19 @@ void srv_mem_sample(struct node *n, struct srv_mem *out)
 	out->peak = out->used > peak ? out->used : peak;
 	ck_pr_store_64(&n->mem_used, out->used);
 	ck_pr_store_64(&n->mem_at_ms, now_ms());
+}
+
+uint64_t srv_mem_rss(void)
+{
+	unsigned long long size, resident = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &size, &resident) != 2 || page <= 0)
+		resident = 0;
+	fclose(f);
+	return resident * (uint64_t)(page > 0 ? page : 0);
 }
 
 uint64_t srv_mem_used(struct node *n)

@@ -49,6 +49,9 @@ bool srv_mem_refuses(struct node *n, const struct cmd_def *def);
 	"OOM command not allowed: the MemStore is full (the region's 'memory' holds no free " \
 	"block for it)"
 
+/* The process's resident set (/proc/self/statm), 0 if unknown. */
+uint64_t srv_mem_rss(void);
+
 /* "1.50M" as Redis's bytesToHuman writes it (B, K, M, G, T, P). */
 void srv_bytes_human(char *buf, size_t cap, uint64_t n);
 

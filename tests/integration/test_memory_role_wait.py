@@ -1,8 +1,9 @@
-"""MEMORY (USAGE, DOCTOR, MALLOC-STATS, PURGE, HELP), ROLE and WAIT with
+"""MEMORY (USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP), ROLE and WAIT with
 Redis 7.0's replies and errors.
 
 Validated against redis-server 7.0 with RCKV_TEST_TARGET=redis (MEMORY
-USAGE's figure is each server's own: only its shape is compared).
+USAGE's and STATS's figures are each server's own: only their shape is
+compared).
 """
 
 
@@ -44,6 +45,33 @@ def test_memory_other(raw):
     assert len(help_) == 14 and help_[0] == (
         "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
     assert raw.call_raw("MEMORY", "foo") == b"-ERR unknown subcommand 'foo'. Try MEMORY HELP.\r\n"
+
+
+def test_memory_stats(raw, key):
+    """Redis 7.0's fields in its order (db.0 once a key exists), with
+    figures that add up: the dataset within the total, the peak at least
+    the total, a key count that grows with the keys."""
+    raw.call("SET", key, "v" * 1000)
+    st = raw.call("MEMORY", "STATS")
+    names = st[0::2]
+    assert names[:11] == [b"peak.allocated", b"total.allocated", b"startup.allocated",
+                          b"replication.backlog", b"clients.slaves", b"clients.normal",
+                          b"cluster.links", b"aof.buffer", b"lua.caches",
+                          b"functions.caches", b"db.0"]
+    assert names[11:] == [b"overhead.total", b"keys.count", b"keys.bytes-per-key",
+                          b"dataset.bytes", b"dataset.percentage", b"peak.percentage",
+                          b"allocator.allocated", b"allocator.active", b"allocator.resident",
+                          b"allocator-fragmentation.ratio", b"allocator-fragmentation.bytes",
+                          b"allocator-rss.ratio", b"allocator-rss.bytes",
+                          b"rss-overhead.ratio", b"rss-overhead.bytes", b"fragmentation",
+                          b"fragmentation.bytes"]
+    d = dict(zip(names, st[1::2]))
+    assert d[b"db.0"][0] == b"overhead.hashtable.main"
+    assert 0 < d[b"dataset.bytes"] <= d[b"total.allocated"] <= d[b"peak.allocated"]
+    assert d[b"keys.count"] >= 1
+    assert 0 < float(d[b"dataset.percentage"]) <= 100
+    assert raw.call_raw("MEMORY", "STATS", "x") == (
+        b"-ERR wrong number of arguments for 'memory|stats' command\r\n")
 
 
 def test_role_and_wait(raw, key):
