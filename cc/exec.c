@@ -155,34 +155,46 @@ int cc_abort_with(struct txn *t, int cause)
 
 static void waiter_fn(void *ctx, uint64_t ns)
 {
-	struct sched *s = ctx;
-	sched_sleep(s, ns);
+	struct cc_worker *ccw = ctx;
+	sched_sleep(ccw->sched, ns);
 }
 
 static void *waiter_self(void *ctx)
 {
-	struct sched *s = ctx;
-	return sched_self(s);
+	struct cc_worker *ccw = ctx;
+	return sched_self(ccw->sched);
 }
 
 static void waiter_park(void *ctx)
 {
-	struct sched *s = ctx;
-	sched_park(s);
+	struct cc_worker *ccw = ctx;
+	sched_park(ccw->sched);
 }
 
 static void waiter_unpark(void *ctx, void *handle)
 {
-	struct sched *s = ctx;
-	sched_unpark(s, handle);
+	struct cc_worker *ccw = ctx;
+	sched_unpark(ccw->sched, handle);
+}
+
+static void waiter_waited(void *ctx, uint64_t ns)
+{
+	struct cc_worker *ccw = ctx;
+	uint64_t ms = ns / 1000000u, th = ck_pr_load_64(&ccw->node->limits.fabric_wait_ms);
+	if (th && ms >= th && ccw->node->on_fabric_wait)
+		ccw->node->on_fabric_wait(ccw->node, ms);
 }
 
 void cc_batch_init(struct fab_batch *b, struct cc_worker *ccw, struct fab_stats *stats)
 {
+	/* The wait is timed only while someone listens (two clock reads an
+	 * exec otherwise). */
+	bool timed = ck_pr_load_64(&ccw->node->limits.fabric_wait_ms) != 0;
 	fab_batch_init(b, ccw->fw,
-		       (struct fab_waiter){ .wait = waiter_fn, .ctx = ccw->sched,
+		       (struct fab_waiter){ .wait = waiter_fn, .ctx = ccw,
 					    .self = waiter_self, .park = waiter_park,
-					    .unpark = waiter_unpark },
+					    .unpark = waiter_unpark,
+					    .waited = timed ? waiter_waited : NULL },
 		       stats);
 }
 

@@ -49,6 +49,8 @@ struct cc_limits {
 	uint64_t calvin_trace;       /* calvin: log each epoch's order (notice) */
 	uint64_t calvin_acquire;     /* calvin: ACQUIRE by RPC (0) or by WRITE into the
 					participant's request buffer (1; calvin_ring.h) */
+	uint64_t fabric_wait_ms;     /* a transaction's fabric exec that waits this
+					long is told to on_fabric_wait (0: off) */
 };
 
 /* Counters of one protocol (cc/protocols/registry.c order). */
@@ -128,6 +130,9 @@ struct cc_node {
 	/* Told of every switch this node applies (the server keeps CONFIG GET
 	 * cc and cc-lock-mode true); optional. Runs while quiesced. */
 	void (*on_switch)(struct cc_node *n, const struct cc_protocol *to);
+	/* Told of a transaction's fabric exec (one round trip of a batch)
+	 * that waited limits.fabric_wait_ms or more; optional. Any worker. */
+	void (*on_fabric_wait)(struct cc_node *n, uint64_t ms);
 
 	/* Quiesce (protocol switch, FLUSHALL): `quiesce` is set with ck_pr
 	 * store; a transaction increments its worker's `inflight` at begin

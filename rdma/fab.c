@@ -846,13 +846,23 @@ static int exec_done(struct fab_batch *b, struct fab *f, int rc)
 			b->waiter.wait(b->waiter.ctx, ns);
 		else
 			sleep_ns(ns);
+		if (b->waiter.waited)
+			b->waiter.waited(b->waiter.ctx, ns); /* the round trip it stands for */
 	}
 	return rc;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Wait until every part posted for the exec in progress completed. */
 static void wait_parts(struct fab_batch *b)
 {
+	uint64_t t0 = b->waiter.waited ? mono_ns() : 0;
 	if (b->waiter.park) {
 		while (b->pending)
 			b->waiter.park(b->waiter.ctx);
@@ -860,6 +870,8 @@ static void wait_parts(struct fab_batch *b)
 		wait_polling(b);
 	}
 	b->handle = NULL;
+	if (b->waiter.waited)
+		b->waiter.waited(b->waiter.ctx, mono_ns() - t0);
 }
 
 /* Queue a part of RPCs to the own node on this worker's inbox: they run at
@@ -1141,12 +1153,6 @@ static int exec_batch(struct fab_batch *b)
 	return exec_done(b, f, rc ? rc : rrc);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int fab_exec(struct fab_batch *b)
 {

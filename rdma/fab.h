@@ -131,6 +131,9 @@ struct fab_waiter {
 	void *(*self)(void *ctx);
 	void (*park)(void *ctx);
 	void (*unpark)(void *ctx, void *handle);
+	/* Optional: told how long each exec waited for its parts, in ns
+	 * (the latency monitor's fabric-wait event); NULL costs nothing. */
+	void (*waited)(void *ctx, uint64_t ns);
 };
 
 /*

@@ -203,6 +203,11 @@ static const char *advice_of(const char *event)
 		return "- A protocol switch (CONFIG SET cc) quiesces every node of the cluster: "
 		       "commands wait until in-flight transactions finish and item metadata is "
 		       "reset. Switch when the load is light.\n";
+	if (strcmp(event, "fabric-wait") == 0)
+		return "- A transaction's round trip to the nodes of its keys waited long: a node "
+		       "slow to answer (loaded, swapping, or a slow network; fabric-delay-us adds "
+		       "this on purpose). INFO cc's per-stage round trips say where transactions "
+		       "spend their trips.\n";
 	if (strcmp(event, "recovery") == 0)
 		return "- Recovery at start rolled back the transactions that were in flight when "
 		       "the node stopped; a clean SHUTDOWN avoids it.\n";

@@ -2,8 +2,10 @@
  * latency: Redis's latency monitor (LATENCY LATEST / HISTORY / RESET /
  * DOCTOR / HELP) for the events rckv has: "command" and "fast-command"
  * (a command slower than latency-monitor-threshold ms), "cc-switch" (an
- * online protocol switch: the cluster's quiesce pause), and "recovery"
- * (the recovery of the MemStore at start).
+ * online protocol switch: the cluster's quiesce pause), "fabric-wait" (a
+ * transaction's fabric round trip that waited the threshold or more: cc
+ * tells it through cc_node.on_fabric_wait), and "recovery" (the recovery
+ * of the MemStore at start).
  *
  * Threads: any; the samples are the node's, under their own mutex, taken
  * only for an event over the threshold (one relaxed load otherwise).

@@ -283,6 +283,7 @@ void srv_node_limits(struct node *n)
 	ck_pr_store_64(&l->calvin_acquire, acq && strcmp(acq, "write") == 0 ? 1 : 0);
 	ck_pr_store_64(&l->addr_cache_entries, (uint64_t)n->cfg.addr_cache_entries);
 	ck_pr_store_64(&l->testing, n->cfg.testing ? 1 : 0);
+	ck_pr_store_64(&l->fabric_wait_ms, (uint64_t)n->cfg.latency_threshold_ms);
 }
 
 /* cc's log lines go to the node's log. */
@@ -305,6 +306,13 @@ static void switched(struct cc_node *cn, const struct cc_protocol *to)
 				(void *)(to->shared_locks ? "shared" : "exclusive"));
 }
 
+/* A transaction's round trip that waited latency-monitor-threshold or more:
+ * the latency monitor's fabric-wait event (server/latency.h). */
+static void fabric_waited(struct cc_node *cn, uint64_t ms)
+{
+	latency_add(node_of_cc(cn), "fabric-wait", ms);
+}
+
 /* The CC layer's view of the node, before anything uses it: one member
  * (itself) until the cluster's placement is published. */
 static int cc_setup(struct node *n, char *err, size_t errlen)
@@ -319,6 +327,7 @@ static int cc_setup(struct node *n, char *err, size_t errlen)
 	n->cc.max_node_id = (uint16_t)log_nodes_of(n);
 	n->cc.log = log_from_cc;
 	n->cc.on_switch = switched;
+	n->cc.on_fabric_wait = fabric_waited;
 	n->cc.nworkers = n->cfg.threads;
 	n->cc.workers = calloc((size_t)n->cc.nworkers, sizeof(*n->cc.workers));
 	if (!n->cc.workers) {
