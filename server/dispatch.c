@@ -187,8 +187,8 @@ static void account(struct worker *w, struct client *cl, const struct cmd_def *d
 	struct node *n = w->node;
 	bool failed = cl->out.len > mark && cl->out.p[mark] == '-';
 	cmdstat_call(w->cstat, cmd_id(def), ns, failed, n->cfg.latency_tracking);
-	if (monitor_on(n))
-		monitor_feed(n, cl, def, argc, argv);
+	if (monitor_on(n) && !(def->flags & CMD_SKIP_MONITOR)) /* a script's: at its start */
+		monitor_feed(n, cl->w, cl->addr, def, argc, argv);
 	uint64_t thr = latency_threshold(n);
 	if (thr && ns / 1000000 >= thr)
 		latency_add(n, (def->flags & CMD_FAST) ? "fast-command" : "command", ns / 1000000);
@@ -341,6 +341,10 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	};
 	if (client_paused(n, cl, def))
 		client_wait_unpaused(w, cl, def); /* CLIENT PAUSE: on this coroutine */
+	/* A script (CMD_SKIP_MONITOR, as Redis flags EVAL) is shown as it
+	 * starts, before its redis.calls (script.c shows those from "lua"). */
+	if ((def->flags & CMD_SKIP_MONITOR) && monitor_on(n))
+		monitor_feed(n, w, cl->addr, def, argc, argv);
 	uint64_t t0 = sched_now_ns();
 	cl->txn_retries = 0;
 	if (def->flags & CMD_NOTXN) {

@@ -50,15 +50,15 @@ static void repr(struct srv_sbuf *b, const char *p, size_t len)
 	srv_sbuf_printf(b, "\"");
 }
 
-void monitor_feed(struct node *n, const struct client *cl, const struct cmd_def *def, int argc,
-		  const struct resp_arg *argv)
+void monitor_feed(struct node *n, struct worker *w, const char *addr, const struct cmd_def *def,
+		  int argc, const struct resp_arg *argv)
 {
 	if (def->flags & CMD_ADMIN)
 		return;
 	struct timeval tv;
 	gettimeofday(&tv, NULL);
 	struct srv_sbuf b = { 0 };
-	srv_sbuf_printf(&b, "+%ld.%06ld [0 %s]", (long)tv.tv_sec, (long)tv.tv_usec, cl->addr);
+	srv_sbuf_printf(&b, "+%ld.%06ld [0 %s]", (long)tv.tv_sec, (long)tv.tv_usec, addr);
 	bool auth = strcmp(def->name, "auth") == 0, hello = strcmp(def->name, "hello") == 0;
 	int redact_from = auth ? 1 : argc, redact_to = argc;
 	for (int i = 1; hello && i + 2 < argc; i++) {
@@ -77,7 +77,7 @@ void monitor_feed(struct node *n, const struct client *cl, const struct cmd_def 
 	}
 	srv_sbuf_printf(&b, "\r\n");
 	if (!b.failed)
-		ps_monitor_send(n, cl->w, b.p, b.len);
+		ps_monitor_send(n, w, b.p, b.len);
 	srv_sbuf_free(&b);
 }
 

@@ -13,14 +13,15 @@
 #include "resp/resp.h"
 
 struct node;
-struct client;
+struct worker;
 struct cmd_def;
 
 /* Is any client a monitor? One relaxed load: call it before monitor_feed. */
 bool monitor_on(struct node *n);
-/* Show a command of cl that ran: not an admin command (Redis shows none
- * of them), AUTH's and HELLO's secrets redacted. */
-void monitor_feed(struct node *n, const struct client *cl, const struct cmd_def *def, int argc,
-		  const struct resp_arg *argv);
+/* Show a command that ran on worker w for the client at addr ("lua" for
+ * a script's redis.call, as Redis shows them): not an admin command
+ * (Redis shows none of them), AUTH's and HELLO's secrets redacted. */
+void monitor_feed(struct node *n, struct worker *w, const char *addr, const struct cmd_def *def,
+		  int argc, const struct resp_arg *argv);
 
 #endif

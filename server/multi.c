@@ -189,7 +189,7 @@ int cmd_exec(struct cmd_ctx *c)
 		for (int i = 0; i < cl->mq_len; i++) {
 			cmdstat_call(c->w->cstat, cmd_id(cl->mq[i].def), share, false, false);
 			if (mon) /* as Redis: the block's commands, then EXEC */
-				monitor_feed(c->node, cl, cl->mq[i].def, cl->mq[i].argc,
+				monitor_feed(c->node, cl->w, cl->addr, cl->mq[i].def, cl->mq[i].argc,
 					     cl->mq[i].argv);
 		}
 	}

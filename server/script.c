@@ -61,6 +61,7 @@
 #include "server/declare.h"
 #include "server/dispatch.h"
 #include "server/log.h"
+#include "server/monitor.h"
 #include "server/node.h"
 #include "server/notify.h"
 #include "server/script_vm.h"
@@ -444,6 +445,8 @@ static int host_call(void *arg, int argc, struct resp_arg *argv, struct resp_w *
 			      .argc = argc, .argv = argv, .out = out };
 	struct notify_pre np;
 	notify_pre(&qc, def, &np); /* keyspace notifications: server/notify.h */
+	if (monitor_on(c->node)) /* as Redis: before EVAL's own line, from "lua" */
+		monitor_feed(c->node, c->w, "lua", def, argc, argv);
 	if (def->fn(&qc) == CC_ABORT) {
 		x->stop = STOP_ABORT;
 		return SCRIPT_STOP;

@@ -7,7 +7,7 @@ Validated against redis-server 7.0 with RCKV_TEST_TARGET=redis.
 
 import re
 
-LINE = re.compile(rb"^\+(\d+)\.(\d{6}) \[0 ([0-9.]+:\d+)\] (.*)\r\n$")
+LINE = re.compile(rb"^\+(\d+)\.(\d{6}) \[0 ([0-9.]+:\d+|lua)\] (.*)\r\n$")
 
 
 def addr_of(c):
@@ -45,6 +45,19 @@ def test_monitor_lines(conns, key):
         b'"EXEC"',
         b'"PING"',
     ]
+
+
+def test_monitor_shows_a_scripts_commands(conns, key):
+    """EVAL's line first, then each redis.call from "lua", as Redis 7.0."""
+    mon, c = conns(), conns()
+    addr = addr_of(c)
+    assert mon.call_raw("MONITOR") == b"+OK\r\n"
+    body = "redis.call('SET', KEYS[1], 'v') return redis.call('GET', KEYS[1])"
+    assert c.call("EVAL", body, "1", key) == b"v"
+    k = key.encode()
+    assert lines(mon, 3) == [(addr, b'"EVAL" "' + body.encode() + b'" "1" "' + k + b'"'),
+                             (b"lua", b'"SET" "' + k + b'" "v"'),
+                             (b"lua", b'"GET" "' + k + b'"')]
 
 
 def test_monitor_sees_every_worker_and_reset_ends_it(conns, key):
