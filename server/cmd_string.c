@@ -684,3 +684,11 @@ int cmd_setrange(struct cmd_ctx *c)
 	resp_int(c->out, (long long)newlen);
 	return 0;
 }
+
+const char *cmd_set_key_flags(int argc, const struct resp_arg *argv)
+{
+	for (int i = 3; i < argc; i++)
+		if (argv[i].len == 3 && strncasecmp(argv[i].p, "get", 3) == 0)
+			return "RW access update";
+	return "OW update";
+}
