@@ -236,6 +236,8 @@ CMD(cmd_command); CMD(cmd_config); CMD(cmd_info); CMD(cmd_time); CMD(cmd_shutdow
 CMD(cmd_function); CMD(cmd_debug); CMD(cmd_role); CMD(cmd_wait);
 /* cmd_rckv.c */
 CMD(cmd_rckv);
+/* acl.c */
+CMD(cmd_acl);
 /* script.c */
 CMD(cmd_eval); CMD(cmd_evalsha); CMD(cmd_eval_ro); CMD(cmd_evalsha_ro);
 CMD(cmd_script);

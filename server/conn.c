@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cc/sched.h"
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/command.h"
 #include "server/dispatch.h"
@@ -71,9 +72,8 @@ struct client *client_create(struct worker *w, int fd)
 	cl->w = w;
 	cl->id = ck_pr_faa_64(&n->next_client_id, 1) + 1;
 	cl->proto = 2;
-	pthread_mutex_lock(&n->cfg_lock);
-	cl->authed = !n->cfg.requirepass || !n->cfg.requirepass[0];
-	pthread_mutex_unlock(&n->cfg_lock);
+	cl->perm = acl_default_perm(n, &cl->acl_gen);
+	cl->authed = acl_default_nopass(n);
 	cl->ctime = cl->last_active = time(NULL);
 	resp_w_init(&cl->out, 2);
 	resp_w_init(&cl->psq, 2);
@@ -88,6 +88,7 @@ struct client *client_create(struct worker *w, int fd)
 
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = cl };
 	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		acl_perm_put(cl->perm);
 		resp_parser_free(cl->parser);
 		resp_w_free(&cl->out);
 		free(cl);
@@ -130,6 +131,7 @@ static void client_free(struct client *cl)
 	free(cl->name);
 	free(cl->lib_name);
 	free(cl->lib_ver);
+	acl_perm_put(cl->perm);
 	free(cl);
 }
 

@@ -18,6 +18,7 @@
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/txn.h"
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/cmdstat.h"
 #include "server/command.h"
@@ -283,6 +284,18 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 			cl->flags |= CL_DIRTY_EXEC;
 		return;
 	}
+	/* ACL (server/acl.h): nothing more than this test for a user with
+	 * every permission; in MULTI a command is checked when queued, as in
+	 * Redis 7. */
+	if (!acl_fast_ok(&n->acl_gen, cl->acl_gen, cl->perm) &&
+	    acl_refuse(w, cl, out, def, argc, argv,
+		       (cl->flags & CL_MULTI) ? ACL_CTX_MULTI : ACL_CTX_TOPLEVEL)) {
+		w->stats.error_replies++;
+		cmdstat_reject(w->cstat, cmd_id(def));
+		if (cl->flags & CL_MULTI)
+			cl->flags |= CL_DIRTY_EXEC;
+		return;
+	}
 	/* maxmemory (server/memory.h): as Redis's processCommand, before
 	 * queueing, so that in MULTI the refusal makes EXEC abort; and EXEC
 	 * of a queue holding a command that may add data is refused too. */
@@ -403,6 +416,8 @@ bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *de
 	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & (CL_MULTI | CL_PUBSUB)) ||
 	    cl->nwatched || cl->reply_off || cl->reply_skip)
 		return false;
+	if (!acl_fast_ok(&w->node->acl_gen, cl->acl_gen, cl->perm))
+		return false; /* alone: srv_dispatch checks its permissions */
 	if (ck_pr_load_64(&w->node->pause_until_ms))
 		return false; /* alone, through srv_dispatch's CLIENT PAUSE wait */
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
