@@ -47,6 +47,7 @@ struct srv_config {
 	int maxclients;                 /* maxclients 10000 (mutable) */
 	int timeout;                    /* timeout 0: idle seconds before closing a client (mutable) */
 	char *requirepass;              /* requirepass "" (mutable) */
+	bool protected_mode;            /* protected-mode yes (mutable): server/worker.c */
 
 	/* execution */
 	int threads;                    /* threads auto: cores - 1, at least 1 */
