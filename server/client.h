@@ -75,6 +75,8 @@ struct client {
 	struct resp_parser *parser;
 	struct resp_w out;  /* replies not yet written to the socket */
 	size_t out_sent;    /* bytes of out already written */
+	time_t obuf_soft_since; /* over client-output-buffer-limit normal's soft
+				   limit since then; 0: under it (conn.c) */
 
 	struct queued_cmd *mq; /* MULTI queue */
 	int mq_len, mq_cap;

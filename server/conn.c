@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "server/log.h"
 #include "server/node.h"
 #include "server/pubsub.h"
+#include "server/strutil.h"
 #include "server/worker.h"
 
 #define READ_CHUNK (64 * 1024)
@@ -238,6 +240,44 @@ void client_on_writable(struct client *cl)
 	}
 }
 
+/*
+ * Redis's checkClientOutputBufferLimits for the normal class (Pub/Sub
+ * clients are pubsub.c's): replies not yet sent over the hard limit, or
+ * over the soft limit for soft-seconds, close the client, with Redis's log
+ * line. A client that reads nothing while it pipelines requests can then
+ * not make the server hold its replies without bound.
+ */
+static bool out_over_limit(struct client *cl)
+{
+	if (cl->flags & CL_PUBSUB)
+		return false;
+	struct node *n = cl->w->node;
+	uint64_t hard = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][0]);
+	uint64_t soft = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][1]);
+	uint64_t secs = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][2]);
+	uint64_t pending = cl->out.len - cl->out_sent;
+	bool over = false;
+	if (hard && pending >= hard) {
+		over = true;
+	} else if (soft && pending >= soft) {
+		time_t now = time(NULL);
+		if (!cl->obuf_soft_since)
+			cl->obuf_soft_since = now; /* as Redis: never on the first sight */
+		else
+			over = (uint64_t)(now - cl->obuf_soft_since) >= secs;
+	} else {
+		cl->obuf_soft_since = 0;
+	}
+	if (over) {
+		struct srv_sbuf b = { 0 };
+		client_info_line(&b, cl);
+		srv_log(n, LOG_WARNING, "Client %s scheduled to be closed ASAP for overcoming of "
+			"output buffer limits.", b.p ? b.p : "?");
+		srv_sbuf_free(&b);
+	}
+	return over;
+}
+
 /* The coroutine body: process every complete request, then write. */
 static void client_run(struct sched *s, void *arg)
 {
@@ -253,6 +293,13 @@ static void client_run(struct sched *s, void *arg)
 			break;
 		if (st == RESP_ERR) {
 			srv_group_run(w, cl); /* the replies before it first */
+			if (strstr(err, "query buffer limit")) { /* Redis's log line */
+				struct srv_sbuf b = { 0 };
+				client_info_line(&b, cl);
+				srv_log(w->node, LOG_WARNING, "Closing client that reached max query "
+					"buffer length: %s", b.p ? b.p : "?");
+				srv_sbuf_free(&b);
+			}
 			resp_errorf(&cl->out, "ERR %s", err);
 			w->stats.proto_errors++;
 			cl->flags |= CL_CLOSE_AFTER_REPLY;
@@ -284,6 +331,10 @@ static void client_run(struct sched *s, void *arg)
 			break;
 		/* Keep replies of a long pipeline flowing. */
 		if (cl->out.len - cl->out_sent > (1u << 20) && flush_out(cl) != 0) {
+			cl->flags |= CL_CLOSE_ASAP;
+			break;
+		}
+		if (out_over_limit(cl)) {
 			cl->flags |= CL_CLOSE_ASAP;
 			break;
 		}
