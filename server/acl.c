@@ -700,6 +700,15 @@ void acl_set_requirepass(struct node *n, const char *pass)
 	pthread_mutex_unlock(&a->mu);
 }
 
+bool acl_user_exists(struct node *n, const char *name, size_t len)
+{
+	struct acl *a = n->acl;
+	pthread_mutex_lock(&a->mu);
+	bool r = find_locked(a, name, len) != NULL;
+	pthread_mutex_unlock(&a->mu);
+	return r;
+}
+
 bool acl_default_nopass(struct node *n)
 {
 	struct acl *a = n->acl;

@@ -76,6 +76,9 @@ void acl_destroy(struct node *n);
  */
 void acl_set_requirepass(struct node *n, const char *pass);
 
+/* Is there a user of this name? Any thread. */
+bool acl_user_exists(struct node *n, const char *name, size_t len);
+
 /* Is the default user on and nopass, so new connections need no AUTH
  * (and protected mode applies)? Any thread. */
 bool acl_default_nopass(struct node *n);

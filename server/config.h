@@ -77,8 +77,9 @@ struct srv_config {
 	long long proto_max_bulk_len;   /* proto-max-bulk-len 512mb (mutable) */
 	/* client-output-buffer-limit normal 0 0 0 replica 256mb 64mb 60 pubsub
 	 * 32mb 8mb 60 (mutable): per class (SRV_COBL_*), hard bytes, soft
-	 * bytes, soft seconds; 0 is no limit. rckv enforces pubsub's
-	 * (server/pubsub.c); normal and replica are kept for CONFIG GET. */
+	 * bytes, soft seconds; 0 is no limit. rckv enforces normal's
+	 * (server/conn.c) and pubsub's (server/pubsub.c); replica's is kept
+	 * for CONFIG GET. */
 	uint64_t cobl[3][3];
 
 	/* storage */

@@ -636,3 +636,15 @@ def test_thousand_clients_that_never_read(make_server):
     # Memory comes back once the slow clients are gone.
     assert after < before + (during - before) / 2 + 20000
     admin.close()
+
+
+def test_client_kill_user(server, users):
+    users("victim", "on", ">pw", "~*", "+@all")
+    v1, v2 = login(server, "victim"), login(server, "victim")
+    bystander = server.raw()
+    assert bystander.call_raw("CLIENT", "KILL", "USER", "victim") == b":2\r\n"
+    assert v1.expect_closed() and v2.expect_closed()
+    assert bystander.call_raw("PING") == b"+PONG\r\n"
+    assert bystander.call_raw("CLIENT", "KILL", "USER", "nobody") == (
+        b"-ERR No such user 'nobody'\r\n")
+    bystander.close()
