@@ -648,3 +648,13 @@ def test_client_kill_user(server, users):
     assert bystander.call_raw("CLIENT", "KILL", "USER", "nobody") == (
         b"-ERR No such user 'nobody'\r\n")
     bystander.close()
+
+
+def test_set_key_flags_for_acl(raw, users):
+    assert raw.call("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v") == [[b"k", ["OW", "update"]]]
+    assert raw.call("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v", "GET") == [
+        [b"k", ["RW", "access", "update"]]]
+    users("wo", "on", ">pw", "%W~w:*", "+@all")
+    assert raw.call_raw("ACL", "DRYRUN", "wo", "SET", "w:1", "v", "NX") == b"+OK\r\n"
+    assert raw.call("ACL", "DRYRUN", "wo", "SET", "w:1", "v", "GET") == (
+        b"This user has no permissions to access the 'w:1' key")
