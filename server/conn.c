@@ -249,11 +249,11 @@ void client_on_writable(struct client *cl)
  */
 static bool out_over_limit(struct client *cl)
 {
-	if (cl->flags & CL_PUBSUB)
-		return false;
 	struct node *n = cl->w->node;
 	uint64_t hard = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][0]);
 	uint64_t soft = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][1]);
+	if ((!hard && !soft) || (cl->flags & CL_PUBSUB))
+		return false; /* the default: no limit */
 	uint64_t secs = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][2]);
 	uint64_t pending = cl->out.len - cl->out_sent;
 	bool over = false;
