@@ -182,6 +182,41 @@ static void exec_abort(struct client *cl, struct resp_w *out, size_t mark)
  * slow log): ns it took, its reply at out->p[mark] (an error: failed). Per
  * worker, no lock; the slow log's mutex only for a slow command.
  */
+/*
+ * Redis's redactClientCommandArgument, for SLOWLOG: AUTH's arguments,
+ * HELLO's AUTH pair and everything after ACL SETUSER are shown as
+ * "(redacted)" (checked against redis-server 7.0.15). Returns 0 with
+ * *shown NULL when nothing is secret, 0 with *shown a copy of argv to show
+ * (free it), or -1 when memory ran out (log nothing rather than a secret).
+ */
+static int redact(const struct cmd_def *def, int argc, const struct resp_arg *argv,
+		  struct resp_arg **shown)
+{
+	static const struct resp_arg hidden = { .p = "(redacted)", .len = 10 };
+	int from = argc, to = argc;
+	if (strcmp(def->name, "auth") == 0)
+		from = 1;
+	else if (strcmp(def->name, "acl|setuser") == 0)
+		from = 2;
+	else if (strcmp(def->name, "hello") == 0)
+		for (int i = 2; i + 2 < argc; i++)
+			if (argv[i].len == 4 && strncasecmp(argv[i].p, "auth", 4) == 0) {
+				from = i + 1;
+				to = i + 3;
+				break;
+			}
+	*shown = NULL;
+	if (from >= argc)
+		return 0;
+	struct resp_arg *v = malloc((size_t)argc * sizeof(*v));
+	if (!v)
+		return -1;
+	for (int i = 0; i < argc; i++)
+		v[i] = i >= from && i < to ? hidden : argv[i];
+	*shown = v;
+	return 0;
+}
+
 static void account(struct worker *w, struct client *cl, const struct cmd_def *def, int argc,
 		    const struct resp_arg *argv, size_t mark, uint64_t ns)
 {
@@ -208,7 +243,11 @@ static void account(struct worker *w, struct client *cl, const struct cmd_def *d
 			 cl->txn_retries);
 		np = note;
 	}
-	slowlog_add(n, cl, argc, argv, us, np);
+	struct resp_arg *shown;
+	if (redact(def, argc, argv, &shown) != 0)
+		return;
+	slowlog_add(n, cl, argc, shown ? shown : argv, us, np);
+	free(shown);
 }
 
 /* Redis counts a known command refused before it ran as rejected_calls;

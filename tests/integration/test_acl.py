@@ -15,7 +15,7 @@ import time
 import pytest
 import redis
 
-from rckvtest import encode
+from rckvtest import REDIS_MODE, encode
 
 PW_HASH = "30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4"  # sha256("pw")
 
@@ -633,8 +633,10 @@ def test_thousand_clients_that_never_read(make_server):
     assert len(lat) > 0 and lat[-1] < 15.0
     assert s.alive()
     assert admin.call_raw("GET", "n:0").startswith(b"$")
-    # Memory comes back once the slow clients are gone.
-    assert after < before + (during - before) / 2 + 20000
+    # rckv's memory comes back once the slow clients are gone (redis-server
+    # keeps much of it in its allocator: not asserted there).
+    if not REDIS_MODE:
+        assert after < before + (during - before) / 2 + 20000
     admin.close()
 
 
@@ -658,3 +660,20 @@ def test_set_key_flags_for_acl(raw, users):
     assert raw.call_raw("ACL", "DRYRUN", "wo", "SET", "w:1", "v", "NX") == b"+OK\r\n"
     assert raw.call("ACL", "DRYRUN", "wo", "SET", "w:1", "v", "GET") == (
         b"This user has no permissions to access the 'w:1' key")
+
+
+def test_slowlog_redacts_secrets(make_server):
+    s = make_server()
+    c = s.raw()
+    assert c.call_raw("CONFIG", "SET", "slowlog-log-slower-than", "0") == b"+OK\r\n"
+    c.call("SLOWLOG", "RESET")
+    assert c.call_raw("ACL", "SETUSER", "x", "on", ">secretpw", "~*", "+@all") == b"+OK\r\n"
+    assert c.call_raw("AUTH", "x", "secretpw") == b"+OK\r\n"
+    assert c.call("HELLO", "2", "AUTH", "x", "secretpw")[0] == b"server"
+    entries = c.call("SLOWLOG", "GET", "10")
+    args = {tuple(e[3][:2]): e[3] for e in entries}
+    assert args[(b"AUTH", b"(redacted)")] == [b"AUTH", b"(redacted)", b"(redacted)"]
+    assert args[(b"ACL", b"SETUSER")] == [b"ACL", b"SETUSER"] + [b"(redacted)"] * 5
+    assert args[(b"HELLO", b"2")] == [b"HELLO", b"2", b"AUTH", b"(redacted)", b"(redacted)"]
+    assert b"secretpw" not in repr(entries).encode()
+    c.close()
