@@ -931,6 +931,29 @@ bool acl_refuse(struct worker *w, struct client *cl, struct resp_w *out, const s
 	return true;
 }
 
+bool acl_exec_refuse(struct worker *w, struct client *cl, struct resp_w *out,
+		     const struct cmd_def *d, int argc, const struct resp_arg *argv, bool log)
+{
+	struct node *n = w->node;
+	if (acl_fast_ok(&n->acl_gen, cl->acl_gen, cl->perm))
+		return false;
+	if (cl->acl_gen != ck_pr_load_64(&n->acl_gen))
+		(void)acl_refresh(n, cl); /* a deleted user's client closes after EXEC */
+	int pos;
+	enum acl_deny r = acl_check(cl->perm, d, argc, argv, &pos);
+	if (r == ACL_OK)
+		return false;
+	resp_errorf(out, "NOPERM ACLs rules changed between the moment the transaction was "
+		    "accumulated and the EXEC call. This command is no longer allowed for the "
+		    "following reason: %s",
+		    r == ACL_DENY_CMD ? "no permission to execute the command or subcommand"
+		    : r == ACL_DENY_KEY ? "no permission to touch the specified keys"
+					: "no permission to access one of the channels used as arguments");
+	if (log)
+		log_refusal(n, cl, d, argv, r, pos, ACL_CTX_MULTI);
+	return true;
+}
+
 bool acl_script_refuse(struct worker *w, struct client *cl, struct resp_w *out,
 		       const struct cmd_def *d, int argc, const struct resp_arg *argv)
 {

@@ -132,6 +132,15 @@ bool acl_refuse(struct worker *w, struct client *cl, struct resp_w *out, const s
 		int argc, const struct resp_arg *argv, enum acl_ctx ctx);
 
 /*
+ * acl_exec_refuse - EXEC's check of a queued command, as Redis 7.0 makes
+ * it when the rules changed since it was queued: on a refusal write
+ * Redis's "NOPERM ACLs rules changed ..." error as the command's reply,
+ * log it (context "multi") when log is set, and return true. Owner worker.
+ */
+bool acl_exec_refuse(struct worker *w, struct client *cl, struct resp_w *out,
+		     const struct cmd_def *d, int argc, const struct resp_arg *argv, bool log);
+
+/*
  * acl_script_refuse - redis.call's check: on a refusal write the script
  * form of the error ("ERR The user executing the script can't ...") to
  * out, log it with context "lua" and return true. cl may be NULL (no

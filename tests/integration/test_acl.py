@@ -677,3 +677,27 @@ def test_slowlog_redacts_secrets(make_server):
     assert args[(b"HELLO", b"2")] == [b"HELLO", b"2", b"AUTH", b"(redacted)", b"(redacted)"]
     assert b"secretpw" not in repr(entries).encode()
     c.close()
+
+
+def test_exec_rechecks_changed_rules(server, users):
+    users("m", "on", "nopass", "~*", "&*", "+@all")
+    c = login(server, "m", "x")
+    adm = server.raw()
+    adm.call("ACL", "LOG", "RESET")
+    assert c.call_raw("MULTI") == b"+OK\r\n"
+    for cmd in (("SET", "mx", "1"), ("GET", "mx"), ("GET", "y"), ("PUBLISH", "ch", "m")):
+        assert c.call_raw(*cmd) == b"+QUEUED\r\n"
+    assert adm.call_raw("ACL", "SETUSER", "m", "-set", "resetkeys", "~y",
+                        "resetchannels") == b"+OK\r\n"
+    why = (b"-NOPERM ACLs rules changed between the moment the transaction was accumulated "
+           b"and the EXEC call. This command is no longer allowed for the following reason: ")
+    assert c.call_raw("EXEC") == (
+        b"*4\r\n" + why + b"no permission to execute the command or subcommand\r\n" +
+        why + b"no permission to touch the specified keys\r\n$-1\r\n" +
+        why + b"no permission to access one of the channels used as arguments\r\n")
+    log = [dict(zip(e[::2], e[1::2])) for e in adm.call("ACL", "LOG")]
+    assert [(e[b"reason"], e[b"context"], e[b"object"]) for e in log] == [
+        (b"channel", b"multi", b"ch"), (b"key", b"multi", b"mx"), (b"command", b"multi", b"set")]
+    assert adm.call("EXISTS", "mx") == 0
+    c.close()
+    adm.close()
