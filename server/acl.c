@@ -1114,7 +1114,7 @@ static void acl_getuser(struct cmd_ctx *c)
 	}
 	resp_map(c->out, 6);
 	resp_bulk_cstr(c->out, "flags");
-	resp_array(c->out, 1 + u->nopass + (u->sanitize != 0));
+	resp_set(c->out, 1 + u->nopass + (u->sanitize != 0)); /* a set in RESP3, as Redis */
 	resp_bulk_cstr(c->out, u->on ? "on" : "off");
 	if (u->nopass)
 		resp_bulk_cstr(c->out, "nopass");

@@ -701,3 +701,13 @@ def test_exec_rechecks_changed_rules(server, users):
     assert adm.call("EXISTS", "mx") == 0
     c.close()
     adm.close()
+
+
+def test_getuser_resp3(server):
+    c = server.raw()
+    c.call("HELLO", "3")
+    assert c.call_raw("ACL", "GETUSER", "default") == (
+        b"%6\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$6\r\nnopass\r\n$9\r\npasswords\r\n*0\r\n"
+        b"$8\r\ncommands\r\n$5\r\n+@all\r\n$4\r\nkeys\r\n$2\r\n~*\r\n$8\r\nchannels\r\n$2\r\n&*\r\n"
+        b"$9\r\nselectors\r\n*0\r\n")
+    c.close()
