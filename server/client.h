@@ -62,13 +62,21 @@ struct client {
 	char *lib_name;     /* CLIENT SETINFO lib-name */
 	char *lib_ver;      /* CLIENT SETINFO lib-ver */
 	int proto;          /* 2, or 3 after HELLO 3 */
-	bool authed;        /* true when requirepass is empty or AUTH succeeded */
+	bool authed;        /* true when the default user is nopass or AUTH succeeded */
+	/* The user's permissions (server/acl.h) and the ACL generation they
+	 * are current at; replaced by the owner under its clients_lock
+	 * (acl_client_set), which CLIENT LIST on other workers holds to read
+	 * perm->name. */
+	struct acl_perm *perm;
+	uint64_t acl_gen;
 	uint32_t flags;     /* CL_* */
 	int resp_limit_hit;
 
 	struct resp_parser *parser;
 	struct resp_w out;  /* replies not yet written to the socket */
 	size_t out_sent;    /* bytes of out already written */
+	time_t obuf_soft_since; /* over client-output-buffer-limit normal's soft
+				   limit since then; 0: under it (conn.c) */
 
 	struct queued_cmd *mq; /* MULTI queue */
 	int mq_len, mq_cap;
@@ -103,5 +111,8 @@ struct client {
 void client_unwatch(struct client *cl);
 /* Free the MULTI queue and leave MULTI state. */
 void client_discard_multi(struct client *cl);
+/* Append cl's CLIENT LIST line (no '\n') to b. Owner worker. */
+struct srv_sbuf;
+void client_info_line(struct srv_sbuf *b, const struct client *cl);
 
 #endif

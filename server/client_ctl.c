@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cc/sched.h"
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/command.h"
 #include "server/multi.h"
@@ -33,6 +34,7 @@
 struct kill_filter {
 	long long id;            /* 0: any */
 	const struct resp_arg *addr, *laddr;
+	const struct resp_arg *user; /* NULL: any */
 	int type;                /* -1 any, 0 normal, 1 pubsub, 2 none can match */
 	bool skipme;
 };
@@ -52,6 +54,9 @@ static bool matches(const struct kill_filter *f, const struct client *cl)
 	if (f->addr && !str_is(cl->addr, f->addr))
 		return false;
 	if (f->laddr && !str_is(cl->laddr, f->laddr))
+		return false;
+	/* perm is replaced under the clients_lock the caller holds (acl.h). */
+	if (f->user && !str_is(cl->perm->name, f->user))
 		return false;
 	if (f->type == 2 || (f->type == 0 && (fl & CL_PUBSUB)) ||
 	    (f->type == 1 && !(fl & CL_PUBSUB)))
@@ -90,8 +95,8 @@ static bool parse_filters(struct cmd_ctx *c, struct kill_filter *f)
 		} else if (arg_is(k, "laddr")) {
 			f->laddr = v;
 		} else if (arg_is(k, "user")) {
-			/* One user, "default" (cmd_conn.c). */
-			if (!(v->len == 7 && memcmp(v->p, "default", 7) == 0)) {
+			f->user = v;
+			if (!acl_user_exists(c->node, v->p, v->len)) {
 				resp_errorf(c->out, "ERR No such user '%.*s'",
 					    (int)(v->len > 128 ? 128 : v->len), v->p);
 				return false;

@@ -3,10 +3,9 @@
  * SELECT and CLIENT, with Redis 7.0's replies and error texts (checked
  * against redis-server 7.0.15), and the CLIENT LIST line of a client.
  *
- * rckv has one user, "default", whose password is `requirepass`; with no
- * requirepass every client is authenticated and the default user accepts
- * any password, as Redis's "nopass" default user does. The NOAUTH check
- * for other commands is dispatch's; HELLO makes its own, as in Redis.
+ * Users and passwords are server/acl.c's: AUTH and HELLO AUTH log in as a
+ * user, RESET goes back to "default". The NOAUTH check for other commands
+ * is dispatch's; HELLO makes its own, as in Redis.
  *
  * Threads: every handler runs on the worker that owns ctx->cl. A client's
  * name and library strings are the only fields other workers read through
@@ -21,6 +20,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/client_ctl.h"
 #include "server/command.h"
@@ -29,42 +29,7 @@
 #include "server/strutil.h"
 #include "server/worker.h"
 
-/* ---- passwords ---- */
-
-/* Compare in time that depends on the lengths only, not on where the
- * bytes first differ. */
-static bool secret_equal(const char *a, size_t alen, const char *b, size_t blen)
-{
-	unsigned char diff = alen != blen;
-	size_t n = alen > blen ? alen : blen;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char x = i < alen ? (unsigned char)a[i] : 0;
-		unsigned char y = i < blen ? (unsigned char)b[i] : 0;
-		diff |= x ^ y;
-	}
-	return diff == 0;
-}
-
-/* True if user (NULL: "default") with this password may log in. */
-static bool check_login(struct node *n, const struct resp_arg *user, const struct resp_arg *pass)
-{
-	/* User names are case-sensitive in Redis's ACL. */
-	if (user && !(user->len == 7 && memcmp(user->p, "default", 7) == 0))
-		return false;
-	pthread_mutex_lock(&n->cfg_lock);
-	const char *req = n->cfg.requirepass ? n->cfg.requirepass : "";
-	bool ok = req[0] == '\0' || secret_equal(req, strlen(req), pass->p, pass->len);
-	pthread_mutex_unlock(&n->cfg_lock);
-	return ok;
-}
-
-static bool requirepass_set(struct node *n)
-{
-	pthread_mutex_lock(&n->cfg_lock);
-	bool set = n->cfg.requirepass && n->cfg.requirepass[0];
-	pthread_mutex_unlock(&n->cfg_lock);
-	return set;
-}
+/* ---- passwords: users and their passwords are server/acl.c's ---- */
 
 static void reply_wrongpass(struct cmd_ctx *c)
 {
@@ -184,6 +149,20 @@ int cmd_select(struct cmd_ctx *c)
 
 /* ---- AUTH HELLO RESET ---- */
 
+/* AUTH's and HELLO AUTH's check: on success the client is user's (NULL:
+ * "default"). */
+static bool login(struct cmd_ctx *c, const struct resp_arg *user, const struct resp_arg *pass)
+{
+	struct acl_perm *p = NULL;
+	uint64_t gen = ck_pr_load_64(&c->node->acl_gen); /* before: a later change refreshes */
+	if (!acl_auth(c->node, c->cl, user ? user->p : NULL, user ? user->len : 0, pass->p,
+		      pass->len, &p))
+		return false;
+	acl_client_set(c->cl, p, gen);
+	c->cl->authed = true;
+	return true;
+}
+
 int cmd_auth(struct cmd_ctx *c)
 {
 	if (c->argc > 3) {
@@ -192,17 +171,16 @@ int cmd_auth(struct cmd_ctx *c)
 	}
 	const struct resp_arg *user = c->argc == 3 ? &c->argv[1] : NULL;
 	const struct resp_arg *pass = &c->argv[c->argc - 1];
-	if (!user && !requirepass_set(c->node)) {
+	if (!user && acl_default_nopass(c->node)) {
 		resp_error(c->out, "ERR AUTH <password> called without any password configured "
 				   "for the default user. Are you sure your configuration is "
 				   "correct?");
 		return 0;
 	}
-	if (!check_login(c->node, user, pass)) {
+	if (!login(c, user, pass)) {
 		reply_wrongpass(c); /* a failed AUTH leaves the client as it was */
 		return 0;
 	}
-	c->cl->authed = true;
 	resp_status(c->out, "OK");
 	return 0;
 }
@@ -241,12 +219,9 @@ int cmd_hello(struct cmd_ctx *c)
 		}
 	}
 
-	if (user) {
-		if (!check_login(c->node, user, pass)) {
-			reply_wrongpass(c);
-			return 0;
-		}
-		c->cl->authed = true;
+	if (user && !login(c, user, pass)) {
+		reply_wrongpass(c);
+		return 0;
 	}
 	if (!c->cl->authed) {
 		resp_error(c->out,
@@ -289,7 +264,10 @@ int cmd_reset(struct cmd_ctx *c)
 	ps_client_drop(cl);
 	(void)set_client_str(cl, &cl->name, &none); /* clearing cannot fail */
 	set_proto(c, 2);
-	cl->authed = !requirepass_set(c->node);
+	uint64_t gen;
+	struct acl_perm *p = acl_default_perm(c->node, &gen);
+	acl_client_set(cl, p, gen); /* back to the default user, as Redis */
+	cl->authed = acl_default_nopass(c->node);
 	resp_status(c->out, "RESET");
 	return 0;
 }
@@ -333,7 +311,7 @@ static void info_line(struct srv_sbuf *b, const struct client *cl, bool owner)
 			"id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s "
 			"db=0 sub=%ld psub=%ld ssub=%ld multi=%d qbuf=%zu qbuf-free=0 argv-mem=0 "
 			"multi-mem=%zu rbs=%zu rbp=%zu obl=%zu oll=0 omem=0 tot-mem=%zu "
-			"events=%s cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
+			"events=%s cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
 			(unsigned long long)cl->id, cl->addr, cl->laddr, cl->fd,
 			cl->name ? cl->name : "", (long long)(now - cl->ctime),
 			(long long)(now - cl->last_active), flags,
@@ -341,8 +319,8 @@ static void info_line(struct srv_sbuf *b, const struct client *cl, bool owner)
 			ps_client_count(cl, PS_SHARD),
 			(fl & CL_MULTI) ? cl->mq_len : -1, qbuf, multi_mem, cl->out.cap,
 			cl->out.cap, pending, tot, pending ? "rw" : "r",
-			cl->last_cmd ? cl->last_cmd : "NULL", cl->proto,
-			cl->lib_name ? cl->lib_name : "", cl->lib_ver ? cl->lib_ver : "");
+			cl->last_cmd ? cl->last_cmd : "NULL", cl->perm ? cl->perm->name : "default",
+			cl->proto, cl->lib_name ? cl->lib_name : "", cl->lib_ver ? cl->lib_ver : "");
 }
 
 /* Reply the text of b (CLIENT LIST, CLIENT INFO), or an error if it is
@@ -354,6 +332,13 @@ static void reply_text(struct cmd_ctx *c, struct srv_sbuf *b)
 	else
 		resp_verbatim(c->out, b->p ? b->p : "", b->len);
 	srv_sbuf_free(b);
+}
+
+void client_info_line(struct srv_sbuf *b, const struct client *cl)
+{
+	info_line(b, cl, true);
+	if (b->len && b->p[b->len - 1] == '\n')
+		b->p[--b->len] = '\0';
 }
 
 static void client_list(struct cmd_ctx *c)

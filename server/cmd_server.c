@@ -29,6 +29,7 @@
 #include "cc/durable.h"
 #include "cc/sched.h"
 #include "cc/switch.h"
+#include "server/acl.h"
 #include "server/memory.h"
 #include "server/client.h"
 #include "server/command.h"
@@ -625,6 +626,9 @@ static void config_set(struct cmd_ctx *c)
 	}
 	pthread_mutex_unlock(&n->cfg_lock);
 	srv_node_limits(n);
+	for (int i = 0; i < npairs; i++)
+		if (strcasecmp(names[i], "requirepass") == 0)
+			acl_set_requirepass(n, values[i]); /* the default user's password */
 	for (int i = 0; i < npairs; i++)
 		srv_log(n, LOG_NOTICE, "CONFIG SET %s %s", names[i],
 			strcasecmp(names[i], "requirepass") == 0 ? "(hidden)" : values[i]);

@@ -676,3 +676,19 @@ int cmd_setrange(struct cmd_ctx *c)
 	resp_int(c->out, (long long)newlen);
 	return 0;
 }
+
+/*
+ * SET's key flags for one request, as Redis's getkeys gives them (RW
+ * access update with GET, else OW update), with one deviation: an option
+ * that makes SET look at the key (NX, XX, KEEPTTL, ...) gives "RW update",
+ * because declare.c reads "OW" as a blind write and must declare the read.
+ * ACL checks see the same permissions either way (write, and read only
+ * with GET).
+ */
+const char *cmd_set_key_flags(int argc, const struct resp_arg *argv)
+{
+	for (int i = 3; i < argc; i++)
+		if (argv[i].len == 3 && strncasecmp(argv[i].p, "get", 3) == 0)
+			return "RW access update";
+	return argc == 3 ? "OW update" : "RW update";
+}

@@ -197,6 +197,8 @@ CMD(cmd_decr); CMD(cmd_decrby); CMD(cmd_incrbyfloat); CMD(cmd_append); CMD(cmd_s
 CMD(cmd_getrange); CMD(cmd_setrange);
 void cmd_get_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 void cmd_strlen_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
+/* SET's key flags for this request: it reads the key only with GET. */
+const char *cmd_set_key_flags(int argc, const struct resp_arg *argv);
 /* cmd_bits.c */
 CMD(cmd_setbit); CMD(cmd_getbit); CMD(cmd_bitcount); CMD(cmd_bitpos); CMD(cmd_bitop);
 CMD(cmd_bitfield); CMD(cmd_bitfield_ro); CMD(cmd_lcs);
@@ -244,6 +246,8 @@ CMD(cmd_command); CMD(cmd_config); CMD(cmd_info); CMD(cmd_time); CMD(cmd_shutdow
 CMD(cmd_function); CMD(cmd_debug); CMD(cmd_role); CMD(cmd_wait);
 /* cmd_rckv.c */
 CMD(cmd_rckv);
+/* acl.c */
+CMD(cmd_acl);
 /* script.c */
 CMD(cmd_eval); CMD(cmd_evalsha); CMD(cmd_eval_ro); CMD(cmd_evalsha_ro);
 CMD(cmd_script);

@@ -120,6 +120,7 @@ static const struct opt options[] = {
 	{ "maxclients", OT_INT, true, OFF(maxclients), 1, INT_MAX, NULL, "10000" },
 	{ "timeout", OT_INT, true, OFF(timeout), 0, INT_MAX, NULL, "0" },
 	{ "requirepass", OT_STR, true, OFF(requirepass), 0, 0, NULL, "" },
+	{ "protected-mode", OT_BOOL, true, OFF(protected_mode), 0, 0, NULL, "yes" },
 	/* execution */
 	{ "threads", OT_INT, false, OFF(threads), 1, 64, NULL, "auto" },
 	{ "coroutines", OT_INT, false, OFF(coroutines), 1, 1024, NULL, "auto" },

@@ -47,6 +47,7 @@ struct srv_config {
 	int maxclients;                 /* maxclients 10000 (mutable) */
 	int timeout;                    /* timeout 0: idle seconds before closing a client (mutable) */
 	char *requirepass;              /* requirepass "" (mutable) */
+	bool protected_mode;            /* protected-mode yes (mutable): server/worker.c */
 
 	/* execution */
 	int threads;                    /* threads auto: cores - 1, at least 1 */
@@ -76,8 +77,9 @@ struct srv_config {
 	long long proto_max_bulk_len;   /* proto-max-bulk-len 512mb (mutable) */
 	/* client-output-buffer-limit normal 0 0 0 replica 256mb 64mb 60 pubsub
 	 * 32mb 8mb 60 (mutable): per class (SRV_COBL_*), hard bytes, soft
-	 * bytes, soft seconds; 0 is no limit. rckv enforces pubsub's
-	 * (server/pubsub.c); normal and replica are kept for CONFIG GET. */
+	 * bytes, soft seconds; 0 is no limit. rckv enforces normal's
+	 * (server/conn.c) and pubsub's (server/pubsub.c); replica's is kept
+	 * for CONFIG GET. */
 	uint64_t cobl[3][3];
 
 	/* Redis's encoding thresholds (mutable): when OBJECT ENCODING turns a

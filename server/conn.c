@@ -14,17 +14,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "cc/sched.h"
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/command.h"
 #include "server/dispatch.h"
 #include "server/log.h"
 #include "server/node.h"
 #include "server/pubsub.h"
+#include "server/strutil.h"
 #include "server/worker.h"
 
 #define READ_CHUNK (64 * 1024)
@@ -71,9 +74,8 @@ struct client *client_create(struct worker *w, int fd)
 	cl->w = w;
 	cl->id = ck_pr_faa_64(&n->next_client_id, 1) + 1;
 	cl->proto = 2;
-	pthread_mutex_lock(&n->cfg_lock);
-	cl->authed = !n->cfg.requirepass || !n->cfg.requirepass[0];
-	pthread_mutex_unlock(&n->cfg_lock);
+	cl->perm = acl_default_perm(n, &cl->acl_gen);
+	cl->authed = acl_default_nopass(n);
 	cl->ctime = cl->last_active = time(NULL);
 	resp_w_init(&cl->out, 2);
 	resp_w_init(&cl->psq, 2);
@@ -88,6 +90,7 @@ struct client *client_create(struct worker *w, int fd)
 
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = cl };
 	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		acl_perm_put(cl->perm);
 		resp_parser_free(cl->parser);
 		resp_w_free(&cl->out);
 		free(cl);
@@ -130,6 +133,7 @@ static void client_free(struct client *cl)
 	free(cl->name);
 	free(cl->lib_name);
 	free(cl->lib_ver);
+	acl_perm_put(cl->perm);
 	free(cl);
 }
 
@@ -236,6 +240,44 @@ void client_on_writable(struct client *cl)
 	}
 }
 
+/*
+ * Redis's checkClientOutputBufferLimits for the normal class (Pub/Sub
+ * clients are pubsub.c's): replies not yet sent over the hard limit, or
+ * over the soft limit for soft-seconds, close the client, with Redis's log
+ * line. A client that reads nothing while it pipelines requests can then
+ * not make the server hold its replies without bound.
+ */
+static bool out_over_limit(struct client *cl)
+{
+	struct node *n = cl->w->node;
+	uint64_t hard = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][0]);
+	uint64_t soft = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][1]);
+	if ((!hard && !soft) || (cl->flags & CL_PUBSUB))
+		return false; /* the default: no limit */
+	uint64_t secs = ck_pr_load_64(&n->cfg.cobl[SRV_COBL_NORMAL][2]);
+	uint64_t pending = cl->out.len - cl->out_sent;
+	bool over = false;
+	if (hard && pending >= hard) {
+		over = true;
+	} else if (soft && pending >= soft) {
+		time_t now = time(NULL);
+		if (!cl->obuf_soft_since)
+			cl->obuf_soft_since = now; /* as Redis: never on the first sight */
+		else
+			over = (uint64_t)(now - cl->obuf_soft_since) >= secs;
+	} else {
+		cl->obuf_soft_since = 0;
+	}
+	if (over) {
+		struct srv_sbuf b = { 0 };
+		client_info_line(&b, cl);
+		srv_log(n, LOG_WARNING, "Client %s scheduled to be closed ASAP for overcoming of "
+			"output buffer limits.", b.p ? b.p : "?");
+		srv_sbuf_free(&b);
+	}
+	return over;
+}
+
 /* The coroutine body: process every complete request, then write. */
 static void client_run(struct sched *s, void *arg)
 {
@@ -251,6 +293,13 @@ static void client_run(struct sched *s, void *arg)
 			break;
 		if (st == RESP_ERR) {
 			srv_group_run(w, cl); /* the replies before it first */
+			if (strstr(err, "query buffer limit")) { /* Redis's log line */
+				struct srv_sbuf b = { 0 };
+				client_info_line(&b, cl);
+				srv_log(w->node, LOG_WARNING, "Closing client that reached max query "
+					"buffer length: %s", b.p ? b.p : "?");
+				srv_sbuf_free(&b);
+			}
 			resp_errorf(&cl->out, "ERR %s", err);
 			w->stats.proto_errors++;
 			cl->flags |= CL_CLOSE_AFTER_REPLY;
@@ -282,6 +331,10 @@ static void client_run(struct sched *s, void *arg)
 			break;
 		/* Keep replies of a long pipeline flowing. */
 		if (cl->out.len - cl->out_sent > (1u << 20) && flush_out(cl) != 0) {
+			cl->flags |= CL_CLOSE_ASAP;
+			break;
+		}
+		if (out_over_limit(cl)) {
 			cl->flags |= CL_CLOSE_ASAP;
 			break;
 		}

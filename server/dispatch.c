@@ -18,6 +18,7 @@
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/txn.h"
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/cmdstat.h"
 #include "server/command.h"
@@ -181,6 +182,41 @@ static void exec_abort(struct client *cl, struct resp_w *out, size_t mark)
  * slow log): ns it took, its reply at out->p[mark] (an error: failed). Per
  * worker, no lock; the slow log's mutex only for a slow command.
  */
+/*
+ * Redis's redactClientCommandArgument, for SLOWLOG: AUTH's arguments,
+ * HELLO's AUTH pair and everything after ACL SETUSER are shown as
+ * "(redacted)" (checked against redis-server 7.0.15). Returns 0 with
+ * *shown NULL when nothing is secret, 0 with *shown a copy of argv to show
+ * (free it), or -1 when memory ran out (log nothing rather than a secret).
+ */
+static int redact(const struct cmd_def *def, int argc, const struct resp_arg *argv,
+		  struct resp_arg **shown)
+{
+	static const struct resp_arg hidden = { .p = "(redacted)", .len = 10 };
+	int from = argc, to = argc;
+	if (strcmp(def->name, "auth") == 0)
+		from = 1;
+	else if (strcmp(def->name, "acl|setuser") == 0)
+		from = 2;
+	else if (strcmp(def->name, "hello") == 0)
+		for (int i = 2; i + 2 < argc; i++)
+			if (argv[i].len == 4 && strncasecmp(argv[i].p, "auth", 4) == 0) {
+				from = i + 1;
+				to = i + 3;
+				break;
+			}
+	*shown = NULL;
+	if (from >= argc)
+		return 0;
+	struct resp_arg *v = malloc((size_t)argc * sizeof(*v));
+	if (!v)
+		return -1;
+	for (int i = 0; i < argc; i++)
+		v[i] = i >= from && i < to ? hidden : argv[i];
+	*shown = v;
+	return 0;
+}
+
 static void account(struct worker *w, struct client *cl, const struct cmd_def *def, int argc,
 		    const struct resp_arg *argv, size_t mark, uint64_t ns)
 {
@@ -207,7 +243,11 @@ static void account(struct worker *w, struct client *cl, const struct cmd_def *d
 			 cl->txn_retries);
 		np = note;
 	}
-	slowlog_add(n, cl, argc, argv, us, np);
+	struct resp_arg *shown;
+	if (redact(def, argc, argv, &shown) != 0)
+		return;
+	slowlog_add(n, cl, argc, shown ? shown : argv, us, np);
+	free(shown);
 }
 
 /* Redis counts a known command refused before it ran as rejected_calls;
@@ -278,6 +318,18 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 	w->stats.commands++;
 	if (!cl->authed && !(def->flags & CMD_NOAUTH)) {
 		resp_error(out, "NOAUTH Authentication required.");
+		cmdstat_reject(w->cstat, cmd_id(def));
+		if (cl->flags & CL_MULTI)
+			cl->flags |= CL_DIRTY_EXEC;
+		return;
+	}
+	/* ACL (server/acl.h): nothing more than this test for a user with
+	 * every permission; in MULTI a command is checked when queued, as in
+	 * Redis 7. */
+	if (!acl_fast_ok(&n->acl_gen, cl->acl_gen, cl->perm) &&
+	    acl_refuse(w, cl, out, def, argc, argv,
+		       (cl->flags & CL_MULTI) ? ACL_CTX_MULTI : ACL_CTX_TOPLEVEL)) {
+		w->stats.error_replies++;
 		cmdstat_reject(w->cstat, cmd_id(def));
 		if (cl->flags & CL_MULTI)
 			cl->flags |= CL_DIRTY_EXEC;
@@ -407,6 +459,8 @@ bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *de
 	if (cl->ngrp == SRV_GROUP_MAX || !cl->authed || (cl->flags & (CL_MULTI | CL_PUBSUB)) ||
 	    cl->nwatched || cl->reply_off || cl->reply_skip)
 		return false;
+	if (!acl_fast_ok(&w->node->acl_gen, cl->acl_gen, cl->perm))
+		return false; /* alone: srv_dispatch checks its permissions */
 	if (ck_pr_load_64(&w->node->pause_until_ms))
 		return false; /* alone, through srv_dispatch's CLIENT PAUSE wait */
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||

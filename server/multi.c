@@ -17,6 +17,7 @@
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/txn.h"
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/cmdstat.h"
 #include "server/monitor.h"
@@ -139,6 +140,11 @@ static int exec_body(struct txn *t, void *arg)
 		struct queued_cmd *q = &cl->mq[i];
 		struct cmd_ctx qc = { .node = c->node, .w = c->w, .cl = cl, .txn = t,
 				      .argc = q->argc, .argv = q->argv, .out = c->out };
+		/* Its user's rules may have changed since it was queued
+		 * (server/acl.h); logged once, not per retried attempt. */
+		if (acl_exec_refuse(c->w, cl, c->out, q->def, q->argc, q->argv,
+				    txn_attempt(t) == 0))
+			continue;
 		int rc = srv_call(q->def, &qc);
 		if (rc == CC_ABORT)
 			return rc;

@@ -18,6 +18,7 @@
 #include "cc/cc.h"
 #include "cc/durable.h"
 #include "cc/switch.h"
+#include "server/acl.h"
 #include "server/log.h"
 #include "server/save.h"
 #include "server/sigbus.h"
@@ -519,7 +520,7 @@ int srv_node_start(struct node *n, char *err, size_t errlen)
 	n->workers = calloc((size_t)n->nworkers, sizeof(*n->workers));
 	n->scripts = script_cache_create();
 	if (!n->workers || !n->scripts || ps_node_create(n, n->nworkers) != 0 ||
-	    slowlog_create(n) != 0 || latency_create(n) != 0 ||
+	    slowlog_create(n) != 0 || latency_create(n) != 0 || acl_create(n) != 0 ||
 	    srv_save_create(n) != 0) {
 		snprintf(err, errlen, "out of memory");
 		goto fail_listen;
@@ -545,6 +546,7 @@ fail_workers:
 	n->workers = NULL;
 fail_listen:
 	ps_node_destroy(n);
+	acl_destroy(n);
 	slowlog_destroy(n);
 	latency_destroy(n);
 	script_cache_free(n->scripts);
@@ -589,6 +591,7 @@ void srv_node_stop(struct node *n)
 	free(n->workers);
 	n->workers = NULL;
 	ps_node_destroy(n); /* after the workers: their clients unsubscribed */
+	acl_destroy(n); /* after the workers: their clients released their users */
 	slowlog_destroy(n);
 	latency_destroy(n);
 	script_cache_free(n->scripts);

@@ -106,6 +106,8 @@ struct node {
 	struct ps_node *pubsub;       /* Pub/Sub registry (server/pubsub.c) */
 	struct slowlog *slowlog;      /* SLOWLOG (server/slowlog.c) */
 	struct latency *latency;      /* LATENCY (server/latency.c) */
+	struct acl *acl;              /* users (server/acl.c) */
+	uint64_t acl_gen;             /* ACL changes so far: acl.h, invariant (2) */
 	struct srv_save *save;        /* SAVE, BGSAVE, LASTSAVE (server/save.h) */
 	struct expire_cycle *expire;  /* active expiry (server/expire.h) */
 	uint64_t recovered_keys;      /* live keys found at start */

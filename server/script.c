@@ -56,6 +56,7 @@
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "cc/txn.h"
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/command.h"
 #include "server/declare.h"
@@ -435,6 +436,8 @@ static int host_call(void *arg, int argc, struct resp_arg *argv, struct resp_w *
 		resp_error(out, "ERR Write commands are not allowed from read-only scripts.");
 		return 0;
 	}
+	if (acl_script_refuse(c->w, c->cl, out, def, argc, argv))
+		return 0; /* the user's permissions (server/acl.h) */
 	if (fetch_keys(x, def, argc, argv) == CC_ABORT) {
 		x->stop = STOP_ABORT;
 		return SCRIPT_STOP;

@@ -28,6 +28,7 @@
 #include "cc/exec.h"
 #include "cc/sched.h"
 #include "rdma/fab.h"
+#include "server/acl.h"
 #include "server/client.h"
 #include "server/conn.h"
 #include "server/cmdstat.h"
@@ -60,12 +61,57 @@ void worker_wake(struct worker *w)
 	(void)k;
 }
 
+/* Redis's protected mode message, byte for byte (its typo included). */
+static const char denied_msg[] =
+	"-DENIED Redis is running in protected mode because protected mode is enabled and no "
+	"password is set for the default user. In this mode connections are only accepted from "
+	"the loopback interface. If you want to connect from external computers to Redis you "
+	"may adopt one of the following solutions: 1) Just disable protected mode sending the "
+	"command 'CONFIG SET protected-mode no' from the loopback interface by connecting to "
+	"Redis from the same host the server is running, however MAKE SURE Redis is not "
+	"publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change "
+	"permanent. 2) Alternatively you can just disable the protected mode by editing the "
+	"Redis configuration file, and setting the protected mode option to 'no', and then "
+	"restarting the server. 3) If you started the server manually just for testing, "
+	"restart it with the '--protected-mode no' option. 4) Setup a an authentication "
+	"password for the default user. NOTE: You only need to do one of the above things in "
+	"order for the server to start accepting connections from the outside.\r\n";
+
+/* Redis's idea of the loopback interface: exactly 127.0.0.1 or ::1 (so a
+ * client from 127.0.0.2 is outside, as with redis-server 7.0.15). */
+static bool peer_is_loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+		return false;
+	if (ss.ss_family == AF_UNIX)
+		return true;
+	if (ss.ss_family == AF_INET)
+		return ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) == INADDR_LOOPBACK;
+	if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+		static const unsigned char v4lo[16] = { [10] = 0xff, [11] = 0xff, [12] = 127,
+							[15] = 1 };
+		return IN6_IS_ADDR_LOOPBACK(a) || memcmp(a, v4lo, 16) == 0;
+	}
+	return false;
+}
+
 static void adopt(struct worker *w, int fd)
 {
 	struct node *n = w->node;
 	if ((long long)ck_pr_load_64(&n->connected_clients) >= n->cfg.maxclients) {
 		static const char msg[] = "-ERR max number of clients reached\r\n";
 		ssize_t k = write(fd, msg, sizeof(msg) - 1);
+		(void)k;
+		close(fd);
+		w->stats.conns_rejected++;
+		return;
+	}
+	if (ck_pr_load_8((uint8_t *)&n->cfg.protected_mode) && !peer_is_loopback(fd) &&
+	    acl_default_nopass(n)) {
+		ssize_t k = write(fd, denied_msg, sizeof(denied_msg) - 1);
 		(void)k;
 		close(fd);
 		w->stats.conns_rejected++;

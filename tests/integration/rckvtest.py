@@ -35,7 +35,8 @@ STOP_DEADLINE = 10.0
 
 # Options Redis understands with the same meaning; every other option is
 # rckv-specific and dropped in redis mode (tests that need them are rckv_only).
-_SHARED_OPTS = {"requirepass", "maxclients", "timeout", "loglevel",
+_SHARED_OPTS = {"requirepass", "maxclients", "timeout", "loglevel", "protected-mode",
+                "client-output-buffer-limit",
                 "proto-max-bulk-len", "client-query-buffer-limit"}
 
 
