@@ -731,15 +731,15 @@ static int lmove_generic(struct cmd_ctx *c, bool from_left, bool to_left, bool *
 	struct list src, dst;
 	bool same = c->argv[1].len == c->argv[2].len &&
 		    memcmp(c->argv[1].p, c->argv[2].p, c->argv[1].len) == 0;
-	*moved = false;
+	*moved = true; /* or an error replied: no other reply */
 	int rc = lopen(c, 1, &src);
-	if (rc || !src.exists) {
-		if (rc)
-			return lfail(c, &src, mark, rc);
+	if (rc)
+		return lfail(c, &src, mark, rc);
+	if (!src.exists) {
+		*moved = false;
 		list_free(&src);
 		return 0;
 	}
-	*moved = true;
 	struct list *d = &src;
 	if (!same) {
 		if ((rc = lopen(c, 2, &dst))) {

@@ -274,24 +274,75 @@ static int parse_root(struct list *l, const char *v, size_t vl)
 		l->seg[0].n = n;
 		return 0;
 	}
-	if (l->enc != LIST_ENC_CHUNKED || vl < LIST_ROOT_HDR)
+	if (l->enc != LIST_ENC_CHUNKED || vl != LIST_ROOT_HDR)
 		return COLL_ECORRUPT;
 	uint32_t nseg = get32(v + 4);
-	if (vl != LIST_ROOT_HDR + (size_t)nseg * LIST_INDEX_ENT)
-		return COLL_ECORRUPT;
 	l->slot = get16(v + 2);
 	l->gen = get64(v + 8);
 	l->count = get64(v + 16);
 	l->next_id = get32(v + 24);
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < nseg; i++) {
-		const char *e = v + LIST_ROOT_HDR + (size_t)i * LIST_INDEX_ENT;
-		if (seg_insert(l, i, get32(e), -1))
+	l->nchunks = nseg;
+	l->partial = nseg > 2;
+	if (!l->gen || nseg == 0)
+		return COLL_ECORRUPT;
+	/* the ends, from the root (list.h invariant (1)) */
+	if (seg_insert(l, 0, get32(v + 32), -1))
+		return CC_EINTERNAL;
+	l->seg[0].n = get32(v + 36);
+	if (nseg > 1) {
+		if (seg_insert(l, 1, get32(v + 40), -1))
 			return CC_EINTERNAL;
-		l->seg[i].n = get16(e + 4);
-		sum += l->seg[i].n;
+		l->seg[1].n = get32(v + 44);
 	}
-	return sum == l->count && l->gen ? 0 : COLL_ECORRUPT;
+	uint64_t ends = l->seg[0].n + (nseg > 1 ? l->seg[1].n : 0);
+	if (!l->partial && ends != l->count)
+		return COLL_ECORRUPT;
+	return 0;
+}
+
+/*
+ * The whole index, from the index part, when only the ends are known
+ * (list.h invariant (1)): every chunk between them, the ends keeping what
+ * this transaction made of them.
+ */
+static int ix_load(struct list *l)
+{
+	if (!l->partial)
+		return 0;
+	char k[PL_PART_KEYLEN];
+	const char *v;
+	size_t vl;
+	bool found;
+	coll_part_key(k, l->slot, l->gen, LIST_INDEX_ID);
+	int rc = txn_get(l->t, k, sizeof(k), &v, &vl, &found);
+	if (rc)
+		return rc;
+	uint32_t n = l->nchunks;
+	if (!found || vl != (size_t)n * LIST_INDEX_ENT || n < 3 ||
+	    get32(v) != l->seg[0].id || get32(v + vl - LIST_INDEX_ENT) != l->seg[1].id)
+		return COLL_ECORRUPT;
+	struct list_seg *seg = malloc(n * sizeof(*seg));
+	if (!seg)
+		return CC_EINTERNAL;
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *e = v + (size_t)i * LIST_INDEX_ENT;
+		seg[i] = (struct list_seg){ .id = get32(e), .n = get16(e + 4), .buf = -1 };
+		if (i == 0)
+			seg[i] = l->seg[0];
+		else if (i == n - 1)
+			seg[i] = l->seg[1];
+		sum += seg[i].n;
+	}
+	if (sum != l->count) {
+		free(seg);
+		return COLL_ECORRUPT;
+	}
+	free(l->seg);
+	l->seg = seg;
+	l->nseg = l->segcap = n;
+	l->partial = false;
+	return 0;
 }
 
 int list_open(struct txn *t, const char *key, size_t klen, struct list *l)
@@ -340,6 +391,8 @@ int list_push(struct list *l, bool left, const char *v, size_t vl)
 	 * so a push writes one chunk however long the list. */
 	if (l->enc == LIST_ENC_CHUNKED && b->n &&
 	    (b->len + elem_size(vl) > LIST_CHUNK_BYTES || b->n >= LIST_CHUNK_MAX)) {
+		if ((rc = ix_load(l)))
+			return rc;
 		pos = left ? 0 : l->nseg;
 		if ((rc = seg_fresh(l, pos)) || (rc = seg_load(l, pos, &b)))
 			return rc;
@@ -375,7 +428,11 @@ int list_pop(struct list *l, bool left, char **v, size_t *vl)
 	l->seg[pos].n--;
 	l->count--;
 	seg_changed(l, pos);
-	return l->seg[pos].n == 0 ? seg_drop(l, pos) : 0;
+	if (l->seg[pos].n)
+		return 0;
+	if ((rc = ix_load(l))) /* a chunk goes: the index changes */
+		return rc;
+	return seg_drop(l, left ? 0 : l->nseg - 1);
 }
 
 /* ---- by index ---- */
@@ -385,8 +442,20 @@ static int at(struct list *l, uint64_t i, uint32_t *pos, struct coll_ebuf **b,
 	      struct coll_elem *e)
 {
 	uint32_t k;
-	locate(l, i, pos, &k);
-	int rc = seg_load(l, *pos, b);
+	int rc;
+	uint64_t tail_n = l->seg[l->nseg - 1].n;
+	if (l->partial && i < l->seg[0].n) { /* in an end chunk: no index */
+		*pos = 0;
+		k = (uint32_t)i;
+	} else if (l->partial && i >= l->count - tail_n) {
+		*pos = l->nseg - 1;
+		k = (uint32_t)(i - (l->count - tail_n));
+	} else {
+		if ((rc = ix_load(l)))
+			return rc;
+		locate(l, i, pos, &k);
+	}
+	rc = seg_load(l, *pos, b);
 	if (rc)
 		return rc;
 	size_t off = eb_off(*b, k);
@@ -431,9 +500,11 @@ int list_insert(struct list *l, uint64_t i, const char *v, size_t vl)
 		return list_push(l, false, v, vl);
 	uint32_t pos, k;
 	struct coll_ebuf *b;
-	locate(l, i, &pos, &k);
-	int rc = seg_load(l, pos, &b);
+	int rc = ix_load(l);
 	if (rc)
+		return rc;
+	locate(l, i, &pos, &k);
+	if ((rc = seg_load(l, pos, &b)))
 		return rc;
 	if ((rc = eb_insert(b, eb_off(b, k), v, vl)))
 		return rc;
@@ -447,6 +518,9 @@ int list_walk(struct list *l, uint64_t from, bool back, list_elem_fn fn, void *a
 {
 	if (from >= l->count)
 		return 0;
+	int rc0 = ix_load(l);
+	if (rc0)
+		return rc0;
 	uint32_t pos, k;
 	locate(l, from, &pos, &k);
 	uint64_t i = from;
@@ -500,6 +574,9 @@ int list_rem(struct list *l, const char *v, size_t vl, uint64_t limit, bool back
 	     uint64_t *removed)
 {
 	*removed = 0;
+	int rc0 = ix_load(l);
+	if (rc0)
+		return rc0;
 	for (uint32_t s = 0; s < l->nseg; s++) {
 		uint32_t pos = back ? l->nseg - 1 - s : s;
 		struct coll_ebuf *b;
@@ -556,7 +633,9 @@ int list_rem(struct list *l, const char *v, size_t vl, uint64_t limit, bool back
 
 int list_trim(struct list *l, uint64_t start, uint64_t stop, bool none)
 {
-	int rc;
+	int rc = ix_load(l);
+	if (rc)
+		return rc;
 	if (none) {
 		while (l->nseg)
 			if ((rc = seg_drop(l, l->nseg - 1)))
@@ -678,20 +757,20 @@ static int write_root(struct list *l)
 		put32(v + 4, b->n);
 		memcpy(v + INLINE_HDR, b->p, b->len);
 	} else {
-		len = LIST_ROOT_HDR + (size_t)l->nseg * LIST_INDEX_ENT;
+		len = LIST_ROOT_HDR;
 		if (!(v = calloc(1, len)))
 			return CC_EINTERNAL;
+		const struct list_seg *h = &l->seg[0], *t = &l->seg[l->nseg - 1];
 		v[0] = LIST_ENC_CHUNKED;
 		put16(v + 2, l->slot);
-		put32(v + 4, l->nseg);
+		put32(v + 4, l->partial ? l->nchunks : l->nseg);
 		put64(v + 8, l->gen);
 		put64(v + 16, l->count);
 		put32(v + 24, l->next_id);
-		for (uint32_t i = 0; i < l->nseg; i++) {
-			char *e = v + LIST_ROOT_HDR + (size_t)i * LIST_INDEX_ENT;
-			put32(e, l->seg[i].id);
-			put16(e + 4, (uint16_t)l->seg[i].n);
-		}
+		put32(v + 32, h->id);
+		put32(v + 36, h->n);
+		put32(v + 40, t->id);
+		put32(v + 44, l->nseg > 1 ? t->n : 0);
 	}
 	int rc = txn_set_meta(l->t, l->key, l->klen, v, len, &m);
 	free(v);
@@ -706,6 +785,28 @@ static int del_chunk(struct list *l, uint32_t id)
 	return txn_del(l->t, k, sizeof(k), &existed);
 }
 
+/* The index part, from the whole index (list.h invariant (1)); with two
+ * chunks or fewer the root says it all and nothing is written. */
+static int write_index(struct list *l)
+{
+	if (l->partial || l->nseg <= 2)
+		return 0;
+	size_t len = (size_t)l->nseg * LIST_INDEX_ENT;
+	char *v = malloc(len);
+	if (!v)
+		return CC_EINTERNAL;
+	for (uint32_t i = 0; i < l->nseg; i++) {
+		put32(v + (size_t)i * LIST_INDEX_ENT, l->seg[i].id);
+		put16(v + (size_t)i * LIST_INDEX_ENT + 4, (uint16_t)l->seg[i].n);
+	}
+	char k[PL_PART_KEYLEN];
+	const struct txn_meta pm = { .type = TXN_T_PART };
+	coll_part_key(k, l->slot, l->gen, LIST_INDEX_ID);
+	int rc = txn_set_meta(l->t, k, sizeof(k), v, len, &pm);
+	free(v);
+	return rc;
+}
+
 int list_save(struct list *l, bool touch)
 {
 	int rc;
@@ -714,7 +815,10 @@ int list_save(struct list *l, bool touch)
 			return 0;
 		bool existed;
 		if (l->enc == LIST_ENC_CHUNKED) {
-			/* every chunk left (a pop-all took them one by one) */
+			/* every chunk left (a pop-all took them one by one), the
+			 * index and the owner */
+			if ((rc = ix_load(l)) || (rc = del_chunk(l, LIST_INDEX_ID)))
+				return rc;
 			for (uint32_t i = 0; i < l->nseg; i++)
 				if ((rc = gone_add(l, l->seg[i].id)))
 					return rc;
@@ -748,6 +852,12 @@ int list_save(struct list *l, bool touch)
 			continue;
 		const struct coll_ebuf *b = &l->buf[bi].b;
 		if (b->n > 1 && (b->len > 2 * LIST_CHUNK_BYTES || b->n > LIST_CHUNK_MAX)) {
+			if (l->partial) { /* the split changes the index */
+				if ((rc = ix_load(l)))
+					return rc;
+				pos = (uint32_t)-1; /* the positions moved: again */
+				continue;
+			}
 			size_t half = b->len / 2 + 1;
 			if ((rc = seg_split(l, pos, half < LIST_CHUNK_BYTES ? half : LIST_CHUNK_BYTES)))
 				return rc;
@@ -771,6 +881,8 @@ int list_save(struct list *l, bool touch)
 	l->ngone = 0;
 	if (!l->dirty && !touch)
 		return 0;
+	if ((rc = write_index(l)))
+		return rc;
 	l->dirty = false;
 	l->exists = true;
 	return write_root(l);
@@ -783,6 +895,9 @@ int list_usage(struct list *l, uint64_t samples, uint64_t *bytes)
 	*bytes = 0;
 	if (l->enc != LIST_ENC_CHUNKED || l->nseg == 0)
 		return 0;
+	int rc0 = ix_load(l);
+	if (rc0)
+		return rc0;
 	uint64_t k = samples == 0 || samples > l->nseg ? l->nseg : samples, sum = 0;
 	for (uint64_t i = 0; i < k; i++) {
 		struct coll_ebuf *b;
@@ -791,7 +906,8 @@ int list_usage(struct list *l, uint64_t samples, uint64_t *bytes)
 			return rc;
 		sum += st_item_bytes(PL_PART_KEYLEN, (uint32_t)b->len);
 	}
-	*bytes = sum * l->nseg / k + st_item_bytes(PL_PART_KEYLEN, (uint32_t)l->klen);
+	*bytes = sum * l->nseg / k + st_item_bytes(PL_PART_KEYLEN, (uint32_t)l->klen) +
+		 (l->nseg > 2 ? st_item_bytes(PL_PART_KEYLEN, l->nseg * LIST_INDEX_ENT) : 0);
 	return 0;
 }
 
@@ -812,27 +928,55 @@ int list_copy_parts(struct txn *t, const char *v, size_t vl, const char *to, siz
 	if (!list_root_gen(v, vl, &ogen, &oslot))
 		return COLL_ECORRUPT;
 	uint32_t nseg = get32(v + 4);
-	if (vl != LIST_ROOT_HDR + (size_t)nseg * LIST_INDEX_ENT)
+	if (vl != LIST_ROOT_HDR || nseg == 0)
 		return COLL_ECORRUPT;
 	const uint16_t slot = (uint16_t)pl_keyslot(to, tolen);
 	const uint64_t gen = txn_unique(t);
 	const struct txn_meta pm = { .type = TXN_T_PART };
 	int rc;
+	/* the chunk ids: the root's ends, or the index part (copied too) */
+	uint32_t *ids = malloc((size_t)nseg * sizeof(*ids) + 8);
+	if (!ids)
+		return CC_EINTERNAL;
+	ids[0] = get32(v + 32);
+	ids[nseg - 1] = get32(v + 40);
+	if (nseg > 2) {
+		char ik[PL_PART_KEYLEN], nk[PL_PART_KEYLEN];
+		const char *iv;
+		size_t il;
+		bool found;
+		coll_part_key(ik, oslot, ogen, LIST_INDEX_ID);
+		rc = txn_get(t, ik, sizeof(ik), &iv, &il, &found);
+		if (rc == 0 && (!found || il != (size_t)nseg * LIST_INDEX_ENT))
+			rc = COLL_ECORRUPT;
+		for (uint32_t i = 0; rc == 0 && i < nseg; i++)
+			ids[i] = get32(iv + (size_t)i * LIST_INDEX_ENT);
+		coll_part_key(nk, slot, gen, LIST_INDEX_ID);
+		if (rc == 0)
+			rc = txn_set_meta(t, nk, sizeof(nk), iv, il, &pm);
+		if (rc) {
+			free(ids);
+			return rc;
+		}
+	}
 	for (uint32_t i = 0; i < nseg; i++) {
-		uint32_t id = get32(v + LIST_ROOT_HDR + (size_t)i * LIST_INDEX_ENT);
 		char ok[PL_PART_KEYLEN], nk[PL_PART_KEYLEN];
 		const char *pv;
 		size_t pl;
 		bool found;
-		coll_part_key(ok, oslot, ogen, id);
-		if ((rc = txn_get(t, ok, sizeof(ok), &pv, &pl, &found)))
+		coll_part_key(ok, oslot, ogen, ids[i]);
+		rc = txn_get(t, ok, sizeof(ok), &pv, &pl, &found);
+		if (rc == 0 && !found)
+			rc = COLL_ECORRUPT;
+		coll_part_key(nk, slot, gen, ids[i]);
+		if (rc == 0)
+			rc = txn_set_meta(t, nk, sizeof(nk), pv, pl, &pm);
+		if (rc) {
+			free(ids);
 			return rc;
-		if (!found)
-			return COLL_ECORRUPT;
-		coll_part_key(nk, slot, gen, id);
-		if ((rc = txn_set_meta(t, nk, sizeof(nk), pv, pl, &pm)))
-			return rc;
+		}
 	}
+	free(ids);
 	char owner[PL_PART_KEYLEN];
 	coll_part_key(owner, slot, gen, COLL_OWNER_ID);
 	if ((rc = txn_set_meta(t, owner, sizeof(owner), to, tolen, &pm)))

@@ -10,24 +10,34 @@
  *            (up to COLL_INLINE_MAX elements and COLL_INLINE_BYTES).
  *   chunked: the root's value is  u8 enc=3 | u8 0 | u16 slot |
  *            u32 nchunks | u64 gen | u64 count | u32 next_id | u32 0 |
- *            nchunks x { u32 id, u16 n }      (32 + 6 * nchunks bytes)
- *            the INDEX of the chunks, head to tail: each chunk is a part
- *            item (coll_part_key(slot, gen, id)) holding n elements, about
- *            LIST_CHUNK_BYTES of them. The owner part (COLL_OWNER_ID)
- *            names the root, as for a bucketed hash.
- * Why: a push or pop reads and writes the root and the chunk at that end
- * (a new chunk when the end one is full, written without a read); LINDEX,
- * LSET and LRANGE find their chunks by summing the index's counts and
- * read only those; LTRIM deletes the chunks outside the range unread. The
- * index costs 6 bytes a chunk in the root: about 2.3 KB for 100,000 short
- * elements (README has the measured cost). A list never converts back to
- * inline (as a bucketed coll); chunks emptied by LREM or LTRIM are deleted,
- * small neighbours are not merged.
+ *            u32 head_id | u32 head_n | u32 tail_id | u32 tail_n
+ *            (48 bytes): the first and last chunk and their counts; the
+ *            INDEX part (id LIST_INDEX_ID) holds every chunk, head to tail,
+ *            as nchunks x { u32 id, u16 n }. Each chunk is a part item
+ *            (coll_part_key(slot, gen, id)) of about LIST_CHUNK_BYTES of
+ *            elements. The owner part (COLL_OWNER_ID) names the root, as
+ *            for a bucketed hash.
+ * Why: a push or a pop reads and writes the root (48 bytes) and the chunk
+ * at that end, nothing else, however long the list: the end chunks'
+ * counts live in the root, so the index is not touched. Only when a push
+ * opens a new chunk or a pop empties one is the index read and written
+ * (once every ~LIST_CHUNK_BYTES of pushes). LINDEX, LSET and LRANGE read
+ * the root, the index (6 bytes a chunk: ~3.5 KB for 100,000 short
+ * elements) and only the chunks they need, found by summing the counts;
+ * LTRIM deletes the chunks outside the range unread. README has the
+ * measured cost. A list never converts back to inline (as a bucketed
+ * coll); chunks emptied by LREM or LTRIM are deleted, small neighbours
+ * are not merged.
  *
  * Invariants (besides coll.h's (1) and (2), which chunks keep: they are
  * written only by transactions that read the root, and the owner exists
  * exactly while the root is chunked):
- *  (1) count is the sum of the index's n, and every n > 0 after list_save;
+ *  (1) count is the sum of the chunks' counts, and every count > 0 after
+ *      list_save. The index's counts are exact for the chunks between
+ *      the ends; for the head and the tail the root's head_n and tail_n
+ *      are (a push or pop at an end rewrites only the root). With two
+ *      chunks or fewer the root alone describes the list and the index
+ *      part is not read (it may be stale or absent);
  *  (2) a chunk holds at most LIST_CHUNK_MAX elements after list_save, and
  *      more than LIST_CHUNK_BYTES bytes only when list_save split it into
  *      halves already or it holds a single element;
@@ -47,7 +57,8 @@
 struct txn;
 
 #define LIST_ENC_CHUNKED 3
-#define LIST_ROOT_HDR 32
+#define LIST_ROOT_HDR 48
+#define LIST_INDEX_ID 0xfffffffeu /* the index part's id (the owner's minus one) */
 #define LIST_INDEX_ENT 6
 #define LIST_CHUNK_BYTES 2048 /* a chunk is closed for pushes past this */
 #define LIST_CHUNK_MAX 1024   /* elements a chunk holds at most (fits the u16 n) */
@@ -75,6 +86,11 @@ struct list {
 	uint16_t slot;
 	uint64_t gen, count;
 	uint32_t next_id;
+	/* partial: only the ends are known (seg[0] the head, seg[1] the
+	 * tail) until ix_load reads the index part; nchunks: the real count
+	 * of chunks then */
+	bool partial;
+	uint32_t nchunks;
 	struct list_seg *seg; /* head to tail */
 	uint32_t nseg, segcap;
 	struct list_buf *buf;
