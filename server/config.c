@@ -151,6 +151,15 @@ static const struct opt options[] = {
 	  "512mb" },
 	{ "client-output-buffer-limit", OT_COBL, true, OFF(cobl), 0, 0, NULL,
 	  "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60" },
+	/* Redis's list encoding knobs (list-max-ziplist-size is the older
+	 * name): accepted and stored so that Redis's tools and test suites
+	 * may set them, with no effect: rckv's lists keep their own layout
+	 * (server/list.h). */
+	{ "list-max-listpack-size", OT_INT, true, OFF(list_max_listpack_size), INT_MIN, INT_MAX,
+	  NULL, "-2" },
+	{ "list-max-ziplist-size", OT_INT, true, OFF(list_max_listpack_size), INT_MIN, INT_MAX,
+	  NULL, "-2" },
+	{ "list-compress-depth", OT_INT, true, OFF(list_compress_depth), 0, INT_MAX, NULL, "0" },
 	/* storage */
 	{ "memory", OT_MEM, false, OFF(memory), 16LL << 20, 1LL << 44, NULL, "512mb" },
 	{ "maxmemory", OT_MEM, true, OFF(maxmemory), 0, LLONG_MAX, NULL, "0" },

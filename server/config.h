@@ -58,6 +58,8 @@ struct srv_config {
 					   enum cc_stage (mutable, cluster-wide) */
 	int mvcc_versions;              /* mvcc-versions 4: version slots per item (mvcc) */
 	int maat_list_slots;            /* maat-list-slots 4: reader/writer list slots per item */
+	int list_max_listpack_size;     /* list-max-listpack-size -2 (mutable): stored, no effect */
+	int list_compress_depth;        /* list-compress-depth 0 (mutable): stored, no effect */
 	long long calvin_epoch_us;      /* calvin-epoch-us 5000 (mutable): an epoch's length */
 	bool calvin_trace;              /* calvin-trace no (mutable): log each epoch's order */
 	char *calvin_acquire;           /* calvin-acquire rpc (mutable): rpc|write, how a

@@ -493,7 +493,8 @@ static void test_glob(void)
 				      "max-key-bytes max-value-bytes "
 				      "client-query-buffer-limit "
 				      "proto-max-bulk-len client-output-buffer-limit "
-				      "checkpoint-log-size power-worker-sync-min "
+				      "list-max-listpack-size list-max-ziplist-size "
+				      "list-compress-depth checkpoint-log-size power-worker-sync-min "
 				      "power-sim-crash-in "
 				      "power-sim-crash-after fabric-delay-us slowlog-log-slower-than "
 				      "slowlog-max-len notify-keyspace-events latency-monitor-threshold");
@@ -503,7 +504,7 @@ static void test_glob(void)
 	struct names all;
 	memset(&all, 0, sizeof(all));
 	cfg_get(&c, "*", names_visit, &all);
-	CHECK(all.n == 56);
+	CHECK(all.n == 59);
 	CHECK(strstr(all.buf, "testing save appendonly databases") != NULL);
 	cfg_free(&c);
 }
