@@ -385,7 +385,8 @@ def test_push_and_lindex_on_100000_elements_move_a_chunk_not_the_list(make_serve
     costs = {}
     for name, op in (("lpush", lambda i: r.lpush(k, "value:x%d" % i)),
                      ("rpop", lambda i: r.rpop(k)),
-                     ("lindex", lambda i: r.lindex(k, 1000 + 997 * i))):
+                     ("lindex", lambda i: r.lindex(k, 1000 + 997 * i)),
+                     ("lindex_end", lambda i: r.lindex(k, -1 - i))):
         r0, w0 = fabric_bytes(r)
         for i in range(50):
             op(i)
@@ -395,6 +396,7 @@ def test_push_and_lindex_on_100000_elements_move_a_chunk_not_the_list(make_serve
     for name, (rd, wr) in costs.items():
         # the list is ~1.2 MB; a root, the index (~3.5 KB) and a chunk are not
         assert rd + wr < 32000, "%s: %.0f B read, %.0f B written" % (name, rd, wr)
+    assert costs["lindex_end"][0] < costs["lindex"][0]   # an end chunk: no index read
     assert costs["lindex"][1] < 1000
     # 50 pushed at the head and "warm", 50 popped at the tail
     assert r.lindex(k, 50000) == b"value:49949"
