@@ -9,11 +9,13 @@
  * list_*, list_save. LMOVE between lists on two nodes is one transaction
  * over both.
  *
- * Blocking: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP do not park a
- * client yet. When an element is there they act as their non-blocking
- * form (with the blocking reply shapes); when none is, inside MULTI they
- * reply what Redis replies when it may not block (a null), and otherwise
- * an error that says so, at once, whatever the timeout.
+ * Blocking: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH and BLMPOP act as their
+ * non-blocking form (with the blocking reply shapes) when an element is
+ * there. When none is, inside MULTI they reply what Redis replies when it
+ * may not block (a null); otherwise they write their timeout reply and
+ * set cmd_ctx.would_block, and srv_dispatch parks the client and runs the
+ * command again until an element comes or the timeout passes
+ * (server/dispatch.c, "Blocking list commands").
  */
 #include <limits.h>
 #include <math.h>
@@ -30,10 +32,6 @@
 #include "server/strutil.h"
 
 #define KEY(c, i) (c)->argv[i].p, (c)->argv[i].len
-
-#define NO_BLOCK_MSG \
-	"ERR rckv does not block yet: %s found no element in its lists; retry later or " \
-	"use the non-blocking form"
 
 static bool arg_is(const struct resp_arg *a, const char *word)
 {
@@ -94,10 +92,12 @@ static bool arg_timeout(struct cmd_ctx *c, int i)
 		resp_error(c->out, "ERR timeout is not a float or out of range");
 		return false;
 	}
-	if (ceill(t * 1000.0L) < 0) {
+	long double ms = ceill(t * 1000.0L);
+	if (ms < 0) {
 		resp_error(c->out, "ERR timeout is negative");
 		return false;
 	}
+	c->block_ms = ms > 9e15L ? 0 : (int64_t)ms; /* beyond any wait: forever */
 	return true;
 }
 
@@ -105,20 +105,14 @@ static bool arg_timeout(struct cmd_ctx *c, int i)
 static void would_block(struct cmd_ctx *c, bool array)
 {
 	if (c->cl && (c->cl->flags & CL_MULTI)) {
-		if (array)
+		if (array) /* what each replies where Redis may not block */
 			resp_null_array(c->out);
 		else
 			resp_null(c->out);
 		return;
 	}
-	char name[32];
-	size_t n = c->argv[0].len < sizeof(name) - 1 ? c->argv[0].len : sizeof(name) - 1;
-	for (size_t i = 0; i < n; i++) {
-		char ch = c->argv[0].p[i];
-		name[i] = ch >= 'a' && ch <= 'z' ? (char)(ch - 32) : ch;
-	}
-	name[n] = '\0';
-	resp_errorf(c->out, NO_BLOCK_MSG, name);
+	resp_null_array(c->out); /* Redis's timeout reply, for all of them */
+	c->would_block = true;
 }
 
 /* For notify.c: the event and the key of a pop whose key depends on the

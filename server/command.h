@@ -46,6 +46,12 @@ struct cmd_ctx {
 	 * none) and event. notify_pre clears them; notify_post reads them. */
 	int ev_key;
 	const char *ev_name;
+	/* Set by a blocking list command that found nothing (cmd_list.c), its
+	 * timeout reply written: srv_dispatch parks the client and runs the
+	 * command again until it finds an element or block_ms passes (0:
+	 * forever). */
+	bool would_block;
+	int64_t block_ms;
 };
 
 typedef int (*cmd_handler)(struct cmd_ctx *c);

@@ -237,15 +237,57 @@ def test_blocking_forms_with_data(raw, key):
     assert raw.call_raw("EXEC") == b"*3\r\n*-1\r\n$-1\r\n*-1\r\n"
 
 
-@pytest.mark.rckv_only
-def test_blocking_forms_refuse_to_park(raw, key):
-    """rckv does not park a client yet: an error at once, not a hang."""
-    for cmd in (("BLPOP", key, 0), ("BRPOP", key, key + "2", 5),
-                ("BLMOVE", key, key + "d", "LEFT", "LEFT", 0), ("BRPOPLPUSH", key, key + "d", 0),
-                ("BLMPOP", 0, 1, key, "LEFT")):
-        got = raw.call(*cmd)
-        assert isinstance(got, Error) and "does not block yet" in got, got
-        assert cmd[0] in got
+def test_blocking_forms_time_out(raw, key):
+    t0 = time.time()
+    assert raw.call_raw("BLPOP", key + "a", key + "b", "0.2") == b"*-1\r\n"
+    assert raw.call_raw("BRPOPLPUSH", key + "a", key + "b", "0.1") == b"*-1\r\n"
+    assert raw.call_raw("BLMOVE", key + "a", key + "b", "LEFT", "RIGHT", "0.1") == b"*-1\r\n"
+    assert raw.call_raw("BLMPOP", "0.1", 1, key + "a", "LEFT") == b"*-1\r\n"
+    assert time.time() - t0 >= 0.45
+    assert raw.call("EXISTS", key + "b") == 0
+
+
+def blocked_clients(raw):
+    info = raw.call("INFO", "clients").decode()
+    return int(info.split("blocked_clients:")[1].split()[0])
+
+
+def wait_blocked(raw, n):
+    deadline = time.time() + 5
+    while blocked_clients(raw) != n and time.time() < deadline:
+        time.sleep(0.01)
+    assert blocked_clients(raw) == n
+
+
+def test_blocked_clients_wake_on_push(server, key):
+    """A blocked BLPOP, BLMOVE and BLMPOP each get the element pushed later."""
+    from rckvtest import encode
+    a, b, d = key + "a", key + "b", key + "d"
+    c = server.raw()
+    waiters = [server.raw() for _ in range(3)]
+    try:
+        waiters[0].send(encode("BLPOP", a, b, 0))
+        waiters[1].send(encode("BLMOVE", d, a, "RIGHT", "LEFT", 5))
+        waiters[2].send(encode("BLMPOP", 0, 2, key + "x", key + "y", "RIGHT", "COUNT", 2))
+        wait_blocked(c, 3)
+        assert c.call("RPUSH", b, "1") == 1
+        assert waiters[0].read() == [b.encode(), b"1"]
+        wait_blocked(c, 2)
+        assert c.call("RPUSH", key + "y", "p", "q", "r") == 3
+        assert waiters[2].read() == [(key + "y").encode(), [b"r", b"q"]]
+        assert c.call("LPUSH", d, "m") == 1
+        assert waiters[1].read() == b"m"
+        assert c.call("LRANGE", a, 0, -1) == [b"m"] and c.call("EXISTS", d, b) == 0
+        wait_blocked(c, 0)
+        # a blocked client that goes away is no longer counted
+        waiters[0].send(encode("BRPOP", key + "none", 0))
+        wait_blocked(c, 1)
+        waiters[0].close()
+        wait_blocked(c, 0)
+    finally:
+        for w in waiters:
+            w.close()
+        c.close()
 
 
 def test_wrongtype_and_types(raw, key):
