@@ -96,7 +96,7 @@ enum {
 				       a script): its slow log entry names protocol and
 				       retries (server/slowlog.c) */
 	CMD_BLOCKING = 1u << 23,    /* "blocking": may block the client in Redis
-				       (BLPOP, ...; rckv's do not yet: cmd_list.c) */
+				       (BLPOP, ...; rckv parks it by polling: dispatch.c) */
 };
 
 struct cmd_def {
