@@ -430,9 +430,15 @@ int list_pop(struct list *l, bool left, char **v, size_t *vl)
 	seg_changed(l, pos);
 	if (l->seg[pos].n)
 		return 0;
-	if ((rc = ix_load(l))) /* a chunk goes: the index changes */
-		return rc;
-	return seg_drop(l, left ? 0 : l->nseg - 1);
+	/* a chunk goes: the index changes (its read may abort: *v is then
+	 * not the caller's) */
+	if ((rc = ix_load(l)) == 0)
+		rc = seg_drop(l, left ? 0 : l->nseg - 1);
+	if (rc) {
+		free(*v);
+		*v = NULL;
+	}
+	return rc;
 }
 
 /* ---- by index ---- */

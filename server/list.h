@@ -112,7 +112,8 @@ static inline uint64_t list_len(const struct list *l)
 }
 /* Push one element at the head (left) or the tail. */
 int list_push(struct list *l, bool left, const char *v, size_t vl);
-/* Pop one element (the list is not empty) into *v (malloc'd, *vl bytes). */
+/* Pop one element (the list is not empty) into *v (malloc'd, *vl bytes;
+ * NULL when it fails). */
 int list_pop(struct list *l, bool left, char **v, size_t *vl);
 /* The element at index i (0 <= i < len): *v points into the list's
  * buffers, valid until its next change. */
