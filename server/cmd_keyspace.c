@@ -52,6 +52,7 @@
 #include "resp/resp.h"
 #include "server/client.h"
 #include "server/coll.h"
+#include "server/list.h"
 #include "server/cluster.h"
 #include "server/command.h"
 #include "server/dispatch.h"
@@ -861,6 +862,14 @@ static int usage_body(struct txn *t, void *arg)
 	struct usage_read *u = arg;
 	int rc = key_read_body(t, &u->r);
 	u->parts = 0;
+	if (rc == 0 && u->r.found && u->r.m.type == TXN_T_LIST) {
+		struct list l; /* a chunked list's chunks (server/list.h) */
+		rc = list_open(t, u->r.key, u->r.klen, &l);
+		if (rc == 0)
+			rc = list_usage(&l, u->samples, &u->parts);
+		list_free(&l);
+		return rc;
+	}
 	if (rc || !u->r.found || (u->r.m.type != TXN_T_HASH && u->r.m.type != TXN_T_SET))
 		return rc;
 	struct coll s;

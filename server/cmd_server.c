@@ -819,11 +819,12 @@ static void info_clients(struct info_ctx *x)
 			"connected_clients:%llu\r\n"
 			"cluster_connections:0\r\n"
 			"maxclients:%d\r\n"
-			"blocked_clients:0\r\n"
+			"blocked_clients:%llu\r\n"
 			"tracking_clients:0\r\n"
 			"clients_in_timeout_table:0\r\n",
 			(unsigned long long)ck_pr_load_64(&x->n->connected_clients),
-			ck_pr_load_int(&x->n->cfg.maxclients));
+			ck_pr_load_int(&x->n->cfg.maxclients),
+			(unsigned long long)ck_pr_load_64(&x->n->blocked_clients));
 }
 
 /*

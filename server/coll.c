@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cc/txn.h"
+#include "server/list.h"
 #include "storage/st.h"
 
 /* ---- little-endian fields ---- */
@@ -83,6 +84,9 @@ bool coll_part_parse(const char *key, size_t klen, uint16_t *slot, uint64_t *gen
 
 bool coll_root_gen(const char *v, size_t vlen, uint64_t *gen)
 {
+	uint16_t slot;
+	if (list_root_gen(v, vlen, gen, &slot))
+		return true; /* a chunked list (server/list.h) */
 	if (vlen != COLL_ROOT_BUCKETED_LEN || (uint8_t)v[0] != COLL_ENC_BUCKETED)
 		return false;
 	*gen = get64(v + 16);
@@ -860,6 +864,8 @@ int coll_save(struct coll *c)
 int coll_copy_parts(struct txn *t, const char *v, size_t vl, const char *to, size_t tolen,
 		    char **nv, size_t *nvl)
 {
+	if (vl && (uint8_t)v[0] == LIST_ENC_CHUNKED)
+		return list_copy_parts(t, v, vl, to, tolen, nv, nvl);
 	struct coll c = { .t = t, .vals = false };
 	int rc = parse_root(&c, v, vl);
 	if (rc)
@@ -902,6 +908,14 @@ int coll_copy_parts(struct txn *t, const char *v, size_t vl, const char *to, siz
 
 int coll_rename_owner(struct txn *t, const char *v, size_t vl, const char *to, size_t tolen)
 {
+	uint64_t gen;
+	uint16_t slot;
+	if (list_root_gen(v, vl, &gen, &slot)) { /* a chunked list */
+		char lk[PL_PART_KEYLEN];
+		const struct txn_meta lm = { .type = TXN_T_PART };
+		coll_part_key(lk, slot, gen, COLL_OWNER_ID);
+		return txn_set_meta(t, lk, sizeof(lk), to, tolen, &lm);
+	}
 	if (vl != COLL_ROOT_BUCKETED_LEN || (uint8_t)v[0] != COLL_ENC_BUCKETED)
 		return CC_OK; /* inline: nothing but the root */
 	char ok[PL_PART_KEYLEN];
@@ -922,5 +936,7 @@ const char *coll_redis_encoding(const struct coll *c)
 		return (c->flags & COLL_F_BIG) ? "hashtable" : "listpack";
 	if (c->type == TXN_T_SET)
 		return (c->flags & COLL_F_BIG) ? "hashtable" : "intset";
+	if (c->type == TXN_T_LIST)
+		return "quicklist"; /* Redis 7.0's only list encoding */
 	return "unknown";
 }

@@ -1,6 +1,7 @@
 /*
- * coll: collections (hashes and sets today; lists and sorted sets build on
- * the same pieces) stored as a root item and, past a size, part items.
+ * coll: collections (hashes and sets; lists, server/list.h, reuse layer (a)
+ * and the element lists of (b); sorted sets will build on the same pieces)
+ * stored as a root item and, past a size, part items.
  * storage/st.h's "Collections" section gives the layout and why; this is
  * the code every collection command goes through.
  *

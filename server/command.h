@@ -50,6 +50,17 @@ struct cmd_ctx {
 	struct resp_w *out;
 	bool failed; /* set by cmd_reply_txn_error: roll the command's writes back */
 	uint8_t ktype; /* cmd_read_key1: the type of what key 1 holds (a reply1 checks it) */
+	/* Set by a handler whose keyspace event names a key that depends on
+	 * the data (LMPOP, BLPOP: the list it popped from): argv index (0:
+	 * none) and event. notify_pre clears them; notify_post reads them. */
+	int ev_key;
+	const char *ev_name;
+	/* Set by a blocking list command that found nothing (cmd_list.c), its
+	 * timeout reply written: srv_dispatch parks the client and runs the
+	 * command again until it finds an element or block_ms passes (0:
+	 * forever). */
+	bool would_block;
+	int64_t block_ms;
 };
 
 typedef int (*cmd_handler)(struct cmd_ctx *c);
@@ -93,6 +104,8 @@ enum {
 	CMD_TXNBLOCK = 1u << 22,    /* runs a block of commands as one transaction (EXEC,
 				       a script): its slow log entry names protocol and
 				       retries (server/slowlog.c) */
+	CMD_BLOCKING = 1u << 23,    /* "blocking": may block the client in Redis
+				       (BLPOP, ...; rckv parks it by polling: dispatch.c) */
 };
 
 struct cmd_def {
@@ -220,6 +233,14 @@ CMD(cmd_smembers); CMD(cmd_spop); CMD(cmd_srandmember); CMD(cmd_smove); CMD(cmd_
 CMD(cmd_sunion); CMD(cmd_sdiff); CMD(cmd_sinterstore); CMD(cmd_sunionstore);
 CMD(cmd_sdiffstore); CMD(cmd_sintercard); CMD(cmd_sscan);
 int cmd_sintercard_keys(int argc, const struct resp_arg *argv, int *idx, int max);
+/* cmd_list.c */
+CMD(cmd_lpush); CMD(cmd_rpush); CMD(cmd_lpushx); CMD(cmd_rpushx); CMD(cmd_lpop); CMD(cmd_rpop);
+CMD(cmd_llen); CMD(cmd_lrange); CMD(cmd_lindex); CMD(cmd_lset); CMD(cmd_linsert);
+CMD(cmd_lrem); CMD(cmd_ltrim); CMD(cmd_lpos); CMD(cmd_lmove); CMD(cmd_rpoplpush);
+CMD(cmd_lmpop); CMD(cmd_blpop); CMD(cmd_brpop); CMD(cmd_blmove); CMD(cmd_brpoplpush);
+CMD(cmd_blmpop);
+int cmd_lmpop_keys(int argc, const struct resp_arg *argv, int *idx, int max);
+int cmd_blmpop_keys(int argc, const struct resp_arg *argv, int *idx, int max);
 /* cmd_keys.c */
 void cmd_exists_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 void cmd_type_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);

@@ -276,6 +276,7 @@ static int one_body(struct txn *t, void *arg)
 	o->ctx.out->len = o->mark; /* drop the reply of an aborted attempt */
 	o->ctx.txn = t;
 	o->ctx.cl->txn_retries = txn_attempt(t);
+	o->ctx.would_block = false;
 	ps_defer_reset(o->ctx.cl); /* a script's PUBLISHes of an aborted attempt */
 	if (o->def->first_key > 0 && o->def->last_key == o->def->first_key) {
 		if (o->def->flags & CMD_READONLY)
@@ -294,6 +295,78 @@ static bool queue_denies_oom(struct node *n, const struct client *cl)
 		if (srv_mem_refuses(n, cl->mq[i].def))
 			return true;
 	return false;
+}
+
+/*
+ * Blocking list commands (BLPOP, BLMOVE, ...; cmd_list.c). A command that
+ * found no element sets would_block with its timeout reply written; the
+ * client is then PARKED on its coroutine, as CLIENT PAUSE waits: the
+ * command runs again, a new transaction each time, PARK_POLL_NS after the
+ * first run and then twice as long after each run that found nothing, up
+ * to PARK_POLL_MAX_NS (a client blocked for long costs about 60 small
+ * transactions a second, not 1,000), until it finds an element (its reply replaces the timeout's), its
+ * timeout passes (the timeout reply stays), the client goes or the node
+ * shuts down. Each run is a serializable transaction of its own, so what
+ * a woken client pops is exactly what a BLPOP run at that moment would
+ * pop; unlike Redis, clients blocked on one key are not served in the
+ * order they blocked (the first poll after a push wins). At most half of
+ * a worker's coroutines park (the others must stay free to run the pushes
+ * that wake them); past that a blocking command that finds nothing
+ * replies an error at once.
+ */
+#define PARK_POLL_NS 1000000ull      /* 1 ms before the first run again */
+#define PARK_POLL_MAX_NS 16000000ull /* 16 ms between runs at most */
+
+struct park {
+	bool on;
+	uint64_t deadline_ns; /* 0: no timeout */
+	uint64_t poll_ns;     /* the next sleep */
+};
+
+/* Park (or keep parked) after a run that would block: true to run it
+ * again, false to keep the reply it wrote. */
+static bool park_again(struct worker *w, struct client *cl, struct one *o, struct park *p)
+{
+	struct node *n = w->node;
+	if (!p->on) {
+		int max = n->cfg.coroutines / 2 > 0 ? n->cfg.coroutines / 2 : 1;
+		if (w->parked >= max) {
+			cl->out.len = o->mark;
+			resp_errorf(&cl->out,
+				    "ERR rckv cannot park another blocked client on this worker (%d "
+				    "of its coroutines are); retry later or use the non-blocking form",
+				    w->parked);
+			return false;
+		}
+		p->on = true;
+		p->deadline_ns = o->ctx.block_ms ? sched_now_ns() +
+							   (uint64_t)o->ctx.block_ms * 1000000ull
+						 : 0;
+		p->poll_ns = PARK_POLL_NS;
+		w->parked++;
+		ck_pr_inc_64(&n->blocked_clients);
+	}
+	if (p->deadline_ns && sched_now_ns() >= p->deadline_ns)
+		return false;
+	if ((cl->flags & CL_CLOSE_ASAP) || ck_pr_load_int(&n->shutdown))
+		return false;
+	uint64_t ns = p->poll_ns;
+	if (p->deadline_ns && sched_now_ns() + ns > p->deadline_ns)
+		ns = p->deadline_ns - sched_now_ns() + 1; /* wake at the timeout, not after */
+	sched_sleep(w->sched, ns);
+	p->poll_ns = p->poll_ns * 2 > PARK_POLL_MAX_NS ? PARK_POLL_MAX_NS : p->poll_ns * 2;
+	if (p->deadline_ns && sched_now_ns() >= p->deadline_ns)
+		return false; /* timed out while asleep: the timeout reply stands */
+	cl->out.len = o->mark;
+	return true;
+}
+
+static void park_end(struct worker *w, struct park *p)
+{
+	if (!p->on)
+		return;
+	w->parked--;
+	ck_pr_dec_64(&w->node->blocked_clients);
 }
 
 void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top, int argc,
@@ -411,23 +484,29 @@ void srv_dispatch(struct worker *w, struct client *cl, const struct cmd_def *top
 		account(w, cl, def, argc, argv, o.mark, sched_now_ns() - t0);
 		return;
 	}
-	struct srv_decl d;
-	srv_decl_init(&d);
-	srv_decl_command(&d, def, argc, argv);
-	uint64_t changes = 0;
-	const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = one_body, .arg = &o,
-				   .changes = &changes };
-	int rc = cc_run(w->ccw, &tx);
-	srv_decl_free(&d);
-	if (rc != 0) {
-		out->len = o.mark;
-		srv_reply_txn_failed(out, n, rc);
-	} else {
-		worker_add_dirty(w, changes); /* rdb_changes_since_last_save (save.c) */
-		if (cl->psq.len)
-			ps_defer_send(w, cl); /* a script's PUBLISHes, now it committed */
+	struct park park = { 0 };
+	for (;;) {
+		struct srv_decl d;
+		srv_decl_init(&d);
+		srv_decl_command(&d, def, argc, argv);
+		uint64_t changes = 0;
+		const struct cc_txn tx = { .keys = d.keys, .nkeys = d.n, .body = one_body,
+					   .arg = &o, .changes = &changes };
+		int rc = cc_run(w->ccw, &tx);
+		srv_decl_free(&d);
+		if (rc != 0) {
+			out->len = o.mark;
+			srv_reply_txn_failed(out, n, rc);
+		} else {
+			worker_add_dirty(w, changes); /* rdb_changes_since_last_save (save.c) */
+			if (cl->psq.len)
+				ps_defer_send(w, cl); /* a script's PUBLISHes, now it committed */
+		}
+		ps_defer_reset(cl);
+		if (rc != 0 || !o.ctx.would_block || !park_again(w, cl, &o, &park))
+			break;
 	}
-	ps_defer_reset(cl);
+	park_end(w, &park);
 	account(w, cl, def, argc, argv, o.mark, sched_now_ns() - t0);
 }
 
@@ -464,7 +543,8 @@ bool srv_group_add(struct worker *w, struct client *cl, const struct cmd_def *de
 	if (ck_pr_load_64(&w->node->pause_until_ms))
 		return false; /* alone, through srv_dispatch's CLIENT PAUSE wait */
 	if (!def || def->subcommands || !arity_ok(def->arity, argc) || !(def->flags & CMD_WRITE) ||
-	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS)) ||
+	    (def->flags & (CMD_NOTXN | CMD_MULTICTL | CMD_NOMULTI | CMD_ADMIN | CMD_ALLKEYS |
+			   CMD_BLOCKING)) ||
 	    cmd_reserved_key(def, argc, argv))
 		return false; /* alone: srv_dispatch checks (and refuses) it */
 	if (srv_mem_refuses(w->node, def))

@@ -169,7 +169,7 @@ static int visit_coll(struct slice *s, const char *key, uint32_t klen, const str
 			v += 8;
 			vlen -= 8;
 		}
-		if (vlen == COLL_ROOT_BUCKETED_LEN && coll_root_gen(v, vlen, &gen))
+		if (coll_root_gen(v, vlen, &gen)) /* bucketed, or a chunked list */
 			genset_add(&s->ec->live, gen);
 	}
 	return 0;

@@ -94,6 +94,7 @@ struct node {
 	int exit_code;
 	uint64_t next_client_id;      /* ck_pr_faa */
 	uint64_t connected_clients;   /* ck_pr_inc/dec */
+	uint64_t blocked_clients;     /* parked in a blocking list command (dispatch.c); ck_pr_inc/dec */
 	/* used_memory's cache and peak (server/memory.c): ck_pr, any thread. */
 	uint64_t mem_used, mem_at_ms, mem_peak;
 	time_t start_time;

@@ -123,6 +123,11 @@ enum rule_kind {
 	R_DEST,   /* `event` on the first key, or "del" if it went (BITOP) */
 	R_SHRINK, /* `event` on the first key, then "del" if it went (HDEL, SREM) */
 	R_SMOVE,  /* "srem" on the source ("del" if it went), "sadd" on the destination */
+	R_LMOVE,  /* "lpush"/"rpush" on the destination (argv[4], RPOPLPUSH: left),
+		     "lpop"/"rpop" on the source (argv[3], RPOPLPUSH: right), "del"
+		     if it went: Redis's order */
+	R_POPKEY, /* the event the handler named on the key it popped from
+		     (cmd_ctx.ev_key: LMPOP, BLPOP), then "del" if it went */
 };
 
 struct rule {
@@ -176,6 +181,24 @@ static const struct rule rules[] = {
 	{ "sinterstore", R_DEST, "sinterstore", N_SET },
 	{ "sunionstore", R_DEST, "sunionstore", N_SET },
 	{ "sdiffstore", R_DEST, "sdiffstore", N_SET },
+	{ "lpush", R_KEY1, "lpush", N_LIST },
+	{ "lpushx", R_KEY1, "lpush", N_LIST },
+	{ "rpush", R_KEY1, "rpush", N_LIST },
+	{ "rpushx", R_KEY1, "rpush", N_LIST },
+	{ "lpop", R_SHRINK, "lpop", N_LIST },
+	{ "rpop", R_SHRINK, "rpop", N_LIST },
+	{ "lset", R_KEY1, "lset", N_LIST },
+	{ "linsert", R_KEY1, "linsert", N_LIST },
+	{ "lrem", R_SHRINK, "lrem", N_LIST },
+	{ "ltrim", R_SHRINK, "ltrim", N_LIST },
+	{ "lmove", R_LMOVE, NULL, N_LIST },
+	{ "blmove", R_LMOVE, NULL, N_LIST },
+	{ "rpoplpush", R_LMOVE, NULL, N_LIST },
+	{ "brpoplpush", R_LMOVE, NULL, N_LIST },
+	{ "lmpop", R_POPKEY, NULL, N_LIST },
+	{ "blmpop", R_POPKEY, NULL, N_LIST },
+	{ "blpop", R_POPKEY, NULL, N_LIST },
+	{ "brpop", R_POPKEY, NULL, N_LIST },
 };
 
 static const struct rule *rule_of(const struct cmd_def *def)
@@ -191,6 +214,8 @@ static const struct rule *rule_of(const struct cmd_def *def)
 void notify_pre(struct cmd_ctx *c, const struct cmd_def *def, struct notify_pre *p)
 {
 	p->on = false;
+	c->ev_key = 0;
+	c->ev_name = NULL;
 	if (!c->txn || !c->cl || !(def->flags & CMD_WRITE) || !notify_enabled(c->node))
 		return;
 	const struct rule *r = rule_of(def);
@@ -200,7 +225,7 @@ void notify_pre(struct cmd_ctx *c, const struct cmd_def *def, struct notify_pre 
 	p->changes = txn_savepoint(c->txn).changes;
 	p->deleted = 0;
 	if (r->kind == R_DEL || r->kind == R_EXPIRE || r->kind == R_DEST || r->kind == R_SHRINK ||
-	    r->kind == R_SMOVE) {
+	    r->kind == R_SMOVE || r->kind == R_LMOVE || r->kind == R_POPKEY) {
 		int idx[MAX_TRACKED];
 		int k = cmd_get_keys(def, c->argc, c->argv, idx, MAX_TRACKED);
 		for (int i = 0; i < k; i++)
@@ -336,6 +361,28 @@ void notify_post(struct cmd_ctx *c, const struct cmd_def *def, const struct noti
 		if (!(p->deleted & 1) && txn_deleted(c->txn, key1->p, key1->len))
 			emit(c, N_GENERIC, "del", key1);
 		emit(c, N_SET, "sadd", &c->argv[idx[1]]);
+		break;
+	case R_LMOVE: {
+		if (!changed || k < 2)
+			break;
+		bool rpl = c->argc < 5; /* RPOPLPUSH, BRPOPLPUSH */
+		bool to_left = rpl || (c->argv[4].len == 4 && strncasecmp(c->argv[4].p, "left", 4) == 0);
+		bool from_left = !rpl && c->argv[3].len == 4 &&
+				 strncasecmp(c->argv[3].p, "left", 4) == 0;
+		emit(c, N_LIST, to_left ? "lpush" : "rpush", &c->argv[idx[1]]);
+		emit(c, N_LIST, from_left ? "lpop" : "rpop", key1);
+		if (!(p->deleted & 1) && txn_deleted(c->txn, key1->p, key1->len))
+			emit(c, N_GENERIC, "del", key1);
+		break;
+	}
+	case R_POPKEY:
+		if (!changed || c->ev_key <= 0 || c->ev_key >= c->argc || !c->ev_name)
+			break;
+		emit(c, N_LIST, c->ev_name, &c->argv[c->ev_key]);
+		for (int i = 0; i < k; i++)
+			if (idx[i] == c->ev_key && !(p->deleted & (1ULL << i)) &&
+			    txn_deleted(c->txn, c->argv[idx[i]].p, c->argv[idx[i]].len))
+				emit(c, N_GENERIC, "del", &c->argv[idx[i]]);
 		break;
 	}
 }

@@ -30,6 +30,7 @@ struct worker {
 	int wakefd;                   /* eventfd: new connections, shutdown */
 	bool busy;                    /* the last epoll wait returned events */
 	struct sched *sched;          /* coroutines of this worker */
+	int parked;                   /* of them, parked in a blocking list command (dispatch.c); owner only */
 	struct fab_worker *fw;        /* fabric endpoints */
 	struct cc_worker *ccw;        /* executor state: address cache, ts clock,
 					 its transactions' stats and in-flight count */

@@ -21,7 +21,7 @@
  *
  * Errors: 0 on success, negative ST_E* or -errno.
  *
- * Collections (hashes and sets; lists and sorted sets build on the same
+ * Collections (hashes, sets and lists; sorted sets build on the same
  * pieces). Storage knows items only; this is the layout the layers above
  * keep in them (server/coll.h has the format and the code, placement.h
  * the part keys), written here because it is a choice about items.
@@ -69,6 +69,18 @@
  *    transaction that read its root's gen, so a committed part without a
  *    matching root can never be reached again (server/coll.h, invariant
  *    (1)).
+ *  - A LIST is a sequence, not a dict, so it is chunked rather than
+ *    bucketed (server/list.h): inline as above up to 128 elements or
+ *    4 KiB; then a 48-byte root {enc 3, slot, nchunks, gen, count,
+ *    next chunk id, head chunk id and count, tail chunk id and count},
+ *    chunk parts of about 2 KB of elements in order, and an index part
+ *    (id 0xfffffffe) listing every chunk with its count. Why: a push or a
+ *    pop changes only an end, and the ends' counts live in the root, so
+ *    it reads and writes the root and one chunk (a few KB) whatever the
+ *    length; LINDEX in the middle adds the index (6 bytes a chunk) and
+ *    one chunk, never the elements it skips. Chunk ids only grow within
+ *    a gen, so a new chunk is written without being read. Gen, owner,
+ *    RENAME, COPY and the collection of orphans are the dict's.
  */
 #ifndef RCKV_ST_H
 #define RCKV_ST_H

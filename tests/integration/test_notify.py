@@ -123,6 +123,36 @@ def test_hash_and_set_events(pair, key):
         both(d, "sunionstore") + both(d, "del") + both(s2, "spop") + both(s2, "del"))
 
 
+def test_list_events(pair, key):
+    sub, c = pair
+    a, b, m = key + "a", key + "b", key + "m"
+    c.call("RPUSH", a, "1", "2", "3")
+    c.call("LPUSH", a, "0")
+    c.call("LPUSHX", key + "none", "x")   # absent: no event
+    c.call("RPUSHX", a, "4")
+    c.call("LSET", a, "0", "z")
+    c.call("LINSERT", a, "BEFORE", "z", "y")
+    c.call("LINSERT", a, "BEFORE", "nope", "y")  # no pivot: no event
+    c.call("LREM", a, "0", "nope")        # nothing removed: no event
+    c.call("LREM", a, "1", "y")
+    c.call("LTRIM", a, "0", "-1")         # Redis signals even when nothing goes
+    c.call("LPOP", a)
+    c.call("RPOP", a, "1")
+    c.call("LMOVE", a, b, "LEFT", "RIGHT")
+    c.call("RPOPLPUSH", a, b)
+    c.call("LMPOP", "2", key + "none", a, "RIGHT", "COUNT", "5")  # a empties
+    c.call("RPUSH", m, "x")
+    c.call("BLPOP", a, m, "0")            # from m, which empties
+    c.call("RPUSH", a, "1", "2")
+    c.call("LTRIM", a, "5", "9")          # nothing kept: the key goes
+    assert events(sub, c) == (
+        both(a, "rpush") + both(a, "lpush") + both(a, "rpush") + both(a, "lset") +
+        both(a, "linsert") + both(a, "lrem") + both(a, "ltrim") + both(a, "lpop") +
+        both(a, "rpop") + both(b, "rpush") + both(a, "lpop") + both(b, "lpush") +
+        both(a, "rpop") + both(a, "rpop") + both(a, "del") + both(m, "rpush") + both(m, "lpop") + both(m, "del") + both(a, "rpush") +
+        both(a, "ltrim") + both(a, "del"))
+
+
 def test_classes_filter(pair, key):
     sub, c = pair
     assert c.call("CONFIG", "SET", "notify-keyspace-events", "Eg") == "OK"
