@@ -460,6 +460,9 @@ static int bucket_for(struct coll *c, const char *f, size_t fl, struct coll_buck
 
 int coll_get(struct coll *c, const char *f, size_t fl, const char **v, size_t *vl, bool *found)
 {
+	*found = false;
+	*v = NULL;
+	*vl = 0;
 	struct coll_ebuf *b = &c->in;
 	struct coll_elem e;
 	if (c->enc == COLL_ENC_BUCKETED) {
@@ -513,6 +516,7 @@ int coll_put(struct coll *c, const char *f, size_t fl, const char *v, size_t vl,
 {
 	struct coll_elem e;
 	int rc;
+	*added = false; /* also when it fails (an abort): callers add it up */
 	if (!c->vals) {
 		/* A set's member already there: nothing to write (and no event). */
 		const char *pv;
@@ -558,6 +562,7 @@ int coll_put(struct coll *c, const char *f, size_t fl, const char *v, size_t vl,
 
 int coll_remove(struct coll *c, const char *f, size_t fl, bool *removed)
 {
+	*removed = false;
 	struct coll_ebuf *b = &c->in;
 	struct coll_bucket *bk = NULL;
 	struct coll_elem e;
