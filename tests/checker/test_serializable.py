@@ -56,11 +56,12 @@ REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 KEEP_DIR = os.path.join(os.environ.get("RCKV_BUILD") or os.path.join(REPO, "build"),
                         "checker-histories")
 
-# Shorter than they were (failover's runs in test_replicas.py took their
-# time in `make test`'s 30 minutes): each still commits thousands of
-# transactions per protocol; `make check-serializable` runs 30 s each.
-APPEND_SECONDS = 3.0
-BANK_SECONDS = 2.5
+# Shorter than they were (failover's runs in test_replicas.py and the
+# issues' new suites took their time in `make test`'s 30 minutes): each
+# still commits thousands of transactions per protocol; `make
+# check-serializable` runs 30 s each.
+APPEND_SECONDS = 2.5
+BANK_SECONDS = 2.0
 FAULT_SECONDS = 5.0
 # One kill -9 per protocol, in the middle: 1.75 s of load on each side of
 # it (it was 2.5 s), 7,000 to 14,000 transactions per run measured, and as
@@ -71,9 +72,9 @@ SWITCH_SECONDS = 5.0
 # for: a checker that finds anomalies there finds them in a history of
 # that size.
 NONE_SECONDS = APPEND_SECONDS
-# Cluster runs: about 6 s each with the start of three nodes and the check
-# (3.5 s of load: they were 5 s).
-CLUSTER_APPEND_SECONDS = 3.5
+# Cluster runs: about 5.5 s each with the start of three nodes and the
+# check (3 s of load: they were 5 s).
+CLUSTER_APPEND_SECONDS = 3.0
 CLUSTER_SWITCH_SECONDS = 5.0
 CLUSTER_NONE_SECONDS = CLUSTER_APPEND_SECONDS
 # Four kills 1 s apart (they were 1.4 s): a restart on shm takes about
@@ -87,7 +88,7 @@ CLUSTER_APPEND_FAULT_SECONDS = 5.0
 # zipf 0.0 runs, per protocol and topology (the zipf 0.99 runs are above);
 # on shm3 in cc-stages rpc and three random hybrids, a fifth of it each.
 UNIFORM_SECONDS = 1.5
-HYBRID_SECONDS = 2.5
+HYBRID_SECONDS = 2.0
 # Switches every SWITCH_PERIOD seconds, each protocol once: a second of the
 # bank is still thousands of transactions per protocol on one node and
 # on shm3 (it was 2 s; the number of switches does not depend on it).

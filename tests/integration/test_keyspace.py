@@ -657,7 +657,7 @@ def test_cross_node_rename_with_writers(cluster3, key, cc):
     threads += [threading.Thread(target=reader, args=(i,), daemon=True) for i in (3,)]
     for t in threads:
         t.start()
-    time.sleep(2.5)
+    time.sleep(1.5)
     stop.set()
     for t in threads:
         t.join(30)
