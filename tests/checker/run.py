@@ -55,7 +55,8 @@ import checker  # noqa: E402
 import cluster  # noqa: E402  (tests/integration/cluster.py)
 import rckvtest  # noqa: E402
 from history import Recorder  # noqa: E402
-from workload import AppendWorkload, BankWorkload, Context, EvalWorkload, KeySpace  # noqa: E402
+from workload import (AppendWorkload, BankWorkload, Context, EvalWorkload, KeySpace,  # noqa: E402
+                      ListWorkload)
 
 # Used only if the server's reply to a bogus `CONFIG SET cc` cannot be
 # parsed (the only place a protocol list is written down here).
@@ -485,7 +486,8 @@ class RunSpec:
     switch every this many seconds, in a random order (rounds of every
     protocol of `switch`, shuffled with the seed, never twice in a row).
     workload: "append" (MULTI/EXEC), "eval" (the same transactions as Lua
-    scripts, workload.EvalWorkload) or "bank". torn: with eval, one script
+    scripts, workload.EvalWorkload), "list" (the same on Redis lists, RPUSH
+    and LRANGE: workload.ListWorkload) or "bank". torn: with eval, one script
     per op, broken on purpose: the checker must find anomalies."""
 
     def __init__(self, name, protocol, workload="append", duration=10.0, clients=None,
@@ -505,7 +507,7 @@ class RunSpec:
     def describe(self):
         s = "%s: %s on %s, %s workload, %.0f s, %d clients" % (
             self.name, self.protocol, self.topology, self.workload, self.duration, self.clients)
-        if self.workload in ("append", "eval"):
+        if self.workload in ("append", "eval", "list"):
             s += ", %d keys zipf %.2f" % (self.keys, self.zipf)
         else:
             s += ", %d accounts" % self.accounts
@@ -616,12 +618,14 @@ def run(spec, history_path):
         topo.start()
         ctx = Context(topo.endpoints(), rec, spec.seed)
         rec.meta(run=spec.describe(), protocol=spec.protocol, topology=spec.topology)
-        if spec.workload in ("append", "eval"):
+        if spec.workload in ("append", "eval", "list"):
             prefix = "la%d:" % spec.seed
             keys = KeySpace(prefix, spec.keys, spec.zipf, spec.max_writes,
                             tags=topo.spread(prefix, spec.keys))
             if spec.workload == "eval":
                 wl = EvalWorkload(keys, max_ops=spec.max_ops, torn=spec.torn)
+            elif spec.workload == "list":
+                wl = ListWorkload(keys, max_ops=spec.max_ops)
             else:
                 wl = AppendWorkload(keys, max_ops=spec.max_ops)
             placement = keys.tags
@@ -1095,7 +1099,7 @@ def main(argv=None):
     ap.add_argument("--protocol", action="append",
                     help="run only this protocol (repeatable); default: every protocol the "
                          "server offers")
-    ap.add_argument("--workload", choices=("append", "eval", "bank"), default=None,
+    ap.add_argument("--workload", choices=("append", "eval", "list", "bank"), default=None,
                     help="a single run of this workload instead of a suite")
     ap.add_argument("--torn", action="store_true",
                     help="with --workload eval: one script per op, recorded as one "

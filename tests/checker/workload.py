@@ -203,6 +203,20 @@ class AppendWorkload:
         self.max_ops = max_ops
         self.final_lists = {}  # key -> its final read's elements (final_reads)
 
+    # How an op is sent and a read's reply read: a string that APPEND grows
+    # by ",<elem>" and GET reads (ListWorkload: a Redis list).
+    @staticmethod
+    def append_cmd(key, elem):
+        return ("APPEND", key, "," + elem)
+
+    @staticmethod
+    def read_cmd(key):
+        return ("GET", key)
+
+    @staticmethod
+    def read_elems(reply):
+        return parse_list(reply)
+
     def plan(self, rnd):
         ops = []
         if rnd.random() < 0.5:
@@ -238,9 +252,9 @@ class AppendWorkload:
             for j, op in enumerate(ops):
                 if op[0] == "append":
                     op.append("%d-%d-%d" % (cid, seq, j))
-                    cmds.append(("APPEND", op[1], "," + op[2]))
+                    cmds.append(self.append_cmd(op[1], op[2]))
                 else:
-                    cmds.append(("GET", op[1]))
+                    cmds.append(self.read_cmd(op[1]))
             tid = ctx.rec.new_id()
             t0 = time.monotonic_ns()
             try:
@@ -267,7 +281,7 @@ class AppendWorkload:
                 elif op[0] == "append":
                     done.append(op)
                 else:
-                    done.append(["r", op[1], parse_list(r)])
+                    done.append(["r", op[1], self.read_elems(r)])
             ctx.rec.record(tid, cid, t0, t1, OK, done, error="; ".join(errs) if errs else None)
         if conn is not None:
             _drop_link(conn)
@@ -288,7 +302,7 @@ class AppendWorkload:
                 tid = ctx.rec.new_id()
                 t0 = time.monotonic_ns()
                 try:
-                    reply = multi_exec(conn, [("GET", k) for k in part])
+                    reply = multi_exec(conn, [self.read_cmd(k) for k in part])
                 except LINK_ERRORS:
                     _drop_link(conn)
                     conn = None
@@ -302,7 +316,7 @@ class AppendWorkload:
                     time.sleep(0.1)
                     continue
                 t1 = time.monotonic_ns()
-                lists = [parse_list(v) for v in reply]
+                lists = [self.read_elems(v) for v in reply]
                 self.final_lists.update(zip(part, lists))
                 ctx.rec.record(tid, cid, t0, t1, OK,
                                [["r", k, L] for k, L in zip(part, lists)], final=True)
@@ -310,6 +324,27 @@ class AppendWorkload:
         if conn is not None:
             _drop_link(conn)
         return len(keys)
+
+
+class ListWorkload(AppendWorkload):
+    """The list-append transactions on Redis lists: RPUSH appends the
+    element, LRANGE 0 -1 reads the whole list (issue 21's checker workload
+    for the list type)."""
+
+    name = "list"
+
+    @staticmethod
+    def append_cmd(key, elem):
+        return ("RPUSH", key, elem)
+
+    @staticmethod
+    def read_cmd(key):
+        return ("LRANGE", key, 0, -1)
+
+    @staticmethod
+    def read_elems(reply):
+        return [e.decode("utf-8", "replace") if isinstance(e, bytes) else str(e)
+                for e in (reply or [])]
 
 
 # ------------------------------------------------------------------ eval
