@@ -21,7 +21,8 @@ stays serializable), list-append on tcp3 (nothing acknowledged lost).
 
 At zipf 0.0 (uniform over the 8 keys), per protocol, a short list-append
 run on one node, on shm3 and on tcp3, with every stage by RPC (cc-stages
-rpc), on shm3 also with three random stage-wise hybrids in turn (`make
+rpc), on shm3 also with three random stage-wise hybrids in turn and on
+Redis lists (the list workload: RPUSH and LRANGE 0 -1) (`make
 check-serializable` also runs every protocol in rpc at zipf 0.99, and
 three random hybrids per protocol on shm3, each a run of its own). The
 protocol list is the server's, with nowait's shared-lock variant added
@@ -321,7 +322,9 @@ def test_protocol_in_rpc_stages_is_serializable_at_zipf_0(protocol, topology, tm
     one-sided, applied by a worker of the target node), and on shm3 also
     three random stage-wise hybrids in turn (CONFIG SET cc-stages while the
     load runs): the load spread evenly, every key contended now and then
-    rather than one all the time.
+    rather than one all the time. On shm3 the appends are to Redis lists
+    (the list workload: RPUSH and LRANGE in MULTI/EXEC), the list type's
+    serializability check under every protocol.
     Serializable, strictly serializable, nothing lost; on a cluster,
     transactions span nodes (test_stages.py counts that the stages do go
     by RPC)."""
@@ -332,13 +335,15 @@ def test_protocol_in_rpc_stages_is_serializable_at_zipf_0(protocol, topology, tm
         rng = random.Random()
         cells = [rpc] + [protocol + runner.STAGES_SEP + runner.hybrid_stages(rng)
                          for _ in range(3)]
-        r = _run(runner.RunSpec("append-z0-rpc-hybrids", rpc, duration=HYBRID_SECONDS, keys=8,
-                                zipf=0.0, topology=topology, switch=cells), tmp_path)
+        r = _run(runner.RunSpec("list-z0-rpc-hybrids", rpc, workload="list",
+                                duration=HYBRID_SECONDS, keys=8, zipf=0.0, topology=topology,
+                                switch=cells), tmp_path)
         assert len([e for e in r.events if e.startswith("switch to ")]) == 4, r.events
     else:
         r = _run(runner.RunSpec("append-z0-rpc", rpc, duration=UNIFORM_SECONDS, keys=8,
                                 zipf=0.0, topology=topology), tmp_path)
-    checked("append zipf 0 rpc %s %s" % (protocol, topology), r)
+    checked("%s zipf 0 rpc %s %s" % ("list" if topology == "shm3" else "append", protocol,
+                                    topology), r)
     _assert_valid(r)
     assert r.result.stats["final reads"] != "0 keys"
     if topology != "single":
