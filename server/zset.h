@@ -1,0 +1,126 @@
+/*
+ * zset: the storage of a sorted set, on server/coll.h's pieces.
+ *
+ * A sorted set is two structures kept in step by every change:
+ *  - the DICT, a coll (TXN_T_ZSET, elements with values): member -> score,
+ *    the score as its 8 IEEE-754 bytes, little-endian. ZSCORE, ZMSCORE,
+ *    membership and ZSCAN read only this, as HGET does.
+ *  - the ORDER, the elements sorted by (score, member bytes), cut into
+ *    CHUNKS. While the dict is inline (128 elements, 4 KiB: coll.h) the
+ *    order is not stored at all: a command that needs it sorts the inline
+ *    root it already read (one chunk, built in memory, never written), as
+ *    Redis's listpack is one flat run. When the dict becomes bucketed the
+ *    order is written, for good, as parts of the same gen:
+ *      chunk part  (id ZS_CHUNK_BASE + k): elements in order, each
+ *                  f64 score (8 bytes LE) | varint len | member;
+ *                  at most ZS_CHUNK_BYTES (a chunk past it splits in two,
+ *                  one under a quarter merges into its successor when
+ *                  both fit);
+ *      index part  (id ZS_INDEX_ID): u32 nchunks | u32 next chunk k |
+ *                  per chunk in order: u32 k | u32 count | f64 first
+ *                  score | varint len | first member.
+ *    An empty chunk is deleted and leaves the index.
+ *
+ * Why: a ZADD, ZINCRBY or ZREM on a big zset reads and writes the root
+ * (32 bytes), one dict bucket (~16 elements), the index and one chunk
+ * (two at a split or merge): the index is a binary search by first
+ * element, ranks are sums of the index's counts. ZRANGE start stop,
+ * ZRANK, ZRANGEBYSCORE/BYLEX and ZCOUNT read the index and only the
+ * chunks their ranks fall in. A chunk stays under the 4 KiB past which a
+ * value goes out of place (storage/st.h). The index costs ~25 bytes a
+ * chunk: ~12 KB at 100,000 members (README has the measured per-op
+ * bytes); a second index level is the way to millions of members.
+ *
+ * Invariants (besides coll.h's, which the chunks and index obey as parts:
+ * written only by a transaction that read the root holding their gen;
+ * garbage once no root holds it):
+ *  (1) The dict and the order hold the same (member, score) pairs.
+ *  (2) A bucketed dict has an index part and chunk parts (unless the zset
+ *      is empty, and then the root is gone too); an inline one has none.
+ *  (3) Chunks in index order are sorted runs, chunk i's elements all
+ *      before chunk i+1's; no chunk is empty; an index entry's count and
+ *      first element are its chunk's.
+ *
+ * Threads: a zset belongs to the coroutine running its transaction.
+ */
+#ifndef RCKV_SRV_ZSET_H
+#define RCKV_SRV_ZSET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/coll.h"
+
+#define ZS_CHUNK_BASE 0x80000000u /* chunk part ids: above every bucket id */
+#define ZS_INDEX_ID 0xfffffffeu
+#define ZS_CHUNK_BYTES 3584 /* a chunk's value at most, before a split */
+
+struct zs_chunk;
+
+struct zset {
+	struct coll d;   /* member -> score */
+	bool chunked;    /* d is bucketed: the order lives in parts */
+	bool ordered;    /* ch[] is valid (the index read, or the view built) */
+	bool idx_dirty;
+	uint32_t next_k;
+	struct zs_chunk *ch;
+	int nch, chcap;
+	uint32_t *gone; /* chunk ids to delete at zs_save */
+	int ngone, gonecap;
+};
+
+/* An element handed out by zs_walk (m points into the zset's buffers,
+ * valid until its next change). */
+struct zs_elem {
+	double score;
+	const char *m;
+	size_t ml;
+};
+
+/*
+ * zs_open - read key's root in t as a sorted set, with Redis's listpack
+ * limits (zset-max-listpack-entries, -value) for OBJECT ENCODING. A
+ * missing key opens empty (z->d.exists false); another type gives
+ * COLL_EWRONGTYPE. 0, CC_ABORT or an error; zs_free it in every case.
+ */
+int zs_open(struct txn *t, const char *key, size_t klen, uint64_t entries, uint64_t value,
+	    struct zset *z);
+/* An empty sorted set at key, not read (a STORE destination). */
+void zs_init(struct zset *z, struct txn *t, const char *key, size_t klen, uint64_t entries,
+	     uint64_t value);
+void zs_free(struct zset *z);
+static inline uint64_t zs_len(const struct zset *z)
+{
+	return coll_len(&z->d);
+}
+/* A member's score (dict only). */
+int zs_score(struct zset *z, const char *m, size_t ml, double *score, bool *found);
+/* Insert, or move member to score (same score: nothing written);
+ * *added: it was new. */
+int zs_put(struct zset *z, const char *m, size_t ml, double score, bool *added);
+int zs_del(struct zset *z, const char *m, size_t ml, bool *removed);
+
+/* A monotone predicate over the order: true for a prefix of it. */
+typedef bool (*zs_pred)(void *arg, double score, const char *m, size_t ml);
+/* How many elements satisfy pred (the length of its prefix). */
+int zs_count_prefix(struct zset *z, zs_pred pred, void *arg, uint64_t *n);
+/* Elements from rank `from` on (0: the lowest), upwards, or downwards
+ * with rev; fn returns non-zero to stop. */
+typedef int (*zs_elem_fn)(void *arg, const struct zs_elem *e);
+int zs_walk(struct zset *z, uint64_t from, bool rev, zs_elem_fn fn, void *arg);
+
+/* Write what changed (coll_save, then chunks and index). */
+int zs_save(struct zset *z);
+
+/* MEMORY USAGE's part: the dict's parts (coll_usage) and the order's. */
+int zs_usage(struct zset *z, uint64_t samples, uint64_t *bytes);
+/* COPY of a bucketed zset root: coll_copy_parts, then index and chunks. */
+int zs_copy_parts(struct txn *t, const char *v, size_t vl, const char *to, size_t tolen,
+		  char **nv, size_t *nvl);
+
+/* Score bytes in the dict. */
+void zs_score_put(char out[8], double s);
+double zs_score_get(const char *p);
+
+#endif
