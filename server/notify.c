@@ -123,6 +123,7 @@ enum rule_kind {
 	R_DEST,   /* `event` on the first key, or "del" if it went (BITOP) */
 	R_SHRINK, /* `event` on the first key, then "del" if it went (HDEL, SREM) */
 	R_SMOVE,  /* "srem" on the source ("del" if it went), "sadd" on the destination */
+	R_ZADD,   /* "zincr" with INCR among ZADD's flags, else "zadd" */
 };
 
 struct rule {
@@ -176,6 +177,18 @@ static const struct rule rules[] = {
 	{ "sinterstore", R_DEST, "sinterstore", N_SET },
 	{ "sunionstore", R_DEST, "sunionstore", N_SET },
 	{ "sdiffstore", R_DEST, "sdiffstore", N_SET },
+	{ "zadd", R_ZADD, "zadd", N_ZSET },
+	{ "zincrby", R_KEY1, "zincr", N_ZSET },
+	{ "zrem", R_SHRINK, "zrem", N_ZSET },
+	{ "zremrangebyrank", R_SHRINK, "zremrangebyrank", N_ZSET },
+	{ "zremrangebyscore", R_SHRINK, "zremrangebyscore", N_ZSET },
+	{ "zremrangebylex", R_SHRINK, "zremrangebylex", N_ZSET },
+	{ "zpopmin", R_SHRINK, "zpopmin", N_ZSET },
+	{ "zpopmax", R_SHRINK, "zpopmax", N_ZSET },
+	{ "zunionstore", R_DEST, "zunionstore", N_ZSET },
+	{ "zinterstore", R_DEST, "zinterstore", N_ZSET },
+	{ "zdiffstore", R_DEST, "zdiffstore", N_ZSET },
+	{ "zrangestore", R_DEST, "zrangestore", N_ZSET },
 };
 
 static const struct rule *rule_of(const struct cmd_def *def)
@@ -242,6 +255,16 @@ static bool has_arg(const struct cmd_ctx *c, int from, const char *const *words)
 			if (c->argv[i].len == strlen(words[k]) &&
 			    strncasecmp(c->argv[i].p, words[k], c->argv[i].len) == 0)
 				return true;
+	return false;
+}
+
+/* Is argv[i] one of words? */
+static bool has_arg_at(const struct cmd_ctx *c, int i, const char *const *words)
+{
+	for (int k = 0; words[k]; k++)
+		if (c->argv[i].len == strlen(words[k]) &&
+		    strncasecmp(c->argv[i].p, words[k], c->argv[i].len) == 0)
+			return true;
 	return false;
 }
 
@@ -337,6 +360,21 @@ void notify_post(struct cmd_ctx *c, const struct cmd_def *def, const struct noti
 			emit(c, N_GENERIC, "del", key1);
 		emit(c, N_SET, "sadd", &c->argv[idx[1]]);
 		break;
+	case R_ZADD: {
+		/* ZADD's flags come before the first score (cmd_zset.c) */
+		bool incr = false;
+		static const char *const zflags[] = { "nx", "xx", "gt", "lt", "ch", NULL };
+		for (int i = 2; i < c->argc; i++) {
+			const char *const one[] = { "incr", NULL };
+			if (has_arg_at(c, i, one))
+				incr = true;
+			else if (!has_arg_at(c, i, zflags))
+				break;
+		}
+		if (changed)
+			emit(c, N_ZSET, incr ? "zincr" : "zadd", key1);
+		break;
+	}
 	}
 }
 

@@ -123,6 +123,33 @@ def test_hash_and_set_events(pair, key):
         both(d, "sunionstore") + both(d, "del") + both(s2, "spop") + both(s2, "del"))
 
 
+def test_zset_events(pair, key):
+    sub, c = pair
+    z, z2, d = key + "z", key + "y", key + "d"
+    c.call("ZADD", z, "1", "a", "2", "b")
+    c.call("ZADD", z, "1", "a")             # the same score: no event
+    c.call("ZADD", z, "INCR", "5", "a")
+    c.call("ZADD", z, "CH", "3", "incr")    # a member named incr: zadd
+    c.call("ZINCRBY", z, "1", "b")
+    c.call("ZREM", z, "none")               # nothing removed: no event
+    c.call("ZREM", z, "a")
+    c.call("ZREMRANGEBYSCORE", z, "0", "100")   # empties it: the key goes
+    c.call("ZADD", z2, "0", "p", "0", "q", "0", "r", "0", "s", "0", "t")
+    c.call("ZREMRANGEBYRANK", z2, "0", "0")
+    c.call("ZREMRANGEBYLEX", z2, "[q", "[q")
+    c.call("ZPOPMIN", z2)
+    c.call("ZUNIONSTORE", d, "1", z2)
+    c.call("ZRANGESTORE", d, z2, "5", "6")  # empty: the destination goes
+    c.call("ZINTERSTORE", d, "2", z2, key + "none")   # empty, d absent: nothing
+    c.call("ZPOPMAX", z2, "5")
+    assert events(sub, c) == (
+        both(z, "zadd") + both(z, "zincr") + both(z, "zadd") + both(z, "zincr") +
+        both(z, "zrem") + both(z, "zremrangebyscore") + both(z, "del") +
+        both(z2, "zadd") + both(z2, "zremrangebyrank") + both(z2, "zremrangebylex") +
+        both(z2, "zpopmin") + both(d, "zunionstore") + both(d, "del") +
+        both(z2, "zpopmax") + both(z2, "del"))
+
+
 def test_classes_filter(pair, key):
     sub, c = pair
     assert c.call("CONFIG", "SET", "notify-keyspace-events", "Eg") == "OK"
