@@ -68,19 +68,35 @@ static int zfail(struct cmd_ctx *c, struct zset *z, size_t mark, int rc)
 
 /* Redis's getDoubleFromObject: strtod over the whole text, no leading
  * space, no NaN, no overflow. */
+/* strtod over p[0..n), NUL-terminated in a copy (long texts are valid:
+ * DBL_MAX written out is 310 digits). *used: the characters it took. */
+static int strtod_n(const char *p, size_t n, double *v, size_t *used, int *err)
+{
+	char stack[128], *end;
+	char *buf = n < sizeof(stack) ? stack : malloc(n + 1);
+	if (!buf)
+		return -1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	errno = 0;
+	*v = strtod(buf, &end);
+	*err = errno;
+	*used = (size_t)(end - buf);
+	if (buf != stack)
+		free(buf);
+	return 0;
+}
+
 int zcmd_parse_score(const struct resp_arg *a, double *out)
 {
-	char buf[128], *end;
-	if (a->len == 0 || a->len >= sizeof(buf))
+	double v;
+	size_t used;
+	int err;
+	if (a->len == 0 || a->p[0] == ' ' || (a->p[0] >= '\t' && a->p[0] <= '\r') ||
+	    strtod_n(a->p, a->len, &v, &used, &err))
 		return -1;
-	memcpy(buf, a->p, a->len);
-	buf[a->len] = '\0';
-	if (buf[0] == ' ' || (buf[0] >= '\t' && buf[0] <= '\r'))
-		return -1;
-	errno = 0;
-	double v = strtod(buf, &end);
-	if ((size_t)(end - buf) != a->len || isnan(v) ||
-	    (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || v == 0)))
+	if (used != a->len || isnan(v) ||
+	    (err == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL || v == 0)))
 		return -1;
 	*out = v;
 	return 0;
@@ -168,21 +184,16 @@ struct srange {
  * rest (an empty rest is 0, as strtod leaves it), not NaN. */
 static int parse_score_item(const struct resp_arg *a, double *v, bool *ex)
 {
-	char buf[128], *end;
 	const char *p = a->p;
-	size_t n = a->len;
+	size_t n = a->len, used;
+	int err;
 	*ex = false;
 	if (n && p[0] == '(') {
 		*ex = true;
 		p++;
 		n--;
 	}
-	if (n >= sizeof(buf))
-		return -1;
-	memcpy(buf, p, n);
-	buf[n] = '\0';
-	*v = strtod(buf, &end);
-	if (*end != '\0' || isnan(*v))
+	if (strtod_n(p, n, v, &used, &err) || used != n || isnan(*v))
 		return -1;
 	return 0;
 }

@@ -322,11 +322,7 @@ static int zop_parse(struct cmd_ctx *c, int nkidx, enum zop op, bool store, bool
 			a->withscores = true;
 		} else if (card && remaining >= 2 && arg_is(&c->argv[j], "limit")) {
 			j++;
-			if (srv_str2ll(KEY(c, j), &a->limit)) {
-				cmd_reply_not_int(c);
-				return -1;
-			}
-			if (a->limit < 0) {
+			if (srv_str2ll(KEY(c, j), &a->limit) || a->limit < 0) {
 				resp_error(c->out, "ERR LIMIT can't be negative");
 				return -1;
 			}

@@ -604,6 +604,8 @@ int zs_put(struct zset *z, const char *m, size_t ml, double score, bool *added)
 	char sb[8];
 	int rc = zs_score(z, m, ml, &old, &found);
 	*added = !found;
+	if (score == 0 && !(z->d.flags & COLL_F_BIG))
+		score = 0; /* Redis's listpack keeps -0 as 0 */
 	if (rc || (found && old == score))
 		return rc;
 	/* the member, copied: m may point into this zset's buffers */
