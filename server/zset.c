@@ -11,19 +11,6 @@
 #include "placement/placement.h"
 #include "storage/st.h"
 
-struct zs_chunk {
-	uint32_t k;       /* part id - ZS_CHUNK_BASE */
-	uint32_t n;       /* elements */
-	double fs;        /* first element (index) */
-	char *fm;
-	size_t fml;
-	bool loaded, dirty;
-	char *p; /* elements, when loaded */
-	size_t len, cap;
-	uint32_t *off; /* each element's offset in p, when loaded */
-	uint32_t offcap;
-};
-
 /* ---- bytes ---- */
 
 static void put32(char *p, uint32_t v)
@@ -128,7 +115,34 @@ static int zcmp(double s1, const char *m1, size_t l1, double s2, const char *m2,
 	return l1 < l2 ? -1 : l1 > l2;
 }
 
-/* ---- chunks in memory ---- */
+/* ---- chunks and leaves in memory ---- */
+
+/* An element as a bound: a chunk's or a leaf's first. */
+struct zkey {
+	double s;
+	char *m;
+	size_t ml;
+};
+
+struct zs_chunk {
+	uint32_t k;       /* part id - ZS_CHUNK_BASE */
+	uint32_t n;       /* elements (the leaf's entry) */
+	struct zkey first;
+	bool loaded, dirty;
+	char *p; /* elements, when loaded */
+	size_t len, cap;
+	uint32_t *off; /* each element's offset in p, when loaded */
+	uint32_t offcap;
+};
+
+struct zs_leaf {
+	uint32_t id;      /* part id - ZS_LEAF_BASE */
+	uint32_t n;       /* elements (the top's entry) */
+	struct zkey first;
+	bool loaded, dirty;
+	struct zs_chunk *ch; /* when loaded */
+	int nch, chcap;
+};
 
 static int reserve(char **p, size_t *cap, size_t need)
 {
@@ -145,25 +159,38 @@ static int reserve(char **p, size_t *cap, size_t need)
 	return 0;
 }
 
-static void chunk_free(struct zs_chunk *c)
-{
-	free(c->fm);
-	free(c->p);
-	free(c->off);
-}
-
-static int set_first(struct zs_chunk *c, double s, const char *m, size_t ml)
+static int key_set(struct zkey *k, double s, const char *m, size_t ml)
 {
 	char *f = malloc(ml ? ml : 1);
 	if (!f)
 		return -1;
 	if (ml)
 		memcpy(f, m, ml);
-	free(c->fm);
-	c->fm = f;
-	c->fml = ml;
-	c->fs = s;
+	free(k->m);
+	k->m = f;
+	k->ml = ml;
+	k->s = s;
 	return 0;
+}
+
+static int key_cmp(const struct zkey *k, double s, const char *m, size_t ml)
+{
+	return zcmp(k->s, k->m, k->ml, s, m, ml);
+}
+
+static void chunk_free(struct zs_chunk *c)
+{
+	free(c->first.m);
+	free(c->p);
+	free(c->off);
+}
+
+static void leaf_free(struct zs_leaf *l)
+{
+	for (int i = 0; i < l->nch; i++)
+		chunk_free(&l->ch[i]);
+	free(l->ch);
+	free(l->first.m);
 }
 
 /* Parse a loaded chunk's bytes: offsets, count, first element. */
@@ -190,7 +217,7 @@ static int chunk_reindex(struct zs_chunk *c)
 	c->n = n;
 	if (n) {
 		elem_parse(c->p, end, &e);
-		if (set_first(c, e.score, e.m, e.ml))
+		if (key_set(&c->first, e.score, e.m, e.ml))
 			return CC_EINTERNAL;
 	}
 	return CC_OK;
@@ -206,14 +233,182 @@ static size_t elem_end(const struct zs_chunk *c, uint32_t i)
 	return i + 1 < c->n ? c->off[i + 1] : c->len;
 }
 
+/* ---- index entries: u32 id | u32 count | first element ---- */
+
+static size_t entry_bytes(const struct zkey *k)
+{
+	return 8 + elem_bytes(k->ml);
+}
+
+static size_t entry_put(char *p, uint32_t id, uint32_t n, const struct zkey *k)
+{
+	put32(p, id);
+	put32(p + 4, n);
+	return 8 + elem_write(p + 8, k->s, k->m, k->ml);
+}
+
+/* One entry at p (before end): its length, 0 when malformed. */
+static size_t entry_get(const char *p, const char *end, uint32_t *id, uint32_t *n,
+			struct zs_elem *e)
+{
+	if (end - p < 8)
+		return 0;
+	size_t k = elem_parse(p + 8, end, e);
+	if (!k)
+		return 0;
+	*id = get32(p);
+	*n = get32(p + 4);
+	return 8 + k;
+}
+
+static size_t leaf_bytes(const struct zs_leaf *l)
+{
+	size_t b = 4;
+	for (int i = 0; i < l->nch; i++)
+		b += entry_bytes(&l->ch[i].first);
+	return b;
+}
+
+/* ---- the zset's arrays ---- */
+
 static void part_key(const struct zset *z, uint32_t id, char out[PL_PART_KEYLEN])
 {
 	coll_part_key(out, z->d.slot, z->d.gen, id);
 }
 
-static int chunk_load(struct zset *z, int i)
+static int gone_add(struct zset *z, uint32_t id)
 {
-	struct zs_chunk *c = &z->ch[i];
+	if (!z->chunked)
+		return CC_OK;
+	if (z->ngone == z->gonecap) {
+		int cap = z->gonecap ? z->gonecap * 2 : 8;
+		uint32_t *g = realloc(z->gone, (size_t)cap * sizeof(*g));
+		if (!g)
+			return CC_EINTERNAL;
+		z->gone = g;
+		z->gonecap = cap;
+	}
+	z->gone[z->ngone++] = id;
+	return CC_OK;
+}
+
+/* A new empty leaf at position i (loaded, dirty); a new empty chunk at
+ * position i of leaf l (loaded, dirty). Both may move the arrays they
+ * grow: callers take their pointers again. */
+static int leaf_new(struct zset *z, int i)
+{
+	if (z->nlf == z->lfcap) {
+		int cap = z->lfcap ? z->lfcap * 2 : 4;
+		struct zs_leaf *p = realloc(z->lf, (size_t)cap * sizeof(*p));
+		if (!p)
+			return CC_EINTERNAL;
+		z->lf = p;
+		z->lfcap = cap;
+	}
+	memmove(&z->lf[i + 1], &z->lf[i], (size_t)(z->nlf - i) * sizeof(*z->lf));
+	z->nlf++;
+	struct zs_leaf *l = &z->lf[i];
+	memset(l, 0, sizeof(*l));
+	l->id = z->next_leaf++;
+	l->loaded = l->dirty = true;
+	z->idx_dirty = true;
+	return CC_OK;
+}
+
+static int chunk_new(struct zset *z, struct zs_leaf *l, int i)
+{
+	if (l->nch == l->chcap) {
+		int cap = l->chcap ? l->chcap * 2 : 8;
+		struct zs_chunk *p = realloc(l->ch, (size_t)cap * sizeof(*p));
+		if (!p)
+			return CC_EINTERNAL;
+		l->ch = p;
+		l->chcap = cap;
+	}
+	memmove(&l->ch[i + 1], &l->ch[i], (size_t)(l->nch - i) * sizeof(*l->ch));
+	l->nch++;
+	struct zs_chunk *c = &l->ch[i];
+	memset(c, 0, sizeof(*c));
+	c->k = z->next_k++;
+	c->loaded = c->dirty = true;
+	l->dirty = true;
+	z->idx_dirty = true;
+	return CC_OK;
+}
+
+static int chunk_drop(struct zset *z, struct zs_leaf *l, int i)
+{
+	if (gone_add(z, ZS_CHUNK_BASE + l->ch[i].k))
+		return CC_EINTERNAL;
+	chunk_free(&l->ch[i]);
+	memmove(&l->ch[i], &l->ch[i + 1], (size_t)(l->nch - i - 1) * sizeof(*l->ch));
+	l->nch--;
+	l->dirty = true;
+	z->idx_dirty = true;
+	return CC_OK;
+}
+
+static int leaf_drop(struct zset *z, int i)
+{
+	if (gone_add(z, ZS_LEAF_BASE + z->lf[i].id))
+		return CC_EINTERNAL;
+	leaf_free(&z->lf[i]);
+	memmove(&z->lf[i], &z->lf[i + 1], (size_t)(z->nlf - i - 1) * sizeof(*z->lf));
+	z->nlf--;
+	z->idx_dirty = true;
+	return CC_OK;
+}
+
+/* ---- loading ---- */
+
+static int parse_leaf(struct zs_leaf *l, const char *v, size_t vl)
+{
+	const char *p = v + 4, *end = v + vl;
+	if (vl < 4)
+		return COLL_ECORRUPT;
+	uint32_t n = get32(v);
+	l->ch = calloc(n ? n : 1, sizeof(*l->ch));
+	if (!l->ch)
+		return CC_EINTERNAL;
+	l->chcap = (int)(n ? n : 1);
+	for (uint32_t i = 0; i < n; i++) {
+		struct zs_chunk *c = &l->ch[l->nch];
+		struct zs_elem e;
+		size_t k = entry_get(p, end, &c->k, &c->n, &e);
+		if (!k)
+			return COLL_ECORRUPT;
+		l->nch++;
+		if (key_set(&c->first, e.score, e.m, e.ml))
+			return CC_EINTERNAL;
+		p += k;
+	}
+	return p == end && l->nch ? CC_OK : COLL_ECORRUPT; /* invariant (3) */
+}
+
+static int leaf_load(struct zset *z, int i)
+{
+	struct zs_leaf *l = &z->lf[i];
+	if (l->loaded)
+		return CC_OK;
+	char k[PL_PART_KEYLEN];
+	const char *v;
+	size_t vl;
+	bool found;
+	part_key(z, ZS_LEAF_BASE + l->id, k);
+	int rc = txn_get(z->d.t, k, sizeof(k), &v, &vl, &found);
+	if (rc)
+		return rc;
+	if (!found)
+		return COLL_ECORRUPT;
+	if ((rc = parse_leaf(l, v, vl)))
+		return rc;
+	l->loaded = true;
+	return CC_OK;
+}
+
+static int chunk_load(struct zset *z, struct zs_leaf *l, int i)
+{
+	struct zs_chunk *c = &l->ch[i];
 	if (c->loaded)
 		return CC_OK;
 	char k[PL_PART_KEYLEN];
@@ -224,8 +419,10 @@ static int chunk_load(struct zset *z, int i)
 	int rc = txn_get(z->d.t, k, sizeof(k), &v, &vl, &found);
 	if (rc)
 		return rc;
-	if (!found || reserve(&c->p, &c->cap, vl ? vl : 1))
-		return found ? CC_EINTERNAL : COLL_ECORRUPT; /* invariant (3) */
+	if (!found)
+		return COLL_ECORRUPT; /* invariant (3) */
+	if (reserve(&c->p, &c->cap, vl ? vl : 1))
+		return CC_EINTERNAL;
 	memcpy(c->p, v, vl);
 	c->len = vl;
 	c->loaded = true;
@@ -235,77 +432,29 @@ static int chunk_load(struct zset *z, int i)
 	return c->n == n ? CC_OK : COLL_ECORRUPT;
 }
 
-/* A new empty chunk at position i of the order (loaded, dirty). */
-static int chunk_insert_at(struct zset *z, int i, struct zs_chunk **out)
+static int parse_top(struct zset *z, const char *v, size_t vl)
 {
-	if (z->nch == z->chcap) {
-		int cap = z->chcap ? z->chcap * 2 : 8;
-		struct zs_chunk *p = realloc(z->ch, (size_t)cap * sizeof(*p));
-		if (!p)
-			return CC_EINTERNAL;
-		z->ch = p;
-		z->chcap = cap;
-	}
-	memmove(&z->ch[i + 1], &z->ch[i], (size_t)(z->nch - i) * sizeof(*z->ch));
-	z->nch++;
-	struct zs_chunk *c = &z->ch[i];
-	memset(c, 0, sizeof(*c));
-	c->k = z->next_k++;
-	c->loaded = c->dirty = true;
-	z->idx_dirty = true;
-	*out = c;
-	return CC_OK;
-}
-
-static int chunk_remove_at(struct zset *z, int i)
-{
-	if (z->chunked) {
-		if (z->ngone == z->gonecap) {
-			int cap = z->gonecap ? z->gonecap * 2 : 8;
-			uint32_t *g = realloc(z->gone, (size_t)cap * sizeof(*g));
-			if (!g)
-				return CC_EINTERNAL;
-			z->gone = g;
-			z->gonecap = cap;
-		}
-		z->gone[z->ngone++] = z->ch[i].k;
-	}
-	chunk_free(&z->ch[i]);
-	memmove(&z->ch[i], &z->ch[i + 1], (size_t)(z->nch - i - 1) * sizeof(*z->ch));
-	z->nch--;
-	z->idx_dirty = true;
-	return CC_OK;
-}
-
-/* ---- the order: loading ---- */
-
-static int parse_index(struct zset *z, const char *v, size_t vl)
-{
-	const char *p = v, *end = v + vl;
-	if (vl < 8)
+	const char *p = v + 12, *end = v + vl;
+	if (vl < 12)
 		return COLL_ECORRUPT;
-	uint32_t n = get32(p);
-	z->next_k = get32(p + 4);
-	p += 8;
+	uint32_t n = get32(v);
+	z->next_k = get32(v + 4);
+	z->next_leaf = get32(v + 8);
+	z->lf = calloc(n ? n : 1, sizeof(*z->lf));
+	if (!z->lf)
+		return CC_EINTERNAL;
+	z->lfcap = (int)(n ? n : 1);
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t l;
-		size_t k;
-		struct zs_chunk *c;
-		if (end - p < 17 || !(k = vget(p + 16, end, &l)) ||
-		    l > (uint64_t)(end - p - 16 - (ptrdiff_t)k))
+		struct zs_leaf *l = &z->lf[z->nlf];
+		struct zs_elem e;
+		size_t k = entry_get(p, end, &l->id, &l->n, &e);
+		if (!k)
 			return COLL_ECORRUPT;
-		uint32_t next = z->next_k;
-		if (chunk_insert_at(z, z->nch, &c))
+		z->nlf++;
+		if (key_set(&l->first, e.score, e.m, e.ml))
 			return CC_EINTERNAL;
-		z->next_k = next;
-		c->k = get32(p);
-		c->n = get32(p + 4);
-		c->loaded = c->dirty = false;
-		if (set_first(c, zs_score_get(p + 8), p + 16 + k, (size_t)l))
-			return CC_EINTERNAL;
-		p += 16 + k + l;
+		p += k;
 	}
-	z->idx_dirty = false;
 	return p == end ? CC_OK : COLL_ECORRUPT;
 }
 
@@ -337,11 +486,24 @@ static int view_cmp(const void *a, const void *b)
 	return zcmp(x->score, x->m, x->ml, y->score, y->m, y->ml);
 }
 
+/* A leaf's count and first element from its chunks (after a change). */
+static int leaf_refresh(struct zs_leaf *l)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < l->nch; i++)
+		n += l->ch[i].n;
+	l->n = (uint32_t)n;
+	if (l->nch && key_set(&l->first, l->ch[0].first.s, l->ch[0].first.m, l->ch[0].first.ml))
+		return CC_EINTERNAL;
+	return CC_OK;
+}
+
 /*
- * The order rebuilt from the dict, in chunks of up to `max` bytes: the
- * view of an inline zset (one chunk), or the parts of one just bucketed.
+ * The order rebuilt from the dict: chunks of up to cmax bytes, leaves of
+ * up to lmax bytes of entries. The view of an inline zset (one leaf, one
+ * chunk: no limits), or the parts of one just bucketed.
  */
-static int build_from_dict(struct zset *z, size_t max)
+static int build_from_dict(struct zset *z, size_t cmax, size_t lmax)
 {
 	struct view v = { 0 };
 	int rc = coll_foreach(&z->d, view_add, &v);
@@ -349,12 +511,27 @@ static int build_from_dict(struct zset *z, size_t max)
 		rc = COLL_ECORRUPT;
 	if (rc == 0)
 		qsort(v.e, v.n, sizeof(*v.e), view_cmp);
+	struct zs_leaf *l = NULL;
 	struct zs_chunk *c = NULL;
 	for (size_t i = 0; rc == 0 && i < v.n; i++) {
 		size_t sz = elem_bytes(v.e[i].ml);
-		if (!c || (c->len + sz > max && c->len))
-			if ((rc = chunk_insert_at(z, z->nch, &c)))
+		if (c && c->len + sz > cmax && c->len) {
+			if ((rc = chunk_reindex(c)))
 				break;
+			c = NULL;
+			if (leaf_bytes(l) > lmax)
+				l = NULL;
+		}
+		if (!l) {
+			if ((rc = leaf_new(z, z->nlf)))
+				break;
+			l = &z->lf[z->nlf - 1];
+		}
+		if (!c) {
+			if ((rc = chunk_new(z, l, l->nch)))
+				break;
+			c = &l->ch[l->nch - 1];
+		}
 		if (reserve(&c->p, &c->cap, c->len + sz)) {
 			rc = CC_EINTERNAL;
 			break;
@@ -362,8 +539,10 @@ static int build_from_dict(struct zset *z, size_t max)
 		c->len += elem_write(c->p + c->len, v.e[i].score, v.e[i].m, v.e[i].ml);
 	}
 	free(v.e);
-	for (int i = 0; rc == 0 && i < z->nch; i++)
-		rc = chunk_reindex(&z->ch[i]);
+	if (rc == 0 && c)
+		rc = chunk_reindex(c);
+	for (int i = 0; rc == 0 && i < z->nlf; i++)
+		rc = leaf_refresh(&z->lf[i]);
 	return rc;
 }
 
@@ -382,25 +561,24 @@ static int order_load(struct zset *z)
 			return rc;
 		if (!found)
 			return zs_len(z) ? COLL_ECORRUPT : CC_OK; /* invariant (2) */
-		rc = parse_index(z, v, vl);
+		rc = parse_top(z, v, vl);
 	} else {
-		rc = build_from_dict(z, SIZE_MAX);
-		z->idx_dirty = false;
+		rc = build_from_dict(z, SIZE_MAX, SIZE_MAX);
 	}
+	z->idx_dirty = false;
 	if (rc == 0)
 		z->ordered = true;
 	return rc;
 }
 
-/* The chunk an element (s, m) belongs in: the last whose first element
- * is not after it, or the first chunk (invariant (3)). */
-static int chunk_for(const struct zset *z, double s, const char *m, size_t ml)
+/* The last leaf (or chunk of l) whose first element is not after (s, m),
+ * or the first: where (s, m) belongs (invariant (3)). */
+static int leaf_for(const struct zset *z, double s, const char *m, size_t ml)
 {
-	int lo = 1, hi = z->nch - 1, ans = 0;
+	int lo = 1, hi = z->nlf - 1, ans = 0;
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
-		const struct zs_chunk *c = &z->ch[mid];
-		if (zcmp(c->fs, c->fm, c->fml, s, m, ml) <= 0) {
+		if (key_cmp(&z->lf[mid].first, s, m, ml) <= 0) {
 			ans = mid;
 			lo = mid + 1;
 		} else {
@@ -410,17 +588,47 @@ static int chunk_for(const struct zset *z, double s, const char *m, size_t ml)
 	return ans;
 }
 
-/* ---- the order: changes ---- */
-
-static int chunk_split(struct zset *z, int i)
+static int chunk_for(const struct zs_leaf *l, double s, const char *m, size_t ml)
 {
-	struct zs_chunk *nc;
-	int rc = chunk_insert_at(z, i + 1, &nc);
+	int lo = 1, hi = l->nch - 1, ans = 0;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		if (key_cmp(&l->ch[mid].first, s, m, ml) <= 0) {
+			ans = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return ans;
+}
+
+/* The first element of c not before (s, m). */
+static uint32_t lower_bound(const struct zs_chunk *c, double s, const char *m, size_t ml)
+{
+	uint32_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		struct zs_elem e;
+		elem_at(c, mid, &e);
+		if (zcmp(e.score, e.m, e.ml, s, m, ml) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ---- changes ---- */
+
+/* Split chunk i of leaf l in two halves. */
+static int chunk_split(struct zset *z, struct zs_leaf *l, int i)
+{
+	int rc = chunk_new(z, l, i + 1);
 	if (rc)
 		return rc;
-	struct zs_chunk *c = &z->ch[i];
-	uint32_t half = c->n / 2;
-	size_t at = c->off[half];
+	struct zs_chunk *c = &l->ch[i], *nc = &l->ch[i + 1];
+	size_t at = c->off[c->n / 2];
 	if (reserve(&nc->p, &nc->cap, c->len - at))
 		return CC_EINTERNAL;
 	memcpy(nc->p, c->p + at, c->len - at);
@@ -432,6 +640,31 @@ static int chunk_split(struct zset *z, int i)
 	return CC_OK;
 }
 
+/* Leaf i changed: its entry again, and a split when it outgrew a part. */
+static int leaf_touch(struct zset *z, int i)
+{
+	struct zs_leaf *l = &z->lf[i];
+	l->dirty = true;
+	z->idx_dirty = true;
+	int rc = leaf_refresh(l);
+	if (rc || !z->chunked || l->nch < 2 || leaf_bytes(l) <= ZS_LEAF_BYTES)
+		return rc;
+	if ((rc = leaf_new(z, i + 1)))
+		return rc;
+	l = &z->lf[i];
+	struct zs_leaf *nl = &z->lf[i + 1];
+	int half = l->nch / 2, moved = l->nch - half;
+	nl->ch = malloc((size_t)moved * sizeof(*nl->ch));
+	if (!nl->ch)
+		return CC_EINTERNAL;
+	memcpy(nl->ch, &l->ch[half], (size_t)moved * sizeof(*nl->ch));
+	nl->nch = nl->chcap = moved;
+	l->nch = half;
+	if ((rc = leaf_refresh(l)) || (rc = leaf_refresh(nl)))
+		return rc;
+	return CC_OK;
+}
+
 static int order_insert(struct zset *z, double s, const char *m, size_t ml)
 {
 	if (!z->chunked && !z->ordered)
@@ -439,36 +672,31 @@ static int order_insert(struct zset *z, double s, const char *m, size_t ml)
 	int rc = order_load(z);
 	if (rc)
 		return rc;
-	struct zs_chunk *c;
-	if (z->nch == 0 && (rc = chunk_insert_at(z, 0, &c)))
+	if (z->nlf == 0 && (rc = leaf_new(z, 0)))
 		return rc;
-	int i = chunk_for(z, s, m, ml);
-	if ((rc = chunk_load(z, i)))
+	int li = leaf_for(z, s, m, ml);
+	if ((rc = leaf_load(z, li)))
 		return rc;
-	c = &z->ch[i];
-	uint32_t lo = 0, hi = c->n; /* first element after (s, m) */
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		struct zs_elem e;
-		elem_at(c, mid, &e);
-		if (zcmp(e.score, e.m, e.ml, s, m, ml) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	size_t at = lo < c->n ? c->off[lo] : c->len, sz = elem_bytes(ml);
+	struct zs_leaf *l = &z->lf[li];
+	if (l->nch == 0 && (rc = chunk_new(z, l, 0)))
+		return rc;
+	int ci = chunk_for(l, s, m, ml);
+	if ((rc = chunk_load(z, l, ci)))
+		return rc;
+	struct zs_chunk *c = &l->ch[ci];
+	uint32_t pos = lower_bound(c, s, m, ml);
+	size_t at = pos < c->n ? c->off[pos] : c->len, sz = elem_bytes(ml);
 	if (reserve(&c->p, &c->cap, c->len + sz))
 		return CC_EINTERNAL;
 	memmove(c->p + at + sz, c->p + at, c->len - at);
 	elem_write(c->p + at, s, m, ml);
 	c->len += sz;
 	c->dirty = true;
-	z->idx_dirty = true;
 	if ((rc = chunk_reindex(c)))
 		return rc;
-	if (z->chunked && c->len > ZS_CHUNK_BYTES && c->n > 1)
-		return chunk_split(z, i);
-	return CC_OK;
+	if (z->chunked && c->len > ZS_CHUNK_BYTES && c->n > 1 && (rc = chunk_split(z, l, ci)))
+		return rc;
+	return leaf_touch(z, li);
 }
 
 static int order_remove(struct zset *z, double s, const char *m, size_t ml)
@@ -478,54 +706,50 @@ static int order_remove(struct zset *z, double s, const char *m, size_t ml)
 	int rc = order_load(z);
 	if (rc)
 		return rc;
-	if (z->nch == 0)
-		return COLL_ECORRUPT;
-	int i = chunk_for(z, s, m, ml);
-	if ((rc = chunk_load(z, i)))
-		return rc;
-	struct zs_chunk *c = &z->ch[i];
-	uint32_t lo = 0, hi = c->n;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		struct zs_elem e;
-		elem_at(c, mid, &e);
-		if (zcmp(e.score, e.m, e.ml, s, m, ml) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	struct zs_elem e;
-	if (lo == c->n)
+	if (z->nlf == 0)
 		return COLL_ECORRUPT; /* invariant (1) */
-	elem_at(c, lo, &e);
+	int li = leaf_for(z, s, m, ml);
+	if ((rc = leaf_load(z, li)))
+		return rc;
+	struct zs_leaf *l = &z->lf[li];
+	int ci = chunk_for(l, s, m, ml);
+	if ((rc = chunk_load(z, l, ci)))
+		return rc;
+	struct zs_chunk *c = &l->ch[ci];
+	uint32_t pos = lower_bound(c, s, m, ml);
+	struct zs_elem e;
+	if (pos == c->n)
+		return COLL_ECORRUPT;
+	elem_at(c, pos, &e);
 	if (zcmp(e.score, e.m, e.ml, s, m, ml) != 0)
 		return COLL_ECORRUPT;
-	size_t at = c->off[lo], end = elem_end(c, lo);
+	size_t at = c->off[pos], end = elem_end(c, pos);
 	memmove(c->p + at, c->p + end, c->len - end);
 	c->len -= end - at;
 	c->dirty = true;
-	z->idx_dirty = true;
 	if ((rc = chunk_reindex(c)))
 		return rc;
-	if (c->n == 0)
-		return chunk_remove_at(z, i);
-	/* A small chunk merges into its successor when both fit. */
-	if (z->chunked && c->len < ZS_CHUNK_BYTES / 4 && i + 1 < z->nch) {
-		if ((rc = chunk_load(z, i + 1)))
+	if (c->n == 0) {
+		if ((rc = chunk_drop(z, l, ci)))
 			return rc;
-		c = &z->ch[i];
-		struct zs_chunk *nx = &z->ch[i + 1];
+	} else if (z->chunked && c->len < ZS_CHUNK_BYTES / 4 && ci + 1 < l->nch) {
+		/* a small chunk merges into its successor when both fit */
+		if ((rc = chunk_load(z, l, ci + 1)))
+			return rc;
+		c = &l->ch[ci];
+		struct zs_chunk *nx = &l->ch[ci + 1];
 		if (c->len + nx->len <= ZS_CHUNK_BYTES) {
 			if (reserve(&c->p, &c->cap, c->len + nx->len))
 				return CC_EINTERNAL;
 			memcpy(c->p + c->len, nx->p, nx->len);
 			c->len += nx->len;
-			if ((rc = chunk_reindex(c)))
+			if ((rc = chunk_reindex(c)) || (rc = chunk_drop(z, l, ci + 1)))
 				return rc;
-			return chunk_remove_at(z, i + 1);
 		}
 	}
-	return CC_OK;
+	if (l->nch == 0)
+		return leaf_drop(z, li);
+	return leaf_touch(z, li);
 }
 
 /* ---- the zset ---- */
@@ -550,16 +774,17 @@ void zs_init(struct zset *z, struct txn *t, const char *key, size_t klen, uint64
 
 static void order_drop(struct zset *z)
 {
-	for (int i = 0; i < z->nch; i++)
-		chunk_free(&z->ch[i]);
-	z->nch = 0;
+	for (int i = 0; i < z->nlf; i++)
+		leaf_free(&z->lf[i]);
+	free(z->lf);
+	z->lf = NULL;
+	z->nlf = z->lfcap = 0;
 	z->ordered = false;
 }
 
 void zs_free(struct zset *z)
 {
 	order_drop(z);
-	free(z->ch);
 	free(z->gone);
 	coll_free(&z->d);
 	memset(z, 0, sizeof(*z));
@@ -583,13 +808,14 @@ int zs_score(struct zset *z, const char *m, size_t ml, double *score, bool *foun
 	return CC_OK;
 }
 
-/* The dict just became bucketed: the order becomes parts (invariant (2)). */
+/* The dict just became bucketed: the order becomes parts (invariant (2)),
+ * chunks and leaves half full. */
 static int make_chunked(struct zset *z)
 {
 	order_drop(z);
 	z->chunked = true;
-	z->next_k = 0;
-	int rc = build_from_dict(z, ZS_CHUNK_BYTES / 2);
+	z->next_k = z->next_leaf = 0;
+	int rc = build_from_dict(z, ZS_CHUNK_BYTES / 2, ZS_LEAF_BYTES / 2);
 	if (rc == 0) {
 		z->ordered = true;
 		z->idx_dirty = true;
@@ -653,38 +879,56 @@ int zs_count_prefix(struct zset *z, zs_pred pred, void *arg, uint64_t *n)
 {
 	*n = 0;
 	int rc = order_load(z);
-	if (rc || z->nch == 0)
+	if (rc || z->nlf == 0)
 		return rc;
-	int lo = 0, hi = z->nch - 1, ans = -1; /* last chunk whose first is in */
+	int lo = 0, hi = z->nlf - 1, li = -1; /* the last leaf whose first is in */
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
-		const struct zs_chunk *c = &z->ch[mid];
-		if (pred(arg, c->fs, c->fm, c->fml)) {
-			ans = mid;
+		const struct zkey *k = &z->lf[mid].first;
+		if (pred(arg, k->s, k->m, k->ml)) {
+			li = mid;
 			lo = mid + 1;
 		} else {
 			hi = mid - 1;
 		}
 	}
-	if (ans < 0)
+	if (li < 0)
 		return CC_OK;
 	uint64_t before = 0;
-	for (int i = 0; i < ans; i++)
-		before += z->ch[i].n;
-	if ((rc = chunk_load(z, ans)))
+	for (int i = 0; i < li; i++)
+		before += z->lf[i].n;
+	if ((rc = leaf_load(z, li)))
 		return rc;
-	const struct zs_chunk *c = &z->ch[ans];
-	uint32_t l = 0, h = c->n;
-	while (l < h) {
-		uint32_t mid = (l + h) / 2;
+	struct zs_leaf *l = &z->lf[li];
+	int ci = 0; /* the last chunk whose first is in: chunk 0's is the leaf's */
+	lo = 1;
+	hi = l->nch - 1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		const struct zkey *k = &l->ch[mid].first;
+		if (pred(arg, k->s, k->m, k->ml)) {
+			ci = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	for (int i = 0; i < ci; i++)
+		before += l->ch[i].n;
+	if ((rc = chunk_load(z, l, ci)))
+		return rc;
+	const struct zs_chunk *c = &l->ch[ci];
+	uint32_t a = 0, b = c->n;
+	while (a < b) {
+		uint32_t mid = (a + b) / 2;
 		struct zs_elem e;
 		elem_at(c, mid, &e);
 		if (pred(arg, e.score, e.m, e.ml))
-			l = mid + 1;
+			a = mid + 1;
 		else
-			h = mid;
+			b = mid;
 	}
-	*n = before + l;
+	*n = before + a;
 	return CC_OK;
 }
 
@@ -694,16 +938,23 @@ int zs_walk(struct zset *z, uint64_t from, bool rev, zs_elem_fn fn, void *arg)
 	if (rc)
 		return rc;
 	uint64_t before = 0;
-	int i = 0;
-	while (i < z->nch && before + z->ch[i].n <= from)
-		before += z->ch[i++].n;
-	if (i == z->nch)
+	int li = 0, ci = 0;
+	while (li < z->nlf && before + z->lf[li].n <= from)
+		before += z->lf[li++].n;
+	if (li == z->nlf)
 		return CC_OK;
+	if ((rc = leaf_load(z, li)))
+		return rc;
+	while (ci < z->lf[li].nch && before + z->lf[li].ch[ci].n <= from)
+		before += z->lf[li].ch[ci++].n;
+	if (ci == z->lf[li].nch)
+		return COLL_ECORRUPT; /* the counts disagree: invariant (3) */
 	uint32_t k = (uint32_t)(from - before);
 	for (;;) {
-		if ((rc = chunk_load(z, i)))
+		struct zs_leaf *l = &z->lf[li];
+		if ((rc = chunk_load(z, l, ci)))
 			return rc;
-		const struct zs_chunk *c = &z->ch[i];
+		const struct zs_chunk *c = &l->ch[ci];
 		while (k < c->n) {
 			struct zs_elem e;
 			elem_at(c, k, &e);
@@ -718,41 +969,65 @@ int zs_walk(struct zset *z, uint64_t from, bool rev, zs_elem_fn fn, void *arg)
 			}
 		}
 		if (rev) {
-			if (i == 0)
-				return CC_OK;
-			i--;
-			k = z->ch[i].n - 1; /* the count is the index's: invariant (3) */
+			if (ci == 0) {
+				if (li == 0)
+					return CC_OK;
+				if ((rc = leaf_load(z, --li)))
+					return rc;
+				ci = z->lf[li].nch;
+			}
+			ci--;
+			k = z->lf[li].ch[ci].n - 1;
 		} else {
-			if (++i == z->nch)
-				return CC_OK;
+			if (++ci == l->nch) {
+				if (++li == z->nlf)
+					return CC_OK;
+				if ((rc = leaf_load(z, li)))
+					return rc;
+				ci = 0;
+			}
 			k = 0;
 		}
 	}
 }
 
-static int write_index(struct zset *z)
+/* ---- saving ---- */
+
+static int write_leaf(struct zset *z, const struct zs_leaf *l)
+{
+	size_t len = leaf_bytes(l);
+	char *v = malloc(len), *p = v + 4;
+	if (!v)
+		return CC_EINTERNAL;
+	put32(v, (uint32_t)l->nch);
+	for (int i = 0; i < l->nch; i++)
+		p += entry_put(p, l->ch[i].k, l->ch[i].n, &l->ch[i].first);
+	char k[PL_PART_KEYLEN];
+	const struct txn_meta pm = { .type = TXN_T_PART };
+	part_key(z, ZS_LEAF_BASE + l->id, k);
+	int rc = txn_set_meta(z->d.t, k, sizeof(k), v, len, &pm);
+	free(v);
+	return rc;
+}
+
+static int write_top(struct zset *z)
 {
 	char k[PL_PART_KEYLEN];
 	bool existed;
 	part_key(z, ZS_INDEX_ID, k);
 	if (zs_len(z) == 0)
 		return txn_del(z->d.t, k, sizeof(k), &existed);
-	size_t len = 8;
-	for (int i = 0; i < z->nch; i++)
-		len += 16 + elem_bytes(z->ch[i].fml) - 8;
-	char *v = malloc(len), *p = v;
+	size_t len = 12;
+	for (int i = 0; i < z->nlf; i++)
+		len += entry_bytes(&z->lf[i].first);
+	char *v = malloc(len), *p = v + 12;
 	if (!v)
 		return CC_EINTERNAL;
-	put32(p, (uint32_t)z->nch);
-	put32(p + 4, z->next_k);
-	p += 8;
-	for (int i = 0; i < z->nch; i++) {
-		const struct zs_chunk *c = &z->ch[i];
-		put32(p, c->k);
-		put32(p + 4, c->n);
-		p += 8;
-		p += elem_write(p, c->fs, c->fm, c->fml);
-	}
+	put32(v, (uint32_t)z->nlf);
+	put32(v + 4, z->next_k);
+	put32(v + 8, z->next_leaf);
+	for (int i = 0; i < z->nlf; i++)
+		p += entry_put(p, z->lf[i].id, z->lf[i].n, &z->lf[i].first);
 	const struct txn_meta pm = { .type = TXN_T_PART };
 	int rc = txn_set_meta(z->d.t, k, sizeof(k), v, len, &pm);
 	free(v);
@@ -765,48 +1040,105 @@ int zs_save(struct zset *z)
 	if (rc || !z->chunked)
 		return rc;
 	const struct txn_meta pm = { .type = TXN_T_PART };
-	for (int i = 0; i < z->nch; i++) {
-		struct zs_chunk *c = &z->ch[i];
-		if (!c->dirty)
-			continue;
-		char k[PL_PART_KEYLEN];
-		part_key(z, ZS_CHUNK_BASE + c->k, k);
-		if ((rc = txn_set_meta(z->d.t, k, sizeof(k), c->p, c->len, &pm)))
-			return rc;
-		c->dirty = false;
+	for (int i = 0; i < z->nlf; i++) {
+		struct zs_leaf *l = &z->lf[i];
+		for (int j = 0; l->loaded && j < l->nch; j++) {
+			struct zs_chunk *c = &l->ch[j];
+			if (!c->dirty)
+				continue;
+			char k[PL_PART_KEYLEN];
+			part_key(z, ZS_CHUNK_BASE + c->k, k);
+			if ((rc = txn_set_meta(z->d.t, k, sizeof(k), c->p, c->len, &pm)))
+				return rc;
+			c->dirty = false;
+		}
+		if (l->dirty) {
+			if ((rc = write_leaf(z, l)))
+				return rc;
+			l->dirty = false;
+		}
 	}
 	for (int i = 0; i < z->ngone; i++) {
 		char k[PL_PART_KEYLEN];
 		bool existed;
-		part_key(z, ZS_CHUNK_BASE + z->gone[i], k);
+		part_key(z, z->gone[i], k);
 		if ((rc = txn_del(z->d.t, k, sizeof(k), &existed)))
 			return rc;
 	}
 	z->ngone = 0;
 	if (z->idx_dirty) {
-		if ((rc = write_index(z)))
+		if ((rc = write_top(z)))
 			return rc;
 		z->idx_dirty = false;
 	}
 	return CC_OK;
 }
 
+/* ---- MEMORY USAGE, COPY ---- */
+
 int zs_usage(struct zset *z, uint64_t samples, uint64_t *bytes)
 {
 	int rc = coll_usage(&z->d, samples, bytes);
-	if (rc || !z->chunked || (rc = order_load(z)) || z->nch == 0)
+	if (rc || !z->chunked || (rc = order_load(z)) || z->nlf == 0)
 		return rc;
-	uint64_t k = samples == 0 || samples > (uint64_t)z->nch ? (uint64_t)z->nch : samples;
-	uint64_t sum = 0, idx = 8;
-	for (uint64_t i = 0; i < k; i++) {
-		int at = (int)(i * (uint64_t)z->nch / k);
-		if ((rc = chunk_load(z, at)))
+	uint64_t nch = 0, top = 12, sum = 0, k;
+	for (int i = 0; i < z->nlf; i++) {
+		if ((rc = leaf_load(z, i)))
 			return rc;
-		sum += st_item_bytes(PL_PART_KEYLEN, (uint32_t)z->ch[at].len);
+		nch += (uint64_t)z->lf[i].nch;
+		top += entry_bytes(&z->lf[i].first);
+		*bytes += st_item_bytes(PL_PART_KEYLEN, (uint32_t)leaf_bytes(&z->lf[i]));
 	}
-	for (int i = 0; i < z->nch; i++)
-		idx += 16 + elem_bytes(z->ch[i].fml) - 8;
-	*bytes += sum * (uint64_t)z->nch / k + st_item_bytes(PL_PART_KEYLEN, (uint32_t)idx);
+	k = samples == 0 || samples > nch ? nch : samples;
+	for (uint64_t s = 0; s < k; s++) {
+		uint64_t at = s * nch / k; /* the at-th chunk, in order */
+		int li = 0;
+		while (at >= (uint64_t)z->lf[li].nch)
+			at -= (uint64_t)z->lf[li++].nch;
+		if ((rc = chunk_load(z, &z->lf[li], (int)at)))
+			return rc;
+		sum += st_item_bytes(PL_PART_KEYLEN, (uint32_t)z->lf[li].ch[at].len);
+	}
+	*bytes += sum * nch / k + st_item_bytes(PL_PART_KEYLEN, (uint32_t)top);
+	return CC_OK;
+}
+
+/* Copy part `id` of (slot, gen) `from` to `to`; *v, *vl: its bytes (valid
+ * until the transaction's next call). */
+static int copy_part(struct txn *t, const struct zset *from, const struct zset *to, uint32_t id,
+		     const char **v, size_t *vl)
+{
+	char ok[PL_PART_KEYLEN], nk[PL_PART_KEYLEN];
+	bool found;
+	const struct txn_meta pm = { .type = TXN_T_PART };
+	part_key(from, id, ok);
+	part_key(to, id, nk);
+	int rc = txn_get(t, ok, sizeof(ok), v, vl, &found);
+	if (rc)
+		return rc;
+	if (!found)
+		return COLL_ECORRUPT;
+	return txn_set_meta(t, nk, sizeof(nk), *v, *vl, &pm);
+}
+
+/* The ids in a list of entries (a top's or a leaf's), copied out. */
+static int entry_ids(const char *v, size_t vl, size_t hdr, uint32_t **ids, uint32_t *n)
+{
+	const char *p = v + hdr, *end = v + vl;
+	if (vl < hdr)
+		return COLL_ECORRUPT;
+	*n = get32(v);
+	*ids = malloc((*n ? *n : 1) * sizeof(**ids));
+	if (!*ids)
+		return CC_EINTERNAL;
+	for (uint32_t i = 0; i < *n; i++) {
+		uint32_t cnt;
+		struct zs_elem e;
+		size_t k = entry_get(p, end, &(*ids)[i], &cnt, &e);
+		if (!k)
+			return COLL_ECORRUPT;
+		p += k;
+	}
 	return CC_OK;
 }
 
@@ -820,50 +1152,25 @@ int zs_copy_parts(struct txn *t, const char *v, size_t vl, const char *to, size_
 	struct zset from = { .d = { .t = t } }, dst = { .d = { .t = t } };
 	from.d.slot = (uint16_t)((uint8_t)v[4] | (uint8_t)v[5] << 8);
 	dst.d.slot = (uint16_t)pl_keyslot(to, tolen);
+	uint32_t *leaves = NULL, nl = 0;
+	const char *pv;
+	size_t pl;
 	if (!coll_root_gen(v, vl, &from.d.gen) || !coll_root_gen(*nv, *nvl, &dst.d.gen))
-		return COLL_ECORRUPT;
-	char ok[PL_PART_KEYLEN], nk[PL_PART_KEYLEN];
-	const char *iv;
-	size_t il;
-	bool found;
-	const struct txn_meta pm = { .type = TXN_T_PART };
-	part_key(&from, ZS_INDEX_ID, ok);
-	if ((rc = txn_get(t, ok, sizeof(ok), &iv, &il, &found)))
-		goto fail;
-	rc = COLL_ECORRUPT;
-	if (!found || il < 8)
-		goto fail;
-	char *idx = malloc(il);
-	if (!idx) {
-		rc = CC_EINTERNAL;
-		goto fail;
+		rc = COLL_ECORRUPT;
+	if (rc == 0 && (rc = copy_part(t, &from, &dst, ZS_INDEX_ID, &pv, &pl)) == 0)
+		rc = entry_ids(pv, pl, 12, &leaves, &nl);
+	for (uint32_t i = 0; rc == 0 && i < nl; i++) {
+		uint32_t *chunks = NULL, nc = 0;
+		if ((rc = copy_part(t, &from, &dst, ZS_LEAF_BASE + leaves[i], &pv, &pl)) == 0)
+			rc = entry_ids(pv, pl, 4, &chunks, &nc);
+		for (uint32_t j = 0; rc == 0 && j < nc; j++)
+			rc = copy_part(t, &from, &dst, ZS_CHUNK_BASE + chunks[j], &pv, &pl);
+		free(chunks);
 	}
-	memcpy(idx, iv, il);
-	part_key(&dst, ZS_INDEX_ID, nk);
-	rc = txn_set_meta(t, nk, sizeof(nk), idx, il, &pm);
-	const char *p = idx + 8, *end = idx + il;
-	for (uint32_t i = 0, n = get32(idx); rc == 0 && i < n; i++) {
-		uint64_t l;
-		size_t k;
-		const char *cv;
-		size_t cl;
-		if (end - p < 17 || !(k = vget(p + 16, end, &l)) ||
-		    l > (uint64_t)(end - p - 16 - (ptrdiff_t)k)) {
-			rc = COLL_ECORRUPT;
-			break;
-		}
-		uint32_t id = ZS_CHUNK_BASE + get32(p);
-		p += 16 + k + l;
-		part_key(&from, id, ok);
-		part_key(&dst, id, nk);
-		if ((rc = txn_get(t, ok, sizeof(ok), &cv, &cl, &found)) == 0)
-			rc = found ? txn_set_meta(t, nk, sizeof(nk), cv, cl, &pm) : COLL_ECORRUPT;
+	free(leaves);
+	if (rc) {
+		free(*nv);
+		*nv = NULL;
 	}
-	free(idx);
-	if (rc == 0)
-		return CC_OK;
-fail:
-	free(*nv);
-	*nv = NULL;
 	return rc;
 }

@@ -6,40 +6,45 @@
  *    the score as its 8 IEEE-754 bytes, little-endian. ZSCORE, ZMSCORE,
  *    membership and ZSCAN read only this, as HGET does.
  *  - the ORDER, the elements sorted by (score, member bytes), cut into
- *    CHUNKS. While the dict is inline (128 elements, 4 KiB: coll.h) the
- *    order is not stored at all: a command that needs it sorts the inline
- *    root it already read (one chunk, built in memory, never written), as
- *    Redis's listpack is one flat run. When the dict becomes bucketed the
- *    order is written, for good, as parts of the same gen:
- *      chunk part  (id ZS_CHUNK_BASE + k): elements in order, each
- *                  f64 score (8 bytes LE) | varint len | member;
- *                  at most ZS_CHUNK_BYTES (a chunk past it splits in two,
- *                  one under a quarter merges into its successor when
- *                  both fit);
- *      index part  (id ZS_INDEX_ID): u32 nchunks | u32 next chunk k |
- *                  per chunk in order: u32 k | u32 count | f64 first
- *                  score | varint len | first member.
- *    An empty chunk is deleted and leaves the index.
+ *    CHUNKS, listed by LEAVES, listed by the TOP. While the dict is inline
+ *    (128 elements, 4 KiB: coll.h) the order is not stored at all: a
+ *    command that needs it sorts the inline root it already read (one
+ *    leaf of one chunk, built in memory, never written), as Redis's
+ *    listpack is one flat run. When the dict becomes bucketed the order
+ *    is written, for good, as parts of the same gen:
+ *      chunk part (id ZS_CHUNK_BASE + k): elements in order, each
+ *                 f64 score (8 bytes LE) | varint len | member;
+ *                 at most ZS_CHUNK_BYTES (a chunk past it splits in two;
+ *                 one under a quarter merges into its successor in the
+ *                 same leaf when both fit; an empty one is deleted);
+ *      leaf part  (id ZS_LEAF_BASE + l): u32 nchunks | per chunk in
+ *                 order: u32 k | u32 count | its first element (as in a
+ *                 chunk); at most ZS_LEAF_BYTES (then it splits in two;
+ *                 an empty one is deleted);
+ *      top part   (id ZS_INDEX_ID): u32 nleaves | u32 next k | u32 next
+ *                 l | per leaf in order: u32 l | u32 count | its first
+ *                 element.
  *
  * Why: a ZADD, ZINCRBY or ZREM on a big zset reads and writes the root
- * (32 bytes), one dict bucket (~16 elements), the index and one chunk
- * (two at a split or merge): the index is a binary search by first
- * element, ranks are sums of the index's counts. ZRANGE start stop,
- * ZRANK, ZRANGEBYSCORE/BYLEX and ZCOUNT read the index and only the
- * chunks their ranks fall in. A chunk stays under the 4 KiB past which a
- * value goes out of place (storage/st.h). The index costs ~25 bytes a
- * chunk: ~12 KB at 100,000 members (README has the measured per-op
- * bytes); a second index level is the way to millions of members.
+ * (32 bytes), one dict bucket (~16 elements), the top (~25 bytes a leaf),
+ * one leaf and one chunk (a few more at a split or merge): each level is
+ * a binary search by first element, and a rank is a sum of the counts on
+ * the way down. ZRANGE start stop, ZRANK, ZRANGEBYSCORE/BYLEX and ZCOUNT
+ * read the top and only the leaves and chunks their ranks fall in. Chunks
+ * and leaves stay under the 4 KiB past which a value goes out of place
+ * (storage/st.h). At 100,000 members (~600 chunks, ~6 leaves) an op moves
+ * a few KB where the whole zset is ~2 MB (README has the measured bytes);
+ * the top grows by ~25 bytes per ~140 chunks (~24,000 members).
  *
- * Invariants (besides coll.h's, which the chunks and index obey as parts:
- * written only by a transaction that read the root holding their gen;
- * garbage once no root holds it):
+ * Invariants (besides coll.h's, which chunks, leaves and top obey as
+ * parts: written only by a transaction that read the root holding their
+ * gen; garbage once no root holds it):
  *  (1) The dict and the order hold the same (member, score) pairs.
- *  (2) A bucketed dict has an index part and chunk parts (unless the zset
+ *  (2) A bucketed dict has a top part, leaves and chunks (unless the zset
  *      is empty, and then the root is gone too); an inline one has none.
- *  (3) Chunks in index order are sorted runs, chunk i's elements all
- *      before chunk i+1's; no chunk is empty; an index entry's count and
- *      first element are its chunk's.
+ *  (3) Chunks in leaf order, leaves in top order, are sorted runs, each
+ *      before the next; no chunk and no leaf is empty; an entry's count
+ *      and first element are its chunk's (leaf's).
  *
  * Threads: a zset belongs to the coroutine running its transaction.
  */
@@ -53,20 +58,22 @@
 #include "server/coll.h"
 
 #define ZS_CHUNK_BASE 0x80000000u /* chunk part ids: above every bucket id */
-#define ZS_INDEX_ID 0xfffffffeu
+#define ZS_LEAF_BASE 0xc0000000u  /* leaf part ids: above every chunk id */
+#define ZS_INDEX_ID 0xfffffffeu   /* the top */
 #define ZS_CHUNK_BYTES 3584 /* a chunk's value at most, before a split */
+#define ZS_LEAF_BYTES 3584  /* a leaf's value at most, before a split */
 
-struct zs_chunk;
+struct zs_leaf;
 
 struct zset {
 	struct coll d;   /* member -> score */
 	bool chunked;    /* d is bucketed: the order lives in parts */
-	bool ordered;    /* ch[] is valid (the index read, or the view built) */
-	bool idx_dirty;
-	uint32_t next_k;
-	struct zs_chunk *ch;
-	int nch, chcap;
-	uint32_t *gone; /* chunk ids to delete at zs_save */
+	bool ordered;    /* lf[] is valid (the top read, or the view built) */
+	bool idx_dirty;  /* the top must be written */
+	uint32_t next_k, next_leaf; /* ids for new chunks and leaves */
+	struct zs_leaf *lf; /* in order; each loaded when first needed */
+	int nlf, lfcap;
+	uint32_t *gone; /* part ids to delete at zs_save */
 	int ngone, gonecap;
 };
 
@@ -115,7 +122,7 @@ int zs_save(struct zset *z);
 
 /* MEMORY USAGE's part: the dict's parts (coll_usage) and the order's. */
 int zs_usage(struct zset *z, uint64_t samples, uint64_t *bytes);
-/* COPY of a bucketed zset root: coll_copy_parts, then index and chunks. */
+/* COPY of a bucketed zset root: coll_copy_parts, then top, leaves, chunks. */
 int zs_copy_parts(struct txn *t, const char *v, size_t vl, const char *to, size_t tolen,
 		  char **nv, size_t *nvl);
 
