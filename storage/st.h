@@ -69,6 +69,10 @@
  *    transaction that read its root's gen, so a committed part without a
  *    matching root can never be reached again (server/coll.h, invariant
  *    (1)).
+ *  - A sorted set is such a collection (member -> score) plus, once
+ *    bucketed, its members in score order in more parts of the same gen:
+ *    chunks of ~3.5 KB under leaves under a top part, so that a ZADD or a
+ *    ZRANGE on a big zset moves a few KB (server/zset.h says why).
  */
 #ifndef RCKV_ST_H
 #define RCKV_ST_H
