@@ -163,13 +163,17 @@ static int take_one(void *arg, const struct zs_elem *e)
 	return --t->left == 0;
 }
 
-/* n elements from rank `from` on (down with rev), into l. */
-static int take(struct zset *z, uint64_t from, bool rev, uint64_t n, struct zlist *l)
+/* n elements from rank `from` on (down with rev), into l; their chunks
+ * read ahead (for a change, with write). */
+static int take(struct zset *z, uint64_t from, bool rev, uint64_t n, struct zlist *l, bool write)
 {
 	if (n == 0)
 		return CC_OK;
 	struct take t = { .l = l, .left = n };
-	int rc = zs_walk(z, from, rev, take_one, &t);
+	uint64_t lo = rev ? (from + 1 >= n ? from + 1 - n : 0) : from;
+	int rc = zs_prefetch(z, lo, lo + n, write);
+	if (rc == 0)
+		rc = zs_walk(z, from, rev, take_one, &t);
 	return rc ? rc : t.rc;
 }
 
@@ -683,7 +687,7 @@ static int rspec_parse(struct cmd_ctx *c, int keyidx, bool store, struct rspec *
 }
 
 /* The elements a parsed range selects, in reply order. */
-static int rspec_run(struct zset *z, struct rspec *r, struct zlist *out)
+static int rspec_run(struct zset *z, struct rspec *r, struct zlist *out, bool write)
 {
 	uint64_t llen = zs_len(z), from, n;
 	bool rev = r->dir < 0;
@@ -693,7 +697,7 @@ static int rspec_run(struct zset *z, struct rspec *r, struct zlist *out)
 		rank_window(r->start, r->end, llen, &from, &n);
 		if (n == 0)
 			return CC_OK;
-		return take(z, rev ? llen - 1 - from : from, rev, n, out);
+		return take(z, rev ? llen - 1 - from : from, rev, n, out, write);
 	}
 	if (r->offset < 0 || (r->offset > 0 && (uint64_t)r->offset >= llen))
 		return CC_OK;
@@ -707,7 +711,7 @@ static int rspec_run(struct zset *z, struct rspec *r, struct zlist *out)
 	if (r->limit >= 0 && (uint64_t)r->limit < n)
 		n = (uint64_t)r->limit;
 	from = rev ? hi - 1 - (uint64_t)r->offset : lo + (uint64_t)r->offset;
-	return take(z, from, rev, n, out);
+	return take(z, from, rev, n, out, write);
 }
 
 static int zrange_generic(struct cmd_ctx *c, enum rtype type, int dir)
@@ -720,7 +724,7 @@ static int zrange_generic(struct cmd_ctx *c, enum rtype type, int dir)
 	struct zlist l = { 0 };
 	int rc = zcmd_open(c, KEY(c, 1), &z);
 	if (rc == 0)
-		rc = rspec_run(&z, &r, &l);
+		rc = rspec_run(&z, &r, &l, false);
 	if (rc) {
 		zlist_free(&l);
 		return zfail(c, &z, mark, rc);
@@ -787,7 +791,7 @@ int cmd_zrangestore(struct cmd_ctx *c)
 	struct zlist l = { 0 };
 	int rc = zcmd_open(c, KEY(c, 2), &z);
 	if (rc == 0)
-		rc = rspec_run(&z, &r, &l);
+		rc = rspec_run(&z, &r, &l, false);
 	if (rc == 0)
 		rc = zcmd_store(c, KEY(c, 1), &l);
 	if (rc) {
@@ -831,7 +835,7 @@ static int zremrange_generic(struct cmd_ctx *c, enum rtype type)
 	struct zlist l = { 0 };
 	int rc = zcmd_open(c, KEY(c, 1), &z);
 	if (rc == 0)
-		rc = rspec_run(&z, &r, &l);
+		rc = rspec_run(&z, &r, &l, true);
 	if (rc == 0)
 		rc = remove_all(&z, &l);
 	if (rc == 0)
@@ -903,7 +907,7 @@ static int pop_generic(struct cmd_ctx *c, int first, int nkeys, bool max, long l
 	}
 	struct zlist l = { 0 };
 	uint64_t llen = zs_len(&z), n = (uint64_t)count < llen ? (uint64_t)count : llen;
-	rc = take(&z, max ? llen - 1 : 0, max, n, &l);
+	rc = take(&z, max ? llen - 1 : 0, max, n, &l, true);
 	if (rc == 0)
 		rc = remove_all(&z, &l);
 	if (rc == 0)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc/exec.h"
 #include "cc/txn.h"
 #include "placement/placement.h"
 #include "storage/st.h"
@@ -989,6 +990,73 @@ int zs_walk(struct zset *z, uint64_t from, bool rev, zs_elem_fn fn, void *arg)
 			k = 0;
 		}
 	}
+}
+
+/* ---- read-ahead ---- */
+
+/* The part keys of ids[0..n), fetched in one round (cc_fetch_more). */
+static int fetch_parts(struct zset *z, const uint32_t *ids, int n, uint8_t access)
+{
+	if (n < 2)
+		return CC_OK; /* one is read when reached, in as many rounds */
+	char *keys = malloc((size_t)n * PL_PART_KEYLEN);
+	struct cc_key *ck = malloc((size_t)n * sizeof(*ck));
+	int rc = CC_EINTERNAL;
+	if (keys && ck) {
+		for (int i = 0; i < n; i++) {
+			part_key(z, ids[i], keys + (size_t)i * PL_PART_KEYLEN);
+			ck[i] = (struct cc_key){ .p = keys + (size_t)i * PL_PART_KEYLEN,
+						 .len = PL_PART_KEYLEN, .access = access };
+		}
+		rc = cc_fetch_more(z->d.t, ck, n);
+	}
+	free(keys);
+	free(ck);
+	return rc;
+}
+
+int zs_prefetch(struct zset *z, uint64_t lo, uint64_t hi, bool write)
+{
+	int rc = order_load(z);
+	if (rc || !z->chunked || hi <= lo)
+		return rc;
+	uint8_t access = write ? CC_KEY_READ | CC_KEY_WRITE : CC_KEY_READ;
+	uint32_t *ids = malloc((size_t)(z->nlf ? z->nlf : 1) * sizeof(*ids));
+	int n = 0, first = -1, last = -1;
+	if (!ids)
+		return CC_EINTERNAL;
+	uint64_t at = 0;
+	for (int i = 0; i < z->nlf; at += z->lf[i++].n) /* the leaves ranks lo..hi-1 are in */
+		if (at < hi && at + z->lf[i].n > lo) {
+			if (first < 0)
+				first = i;
+			last = i;
+			if (!z->lf[i].loaded)
+				ids[n++] = ZS_LEAF_BASE + z->lf[i].id;
+		}
+	rc = fetch_parts(z, ids, n, CC_KEY_READ);
+	free(ids);
+	if (rc || first < 0)
+		return rc;
+	int cap = 0;
+	for (int i = first; rc == 0 && i <= last; i++)
+		if ((rc = leaf_load(z, i)) == 0)
+			cap += z->lf[i].nch;
+	if (rc)
+		return rc;
+	if (!(ids = malloc((size_t)(cap ? cap : 1) * sizeof(*ids))))
+		return CC_EINTERNAL;
+	n = 0;
+	at = 0;
+	for (int i = 0; i < first; i++)
+		at += z->lf[i].n;
+	for (int i = first; i <= last; i++)
+		for (int j = 0; j < z->lf[i].nch; at += z->lf[i].ch[j++].n)
+			if (at < hi && at + z->lf[i].ch[j].n > lo && !z->lf[i].ch[j].loaded)
+				ids[n++] = ZS_CHUNK_BASE + z->lf[i].ch[j].k;
+	rc = fetch_parts(z, ids, n, access);
+	free(ids);
+	return rc;
 }
 
 /* ---- saving ---- */

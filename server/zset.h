@@ -117,6 +117,10 @@ int zs_count_prefix(struct zset *z, zs_pred pred, void *arg, uint64_t *n);
 typedef int (*zs_elem_fn)(void *arg, const struct zs_elem *e);
 int zs_walk(struct zset *z, uint64_t from, bool rev, zs_elem_fn fn, void *arg);
 
+/* Read ahead the leaves and chunks that ranks [lo, hi) fall in, one fetch
+ * round for each level (cc_fetch_more), so that a zs_walk over them costs
+ * no round trip per chunk; write: they are about to change. */
+int zs_prefetch(struct zset *z, uint64_t lo, uint64_t hi, bool write);
 /* Write what changed (coll_save, then chunks and index). */
 int zs_save(struct zset *z);
 
