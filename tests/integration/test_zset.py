@@ -607,3 +607,63 @@ def test_concurrent_zincrby_sums(server, key, cc):
     finally:
         admin.config_set("cc", "silo")
         admin.close()
+
+
+@pytest.mark.rckv_only
+@pytest.mark.parametrize("cc", ["nowait", "waitdie", "woundwait", "timestamp", "mvcc", "silo",
+                                "occ", "sundial", "cicada", "maat", "calvin"])
+def test_chunked_zset_under_every_protocol(raw, key, cc):
+    assert raw.call("CONFIG", "SET", "cc", cc) == "OK"
+    try:
+        k = key + "z"
+        args = [x for i in range(600) for x in (i, "m%03d" % i)]
+        assert raw.call("ZADD", k, *args) == 600               # converts, splits
+        assert raw.call("ZADD", k, "CH", 1000, "m001", "0.5", "new") == 2
+        assert raw.call("ZRANK", k, "m001") == 600
+        assert raw.call("ZRANGE", k, 0, 2) == [b"m000", b"new", b"m002"]
+        assert raw.call("ZCOUNT", k, 100, "(200") == 100
+        assert len(raw.call("ZRANGE", k, 0, -1)) == 601         # read ahead
+        assert raw.call_raw("MULTI") == OK
+        assert raw.call_raw("ZINCRBY", k, 1, "new") == QUEUED
+        assert raw.call_raw("ZREMRANGEBYRANK", k, 0, 99) == QUEUED
+        assert raw.call_raw("ZPOPMAX", k) == QUEUED
+        assert raw.call_raw("ZCARD", k) == QUEUED
+        assert raw.call("EXEC") == [b"1.5", 100, [b"m001", b"1000"], 500]
+        assert raw.call("ZRANGE", k, 0, 0, "WITHSCORES") == [b"m100", b"100"]
+        assert raw.call("ZREMRANGEBYSCORE", k, "-inf", "+inf") == 500
+        assert raw.call("EXISTS", k) == 0
+    finally:
+        raw.call("CONFIG", "SET", "cc", "silo")
+
+
+@pytest.mark.rckv_only
+def test_orphans_of_a_deleted_or_expired_zset_are_collected(make_server):
+    """DEL of a chunked zset drops its root: its buckets, chunks, leaves
+    and top are collected by the expiry scan (INFO rckv_parts_collected);
+    an expired one's too; a COPY's parts are its own."""
+    import time
+    r = make_server(opts={"memory": "128mb"}).client()
+
+    def collected():
+        return int(r.info("stats")["rckv_parts_collected"])
+
+    def wait_until(what, cond, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if cond():
+                return
+            time.sleep(0.1)
+        raise AssertionError(what)
+    n = 5000
+    r.zadd("big", {"member:%05d" % i: i for i in range(n)})
+    assert r.copy("big", "{x}copy")
+    # parts: n/16 buckets, chunks of <= 3.5 KB (~20 bytes a member), a leaf or more, the top
+    least = n // 16 + n * 20 // 3584 + 2
+    r.delete("big")
+    wait_until("parts of 'big' collected", lambda: collected() >= least, 30)
+    base = collected()
+    assert r.zcard("{x}copy") == n and r.zrank("{x}copy", "member:04999") == n - 1
+    r.pexpire("{x}copy", 1)
+    wait_until("parts of an expired zset collected", lambda: collected() >= base + least, 60)
+    assert r.dbsize() == 0
+    r.close()
