@@ -416,6 +416,13 @@ def test_wrongtype_encoding_expire_copy_rename(raw, key):
     assert raw.call("ZCARD", n) == 0 and raw.call("EXISTS", n) == 0
 
 
+def test_scan_type(r, key):
+    r.zadd(key + "z", {"a": 1})
+    r.hset(key + "h", "f", "v")
+    assert list(r.scan_iter(match=key + "*", _type="zset")) == [(key + "z").encode()]
+    assert list(r.scan_iter(match=key + "*", _type="hash")) == [(key + "h").encode()]
+
+
 def test_zset_in_multi(raw, key):
     k = key + "z"
     assert raw.call_raw("MULTI") == OK
@@ -556,6 +563,13 @@ def test_cluster_zunionstore_in_multi(cluster3, key, cc):
             assert conns[j].call("ZRANK", k[3], "3:299") == 601
             assert conns[j].call("ZSCORE", k[2], "2:7") == b"1007"
         assert conns[2].call("ZINTERCARD", 2, k[1], k[3]) == 3
+        # outside MULTI too, from another node: keys found by the numkeys specs
+        assert conns[2].call("ZUNIONSTORE", k[1], 2, k[2], k[3], "AGGREGATE", "MAX") == 603
+        assert conns[3].call("ZMPOP", 3, k[3] + "none", k[1], k[2], "MAX", "COUNT", 2) == [
+            k[1].encode(), [[b"2:7", b"1007"], [b"3:299", b"598"]]]
+        assert conns[1].call("ZCARD", k[1]) == 601
+        assert conns[2].call("ZRANGESTORE", k[2], k[3], 0, 9) == 10
+        assert conns[3].call("ZCARD", k[2]) == 10
     finally:
         conns[1].call("CONFIG", "SET", "cc", "silo")
         for c in conns.values():
