@@ -30,11 +30,14 @@
  * one leaf and one chunk (a few more at a split or merge): each level is
  * a binary search by first element, and a rank is a sum of the counts on
  * the way down. ZRANGE start stop, ZRANK, ZRANGEBYSCORE/BYLEX and ZCOUNT
- * read the top and only the leaves and chunks their ranks fall in. Chunks
- * and leaves stay under the 4 KiB past which a value goes out of place
- * (storage/st.h). At 100,000 members (~600 chunks, ~6 leaves) an op moves
- * a few KB where the whole zset is ~2 MB (README has the measured bytes);
- * the top grows by ~25 bytes per ~140 chunks (~24,000 members).
+ * read the top and only the leaves and chunks their ranks fall in (read
+ * ahead in one round per level: zs_prefetch). 2 KB chunks and leaves:
+ * well under the 4 KiB past which a value goes out of place (storage/st.h),
+ * and small enough that an op moves a few KB: at 100,000 members (~1,000
+ * chunks, ~15 leaves; the zset ~3.6 MB) a ZADD reads ~11 KB and writes
+ * ~8 KB as the fabric counts them (README); 3.5 KB parts cost ~30% more a
+ * op, and a scan of the whole zset half as many parts. The top grows by
+ * ~25 bytes per ~60 chunks (~6,000 members).
  *
  * Invariants (besides coll.h's, which chunks, leaves and top obey as
  * parts: written only by a transaction that read the root holding their
@@ -60,8 +63,8 @@
 #define ZS_CHUNK_BASE 0x80000000u /* chunk part ids: above every bucket id */
 #define ZS_LEAF_BASE 0xc0000000u  /* leaf part ids: above every chunk id */
 #define ZS_INDEX_ID 0xfffffffeu   /* the top */
-#define ZS_CHUNK_BYTES 3584 /* a chunk's value at most, before a split */
-#define ZS_LEAF_BYTES 3584  /* a leaf's value at most, before a split */
+#define ZS_CHUNK_BYTES 2048 /* a chunk's value at most, before a split */
+#define ZS_LEAF_BYTES 2048  /* a leaf's value at most, before a split */
 
 struct zs_leaf;
 

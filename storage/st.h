@@ -71,7 +71,7 @@
  *    (1)).
  *  - A sorted set is such a collection (member -> score) plus, once
  *    bucketed, its members in score order in more parts of the same gen:
- *    chunks of ~3.5 KB under leaves under a top part, so that a ZADD or a
+ *    chunks of ~2 KB under leaves under a top part, so that a ZADD or a
  *    ZRANGE on a big zset moves a few KB (server/zset.h says why).
  */
 #ifndef RCKV_ST_H

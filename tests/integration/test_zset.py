@@ -671,8 +671,8 @@ def test_orphans_of_a_deleted_or_expired_zset_are_collected(make_server):
     n = 5000
     r.zadd("big", {"member:%05d" % i: i for i in range(n)})
     assert r.copy("big", "{x}copy")
-    # parts: n/16 buckets, chunks of <= 3.5 KB (~20 bytes a member), a leaf or more, the top
-    least = n // 16 + n * 20 // 3584 + 2
+    # parts: n/16 buckets, chunks of <= 2 KB (~20 bytes a member), a leaf or more, the top
+    least = n // 16 + n * 20 // 2048 + 2
     r.delete("big")
     wait_until("parts of 'big' collected", lambda: collected() >= least, 30)
     base = collected()
