@@ -124,6 +124,8 @@ enum rule_kind {
 	R_SHRINK, /* `event` on the first key, then "del" if it went (HDEL, SREM) */
 	R_SMOVE,  /* "srem" on the source ("del" if it went), "sadd" on the destination */
 	R_ZADD,   /* "zincr" with INCR among ZADD's flags, else "zadd" */
+	R_POPANY, /* ZMPOP, BZPOP*: "zpopmin"/"zpopmax" on the key popped, then "del"
+		     if it went */
 };
 
 struct rule {
@@ -189,6 +191,10 @@ static const struct rule rules[] = {
 	{ "zinterstore", R_DEST, "zinterstore", N_ZSET },
 	{ "zdiffstore", R_DEST, "zdiffstore", N_ZSET },
 	{ "zrangestore", R_DEST, "zrangestore", N_ZSET },
+	{ "zmpop", R_POPANY, NULL, N_ZSET },
+	{ "bzmpop", R_POPANY, NULL, N_ZSET },
+	{ "bzpopmin", R_POPANY, "zpopmin", N_ZSET },
+	{ "bzpopmax", R_POPANY, "zpopmax", N_ZSET },
 };
 
 static const struct rule *rule_of(const struct cmd_def *def)
@@ -213,7 +219,7 @@ void notify_pre(struct cmd_ctx *c, const struct cmd_def *def, struct notify_pre 
 	p->changes = txn_savepoint(c->txn).changes;
 	p->deleted = 0;
 	if (r->kind == R_DEL || r->kind == R_EXPIRE || r->kind == R_DEST || r->kind == R_SHRINK ||
-	    r->kind == R_SMOVE) {
+	    r->kind == R_SMOVE || r->kind == R_POPANY) {
 		int idx[MAX_TRACKED];
 		int k = cmd_get_keys(def, c->argc, c->argv, idx, MAX_TRACKED);
 		for (int i = 0; i < k; i++)
@@ -266,6 +272,39 @@ static bool has_arg_at(const struct cmd_ctx *c, int i, const char *const *words)
 		    strncasecmp(c->argv[i].p, words[k], c->argv[i].len) == 0)
 			return true;
 	return false;
+}
+
+/*
+ * The key a ZMPOP or BZPOP* popped: as the command chose it, the first of
+ * its keys that holds a sorted set, which is the first that still does or
+ * that this command deleted (those before it were absent: reading them
+ * again costs nothing). Its event is the rule's, or ZMPOP's MIN or MAX
+ * (the word after the keys).
+ */
+static void pop_any(struct cmd_ctx *c, const struct rule *r, const struct notify_pre *p,
+		    const int *idx, int k)
+{
+	const char *ev = r->event;
+	if (!ev) {
+		int w = idx[k - 1] + 1;
+		const char *const max[] = { "max", NULL };
+		ev = w < c->argc && has_arg_at(c, w, max) ? "zpopmax" : "zpopmin";
+	}
+	for (int i = 0; i < k; i++) {
+		const struct resp_arg *a = &c->argv[idx[i]];
+		bool gone = !(p->deleted & (1ULL << i)) && txn_deleted(c->txn, a->p, a->len);
+		const char *v;
+		size_t vl;
+		bool found = false;
+		struct txn_meta m;
+		if (!gone && (txn_get_meta(c->txn, a->p, a->len, &v, &vl, &found, &m) ||
+			      !found || m.type != TXN_T_ZSET))
+			continue;
+		emit(c, N_ZSET, ev, a);
+		if (gone)
+			emit(c, N_GENERIC, "del", a);
+		return;
+	}
 }
 
 static const char *const expiry_words[] = { "ex", "px", "exat", "pxat", NULL };
@@ -375,6 +414,10 @@ void notify_post(struct cmd_ctx *c, const struct cmd_def *def, const struct noti
 			emit(c, N_ZSET, incr ? "zincr" : "zadd", key1);
 		break;
 	}
+	case R_POPANY:
+		if (changed)
+			pop_any(c, r, p, idx, k);
+		break;
 	}
 }
 

@@ -150,6 +150,24 @@ def test_zset_events(pair, key):
         both(z2, "zpopmax") + both(z2, "del"))
 
 
+def test_zmpop_and_bzpop_events(pair, key):
+    sub, c = pair
+    a, b, none = key + "{t}a", key + "{t}b", key + "{t}none"
+    c.call("ZADD", a, "1", "x", "2", "y", "3", "z")
+    c.call("ZADD", b, "1", "x")
+    c.call("ZMPOP", "2", none, a, "MAX")
+    c.call("ZMPOP", "2", none, a, "MIN", "COUNT", "5")   # empties a
+    c.call("ZMPOP", "1", none, "MIN")                    # nothing: no event
+    c.call("BZPOPMIN", none, b, "0")                     # empties b
+    c.call("ZADD", b, "1", "x", "2", "y")
+    c.call("BZPOPMAX", a, b, "0")
+    c.call("BZMPOP", "0", "2", a, b, "MIN")              # empties b
+    assert events(sub, c) == (
+        both(a, "zadd") + both(b, "zadd") + both(a, "zpopmax") + both(a, "zpopmin") +
+        both(a, "del") + both(b, "zpopmin") + both(b, "del") + both(b, "zadd") +
+        both(b, "zpopmax") + both(b, "zpopmin") + both(b, "del"))
+
+
 def test_classes_filter(pair, key):
     sub, c = pair
     assert c.call("CONFIG", "SET", "notify-keyspace-events", "Eg") == "OK"
