@@ -93,6 +93,8 @@ enum {
 	CMD_TXNBLOCK = 1u << 22,    /* runs a block of commands as one transaction (EXEC,
 				       a script): its slow log entry names protocol and
 				       retries (server/slowlog.c) */
+	CMD_BLOCKING = 1u << 23,    /* "blocking": Redis may block the client (COMMAND INFO
+				       only: rckv's answer when it would is the command's) */
 };
 
 struct cmd_def {

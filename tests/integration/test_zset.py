@@ -681,3 +681,21 @@ def test_orphans_of_a_deleted_or_expired_zset_are_collected(make_server):
     wait_until("parts of an expired zset collected", lambda: collected() >= base + least, 60)
     assert r.dbsize() == 0
     r.close()
+
+
+def test_command_info_and_getkeys(raw):
+    info = raw.call("COMMAND", "INFO", "zadd", "bzpopmin", "bzmpop", "zunionstore", "zrange")
+    assert [(e[0], e[1], e[2], e[3], e[4], e[5]) for e in info] == [
+        (b"zadd", -4, ["write", "denyoom", "fast"], 1, 1, 1),
+        (b"bzpopmin", -3, ["write", "noscript", "blocking", "fast"], 1, -2, 1),
+        (b"bzmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0),
+        (b"zunionstore", -4, ["write", "denyoom", "movablekeys"], 1, 1, 1),
+        (b"zrange", -4, ["readonly"], 1, 1, 1)]
+    assert info[0][6] == ["@write", "@sortedset", "@fast"]
+    assert raw.call("COMMAND", "GETKEYS", "ZUNIONSTORE", "d", 2, "a", "b", "WEIGHTS", 1, 2) == [
+        b"d", b"a", b"b"]
+    assert raw.call("COMMAND", "GETKEYS", "ZMPOP", 2, "a", "b", "MIN") == [b"a", b"b"]
+    assert raw.call("COMMAND", "GETKEYS", "BZMPOP", 0, 2, "a", "b", "MIN") == [b"a", b"b"]
+    assert raw.call("COMMAND", "GETKEYS", "BZPOPMIN", "a", "b", 0) == [b"a", b"b"]
+    assert raw.call("COMMAND", "GETKEYS", "ZRANGESTORE", "d", "s", 0, 1) == [b"d", b"s"]
+    assert raw.call("COMMAND", "GETKEYS", "ZINTERCARD", 2, "a", "b", "LIMIT", 1) == [b"a", b"b"]
