@@ -124,7 +124,7 @@ int zs_walk(struct zset *z, uint64_t from, bool rev, zs_elem_fn fn, void *arg);
  * round for each level (cc_fetch_more), so that a zs_walk over them costs
  * no round trip per chunk; write: they are about to change. */
 int zs_prefetch(struct zset *z, uint64_t lo, uint64_t hi, bool write);
-/* Write what changed (coll_save, then chunks and index). */
+/* Write what changed: coll_save, then chunks, leaves, deleted parts, the top. */
 int zs_save(struct zset *z);
 
 /* MEMORY USAGE's part: the dict's parts (coll_usage) and the order's. */
