@@ -27,6 +27,7 @@
 #include "resp/resp.h"
 #include "server/client.h"
 #include "server/coll.h"
+#include "server/zset.h"
 #include "server/command.h"
 #include "server/node.h"
 #include "server/strutil.h"
@@ -497,6 +498,7 @@ struct scan_out {
 	struct resp_w w;
 	const struct resp_arg *pat;
 	bool vals;
+	bool zset; /* values are scores (server/zset.h): replied as text */
 	long n;
 };
 
@@ -506,8 +508,15 @@ static int scan_elem(void *arg, const struct coll_elem *e)
 	if (o->pat && !srv_strmatch(o->pat->p, o->pat->len, e->f, e->fl, false))
 		return 0;
 	resp_bulk(&o->w, e->f, e->fl);
-	if (o->vals)
+	if (o->zset && e->vl == 8) {
+		double s = zs_score_get(e->v);
+		char buf[64];
+		int n = isinf(s) ? snprintf(buf, sizeof(buf), "%s", s > 0 ? "inf" : "-inf")
+				 : snprintf(buf, sizeof(buf), "%.17g", s);
+		resp_bulk(&o->w, buf, (size_t)n);
+	} else if (o->vals) {
 		resp_bulk(&o->w, e->v, e->vl);
+	}
 	o->n += o->vals ? 2 : 1;
 	return 0;
 }
@@ -550,7 +559,7 @@ int cmd_coll_scan(struct cmd_ctx *c, uint8_t type, bool vals)
 			return 0;
 		}
 	}
-	struct scan_out o = { .pat = pat, .vals = vals };
+	struct scan_out o = { .pat = pat, .vals = vals, .zset = type == TXN_T_ZSET };
 	resp_w_init(&o.w, c->out->proto);
 	if (!h.exists)
 		cursor = 0;

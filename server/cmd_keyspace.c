@@ -53,6 +53,7 @@
 #include "server/client.h"
 #include "server/coll.h"
 #include "server/list.h"
+#include "server/zset.h"
 #include "server/cluster.h"
 #include "server/command.h"
 #include "server/dispatch.h"
@@ -124,7 +125,9 @@ static int key_copy(struct cmd_ctx *c, const struct resp_arg *from, const struct
 	}
 	char *nv;
 	size_t nvl;
-	if ((rc = coll_copy_parts(c->txn, v, vlen, to->p, to->len, &nv, &nvl)))
+	rc = m.type == TXN_T_ZSET ? zs_copy_parts(c->txn, v, vlen, to->p, to->len, &nv, &nvl)
+				  : coll_copy_parts(c->txn, v, vlen, to->p, to->len, &nv, &nvl);
+	if (rc)
 		return rc;
 	rc = txn_set_meta(c->txn, to->p, to->len, nv, nvl, &m);
 	free(nv);
@@ -774,10 +777,11 @@ static int digest_body(struct txn *t, void *arg)
 	struct digest *d = arg;
 	memset(d->acc, 0, sizeof(d->acc));
 	int rc = key_read_body(t, &d->r);
-	if (rc || !d->r.found || (d->r.m.type != TXN_T_HASH && d->r.m.type != TXN_T_SET))
+	if (rc || !d->r.found ||
+	    (d->r.m.type != TXN_T_HASH && d->r.m.type != TXN_T_SET && d->r.m.type != TXN_T_ZSET))
 		return rc;
 	struct coll s;
-	bool vals = d->r.m.type == TXN_T_HASH;
+	bool vals = d->r.m.type != TXN_T_SET; /* a zset's: the score's 8 bytes */
 	rc = coll_open(t, d->r.key, d->r.klen, d->r.m.type, vals, &s);
 	if (rc == 0)
 		rc = coll_foreach(&s, digest_elem, d);
@@ -871,6 +875,17 @@ static int usage_body(struct txn *t, void *arg)
 		return rc;
 	}
 	if (rc || !u->r.found || (u->r.m.type != TXN_T_HASH && u->r.m.type != TXN_T_SET))
+	if (rc || !u->r.found)
+		return rc;
+	if (u->r.m.type == TXN_T_ZSET) {
+		struct zset z;
+		rc = zs_open(t, u->r.key, u->r.klen, 128, 64, &z);
+		if (rc == 0)
+			rc = zs_usage(&z, u->samples, &u->parts);
+		zs_free(&z);
+		return rc;
+	}
+	if (u->r.m.type != TXN_T_HASH && u->r.m.type != TXN_T_SET)
 		return rc;
 	struct coll s;
 	rc = coll_open(t, u->r.key, u->r.klen, u->r.m.type, u->r.m.type == TXN_T_HASH, &s);

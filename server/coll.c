@@ -506,6 +506,9 @@ static void note_big(struct coll *c, const char *f, size_t fl, size_t vl)
 	} else if (c->type == TXN_T_SET) {
 		if (!intset_member(f, fl) || coll_len(c) > c->big_entries)
 			c->flags |= COLL_F_BIG;
+	} else if (c->type == TXN_T_ZSET) {
+		if (fl > c->big_value || coll_len(c) > c->big_entries)
+			c->flags |= COLL_F_BIG;
 	}
 }
 
@@ -943,5 +946,7 @@ const char *coll_redis_encoding(const struct coll *c)
 		return (c->flags & COLL_F_BIG) ? "hashtable" : "intset";
 	if (c->type == TXN_T_LIST)
 		return "quicklist"; /* Redis 7.0's only list encoding */
+	if (c->type == TXN_T_ZSET)
+		return (c->flags & COLL_F_BIG) ? "skiplist" : "listpack";
 	return "unknown";
 }

@@ -241,6 +241,22 @@ CMD(cmd_lmpop); CMD(cmd_blpop); CMD(cmd_brpop); CMD(cmd_blmove); CMD(cmd_brpoplp
 CMD(cmd_blmpop);
 int cmd_lmpop_keys(int argc, const struct resp_arg *argv, int *idx, int max);
 int cmd_blmpop_keys(int argc, const struct resp_arg *argv, int *idx, int max);
+/* cmd_zset.c, cmd_zsetop.c */
+CMD(cmd_zadd); CMD(cmd_zincrby); CMD(cmd_zrem); CMD(cmd_zcard); CMD(cmd_zscore);
+CMD(cmd_zmscore); CMD(cmd_zrank); CMD(cmd_zrevrank); CMD(cmd_zcount); CMD(cmd_zlexcount);
+CMD(cmd_zrange); CMD(cmd_zrevrange); CMD(cmd_zrangebyscore); CMD(cmd_zrevrangebyscore);
+CMD(cmd_zrangebylex); CMD(cmd_zrevrangebylex); CMD(cmd_zrangestore);
+CMD(cmd_zremrangebyrank); CMD(cmd_zremrangebyscore); CMD(cmd_zremrangebylex);
+CMD(cmd_zpopmin); CMD(cmd_zpopmax); CMD(cmd_bzpopmin); CMD(cmd_bzpopmax); CMD(cmd_zmpop);
+CMD(cmd_bzmpop); CMD(cmd_zrandmember); CMD(cmd_zscan); CMD(cmd_zunion); CMD(cmd_zinter);
+CMD(cmd_zdiff); CMD(cmd_zunionstore); CMD(cmd_zinterstore); CMD(cmd_zdiffstore);
+CMD(cmd_zintercard);
+/* numkeys-style key positions: ZMPOP, BZMPOP, ZUNION/ZINTER/ZDIFF/ZINTERCARD,
+ * the STORE forms (destination first). */
+int cmd_zmpop_keys(int argc, const struct resp_arg *argv, int *idx, int max);
+int cmd_bzmpop_keys(int argc, const struct resp_arg *argv, int *idx, int max);
+int cmd_zunion_keys(int argc, const struct resp_arg *argv, int *idx, int max);
+int cmd_zunionstore_keys(int argc, const struct resp_arg *argv, int *idx, int max);
 /* cmd_keys.c */
 void cmd_exists_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);
 void cmd_type_reply(struct cmd_ctx *c, bool found, const char *v, size_t vlen);

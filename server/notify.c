@@ -128,6 +128,9 @@ enum rule_kind {
 		     if it went: Redis's order */
 	R_POPKEY, /* the event the handler named on the key it popped from
 		     (cmd_ctx.ev_key: LMPOP, BLPOP), then "del" if it went */
+	R_ZADD,   /* "zincr" with INCR among ZADD's flags, else "zadd" */
+	R_POPANY, /* ZMPOP, BZPOP*: "zpopmin"/"zpopmax" on the key popped, then "del"
+		     if it went */
 };
 
 struct rule {
@@ -199,6 +202,22 @@ static const struct rule rules[] = {
 	{ "blmpop", R_POPKEY, NULL, N_LIST },
 	{ "blpop", R_POPKEY, NULL, N_LIST },
 	{ "brpop", R_POPKEY, NULL, N_LIST },
+	{ "zadd", R_ZADD, "zadd", N_ZSET },
+	{ "zincrby", R_KEY1, "zincr", N_ZSET },
+	{ "zrem", R_SHRINK, "zrem", N_ZSET },
+	{ "zremrangebyrank", R_SHRINK, "zremrangebyrank", N_ZSET },
+	{ "zremrangebyscore", R_SHRINK, "zremrangebyscore", N_ZSET },
+	{ "zremrangebylex", R_SHRINK, "zremrangebylex", N_ZSET },
+	{ "zpopmin", R_SHRINK, "zpopmin", N_ZSET },
+	{ "zpopmax", R_SHRINK, "zpopmax", N_ZSET },
+	{ "zunionstore", R_DEST, "zunionstore", N_ZSET },
+	{ "zinterstore", R_DEST, "zinterstore", N_ZSET },
+	{ "zdiffstore", R_DEST, "zdiffstore", N_ZSET },
+	{ "zrangestore", R_DEST, "zrangestore", N_ZSET },
+	{ "zmpop", R_POPANY, NULL, N_ZSET },
+	{ "bzmpop", R_POPANY, NULL, N_ZSET },
+	{ "bzpopmin", R_POPANY, "zpopmin", N_ZSET },
+	{ "bzpopmax", R_POPANY, "zpopmax", N_ZSET },
 };
 
 static const struct rule *rule_of(const struct cmd_def *def)
@@ -225,7 +244,8 @@ void notify_pre(struct cmd_ctx *c, const struct cmd_def *def, struct notify_pre 
 	p->changes = txn_savepoint(c->txn).changes;
 	p->deleted = 0;
 	if (r->kind == R_DEL || r->kind == R_EXPIRE || r->kind == R_DEST || r->kind == R_SHRINK ||
-	    r->kind == R_SMOVE || r->kind == R_LMOVE || r->kind == R_POPKEY) {
+	    r->kind == R_SMOVE || r->kind == R_LMOVE || r->kind == R_POPKEY ||
+	    r->kind == R_POPANY) {
 		int idx[MAX_TRACKED];
 		int k = cmd_get_keys(def, c->argc, c->argv, idx, MAX_TRACKED);
 		for (int i = 0; i < k; i++)
@@ -268,6 +288,49 @@ static bool has_arg(const struct cmd_ctx *c, int from, const char *const *words)
 			    strncasecmp(c->argv[i].p, words[k], c->argv[i].len) == 0)
 				return true;
 	return false;
+}
+
+/* Is argv[i] one of words? */
+static bool has_arg_at(const struct cmd_ctx *c, int i, const char *const *words)
+{
+	for (int k = 0; words[k]; k++)
+		if (c->argv[i].len == strlen(words[k]) &&
+		    strncasecmp(c->argv[i].p, words[k], c->argv[i].len) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The key a ZMPOP or BZPOP* popped: as the command chose it, the first of
+ * its keys that holds a sorted set, which is the first that still does or
+ * that this command deleted (those before it were absent: reading them
+ * again costs nothing). Its event is the rule's, or ZMPOP's MIN or MAX
+ * (the word after the keys).
+ */
+static void pop_any(struct cmd_ctx *c, const struct rule *r, const struct notify_pre *p,
+		    const int *idx, int k)
+{
+	const char *ev = r->event;
+	if (!ev) {
+		int w = idx[k - 1] + 1;
+		const char *const max[] = { "max", NULL };
+		ev = w < c->argc && has_arg_at(c, w, max) ? "zpopmax" : "zpopmin";
+	}
+	for (int i = 0; i < k; i++) {
+		const struct resp_arg *a = &c->argv[idx[i]];
+		bool gone = !(p->deleted & (1ULL << i)) && txn_deleted(c->txn, a->p, a->len);
+		const char *v;
+		size_t vl;
+		bool found = false;
+		struct txn_meta m;
+		if (!gone && (txn_get_meta(c->txn, a->p, a->len, &v, &vl, &found, &m) ||
+			      !found || m.type != TXN_T_ZSET))
+			continue;
+		emit(c, N_ZSET, ev, a);
+		if (gone)
+			emit(c, N_GENERIC, "del", a);
+		return;
+	}
 }
 
 static const char *const expiry_words[] = { "ex", "px", "exat", "pxat", NULL };
@@ -383,6 +446,25 @@ void notify_post(struct cmd_ctx *c, const struct cmd_def *def, const struct noti
 			if (idx[i] == c->ev_key && !(p->deleted & (1ULL << i)) &&
 			    txn_deleted(c->txn, c->argv[idx[i]].p, c->argv[idx[i]].len))
 				emit(c, N_GENERIC, "del", &c->argv[idx[i]]);
+		break;
+	case R_ZADD: {
+		/* ZADD's flags come before the first score (cmd_zset.c) */
+		bool incr = false;
+		static const char *const zflags[] = { "nx", "xx", "gt", "lt", "ch", NULL };
+		for (int i = 2; i < c->argc; i++) {
+			const char *const one[] = { "incr", NULL };
+			if (has_arg_at(c, i, one))
+				incr = true;
+			else if (!has_arg_at(c, i, zflags))
+				break;
+		}
+		if (changed)
+			emit(c, N_ZSET, incr ? "zincr" : "zadd", key1);
+		break;
+	}
+	case R_POPANY:
+		if (changed)
+			pop_any(c, r, p, idx, k);
 		break;
 	}
 }

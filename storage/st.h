@@ -81,6 +81,10 @@
  *    one chunk, never the elements it skips. Chunk ids only grow within
  *    a gen, so a new chunk is written without being read. Gen, owner,
  *    RENAME, COPY and the collection of orphans are the dict's.
+ *  - A sorted set is such a collection (member -> score) plus, once
+ *    bucketed, its members in score order in more parts of the same gen:
+ *    chunks of ~2 KB under leaves under a top part, so that a ZADD or a
+ *    ZRANGE on a big zset moves a few KB (server/zset.h says why).
  */
 #ifndef RCKV_ST_H
 #define RCKV_ST_H

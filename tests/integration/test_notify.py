@@ -151,6 +151,49 @@ def test_list_events(pair, key):
         both(a, "rpop") + both(b, "rpush") + both(a, "lpop") + both(b, "lpush") +
         both(a, "rpop") + both(a, "rpop") + both(a, "del") + both(m, "rpush") + both(m, "lpop") + both(m, "del") + both(a, "rpush") +
         both(a, "ltrim") + both(a, "del"))
+def test_zset_events(pair, key):
+    sub, c = pair
+    z, z2, d = key + "z", key + "y", key + "d"
+    c.call("ZADD", z, "1", "a", "2", "b")
+    c.call("ZADD", z, "1", "a")             # the same score: no event
+    c.call("ZADD", z, "INCR", "5", "a")
+    c.call("ZADD", z, "CH", "3", "incr")    # a member named incr: zadd
+    c.call("ZINCRBY", z, "1", "b")
+    c.call("ZREM", z, "none")               # nothing removed: no event
+    c.call("ZREM", z, "a")
+    c.call("ZREMRANGEBYSCORE", z, "0", "100")   # empties it: the key goes
+    c.call("ZADD", z2, "0", "p", "0", "q", "0", "r", "0", "s", "0", "t")
+    c.call("ZREMRANGEBYRANK", z2, "0", "0")
+    c.call("ZREMRANGEBYLEX", z2, "[q", "[q")
+    c.call("ZPOPMIN", z2)
+    c.call("ZUNIONSTORE", d, "1", z2)
+    c.call("ZRANGESTORE", d, z2, "5", "6")  # empty: the destination goes
+    c.call("ZINTERSTORE", d, "2", z2, key + "none")   # empty, d absent: nothing
+    c.call("ZPOPMAX", z2, "5")
+    assert events(sub, c) == (
+        both(z, "zadd") + both(z, "zincr") + both(z, "zadd") + both(z, "zincr") +
+        both(z, "zrem") + both(z, "zremrangebyscore") + both(z, "del") +
+        both(z2, "zadd") + both(z2, "zremrangebyrank") + both(z2, "zremrangebylex") +
+        both(z2, "zpopmin") + both(d, "zunionstore") + both(d, "del") +
+        both(z2, "zpopmax") + both(z2, "del"))
+
+
+def test_zmpop_and_bzpop_events(pair, key):
+    sub, c = pair
+    a, b, none = key + "{t}a", key + "{t}b", key + "{t}none"
+    c.call("ZADD", a, "1", "x", "2", "y", "3", "z")
+    c.call("ZADD", b, "1", "x")
+    c.call("ZMPOP", "2", none, a, "MAX")
+    c.call("ZMPOP", "2", none, a, "MIN", "COUNT", "5")   # empties a
+    c.call("ZMPOP", "1", none, "MIN")                    # nothing: no event
+    c.call("BZPOPMIN", none, b, "0")                     # empties b
+    c.call("ZADD", b, "1", "x", "2", "y")
+    c.call("BZPOPMAX", a, b, "0")
+    c.call("BZMPOP", "0", "2", a, b, "MIN")              # empties b
+    assert events(sub, c) == (
+        both(a, "zadd") + both(b, "zadd") + both(a, "zpopmax") + both(a, "zpopmin") +
+        both(a, "del") + both(b, "zpopmin") + both(b, "del") + both(b, "zadd") +
+        both(b, "zpopmax") + both(b, "zpopmin") + both(b, "del"))
 
 
 def test_classes_filter(pair, key):
