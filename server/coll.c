@@ -19,48 +19,8 @@
 
 #include "cc/txn.h"
 #include "server/list.h"
+#include "server/bytes.h"
 #include "storage/st.h"
-
-/* ---- little-endian fields ---- */
-
-static void put16(char *p, uint16_t v)
-{
-	p[0] = (char)v;
-	p[1] = (char)(v >> 8);
-}
-
-static void put32(char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (char)(v >> (8 * i));
-}
-
-static void put64(char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (char)(v >> (8 * i));
-}
-
-static uint16_t get16(const char *p)
-{
-	return (uint16_t)((uint8_t)p[0] | (uint16_t)(uint8_t)p[1] << 8);
-}
-
-static uint32_t get32(const char *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | (uint8_t)p[i];
-	return v;
-}
-
-static uint64_t get64(const char *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | (uint8_t)p[i];
-	return v;
-}
 
 /* ---- (a) part keys, owner, garbage ---- */
 
@@ -141,38 +101,12 @@ int coll_gc_gen(struct txn *t, uint16_t slot, uint64_t gen, const uint32_t *ids,
 
 /* ---- (b) element lists ---- */
 
-static size_t vput(char *p, uint64_t v)
-{
-	size_t n = 0;
-	do {
-		uint8_t b = v & 0x7f;
-		v >>= 7;
-		p[n++] = (char)(b | (v ? 0x80 : 0));
-	} while (v);
-	return n;
-}
-
 static size_t vlen_of(uint64_t v)
 {
 	size_t n = 1;
 	while (v >>= 7)
 		n++;
 	return n;
-}
-
-/* A varint at *p (before end) into *v; 0 when malformed. */
-static size_t vget(const char *p, const char *end, uint64_t *v)
-{
-	uint64_t r = 0;
-	for (size_t i = 0; i < 10 && p + i < end; i++) {
-		uint8_t b = (uint8_t)p[i];
-		r |= (uint64_t)(b & 0x7f) << (7 * i);
-		if (!(b & 0x80)) {
-			*v = r;
-			return i + 1;
-		}
-	}
-	return 0;
 }
 
 /* One element at p (before end); its length, 0 when malformed. */

@@ -16,61 +16,12 @@
 
 #include "cc/txn.h"
 #include "placement/placement.h"
+#include "server/bytes.h"
 #include "storage/st.h"
 
 #define INLINE_HDR 8
 
-static void put16(char *p, uint16_t v)
-{
-	p[0] = (char)v;
-	p[1] = (char)(v >> 8);
-}
-
-static void put32(char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (char)(v >> (8 * i));
-}
-
-static void put64(char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (char)(v >> (8 * i));
-}
-
-static uint16_t get16(const char *p)
-{
-	return (uint16_t)((uint8_t)p[0] | (uint16_t)(uint8_t)p[1] << 8);
-}
-
-static uint32_t get32(const char *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | (uint8_t)p[i];
-	return v;
-}
-
-static uint64_t get64(const char *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | (uint8_t)p[i];
-	return v;
-}
-
 /* ---- element runs (coll.h's format, vals false) ---- */
-
-static size_t vput(char *p, uint64_t v)
-{
-	size_t n = 0;
-	do {
-		uint8_t b = v & 0x7f;
-		v >>= 7;
-		p[n++] = (char)(b | (v ? 0x80 : 0));
-	} while (v);
-	return n;
-}
 
 static size_t elem_size(size_t vl)
 {

@@ -10,23 +10,8 @@
 #include "cc/exec.h"
 #include "cc/txn.h"
 #include "placement/placement.h"
+#include "server/bytes.h"
 #include "storage/st.h"
-
-/* ---- bytes ---- */
-
-static void put32(char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (char)(v >> (8 * i));
-}
-
-static uint32_t get32(const char *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | (uint8_t)p[i];
-	return v;
-}
 
 void zs_score_put(char out[8], double s)
 {
@@ -44,31 +29,6 @@ double zs_score_get(const char *p)
 	double s;
 	memcpy(&s, &b, 8);
 	return s;
-}
-
-static size_t vput(char *p, uint64_t v)
-{
-	size_t n = 0;
-	do {
-		uint8_t b = v & 0x7f;
-		v >>= 7;
-		p[n++] = (char)(b | (v ? 0x80 : 0));
-	} while (v);
-	return n;
-}
-
-static size_t vget(const char *p, const char *end, uint64_t *v)
-{
-	uint64_t r = 0;
-	for (size_t i = 0; i < 10 && p + i < end; i++) {
-		uint8_t b = (uint8_t)p[i];
-		r |= (uint64_t)(b & 0x7f) << (7 * i);
-		if (!(b & 0x80)) {
-			*v = r;
-			return i + 1;
-		}
-	}
-	return 0;
 }
 
 /* Bytes of one encoded element (score, len, member). */
